@@ -1,0 +1,67 @@
+"""The Embedder protocol and the fingerprint that ties an index to the model that built it."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+__all__ = ["PROBE_SENTENCES", "Embedder", "Fingerprint", "fingerprint_of"]
+
+# Fixed sentences whose vectors identify a model: same name and version but other weights,
+# or another normalisation, give another hash.
+PROBE_SENTENCES: tuple[str, ...] = (
+    "How is income tax calculated for the self-employed?",
+    "¿Cuántos días de asuntos propios corresponden según el convenio?",
+    "Tabla de retenciones 2025",
+    "The quick brown fox jumps over the lazy dog.",
+)
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """Identity of an embedder: stored with every ingestion and every run."""
+
+    name: str
+    version: str
+    dimension: int
+    probe_hash: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Fingerprint:
+        return cls(str(data["name"]), str(data["version"]), int(data["dimension"]),
+                   str(data["probe_hash"]))
+
+    def short(self) -> str:
+        return f"{self.name}@{self.version} d={self.dimension} #{self.probe_hash[:12]}"
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns text into L2-normalised float32 vectors, one row per text.
+
+    Queries and documents are separate calls because some models (e5) prefix them differently.
+    """
+
+    name: str
+    version: str
+    dimension: int
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def fingerprint_of(embedder: Embedder) -> Fingerprint:
+    """Name, version, dimension and a hash of the probe sentences' vectors (rounded to 1e-4,
+    so BLAS thread counts do not change it)."""
+    vectors = np.asarray(embedder.embed_queries(list(PROBE_SENTENCES)), dtype=np.float32)
+    rounded = np.round(vectors.astype(np.float64), 4) + 0.0  # +0.0 folds -0.0 into 0.0
+    digest = hashlib.sha256(rounded.tobytes()).hexdigest()
+    return Fingerprint(embedder.name, embedder.version, int(embedder.dimension), digest)

@@ -1,0 +1,110 @@
+"""Every exception recallwatch raises, under one base class.
+
+    RecallwatchError                      anything recallwatch reports to a user (CLI exit code 2)
+     ├── InputError (ValueError)          a bad file, record or value: where, what was expected, what was found
+     │    └── DatasetError                the golden set names chunks the store does not hold
+     ├── UsageError (ValueError)          options that contradict each other or name unknown things
+     ├── NotInstalledError (ImportError)  an optional extra is missing; the message names the pip command
+     ├── EmbedderMismatchError            an index is queried with another embedder than built it
+     ├── StoreError                       a vector store failed or refused an operation
+     ├── HistoryError                     the run history cannot be read or written
+     └── Interrupted                      a run was stopped before it completed; nothing was recorded
+
+The library raises these; only the CLI turns them into ``Error: …`` and an exit code.
+"""
+
+from __future__ import annotations
+
+from os import PathLike
+
+__all__ = [
+    "DatasetError",
+    "EmbedderMismatchError",
+    "HistoryError",
+    "InputError",
+    "Interrupted",
+    "NotInstalledError",
+    "RecallwatchError",
+    "StoreError",
+    "UsageError",
+]
+
+
+class RecallwatchError(Exception):
+    """Base class of every error recallwatch raises on purpose."""
+
+
+class InputError(RecallwatchError, ValueError):
+    """Bad user input, located as precisely as it can be.
+
+    ``str(err)`` reads ``FILE:LINE: record R: field F: expected E, found X (hint)``, leaving out the
+    parts that are unknown.
+    """
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        source: str | PathLike[str] | None = None,
+        line: int | None = None,
+        record: str | None = None,
+        field: str | None = None,
+        expected: str | None = None,
+        found: object = None,
+        hint: str | None = None,
+    ) -> None:
+        self.source = None if source is None else str(source)
+        self.line = line
+        self.record = record
+        self.field = field
+        self.expected = expected
+        self.found = found
+        self.hint = hint
+        where = self.source or ""
+        if line is not None:
+            where = f"{where}:{line}" if where else f"line {line}"
+        parts = [where] if where else []
+        if record is not None:
+            parts.append(f"record {record!r}")
+        if field is not None:
+            parts.append(f"field {field!r}")
+        body = message or ""
+        if expected is not None:
+            found_text = found if isinstance(found, str) and found.startswith("<") else repr(found)
+            detail = f"expected {expected}, found {found_text}"
+            body = f"{body}: {detail}" if body else detail
+        if hint:
+            body = f"{body} ({hint})"
+        super().__init__(": ".join([*parts, body]) if parts else body)
+
+
+class DatasetError(InputError):
+    """The golden dataset is inconsistent with the store it is run against."""
+
+
+class UsageError(RecallwatchError, ValueError):
+    """Options that cannot work together, or a name that is not registered."""
+
+
+class NotInstalledError(RecallwatchError, ImportError):
+    """An optional dependency is missing."""
+
+    def __init__(self, what: str, extra: str) -> None:
+        self.extra = extra
+        super().__init__(f"{what} is not installed: run pip install 'recallwatch[{extra}]'")
+
+
+class EmbedderMismatchError(RecallwatchError):
+    """The embedder at query time is not the one that built the index."""
+
+
+class StoreError(RecallwatchError):
+    """A vector store failed or refused an operation."""
+
+
+class HistoryError(RecallwatchError):
+    """The history store cannot be read or written."""
+
+
+class Interrupted(RecallwatchError):
+    """A run was interrupted before it completed; no partial result was recorded."""

@@ -1,0 +1,32 @@
+"""Vector store adapters, found by URI scheme through one registry."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from recallwatch._registry import Registry
+from recallwatch.errors import UsageError
+
+if TYPE_CHECKING:
+    from recallwatch.stores.base import VectorStore
+
+__all__ = ["STORES", "open_store"]
+
+# scheme -> "module:callable(uri) -> VectorStore"
+STORES: Registry[object] = Registry("store scheme")
+STORES.register("lancedb", "recallwatch.stores.lancedb:LanceStore.open",
+                description="LanceDB on local disk (the embedded default): lancedb://PATH?table=NAME")
+
+
+def open_store(uri: str) -> VectorStore:
+    """Open the store a URI names, e.g. ``lancedb://./kb?table=chunks``."""
+    scheme = urlsplit(uri).scheme
+    if not scheme:
+        raise UsageError(
+            f"store URI {uri!r} has no scheme: expected e.g. lancedb://PATH?table=NAME; "
+            f"known schemes: {', '.join(STORES.names())}"
+        )
+    opener = STORES.get(scheme)
+    store: VectorStore = opener(uri)  # type: ignore[operator]
+    return store
