@@ -1,0 +1,68 @@
+"""Store URIs: parsing, and the redaction every URI goes through before it is shown or stored."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+from recallwatch.errors import UsageError
+
+__all__ = ["StoreURI", "parse_store_uri", "redact"]
+
+
+@dataclass(frozen=True)
+class StoreURI:
+    scheme: str
+    host: str | None
+    port: int | None
+    path: str  # for file-backed stores: the local path (netloc + path joined)
+    username: str | None
+    password: str | None
+    params: dict[str, str] = field(default_factory=dict)
+    raw: str = ""
+
+    def param(self, name: str, default: str | None = None) -> str | None:
+        return self.params.get(name, default)
+
+
+def parse_store_uri(uri: str) -> StoreURI:
+    parts = urlsplit(uri)
+    if not parts.scheme:
+        raise UsageError(f"store URI {redact(uri)!r} has no scheme (e.g. lancedb://PATH?table=NAME)")
+    try:
+        port = parts.port
+    except ValueError as exc:
+        raise UsageError(f"store URI {redact(uri)!r}: invalid port ({exc})") from exc
+    params = dict(parse_qsl(parts.query, keep_blank_values=True))
+    return StoreURI(
+        scheme=parts.scheme,
+        host=parts.hostname,
+        port=port,
+        path=(parts.netloc + parts.path) if parts.scheme in _FILE_SCHEMES else parts.path,
+        username=parts.username,
+        password=parts.password,
+        params=params,
+        raw=uri,
+    )
+
+
+# Schemes whose "netloc" is part of a local path: lancedb://./kb, lancedb:///abs/kb.
+_FILE_SCHEMES = {"lancedb", "chroma", "milvus", "qdrant+local", "faiss", "hnswlib"}
+
+_SECRET_PARAMS = {"password", "passwd", "pwd", "api_key", "apikey", "token", "secret"}
+
+
+def redact(uri: str) -> str:
+    """The URI with any password (in the authority or a query parameter) replaced by ``***``."""
+    parts = urlsplit(uri)
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, _, hostport = netloc.rpartition("@")
+        user, sep, _password = userinfo.partition(":")
+        netloc = f"{user}:***@{hostport}" if sep else f"{user}@{hostport}"
+    query = "&".join(
+        f"{k}=***" if k.lower() in _SECRET_PARAMS else (f"{k}={v}" if v or "=" in pair else k)
+        for pair in parts.query.split("&") if pair
+        for k, _, v in [pair.partition("=")]
+    )
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
