@@ -11,7 +11,6 @@ import os
 import sys
 from typing import Any
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -23,21 +22,22 @@ __all__ = ["app", "main"]
 class _Group(TyperGroup):
     """Turns recallwatch errors into one ``Error:`` line and exit code 2, never a traceback."""
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
         except RecallwatchError as exc:
-            click.echo(f"Error: {exc}", err=True)
+            typer.echo(f"Error: {exc}", err=True)
             ctx.exit(2)
         except KeyboardInterrupt:
-            click.echo("Error: interrupted; nothing was recorded", err=True)
+            typer.echo("Error: interrupted; nothing was recorded", err=True)
             ctx.exit(130)
-        except (click.exceptions.Exit, click.ClickException, click.Abort):
-            raise
-        except Exception as exc:  # an internal bug: one line for the user, the trace on request
+        except Exception as exc:
+            if type(exc).__module__.startswith(("click.", "typer.")):
+                raise  # exits, usage errors and aborts: the framework reports them
+            # anything else is an internal bug: one line for the user, the trace on request
             if os.environ.get("RECALLWATCH_DEBUG"):
                 raise
-            click.echo(
+            typer.echo(
                 f"Internal error: {type(exc).__name__}: {exc} "
                 "(set RECALLWATCH_DEBUG=1 for the traceback, and please report it)",
                 err=True,

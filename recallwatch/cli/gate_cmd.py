@@ -1,0 +1,122 @@
+"""``recallwatch gate``: the acceptance gate (exit 0 ACCEPT, 1 STOP, 2 usage or input error)."""
+
+from __future__ import annotations
+
+from datetime import date
+from enum import Enum
+from pathlib import Path
+
+import typer
+
+from recallwatch.cli._common import DEFAULT_HISTORY, emit
+
+
+class GateFormat(str, Enum):
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+
+
+def gate(
+    golden: Path = typer.Argument(..., help="Golden dataset (YAML, JSON or JSONL)."),
+    store: str | None = typer.Option(None, "--store", help="Store URI, e.g. lancedb://kb?table=chunks."),
+    results: Path | None = typer.Option(None, "--results", help="Results file (JSONL) from any "
+                                        "external search system, instead of --store."),
+    policy: Path | None = typer.Option(None, "--policy", help="Policy file (YAML); absent = the "
+                                       "chapter's defaults."),
+    history: Path = typer.Option(DEFAULT_HISTORY, "--history", help="Run history (SQLite)."),
+    no_history: bool = typer.Option(False, "--no-history", help="Do not record the run."),
+    fmt: GateFormat = typer.Option(GateFormat.table, "--format", help="Output on stdout."),
+    junit: Path | None = typer.Option(None, "--junit", help="Also write JUnit XML here."),
+    report: Path | None = typer.Option(None, "--report", help="Also write report.json, "
+                                       "report.md, junit.xml and report.html into this directory."),
+    embedder: str = typer.Option("use-multilingual", "--embedder", help="Embedder for --store "
+                                 "(must be the one that built the index)."),
+    corpus: Path | None = typer.Option(None, "--corpus", help="With --results: the corpus file, "
+                                       "for Gold labels and diagnosis."),
+    run_date: str | None = typer.Option(None, "--run-date", help="Judge validity windows on this "
+                                        "day (YYYY-MM-DD; default today)."),
+) -> None:
+    """Run the golden set against an index and answer ACCEPT or STOP.
+
+    Exit codes: 0 ACCEPT, 1 STOP, 2 usage or input error.
+    """
+    from recallwatch.errors import InputError, UsageError
+    from recallwatch.formats.golden import load_golden
+    from recallwatch.formats.policy import load_policy
+    from recallwatch.suite.gate import run_gate
+
+    if (store is None) == (results is None):
+        raise UsageError("give exactly one of --store URI or --results FILE")
+    day = None
+    if run_date is not None:
+        try:
+            day = date.fromisoformat(run_date)
+        except ValueError:
+            raise InputError(field="--run-date", expected="a date YYYY-MM-DD",
+                             found=run_date) from None
+    golden_set = load_golden(golden)
+    pol = load_policy(policy)
+    vector_store = None
+    try:
+        if store is not None:
+            from recallwatch.embedders import get_embedder
+            from recallwatch.stores import open_store
+
+            vector_store = open_store(store)
+            result = run_gate(golden_set, store=vector_store, embedder=get_embedder(embedder),
+                              policy=pol, run_date=day)
+        else:
+            from recallwatch.formats.results import load_results
+
+            chunks = None
+            if corpus is not None:
+                from recallwatch.formats.corpus import read_corpus
+
+                chunks = {c.id: c for c in read_corpus(corpus)}
+            result = run_gate(golden_set, results=load_results(results), corpus=chunks,
+                              policy=pol, run_date=day, results_name=results or "<results>")
+        if not no_history:
+            from recallwatch.history import record_gate_run
+
+            result = record_gate_run(result, history, store=vector_store)
+    finally:
+        if vector_store is not None:
+            vector_store.close()
+    _write_outputs(result, fmt, junit, report)
+    raise typer.Exit(result.exit_code)
+
+
+def _write_outputs(result: object, fmt: GateFormat, junit: Path | None,
+                   report: Path | None) -> None:
+    from recallwatch.report import to_json
+    from recallwatch.report._text import write_atomic
+    from recallwatch.report.junit import to_junit
+    from recallwatch.report.markdown import to_markdown
+    from recallwatch.suite.model import GateResult
+
+    assert isinstance(result, GateResult)
+    if junit is not None:
+        write_atomic(junit, to_junit(result))
+    if report is not None:
+        write_atomic(report / "report.json", to_json(result))
+        write_atomic(report / "report.md", to_markdown(result))
+        write_atomic(report / "junit.xml", to_junit(result))
+        try:
+            from recallwatch.report.html import to_html
+        except ModuleNotFoundError:
+            pass
+        else:
+            write_atomic(report / "report.html", to_html(result))
+    if fmt is GateFormat.json:
+        emit(to_json(result))
+    elif fmt is GateFormat.markdown:
+        emit(to_markdown(result))
+    else:
+        from recallwatch.report.terminal import print_report
+
+        print_report(result)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("gate")(gate)

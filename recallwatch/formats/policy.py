@@ -1,0 +1,197 @@
+"""The acceptance policy (SPEC §2, §6): every threshold of the gate, written down and hashed.
+
+An absent file means the chapter's defaults. A ``search`` section (depth, filter, boost) describes
+how the system is queried; it is part of the run's configuration hash, not of the policy hash.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from recallwatch.errors import InputError
+from recallwatch.formats._structured import LINE_KEY, check_keys, line_of, load_structured
+from recallwatch.formats.golden import canonical_hash
+
+__all__ = ["Policy", "SearchSettings", "load_policy"]
+
+_KEYS = {
+    "top_k", "recall_floor", "min_mean_quality", "noise_ceiling", "gold_failures_allowed",
+    "other_failures_allowed", "waivers", "search", "min_group_quality",
+}
+_NOISE_KEYS = {"default", "per_domain"}
+_SEARCH_KEYS = {"depth", "filter", "boost"}
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """How the gate queries a store. ``boost`` adds a fixed amount to the score of chunks whose
+    metadata matches (``{"label": {"SINTESIS_CURADA": 0.05}}``) and re-sorts: a consumer boost,
+    written down so that it is hashed."""
+
+    depth: int = 100
+    filter: dict[str, str | list[str]] = field(default_factory=dict)
+    boost: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Policy:
+    top_k: int | None = None  # None: the golden set's top_k
+    recall_floor: float = 0.90
+    min_mean_quality: float = 95.0
+    noise_ceiling: float = 0.30
+    noise_ceiling_per_domain: dict[str, float] = field(default_factory=dict)
+    gold_failures_allowed: int = 0
+    other_failures_allowed: float = 0.05
+    waivers: dict[str, str] = field(default_factory=dict)
+    min_group_quality: float | None = None  # optional: no domain's mean quality below this
+    search: SearchSettings = field(default_factory=SearchSettings)
+    source: str | None = None
+
+    def ceiling_for(self, domain: str | None) -> float:
+        if domain is not None and domain in self.noise_ceiling_per_domain:
+            return self.noise_ceiling_per_domain[domain]
+        return self.noise_ceiling
+
+    @staticmethod
+    def allowed_noise(ceiling: float, k: int) -> int:
+        """floor(ceiling × K): 3 for 0.30 and K = 10 (the epsilon absorbs 0.3*10 = 2.9999…)."""
+        return math.floor(ceiling * k + 1e-9)
+
+    def rules_dict(self) -> dict[str, Any]:
+        """Everything that decides the verdict (the policy hash covers exactly this)."""
+        return {
+            "top_k": self.top_k,
+            "recall_floor": self.recall_floor,
+            "min_mean_quality": self.min_mean_quality,
+            "noise_ceiling": {"default": self.noise_ceiling,
+                              "per_domain": dict(sorted(self.noise_ceiling_per_domain.items()))},
+            "gold_failures_allowed": self.gold_failures_allowed,
+            "other_failures_allowed": self.other_failures_allowed,
+            "waivers": dict(sorted(self.waivers.items())),
+            "min_group_quality": self.min_group_quality,
+        }
+
+    @property
+    def hash(self) -> str:
+        return canonical_hash(self.rules_dict())
+
+
+def load_policy(path: str | Path | None) -> Policy:
+    if path is None:
+        return Policy()
+    p = Path(path)
+    data = load_structured(p)
+    if data is None:
+        return Policy(source=str(p))
+    return parse_policy(data, p)
+
+
+def parse_policy(data: Any, source: Path) -> Policy:
+    if not isinstance(data, dict):
+        raise InputError(source=source, expected="a mapping of policy settings",
+                         found=type(data).__name__)
+    check_keys(data, _KEYS, source=source)
+    line = line_of(data)
+
+    def number(key: str, default: float, lo: float, hi: float, *, integer: bool = False) -> Any:
+        value = data.get(key, default)
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if integer:
+            ok = ok and isinstance(value, int)
+        if not ok or not (lo <= value <= hi):
+            kind = "an integer" if integer else "a number"
+            raise InputError(source=source, line=line, field=key,
+                             expected=f"{kind} in [{lo:g}, {hi:g}]", found=value)
+        return value
+
+    top_k_raw = data.get("top_k")
+    top_k = None if top_k_raw is None else number("top_k", 10, 1, 10_000, integer=True)
+    ceiling, per_domain = _noise(data.get("noise_ceiling", 0.30), source, line)
+    waivers = data.get("waivers") or {}
+    if not isinstance(waivers, dict):
+        raise InputError(source=source, line=line, field="waivers",
+                         expected="a mapping {query_id: written diagnosis}", found=waivers)
+    clean_waivers: dict[str, str] = {}
+    for qid, reason in waivers.items():
+        if qid == LINE_KEY:
+            continue
+        if not isinstance(reason, str) or not reason.strip():
+            raise InputError(source=source, line=line_of(waivers), record=str(qid),
+                             field="waivers", expected="a written diagnosis (non-empty text)",
+                             found=reason)
+        clean_waivers[str(qid)] = reason.strip()
+    group = data.get("min_group_quality")
+    return Policy(
+        top_k=top_k,
+        recall_floor=float(number("recall_floor", 0.90, 0.0, 1.0)),
+        min_mean_quality=float(number("min_mean_quality", 95.0, 0.0, 100.0)),
+        noise_ceiling=ceiling,
+        noise_ceiling_per_domain=per_domain,
+        gold_failures_allowed=int(number("gold_failures_allowed", 0, 0, 1_000_000, integer=True)),
+        other_failures_allowed=float(number("other_failures_allowed", 0.05, 0.0, 1.0)),
+        waivers=clean_waivers,
+        min_group_quality=None if group is None else float(
+            number("min_group_quality", 0.0, 0.0, 100.0)),
+        search=_search(data.get("search"), source),
+        source=str(source),
+    )
+
+
+def _fraction(value: Any, source: Path, line: int | None, fld: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise InputError(source=source, line=line, field=fld, expected="a fraction in [0, 1]",
+                         found=value)
+    return float(value)
+
+
+def _noise(value: Any, source: Path, line: int | None) -> tuple[float, dict[str, float]]:
+    if not isinstance(value, dict):
+        return _fraction(value, source, line, "noise_ceiling"), {}
+    check_keys(value, _NOISE_KEYS, source=source, record="noise_ceiling")
+    sub_line = line_of(value)
+    default = _fraction(value.get("default", 0.30), source, sub_line, "noise_ceiling.default")
+    per = value.get("per_domain") or {}
+    if not isinstance(per, dict):
+        raise InputError(source=source, line=sub_line, field="noise_ceiling.per_domain",
+                         expected="a mapping {domain: fraction}", found=per)
+    return default, {
+        str(d): _fraction(v, source, line_of(per), f"noise_ceiling.per_domain.{d}")
+        for d, v in per.items() if d != LINE_KEY
+    }
+
+
+def _search(value: Any, source: Path) -> SearchSettings:
+    if value is None:
+        return SearchSettings()
+    if not isinstance(value, dict):
+        raise InputError(source=source, field="search", expected="a mapping", found=value)
+    check_keys(value, _SEARCH_KEYS, source=source, record="search")
+    line = line_of(value)
+    depth = value.get("depth", 100)
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+        raise InputError(source=source, line=line, field="search.depth",
+                         expected="an integer >= 1", found=depth)
+    flt = {str(k): (v if isinstance(v, list) else str(v))
+           for k, v in (value.get("filter") or {}).items() if k != LINE_KEY}
+    boost: dict[str, dict[str, float]] = {}
+    for fld, table in (value.get("boost") or {}).items():
+        if fld == LINE_KEY:
+            continue
+        if not isinstance(table, dict):
+            raise InputError(source=source, line=line, field=f"search.boost.{fld}",
+                             expected="a mapping {value: score added}", found=table)
+        boost[str(fld)] = {}
+        for k, v in table.items():
+            if k == LINE_KEY:
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise InputError(source=source, line=line, field=f"search.boost.{fld}.{k}",
+                                 expected="a number", found=v)
+            boost[str(fld)][str(k)] = float(v)
+    return SearchSettings(depth=depth, filter=flt, boost=boost)

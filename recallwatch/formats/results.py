@@ -1,0 +1,67 @@
+"""Results files from any external search system (SPEC §6): one JSON line per query,
+``{"query_id": id, "results": [{"id": chunk_id, "score": float}, …]}`` in rank order."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from recallwatch.errors import InputError
+from recallwatch.formats._structured import check_keys, iter_jsonl, line_of
+
+__all__ = ["RankedList", "load_results"]
+
+
+@dataclass(frozen=True)
+class RankedList:
+    ids: list[str]
+    scores: np.ndarray  # float64, rank order as given
+
+
+def load_results(path: str | Path) -> dict[str, RankedList]:
+    p = Path(path)
+    out: dict[str, RankedList] = {}
+    first_line: dict[str, int | None] = {}
+    for obj in iter_jsonl(p):
+        line = line_of(obj)
+        qid = obj.get("query_id")
+        if qid is None or isinstance(qid, (dict, list, bool)) or str(qid) == "":
+            raise InputError(source=p, line=line, field="query_id", expected="a query id",
+                             found="<nothing>" if qid is None else qid)
+        qid = str(qid)
+        check_keys(obj, {"query_id", "results"}, source=p, record=qid)
+        if qid in out:
+            raise InputError("duplicate query_id", source=p, line=line, record=qid,
+                             hint=f"first at line {first_line[qid]}")
+        results = obj.get("results")
+        if not isinstance(results, list):
+            raise InputError(source=p, line=line, record=qid, field="results",
+                             expected="a list of {id, score}", found=results)
+        ids: list[str] = []
+        scores: list[float] = []
+        seen: set[str] = set()
+        for pos, item in enumerate(results, start=1):
+            if not isinstance(item, dict):
+                raise InputError(source=p, line=line, record=qid, field=f"results[{pos}]",
+                                 expected="an object {id, score}", found=item)
+            cid, score = item.get("id"), item.get("score")
+            if cid is None or isinstance(cid, (dict, list, bool)):
+                raise InputError(source=p, line=line, record=qid, field=f"results[{pos}].id",
+                                 expected="a chunk id", found="<nothing>" if cid is None else cid)
+            if (isinstance(score, bool) or not isinstance(score, (int, float))
+                    or not math.isfinite(score)):
+                raise InputError(source=p, line=line, record=qid, field=f"results[{pos}].score",
+                                 expected="a finite number", found=score)
+            cid = str(cid)
+            if cid in seen:
+                raise InputError(f"chunk {cid!r} appears twice in the results", source=p,
+                                 line=line, record=qid, field=f"results[{pos}].id")
+            seen.add(cid)
+            ids.append(cid)
+            scores.append(float(score))
+        out[qid] = RankedList(ids, np.asarray(scores, dtype=np.float64))
+        first_line[qid] = line
+    return out

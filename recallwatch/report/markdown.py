@@ -1,0 +1,72 @@
+"""The Markdown report: a pull-request comment that says ACCEPT or STOP and why."""
+
+from __future__ import annotations
+
+from recallwatch.report._text import md_escape
+from recallwatch.suite.model import GateResult
+
+__all__ = ["to_markdown"]
+
+
+def to_markdown(result: GateResult) -> str:
+    a = result.aggregate
+    d = result.dataset
+    icon = "✅" if result.verdict == "ACCEPT" else "⛔"
+    out = [
+        f"## {icon} recallwatch gate: **{result.verdict}**",
+        "",
+        f"Dataset **{md_escape(d['name'])}** v{md_escape(d['version'])} "
+        f"(`{result.dataset_hash[:12]}`) · policy `{result.policy_hash[:12]}` · "
+        f"config `{result.config_hash[:12]}` · run `{md_escape(result.run_id)}`",
+    ]
+    if "uri" in result.store:
+        out.append(f"Store {md_escape(result.store['uri'])} · index version "
+                   f"{md_escape(result.store.get('version'))}")
+    out += [
+        "",
+        "| mean quality | mean recall | MRR | nDCG@K | P@K | failing | Gold failing |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+        f"| {a.mean_quality:.1f} | {a.mean_recall:.3f} | {a.mrr:.3f} | {a.mean_ndcg:.3f} | "
+        f"{a.mean_precision:.3f} | {a.failed_queries}/{a.n_queries} | {a.gold_failures} |",
+        "",
+    ]
+    if result.reasons:
+        out.append("### Why STOP")
+        out += [f"- **{md_escape(r.rule)}**: {md_escape(r.message)}" for r in result.reasons]
+        out.append("")
+    failing = result.failing()
+    if failing:
+        out += ["### Failing queries", "",
+                "| query | rules | recall | quality | noise | missing (rank) | diagnosis |",
+                "|---|---|---:|---:|---:|---|---|"]
+        for q in failing:
+            missing = ", ".join(f"{h.id} @ {h.rank or '>depth'}" for h in q.expected
+                                if not h.in_top_k) or "—"
+            diag = "<br>".join(md_escape(f"{x.step}. {x.cause}: {x.summary}") for x in q.diagnosis)
+            if q.waiver:
+                diag += "<br>" + md_escape(f"waiver: {q.waiver}")
+            out.append(
+                f"| {md_escape(q.id)}{' ★' if q.has_gold else ''}: {md_escape(q.text)} | "
+                f"{md_escape(','.join(q.failed_rules))} | {q.recall:.3f} | {q.quality:.0f} | "
+                f"{q.noise}/{q.allowed_noise} | {md_escape(missing)} | {diag} |"
+            )
+        out.append("")
+    if result.patterns:
+        out.append("### Patterns")
+        out += [f"- **{md_escape(p.name)}**: {md_escape(p.message)}" for p in result.patterns]
+        out.append("")
+    if result.comparison:
+        out.append("### Compared with earlier runs")
+        for label, key in (("previous run", "previous"), ("last accepted", "last_accepted")):
+            c = result.comparison.get(key)
+            if not c:
+                out.append(f"- {label}: none")
+            elif not c.get("comparable", True):
+                out.append(f"- {label} `{md_escape(c.get('run_id'))}`: not comparable "
+                           f"({md_escape(c.get('why'))})")
+            else:
+                out.append(f"- {label} `{md_escape(c.get('run_id'))}`: "
+                           f"{md_escape(c.get('summary', ''))}")
+                out += [f"  - {md_escape(x)}" for x in c.get("details", [])[:10]]
+        out.append("")
+    return "\n".join(out) + "\n"

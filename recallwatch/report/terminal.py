@@ -1,0 +1,107 @@
+"""The terminal report: the verdict first, then what failed and where to look. Read in a minute."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from recallwatch.report._text import visible
+from recallwatch.suite.model import GateResult, QueryResult
+
+__all__ = ["print_report", "render"]
+
+
+def _t(value: object, style: str = "") -> Text:
+    # Text(), not markup: "[bold]" in a query is shown as typed, never interpreted.
+    return Text(visible(value), style=style)
+
+
+def _missing(q: QueryResult) -> Text:
+    parts = [
+        f"{h.id}{' (Gold)' if h.gold else ''} @ {h.rank if h.rank else '>depth'}"
+        for h in q.expected if not h.in_top_k
+    ]
+    return _t(", ".join(parts) or "—")
+
+
+def _identity(result: GateResult) -> Text:
+    d = result.dataset
+    store = result.store
+    where = (f"{store.get('uri')} version {store.get('version')}" if "uri" in store
+             else f"results {store.get('results_file', '')}")
+    return _t(
+        f"dataset {d['name']} v{d['version']} #{result.dataset_hash[:12]} · "
+        f"policy #{result.policy_hash[:12]} · config #{result.config_hash[:12]} · {where} · "
+        f"run {result.run_id}",
+        "dim",
+    )
+
+
+def render(result: GateResult) -> Group:
+    ok = result.verdict == "ACCEPT"
+    a = result.aggregate
+    banner = Text.assemble(
+        (f" {result.verdict} ", "bold white on green" if ok else "bold white on red"),
+        "  ",
+        (f"mean quality {a.mean_quality:.1f}  recall {a.mean_recall:.3f}  MRR {a.mrr:.3f}  "
+         f"nDCG {a.mean_ndcg:.3f}  P@K {a.mean_precision:.3f}  "
+         f"failing {a.failed_queries}/{a.n_queries} (Gold {a.gold_failures})", "bold"),
+    )
+    parts: list[Any] = [banner, _identity(result)]
+    if result.reasons:
+        reasons = Table.grid(padding=(0, 1))
+        for r in result.reasons:
+            reasons.add_row(_t(r.rule, "bold red"), _t(r.message))
+        parts.append(Panel(reasons, title="why STOP", border_style="red"))
+    failing = result.failing()
+    if failing:
+        table = Table(title="failing queries", title_justify="left", show_lines=True)
+        for col in ("query", "rules", "recall", "quality", "noise", "missing (rank)", "diagnosis"):
+            table.add_column(col, overflow="fold")
+        for q in failing:
+            diagnosis = "\n".join(f"{d.step}. {d.cause}: {d.summary}" for d in q.diagnosis)
+            waiver = f"\nwaiver: {q.waiver}" if q.waiver else ""
+            table.add_row(
+                _t(f"{q.id}{' ★Gold' if q.has_gold else ''}\n{q.text}"),
+                _t(",".join(q.failed_rules)),
+                _t(f"{q.recall:.3f}"),
+                _t(f"{q.quality:.0f}"),
+                _t(f"{q.noise}/{q.allowed_noise}"),
+                _missing(q),
+                _t(diagnosis + waiver),
+            )
+        parts.append(table)
+    for p in result.patterns:
+        parts.append(_t(f"pattern {p.name}: {p.message} ({', '.join(p.queries[:8])})", "yellow"))
+    for w in result.warnings:
+        parts.append(_t(f"warning: {w}", "yellow"))
+    if result.comparison:
+        parts.append(_comparison(result.comparison))
+    t = result.timings
+    parts.append(_t(f"{a.n_queries} queries in {t['total']:.2f}s (embed {t['embed']:.2f}s, "
+                    f"search {t['search']:.2f}s, other {t['other']:.2f}s)", "dim"))
+    return Group(*parts)
+
+
+def _comparison(comparison: dict[str, Any]) -> Text:
+    lines = []
+    for label, key in (("previous run", "previous"), ("last accepted", "last_accepted")):
+        c = comparison.get(key)
+        if not c:
+            lines.append(f"vs {label}: none")
+            continue
+        if not c.get("comparable", True):
+            lines.append(f"vs {label} {c.get('run_id')}: not comparable ({c.get('why')})")
+            continue
+        lines.append(f"vs {label} {c.get('run_id')}: {c.get('summary', '')}")
+        for line in c.get("details", [])[:10]:
+            lines.append(f"    {line}")
+    return _t("\n".join(lines))
+
+
+def print_report(result: GateResult, console: Console | None = None) -> None:
+    (console or Console()).print(render(result))

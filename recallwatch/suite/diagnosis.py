@@ -1,0 +1,260 @@
+"""Why a query failed, in the chapter's order of repair: (1) chunking, (2) missing description,
+(3) labelling, (4) embedding — each with evidence computed from chunk metadata and the index —
+and the dataset-level failure patterns the chapter reads like symptoms."""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+import numpy as np
+
+from recallwatch.formats.policy import SearchSettings
+from recallwatch.stores.base import Chunk
+from recallwatch.suite.model import Diagnosis, Pattern, QueryResult
+
+__all__ = ["DiagnosisContext", "diagnose", "patterns", "prose_words"]
+
+NUMERIC_TAGS = frozenset({"numeric", "table"})
+_WORD = re.compile(r"[^\W\d_]{3,}", re.UNICODE)
+_SENTENCE_END = tuple(".!?…:;)]»\"'”")
+# Below this many prose words, a table's representation field cannot resemble a question.
+MIN_PROSE_WORDS = 12
+# A chunk this much shorter or longer than its document's median chunk looks cut or merged.
+LENGTH_RATIO = 4.0
+# Two halves of one chunk this dissimilar (cosine) talk about different things.
+MIXED_SIMILARITY = 0.15
+
+
+def prose_words(text: str) -> int:
+    return len(_WORD.findall(text))
+
+
+def _digit_share(text: str) -> float:
+    chars = [c for c in text if not c.isspace()]
+    return sum(c.isdigit() for c in chars) / len(chars) if chars else 0.0
+
+
+def _table_lines(text: str) -> list[str]:
+    return [ln for ln in text.splitlines() if ln.count("|") >= 2 or ln.count("\t") >= 1]
+
+
+def _is_tabular(chunk: Chunk) -> bool:
+    return chunk.kind == "table" or len(_table_lines(chunk.text)) >= 3
+
+
+def _cells(line: str) -> list[str]:
+    sep = "|" if "|" in line else "\t"
+    return [c.strip() for c in line.strip().strip("|").split(sep) if c.strip()]
+
+
+def _numeric_cell(cell: str) -> bool:
+    return bool(re.fullmatch(r"[-+]?[\d.,\s%€$]+", cell)) and any(c.isdigit() for c in cell)
+
+
+@dataclass
+class DiagnosisContext:
+    chunks: Mapping[str, Chunk]
+    siblings: Mapping[str, list[Chunk]]  # doc_id -> every chunk of that document
+    run_date: date
+    settings: SearchSettings
+    halves_similarity: Mapping[str, float]  # chunk id -> cosine between its two halves
+
+
+def chunking_findings(chunk: Chunk, ctx: DiagnosisContext) -> list[str]:
+    found = []
+    text = chunk.text.strip()
+    if _is_tabular(chunk):
+        rows = _table_lines(text)
+        if rows:
+            has_separator = any(
+                re.fullmatch(r"\|?[\s:|-]+\|?", r.strip()) and "-" in r for r in rows)
+            first = _cells(rows[0])
+            numeric_first = sum(_numeric_cell(c) for c in first)
+            if not has_separator and first and numeric_first >= max(1, len(first) // 2):
+                found.append("table rows without a header: the first row is data "
+                             f"({' | '.join(first[:4])})")
+    elif text and not text.endswith(_SENTENCE_END):
+        found.append(f"ends mid-sentence: …{text[-40:]!r}")
+    if text and text[0].islower():
+        found.append(f"starts mid-sentence: {text[:40]!r}…")
+    others = [c for c in ctx.siblings.get(chunk.doc_id or "", []) if c.id != chunk.id]
+    if len(others) >= 2:
+        median = statistics.median(len(c.text) for c in others)
+        if median > 0:
+            ratio = len(chunk.text) / median
+            if ratio < 1 / LENGTH_RATIO or ratio > LENGTH_RATIO:
+                found.append(f"{len(chunk.text)} characters against a median of {median:.0f} "
+                             f"for the other {len(others)} chunks of document {chunk.doc_id}")
+    sim = ctx.halves_similarity.get(chunk.id)
+    if sim is not None and sim < MIXED_SIMILARITY:
+        found.append(f"its two halves are unrelated (cosine {sim:.2f}): content of different "
+                     "documents merged into one chunk")
+    return found
+
+
+def description_findings(chunk: Chunk) -> list[str]:
+    numeric = _is_tabular(chunk) or _digit_share(chunk.text) >= 0.3
+    if not numeric:
+        return []
+    words = prose_words(chunk.text)
+    if words >= MIN_PROSE_WORDS:
+        return []
+    what = "table" if _is_tabular(chunk) else "numeric chunk"
+    desc = (chunk.description or "").strip()
+    tail = ("its description is empty" if not desc
+            else "a description exists but is not in the representation field")
+    return [f"{what} whose representation field has {words} prose word(s); {tail}"]
+
+
+def labelling_findings(chunk: Chunk, q: QueryResult, ctx: DiagnosisContext) -> list[str]:
+    found = []
+    if q.domain and chunk.domain and chunk.domain != q.domain:
+        found.append(f"labelled domain {chunk.domain!r}, the query's domain is {q.domain!r}")
+    if chunk.valid_to is not None and chunk.valid_to < ctx.run_date:
+        found.append(f"validity ended {chunk.valid_to.isoformat()} (run date "
+                     f"{ctx.run_date.isoformat()})")
+    if chunk.valid_from is not None and chunk.valid_from > ctx.run_date:
+        found.append(f"valid only from {chunk.valid_from.isoformat()} (run date "
+                     f"{ctx.run_date.isoformat()})")
+    for fld, wanted in ctx.settings.filter.items():
+        value = getattr(chunk, fld, None) if fld in ("domain", "label", "kind", "doc_id") \
+            else chunk.facets.get(fld)
+        allowed = [wanted] if isinstance(wanted, str) else list(wanted)
+        if value not in allowed:
+            found.append(f"excluded by the configured filter {fld}={wanted!r} (it has {value!r})")
+    return found
+
+
+def _embedding_evidence(q: QueryResult, cid: str) -> dict[str, Any]:
+    hit = next(h for h in q.expected if h.id == cid)
+    kth = q.top[-1][1] if q.top else None
+    expected_ids = {h.id for h in q.expected}
+    outranking = [{"id": i, "score": round(s, 4)} for i, s in q.top if i not in expected_ids][:5]
+    return {
+        "rank": hit.rank,
+        "score": None if hit.score is None else round(hit.score, 4),
+        "kth_score": None if kth is None else round(kth, 4),
+        "gap_to_kth": None if (kth is None or hit.score is None) else round(kth - hit.score, 4),
+        "outranked_by": outranking,
+    }
+
+
+def diagnose(q: QueryResult, ctx: DiagnosisContext) -> tuple[Diagnosis, ...]:
+    """One diagnosis per expected chunk missing from the top-K, plus one for excess noise."""
+    out: list[Diagnosis] = []
+    for hit in q.expected:
+        if hit.in_top_k:
+            continue
+        chunk = ctx.chunks.get(hit.id)
+        where = f"rank {hit.rank}" if hit.rank else "beyond the search depth"
+        evidence = _embedding_evidence(q, hit.id)
+        if chunk is None:
+            out.append(Diagnosis(4, "embedding", hit.id,
+                                 f"{hit.id} is at {where}; no chunk metadata to inspect",
+                                 evidence))
+            continue
+        steps: list[tuple[int, Any, list[str]]] = [
+            (1, "chunking", chunking_findings(chunk, ctx)),
+            (2, "description", description_findings(chunk)),
+            (3, "labelling", labelling_findings(chunk, q, ctx)),
+        ]
+        first = next(((s, c, f) for s, c, f in steps if f), None)
+        if first is None:
+            gap = evidence["gap_to_kth"]
+            out.append(Diagnosis(
+                4, "embedding", hit.id,
+                f"{hit.id} looks well formed, described and labelled, yet is buried at {where}"
+                + (f", {gap:.3f} below the K-th result" if gap is not None else "")
+                + ": make its description more concrete, in the users' words, or revisit the "
+                "representation field",
+                evidence,
+            ))
+            continue
+        step, cause, findings = first
+        evidence["findings"] = findings
+        evidence["also"] = {c: f for s, c, f in steps if f and s != step}
+        out.append(Diagnosis(step, cause, hit.id, f"{hit.id} ({where}): " + "; ".join(findings),
+                             evidence))
+    if "noise" in q.failed_rules:
+        below = [{"id": i, "score": round(s, 4)} for i, s in q.top
+                 if q.noise_threshold is not None and s < q.noise_threshold - 1e-6]
+        threshold = "n/a" if q.noise_threshold is None else f"{q.noise_threshold:.4f}"
+        out.append(Diagnosis(
+            5, "noise", None,
+            f"{q.noise} of the top {q.top_k} score below the worst expected chunk ({threshold}); "
+            f"allowed {q.allowed_noise}: structural noise — generic descriptions, mixed chunks or "
+            "loose facets (chapters 12, 10, 9), or a ceiling not yet calibrated for this domain",
+            {"noise": q.noise, "allowed": q.allowed_noise, "threshold": q.noise_threshold,
+             "below_threshold": below},
+        ))
+    return tuple(out)
+
+
+def halves_similarity(chunks: Sequence[Chunk], embed: Any) -> dict[str, float]:
+    """Cosine between the first and second half (by sentences) of each prose chunk."""
+    pairs: list[tuple[str, str, str]] = []
+    for c in chunks:
+        if _is_tabular(c):
+            continue
+        sentences = [s for s in re.split(r"(?<=[.!?])\s+", c.text.strip()) if s]
+        if len(sentences) < 4:
+            continue
+        mid = len(sentences) // 2
+        pairs.append((c.id, " ".join(sentences[:mid]), " ".join(sentences[mid:])))
+    if not pairs or embed is None:
+        return {}
+    vectors = embed([p[1] for p in pairs] + [p[2] for p in pairs])
+    if vectors is None:
+        return {}
+    n = len(pairs)
+    sims = np.sum(vectors[:n] * vectors[n:], axis=1)
+    return {p[0]: float(s) for p, s in zip(pairs, sims)}
+
+
+def patterns(queries: Sequence[QueryResult]) -> list[Pattern]:
+    """The chapter's dataset-level symptoms and the chapters they point to."""
+    failing = [q for q in queries if not q.passed]
+    if not failing:
+        return []
+    out: list[Pattern] = []
+    ids = tuple(q.id for q in failing)
+    by_domain: dict[str, list[QueryResult]] = defaultdict(list)
+    for q in queries:
+        if q.domain:
+            by_domain[q.domain].append(q)
+    for domain, qs in sorted(by_domain.items()):
+        if len(qs) >= 2 and all(not q.passed for q in qs):
+            out.append(Pattern(
+                "domain_failing",
+                f"every query of domain {domain!r} fails: an ingestion or classification problem "
+                "of that domain (chapters 6–9), not of the global index",
+                tuple(q.id for q in qs),
+            ))
+    if all(NUMERIC_TAGS & set(q.tags) for q in failing):
+        out.append(Pattern(
+            "numeric_only",
+            "only numeric/table queries fail: table chunking or missing descriptions "
+            "(chapters 10–12) — the most frequent pattern of a first deployment",
+            ids,
+        ))
+    if all(q.has_gold for q in failing) and any(q.passed and not q.has_gold for q in queries):
+        out.append(Pattern(
+            "gold_only",
+            "only queries expecting a Gold chunk fail: the authority layer is not emerging — "
+            "check the SINTESIS_CURADA label and the consumer's boost",
+            ids,
+        ))
+    if all(q.failed_rules == ("noise",) for q in failing):
+        out.append(Pattern(
+            "noise_high",
+            "recall is green but noise is high: structural noise — generic descriptions, mixed "
+            "chunks or loose facets (chapters 12, 10, 9)",
+            ids,
+        ))
+    return out

@@ -1,0 +1,132 @@
+"""The acceptance gate: golden set + source → per-query scores → policy → verdict → diagnosis.
+
+    result = run_gate(load_golden("golden.yaml"), store=open_store(uri), embedder=get_embedder())
+    result.verdict   # "ACCEPT" | "STOP"
+
+Everything is computed in memory and returned whole: an interrupted run returns nothing and
+records nothing (the CLI writes reports and history only from a complete result).
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass, field, replace
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+from recallwatch.embedders.base import Embedder
+from recallwatch.errors import Interrupted, UsageError
+from recallwatch.formats.golden import GoldenSet, canonical_hash
+from recallwatch.formats.policy import Policy
+from recallwatch.formats.results import RankedList
+from recallwatch.stores.base import Chunk, VectorStore
+from recallwatch.suite.diagnosis import DiagnosisContext, diagnose, halves_similarity, patterns
+from recallwatch.suite.model import GateResult
+from recallwatch.suite.retrieve import ResultsSource, Source, StoreSource
+from recallwatch.suite.score import score_queries
+from recallwatch.suite.verdict import aggregate, decide
+
+__all__ = ["Gate", "run_gate"]
+
+
+def _new_run_id(now: datetime) -> str:
+    return f"{now.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
+
+
+@dataclass
+class Gate:
+    """A golden set and a policy, ready to examine any source."""
+
+    golden: GoldenSet
+    policy: Policy = field(default_factory=Policy)
+    run_date: date | None = None  # validity windows are judged on this day (default: today, UTC)
+
+    def run(self, source: Source) -> GateResult:
+        start = time.perf_counter()
+        try:
+            return self._run(source, start)
+        except KeyboardInterrupt:
+            raise Interrupted("the gate was interrupted; no result was produced") from None
+
+    def _run(self, source: Source, start: float) -> GateResult:
+        now = datetime.now(UTC)
+        run_date = self.run_date or now.date()
+        queries = self.golden.queries
+        depth = max(self.policy.search.depth,
+                    max(self.policy.top_k or q.top_k or self.golden.top_k for q in queries))
+        retrieved = source.retrieve(queries, depth)
+        expected_ids = list(dict.fromkeys(c for q in queries for c in q.expected))
+        chunks = source.chunks(expected_ids)
+        scored = score_queries(queries, retrieved, chunks, self.policy, self.golden.top_k)
+
+        failing_ids = {h.id for q in scored if not q.passed for h in q.expected if not h.in_top_k}
+        failing_chunks = [chunks[c] for c in failing_ids if c in chunks]
+        doc_ids = sorted({c.doc_id for c in failing_chunks if c.doc_id})
+        siblings: dict[str, list[Chunk]] = {}
+        for c in source.siblings(doc_ids):
+            siblings.setdefault(c.doc_id or "", []).append(c)
+        ctx = DiagnosisContext(
+            chunks=chunks, siblings=siblings, run_date=run_date, settings=self.policy.search,
+            halves_similarity=halves_similarity(failing_chunks, source.embed),
+        )
+        scored = [q if q.passed else replace(q, diagnosis=diagnose(q, ctx)) for q in scored]
+        agg = aggregate(scored)
+        verdict, reasons = decide(scored, agg, self.policy)
+
+        config = source.config()
+        warnings = []
+        unknown_waivers = sorted(set(self.policy.waivers) - {q.id for q in queries})
+        if unknown_waivers:
+            warnings.append(f"waivers name queries not in the golden set: "
+                            f"{', '.join(unknown_waivers)}")
+        total = time.perf_counter() - start
+        embed, search = source.timings.embed, source.timings.search
+        return GateResult(
+            run_id=_new_run_id(now),
+            created_at=now.isoformat(timespec="seconds"),
+            verdict=verdict,
+            reasons=tuple(reasons),
+            aggregate=agg,
+            queries=tuple(scored),
+            patterns=tuple(patterns(scored)),
+            dataset={"name": self.golden.name, "version": self.golden.version,
+                     "hash": self.golden.hash, "source": self.golden.source or ""},
+            dataset_hash=self.golden.hash,
+            policy_hash=self.policy.hash,
+            config_hash=canonical_hash(config),
+            config=config,
+            policy=self.policy.rules_dict(),
+            store=source.describe(),
+            timings={"embed": embed, "search": search,
+                     "other": max(total - embed - search, 0.0), "total": total},
+            warnings=tuple(warnings),
+        )
+
+
+def run_gate(
+    golden: GoldenSet,
+    *,
+    store: VectorStore | None = None,
+    embedder: Embedder | None = None,
+    results: dict[str, RankedList] | None = None,
+    corpus: dict[str, Chunk] | None = None,
+    policy: Policy | None = None,
+    run_date: date | None = None,
+    results_name: str | Path = "<results>",
+) -> GateResult:
+    """Run the gate against a store (searched with ``embedder``) or a results mapping."""
+    if (store is None) == (results is None):
+        raise UsageError("give exactly one of store= or results=")
+    policy = policy or Policy()
+    source: Source
+    if store is not None:
+        if embedder is None:
+            from recallwatch.embedders import get_embedder
+
+            embedder = get_embedder()
+        source = StoreSource(store, embedder, policy.search)
+    else:
+        assert results is not None
+        source = ResultsSource(results, corpus or {}, str(results_name))
+    return Gate(golden, policy, run_date).run(source)

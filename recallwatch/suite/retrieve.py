@@ -1,0 +1,205 @@
+"""Where a gate's ranked lists come from: a vector store searched with an embedder, or a results
+file written by any external system. Both give, per query, the deep ranked list and the score of
+every expected chunk (so the noise threshold always exists)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from recallwatch.embedders.base import Embedder, Fingerprint, fingerprint_of
+from recallwatch.errors import DatasetError, EmbedderMismatchError, InputError
+from recallwatch.formats.golden import GoldenQuery
+from recallwatch.formats.policy import SearchSettings
+from recallwatch.formats.results import RankedList
+from recallwatch.stores.base import Chunk, VectorStore
+
+__all__ = ["FINGERPRINT_META_KEY", "ResultsSource", "Retrieved", "Source", "StoreSource"]
+
+FINGERPRINT_META_KEY = "embedder_fingerprint"
+
+
+@dataclass
+class Retrieved:
+    ids: list[str]  # rank order, as deep as the search went
+    scores: np.ndarray  # float64, aligned with ids
+    expected_scores: dict[str, float]  # every expected chunk the source can score
+
+
+@dataclass
+class Timings:
+    embed: float = 0.0
+    search: float = 0.0
+
+
+class Source(Protocol):
+    timings: Timings
+
+    def retrieve(self, queries: Sequence[GoldenQuery], depth: int) -> list[Retrieved]: ...
+
+    def chunks(self, ids: Sequence[str]) -> dict[str, Chunk]: ...
+
+    def siblings(self, doc_ids: Sequence[str]) -> list[Chunk]: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+    def config(self) -> dict[str, Any]: ...
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray | None: ...
+
+
+@dataclass
+class StoreSource:
+    """Pure vector search on the store's representation field, plus a written boost if any."""
+
+    store: VectorStore
+    embedder: Embedder
+    settings: SearchSettings = field(default_factory=SearchSettings)
+    timings: Timings = field(default_factory=Timings)
+    _fingerprint: Fingerprint | None = None
+    _version: str | None = None
+
+    def __post_init__(self) -> None:
+        self._fingerprint = fingerprint_of(self.embedder)
+        built_with = self.store.get_meta(FINGERPRINT_META_KEY)
+        if built_with is not None:
+            stored = Fingerprint.from_dict(built_with)
+            if stored != self._fingerprint:
+                raise EmbedderMismatchError(
+                    f"the index at {self.store.uri} was built with {stored.short()}, "
+                    f"but the gate would query it with {self._fingerprint.short()}: "
+                    "re-ingest with this embedder or run the gate with the one that built it"
+                )
+        self._version = self.store.current_version()
+
+    def retrieve(self, queries: Sequence[GoldenQuery], depth: int) -> list[Retrieved]:
+        expected = list(dict.fromkeys(c for q in queries for c in q.expected))
+        self.check_exists(queries, expected)
+        t0 = time.perf_counter()
+        vectors = np.asarray(self.embedder.embed_queries([q.text for q in queries]),
+                             dtype=np.float32)
+        t1 = time.perf_counter()
+        hits = self.store.search(vectors, depth, filter=self.settings.filter or None)
+        missing = [[c for c in q.expected if c not in set(h.ids)] for q, h in zip(queries, hits)]
+        extra_scores = self.store.score_of(vectors, missing)
+        t2 = time.perf_counter()
+        self.timings.embed += t1 - t0
+        self.timings.search += t2 - t1
+        out = []
+        for q, h, extra in zip(queries, hits, extra_scores):
+            ids, scores = list(h.ids), np.asarray(h.scores, dtype=np.float64)
+            exp_scores = {c: float(s) for c, s in zip(ids, scores) if c in set(q.expected)}
+            exp_scores.update({c: float(s) for c, s in extra.items()})
+            out.append(Retrieved(ids, scores, exp_scores))
+        if self.settings.boost:
+            out = [self._boost(r) for r in out]
+        return out
+
+    def check_exists(self, queries: Sequence[GoldenQuery], expected: Sequence[str]) -> None:
+        """An expected chunk the store does not hold is a dataset error, not a retrieval failure."""
+        present = self.store.get(expected)
+        absent = [c for c in expected if c not in present]
+        if absent:
+            where = {c: [q.id for q in queries if c in q.expected] for c in absent}
+            listing = "; ".join(
+                f"{c} (query {', '.join(qs)})" for c, qs in list(where.items())[:10])
+            more = f" and {len(absent) - 10} more" if len(absent) > 10 else ""
+            raise DatasetError(
+                f"{len(absent)} expected chunk id(s) do not exist in {self.store.uri}: "
+                f"{listing}{more}",
+                hint="fix the golden set or ingest the missing chunks; this is a dataset error, "
+                "not a retrieval failure",
+            )
+
+    def _boost(self, r: Retrieved) -> Retrieved:
+        meta = self.store.get(list(dict.fromkeys([*r.ids, *r.expected_scores])))
+
+        def bonus(cid: str) -> float:
+            chunk = meta.get(cid)
+            if chunk is None:
+                return 0.0
+            total = 0.0
+            for fld, table in self.settings.boost.items():
+                value = getattr(chunk, fld, None) if fld != "facets" else None
+                if value is None and fld not in ("label", "domain", "kind"):
+                    value = chunk.facets.get(fld)
+                total += table.get(str(value), 0.0) if value is not None else 0.0
+            return total
+
+        scores = r.scores + np.array([bonus(c) for c in r.ids], dtype=np.float64)
+        order = np.argsort(-scores, kind="stable")
+        return Retrieved([r.ids[i] for i in order], scores[order],
+                         {c: s + bonus(c) for c, s in r.expected_scores.items()})
+
+    def chunks(self, ids: Sequence[str]) -> dict[str, Chunk]:
+        return self.store.get(list(ids))
+
+    def siblings(self, doc_ids: Sequence[str]) -> list[Chunk]:
+        return self.store.chunks(doc_ids=list(doc_ids)) if doc_ids else []
+
+    def describe(self) -> dict[str, Any]:
+        return {"uri": self.store.uri, "version": self._version, "count": self.store.count()}
+
+    def config(self) -> dict[str, Any]:
+        assert self._fingerprint is not None  # set in __post_init__
+        return {"source": "store", "embedder": self._fingerprint.to_dict(),
+                "search": self.settings.to_dict()}
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray | None:
+        return np.asarray(self.embedder.embed_documents(list(texts)), dtype=np.float32)
+
+
+@dataclass
+class ResultsSource:
+    """Ranked lists from an external system. Without a store, chunk metadata comes from an
+    optional corpus; an expected chunk absent from a query's list scores at most the list's last
+    score, which is all the noise rule needs (no top-K result can score below it)."""
+
+    results: dict[str, RankedList]
+    corpus: dict[str, Chunk] = field(default_factory=dict)
+    source_name: str = "<results>"
+    timings: Timings = field(default_factory=Timings)
+
+    def retrieve(self, queries: Sequence[GoldenQuery], depth: int) -> list[Retrieved]:
+        absent = [q.id for q in queries if q.id not in self.results]
+        if absent:
+            raise InputError(
+                f"no results line for {len(absent)} golden "
+                f"quer{'y' if len(absent) == 1 else 'ies'}:"
+                f" {', '.join(absent[:10])}{' …' if len(absent) > 10 else ''}",
+                source=self.source_name,
+                hint='write {"query_id": ID, "results": []} for a query that returned nothing',
+            )
+        if self.corpus:
+            expected = list(dict.fromkeys(c for q in queries for c in q.expected))
+            missing = [c for c in expected if c not in self.corpus]
+            if missing:
+                raise DatasetError(f"{len(missing)} expected chunk id(s) are not in the corpus: "
+                                   f"{', '.join(missing[:10])}")
+        out = []
+        for q in queries:
+            ranked = self.results[q.id]
+            ids, scores = ranked.ids[:depth], ranked.scores[:depth]
+            exp = {c: float(s) for c, s in zip(ids, scores) if c in set(q.expected)}
+            out.append(Retrieved(list(ids), np.asarray(scores, dtype=np.float64), exp))
+        return out
+
+    def chunks(self, ids: Sequence[str]) -> dict[str, Chunk]:
+        return {c: self.corpus[c] for c in ids if c in self.corpus}
+
+    def siblings(self, doc_ids: Sequence[str]) -> list[Chunk]:
+        wanted = set(doc_ids)
+        return [c for c in self.corpus.values() if c.doc_id in wanted]
+
+    def describe(self) -> dict[str, Any]:
+        return {"results_file": self.source_name}
+
+    def config(self) -> dict[str, Any]:
+        return {"source": "results"}
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray | None:
+        return None
