@@ -1,1 +1,29 @@
-"""recallwatch.stats"""
+"""Paired significance tests, bootstrap intervals, multiple-testing correction and power.
+
+Everything works on paired per-query score arrays (``a[i]`` and ``b[i]`` are the same query under
+systems A and B) and is two-sided; randomness is seeded, so the same inputs give the same
+numbers. :func:`compare` runs the whole A/B comparison from qrels and two runs.
+"""
+
+from recallwatch.stats._bootstrap import CIMethod, ConfidenceInterval, bootstrap_ci
+from recallwatch.stats._compare import Comparison, MeasureComparison, compare_scores
+from recallwatch.stats._holm import holm
+from recallwatch.stats._paired import Method, TestName, TestResult, paired_test
+from recallwatch.stats._power import paired_t_power, queries_needed, queries_needed_from
+
+__all__ = [
+    "CIMethod",
+    "Comparison",
+    "ConfidenceInterval",
+    "MeasureComparison",
+    "Method",
+    "TestName",
+    "TestResult",
+    "bootstrap_ci",
+    "compare_scores",
+    "holm",
+    "paired_t_power",
+    "paired_test",
+    "queries_needed",
+    "queries_needed_from",
+]
