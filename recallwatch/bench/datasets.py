@@ -1,0 +1,208 @@
+"""Where benchmark vectors come from: the chapter's synthetic collection, vector files, an
+ANN-Benchmarks HDF5 file, a store's own vectors, or a corpus embedded with any embedder."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from recallwatch.bench.truth import content_hash
+from recallwatch.errors import InputError, StoreError
+from recallwatch.formats.ann import AnnDataset, Metric, parse_metric, read_hdf5, read_vectors
+
+if TYPE_CHECKING:
+    from recallwatch.stores.base import VectorStore
+
+__all__ = [
+    "Dataset",
+    "dataset_from_spec",
+    "embed_corpus",
+    "export_vectors",
+    "hold_out",
+    "synthetic",
+    "topic_collection",
+]
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Base vectors, queries, the metric, and where they came from (recorded with results)."""
+
+    name: str
+    base: np.ndarray
+    queries: np.ndarray
+    metric: Metric
+    ids: list[str] | None = None  # names of the base rows (store and corpus datasets)
+    source: dict[str, Any] = field(default_factory=dict)
+    neighbors: np.ndarray | None = None  # exact neighbours shipped with the data, if any
+
+    @cached_property
+    def hash(self) -> str:
+        """sha256 of base, queries and metric: the identity of the data behind every figure."""
+        return content_hash(self.base, self.queries, extra=f"metric={self.metric}")
+
+    def describe(self) -> str:
+        return (f"{self.name}: n={self.base.shape[0]}, d={self.base.shape[1]}, "
+                f"{self.queries.shape[0]} queries, metric {self.metric}")
+
+
+def topic_collection(
+    centres: np.ndarray, n: int, rng: np.random.Generator
+) -> np.ndarray:
+    """n points around randomly chosen topic centres (unit noise), normalised (listing 18.12)."""
+    topic = rng.integers(0, centres.shape[0], n)
+    vecs = centres[topic] + rng.standard_normal((n, centres.shape[1]))
+    out = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+    return np.asarray(out, dtype=np.float32)
+
+
+def synthetic(
+    n: int, dim: int, *, topics: int = 40, queries: int = 1000, seed: int = 0
+) -> Dataset:
+    """The chapter's collection: topic centres ``N(0, 9)``, points = centre + ``N(0, 1)``,
+    normalised; the queries are fresh points of the same topics. Cosine / inner product."""
+    for name, value in (("n", n), ("dim", dim), ("topics", topics), ("queries", queries)):
+        if value < 1:
+            raise InputError(field=name, expected="a positive integer", found=value)
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((topics, dim)) * 3
+    base = topic_collection(centres, n, rng)
+    test = topic_collection(centres, queries, rng)
+    spec = {"synthetic": {"n": n, "dim": dim, "topics": topics, "queries": queries, "seed": seed}}
+    return Dataset(f"synthetic-{n}x{dim}", base, test, "ip", source=spec)
+
+
+def hold_out(
+    vectors: np.ndarray, count: int, seed: int = 0, ids: Sequence[str] | None = None
+) -> tuple[np.ndarray, np.ndarray, list[str] | None]:
+    """Split ``count`` random rows off as queries: (base, queries, ids of the base rows)."""
+    if not 1 <= count < vectors.shape[0]:
+        raise InputError(field="queries.sample", expected=f"1 ≤ sample < {vectors.shape[0]} "
+                         "(the number of vectors)", found=count)
+    rng = np.random.default_rng(seed)
+    picked = np.zeros(vectors.shape[0], dtype=bool)
+    picked[rng.choice(vectors.shape[0], count, replace=False)] = True
+    keep = np.flatnonzero(~picked)
+    kept_ids = None if ids is None else [ids[int(i)] for i in keep]
+    return (np.ascontiguousarray(vectors[keep], dtype=np.float32),
+            np.ascontiguousarray(vectors[picked], dtype=np.float32), kept_ids)
+
+
+def export_vectors(
+    store: VectorStore, *, dim: int | None = None, block: int = 4096
+) -> tuple[list[str], np.ndarray]:
+    """Every chunk id of a store and its vector, through the VectorStore protocol.
+
+    An adapter with a ``vectors(ids) -> ndarray`` method is asked directly. Otherwise each vector
+    is read back through ``score_of`` with the d basis vectors as queries: for a store that
+    scores by inner product this returns the stored components (for cosine, the normalised
+    vector), so it needs ``dim`` and is slow on large stores.
+    """
+    ids = [c.id for c in store.chunks()]
+    if not ids:
+        raise StoreError(f"store {store.uri} holds no chunks to export")
+    direct = getattr(store, "vectors", None)
+    if callable(direct):
+        return ids, np.asarray(direct(ids), dtype=np.float32)
+    if dim is None:
+        raise InputError(field="dim", expected="the vector dimension (this store has no "
+                         "vectors() method, so vectors are read back through score_of)",
+                         found=None)
+    out = np.empty((len(ids), dim), dtype=np.float32)
+    basis = np.eye(dim, dtype=np.float32)
+    for start in range(0, len(ids), block):
+        part = ids[start:start + block]
+        scores = store.score_of(basis, [part] * dim)
+        for j, row in enumerate(scores):
+            missing = [i for i in part if i not in row]
+            if missing:
+                raise StoreError(f"store {store.uri} gave no score for chunk {missing[0]!r}")
+            out[start:start + len(part), j] = [row[i] for i in part]
+    return ids, out
+
+
+def embed_corpus(
+    path: str | Path, embedder: str | None = None, **options: Any
+) -> tuple[list[str], np.ndarray]:
+    """Chunk ids and document vectors of a corpus file, embedded with a registered embedder."""
+    from recallwatch.embedders import DEFAULT_EMBEDDER, get_embedder
+    from recallwatch.formats.corpus import read_corpus
+
+    corpus = read_corpus(path)
+    model = get_embedder(embedder or DEFAULT_EMBEDDER, **options)
+    vectors = np.asarray(model.embed_documents([c.text for c in corpus.chunks]), dtype=np.float32)
+    return [c.id for c in corpus.chunks], vectors
+
+
+def _int(spec: Mapping[str, Any], key: str, default: int, source: str) -> int:
+    value = spec.get(key, default)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise InputError(source=source, field=key, expected="a positive integer", found=value)
+    return value
+
+
+def dataset_from_spec(spec: Mapping[str, Any], *, source: str = "", base_dir: Path | None = None
+                      ) -> Dataset:
+    """The dataset a sweep file's ``dataset:`` section describes. Forms (one of):
+
+    - ``synthetic: {n, dim, topics, queries, seed}``
+    - ``hdf5: FILE`` (ANN-Benchmarks; its ``distance`` attribute gives the metric)
+    - ``base: FILE`` with ``queries: FILE`` or ``queries: {sample: N, seed: S}`` (held out)
+    - ``store: URI`` (its own vectors; ``dim`` when the adapter has no ``vectors()``)
+    - ``corpus: FILE`` with ``embedder: NAME`` (documents embedded here)
+
+    ``metric`` (ip, l2, cosine) may be given for every form but hdf5.
+    """
+    root = base_dir or Path(".")
+    forms = [f for f in ("synthetic", "hdf5", "base", "store", "corpus") if f in spec]
+    if len(forms) != 1:
+        raise InputError(source=source, field="dataset", expected="exactly one of synthetic, "
+                         "hdf5, base, store, corpus", found=forms or "<none>")
+    form = forms[0]
+    metric = parse_metric(spec.get("metric", "ip"), source=source, field="dataset.metric")
+    if form == "synthetic":
+        syn = spec["synthetic"] or {}
+        if not isinstance(syn, Mapping):
+            raise InputError(source=source, field="dataset.synthetic", expected="a mapping",
+                             found=syn)
+        data = synthetic(_int(syn, "n", 10_000, source), _int(syn, "dim", 128, source),
+                         topics=_int(syn, "topics", 40, source),
+                         queries=_int(syn, "queries", 1000, source),
+                         seed=int(syn.get("seed", 0)))
+        return Dataset(data.name, data.base, data.queries, metric, source=data.source)
+    if form == "hdf5":
+        path = root / str(spec["hdf5"])
+        ann: AnnDataset = read_hdf5(path)
+        return Dataset(path.stem, ann.train, ann.test, ann.metric,
+                       source={"hdf5": str(path)}, neighbors=ann.neighbors)
+    ids: list[str] | None = None
+    if form == "base":
+        path = root / str(spec["base"])
+        vectors = np.asarray(read_vectors(path), dtype=np.float32)
+        name = path.stem
+    elif form == "store":
+        from recallwatch.stores import open_store
+
+        store = open_store(str(spec["store"]))
+        try:
+            ids, vectors = export_vectors(store, dim=spec.get("dim"))
+            name = store.uri
+        finally:
+            store.close()
+    else:
+        path = root / str(spec["corpus"])
+        ids, vectors = embed_corpus(path, spec.get("embedder"))
+        name = path.stem
+    queries = spec.get("queries", {"sample": 1000})
+    if isinstance(queries, Mapping):
+        sample = _int(queries, "sample", 1000, source)
+        base, test, ids = hold_out(vectors, sample, int(queries.get("seed", 0)), ids)
+    else:
+        base = np.ascontiguousarray(vectors, dtype=np.float32)
+        test = np.ascontiguousarray(read_vectors(root / str(queries)), dtype=np.float32)
+    return Dataset(name, base, test, metric, ids, {form: str(spec[form]), "queries": queries})

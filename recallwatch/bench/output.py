@@ -1,0 +1,198 @@
+"""What a sweep answers, and how it is written: text table, JSON, CSV, recall–QPS plot.
+
+The frontier is read on recall@k (by id) against single-thread, one-query-at-a-time QPS, as
+ANN-Benchmarks does. Every table row shows a recall beside its QPS, and every table starts with
+the data and k it was measured on.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from recallwatch.bench.frontier import fastest_at, pareto_mask
+from recallwatch.bench.sweep import SCHEMA_VERSION, ConfigResult, SweepResult
+
+__all__ = ["Answers", "answers", "plot_frontier", "render_table", "sweep_to_dict",
+           "write_outputs"]
+
+
+@dataclass(frozen=True)
+class Answers:
+    frontier: list[int]  # indices into results, overall
+    frontier_by_engine: dict[str, list[int]]  # label -> indices
+    fastest: dict[float, int | None]  # recall target -> fastest configuration
+    cheapest: dict[float, int | None]  # recall target -> least CPU-seconds per 1,000 queries
+
+
+def _axes(results: list[ConfigResult], k: int) -> tuple[np.ndarray, np.ndarray]:
+    return (np.array([r.recall[k] for r in results]), np.array([r.qps_single for r in results]))
+
+
+def answers(sweep: SweepResult) -> Answers:
+    res = sweep.results
+    if not res:
+        return Answers([], {}, dict.fromkeys(sweep.targets), dict.fromkeys(sweep.targets))
+    recall, qps = _axes(res, sweep.k)
+    overall = [int(i) for i in np.flatnonzero(pareto_mask(recall, qps))]
+    by_engine: dict[str, list[int]] = {}
+    for label in dict.fromkeys(r.label for r in res):
+        idx = np.array([i for i, r in enumerate(res) if r.label == label])
+        mask = pareto_mask(recall[idx], qps[idx])
+        by_engine[label] = [int(i) for i in idx[mask]]
+    cpu_speed = -np.array([r.cpu_s_per_1000_single for r in res])  # less CPU is "faster"
+    return Answers(overall, by_engine,
+                   {t: fastest_at(recall, qps, t) for t in sweep.targets},
+                   {t: fastest_at(recall, cpu_speed, t) for t in sweep.targets})
+
+
+def _mb(value: int | None) -> str:
+    return "-" if value is None else f"{value / 1e6:.1f}"
+
+
+def render_table(sweep: SweepResult) -> str:
+    """The sweep as a plain-text table followed by its answers."""
+    d, k, ans = sweep.dataset, sweep.k, answers(sweep)
+    on_front = set(ans.frontier)
+    head = [
+        f"data: {d['name']}  n={d['n']}  d={d['d']}  queries={d['queries']}  metric={d['metric']}"
+        f"  k={k}  (data sha256 {d['hash'][:12]})",
+        f"QPS-1: one query at a time on 1 thread; QPS-batch: all queries in one call on "
+        f"{sweep.threads['batched_and_build']} thread(s); latency from per-query timings; "
+        "* = on the overall frontier",
+    ]
+    cols = ["", "engine", "parameters", f"R@{k}", f"R@{k} ties", "QPS-1", "QPS-batch",
+            "p50 ms", "p99 ms", "build s", "index MB", "B/vec"]
+    rows = [[("*" if i in on_front else ""), r.label, r.params, f"{r.recall[k]:.4f}",
+             f"{r.recall_ties[k]:.4f}", f"{r.qps_single:,.0f}", f"{r.qps_batch:,.0f}",
+             f"{r.latency.p50_ms:.3f}", f"{r.latency.p99_ms:.3f}", f"{r.build_seconds:.2f}",
+             _mb(r.index_bytes), "-" if r.bytes_per_vector is None else f"{r.bytes_per_vector:.1f}"]
+            for i, r in enumerate(sweep.results)]
+    widths = [max(len(c), *(len(row[j]) for row in rows)) if rows else len(c)
+              for j, c in enumerate(cols)]
+    lines = [*head, "", "  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True))]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in rows]
+    for r in sweep.results:
+        for p in r.load:
+            lines.append(f"load {r.label} {r.params}: {p.threads} client thread(s), "
+                         f"{p.seconds:.1f} s: {p.qps:,.0f} QPS, p99 {p.p99_ms:.3f} ms"
+                         f"{f', {p.errors} errors' if p.errors else ''} (R@{k} {r.recall[k]:.4f})")
+    lines.append("")
+    for label, idx in ans.frontier_by_engine.items():
+        pts = ", ".join(f"{sweep.results[i].recall[k]:.3f}@{sweep.results[i].qps_single:,.0f}"
+                        for i in sorted(idx, key=lambda i: sweep.results[i].recall[k]))
+        lines.append(f"frontier {label} (R@{k}@QPS-1): {pts}")
+    for target, i in ans.fastest.items():
+        if i is None:
+            lines.append(f"fastest at R@{k} >= {target:g}: none reaches it")
+            continue
+        r = sweep.results[i]
+        cheap = ans.cheapest[target]
+        c = r if cheap is None else sweep.results[cheap]
+        lines.append(f"fastest at R@{k} >= {target:g}: {r.label} {r.params} — "
+                     f"{r.qps_single:,.0f} QPS-1 at R@{k} {r.recall[k]:.4f}; least CPU: "
+                     f"{c.label} {c.params}, {c.cpu_s_per_1000_single:.3f} CPU-s per 1,000 "
+                     f"queries at R@{k} {c.recall[k]:.4f}")
+    return "\n".join(lines) + "\n"
+
+
+def sweep_to_dict(sweep: SweepResult) -> dict[str, Any]:
+    """The stable JSON document (``schema_version`` changes only by extension)."""
+    ans = answers(sweep)
+    out = {k: v for k, v in asdict(sweep).items() if k != "results"}
+    out["schema_version"] = SCHEMA_VERSION
+    out["results"] = [r.to_dict() for r in sweep.results]
+    out["answers"] = {
+        "axis": f"recall@{sweep.k} by id vs single-thread one-query-at-a-time QPS",
+        "frontier": ans.frontier,
+        "frontier_by_engine": ans.frontier_by_engine,
+        "fastest_at": {str(t): i for t, i in ans.fastest.items()},
+        "least_cpu_at": {str(t): i for t, i in ans.cheapest.items()},
+    }
+    return out
+
+
+_CSV_FIELDS = ["engine", "label", "build", "query", "k", "recall@1", "recall@10", "recall@100",
+               "recall_ties@k", "qps_single", "qps_batch", "latency_mean_ms", "latency_p50_ms",
+               "latency_p95_ms", "latency_p99_ms", "cpu_s_per_1000_single",
+               "cpu_s_per_1000_batch", "build_seconds", "index_bytes", "index_bytes_how",
+               "rss_delta_bytes", "bytes_per_vector", "on_frontier", "dataset", "dataset_hash"]
+
+
+def sweep_to_csv(sweep: SweepResult) -> str:
+    front = set(answers(sweep).frontier)
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=_CSV_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    for i, r in enumerate(sweep.results):
+        writer.writerow({
+            "engine": r.engine, "label": r.label, "build": json.dumps(r.build, sort_keys=True),
+            "query": json.dumps(r.query, sort_keys=True), "k": r.k,
+            **{f"recall@{d}": r.recall.get(d, "") for d in (1, 10, 100)},
+            "recall_ties@k": r.recall_ties[r.k], "qps_single": r.qps_single,
+            "qps_batch": r.qps_batch, "latency_mean_ms": r.latency.mean_ms,
+            "latency_p50_ms": r.latency.p50_ms, "latency_p95_ms": r.latency.p95_ms,
+            "latency_p99_ms": r.latency.p99_ms, "cpu_s_per_1000_single": r.cpu_s_per_1000_single,
+            "cpu_s_per_1000_batch": r.cpu_s_per_1000_batch, "build_seconds": r.build_seconds,
+            "index_bytes": r.index_bytes, "index_bytes_how": r.index_bytes_how,
+            "rss_delta_bytes": r.rss_delta_bytes, "bytes_per_vector": r.bytes_per_vector,
+            "on_frontier": i in front, "dataset": sweep.dataset["name"],
+            "dataset_hash": sweep.dataset["hash"],
+        })
+    return buf.getvalue()
+
+
+def plot_frontier(sweep: SweepResult, path: str | Path) -> None:
+    """Recall@k against QPS (log scale) per engine, the overall frontier drawn over them."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    k, res, ans = sweep.k, sweep.results, answers(sweep)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for label, idx in ans.frontier_by_engine.items():
+        mine = [i for i, r in enumerate(res) if r.label == label]
+        ax.scatter([res[i].qps_single for i in mine], [res[i].recall[k] for i in mine],
+                   s=14, alpha=0.5)
+        line = sorted(idx, key=lambda i: res[i].recall[k])
+        ax.plot([res[i].qps_single for i in line], [res[i].recall[k] for i in line],
+                marker="o", ms=3, lw=1, label=label)
+    front = sorted(ans.frontier, key=lambda i: res[i].recall[k])
+    ax.plot([res[i].qps_single for i in front], [res[i].recall[k] for i in front], color="black",
+            lw=2.5, alpha=0.35, label="overall frontier")
+    d = sweep.dataset
+    ax.set_xscale("log")
+    ax.set_xlabel("QPS, one query at a time, 1 thread (log)")
+    ax.set_ylabel(f"recall@{k}")
+    ax.set_title(f"{d['name']} n={d['n']} d={d['d']} {d['metric']} k={k}", fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def write_outputs(sweep: SweepResult, out_dir: str | Path) -> list[Path]:
+    """results.json, results.csv and frontier.png in ``out_dir`` (each written atomically)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in (("results.json", json.dumps(sweep_to_dict(sweep), indent=2, default=str)),
+                       ("results.csv", sweep_to_csv(sweep))):
+        tmp = out / f".{name}.tmp"
+        tmp.write_text(text + ("\n" if name.endswith(".json") else ""), encoding="utf-8")
+        tmp.replace(out / name)
+        written.append(out / name)
+    if sweep.results:
+        tmp = out / ".frontier.tmp.png"
+        plot_frontier(sweep, tmp)
+        tmp.replace(out / "frontier.png")
+        written.append(out / "frontier.png")
+    return written

@@ -1,0 +1,367 @@
+"""A sweep: one dataset, exact truth, every engine configuration (build × query parameters) timed
+on one machine. Read from YAML; see ``docs/bench.md`` for the format.
+
+Per configuration: recall@1/10/100 by id and tie-aware; QPS one query at a time on one thread and
+batched on ``threads``; latency mean/p50/p95/p99 from the single-query timings; CPU-seconds per
+1,000 queries; build time; index bytes as the library reports or serialises them, and the RSS
+delta around the build, each labelled; bytes per vector; for store engines, a concurrent load
+test per thread count.
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import os
+import platform
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from recallwatch.bench.datasets import Dataset, dataset_from_spec
+from recallwatch.bench.engines import ENGINES, Space, make_engine
+from recallwatch.bench.measure import (
+    Latency,
+    LoadPoint,
+    latency_of,
+    load_test,
+    rss_bytes,
+    time_batch,
+    time_single,
+)
+from recallwatch.bench.truth import (
+    ground_truth,
+    id_recall,
+    json_hash,
+    prepare,
+    tie_aware_recall,
+)
+from recallwatch.errors import InputError
+from recallwatch.formats._structured import LINE_KEY, check_keys, line_of, load_structured
+
+__all__ = [
+    "ConfigResult",
+    "EngineSpec",
+    "SweepConfig",
+    "SweepResult",
+    "load_sweep",
+    "machine_info",
+    "run_sweep",
+]
+
+SCHEMA_VERSION = 1
+_TOP_KEYS = {"name", "dataset", "k", "recall_at", "threads", "timing", "load", "targets",
+             "cache", "engines", "out"}
+_ENGINE_KEYS = {"engine", "label", "build", "query"}
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    engine: str
+    builds: list[dict[str, Any]]
+    queries: list[dict[str, Any]]
+    label: str
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    name: str
+    dataset: dict[str, Any]
+    engines: list[EngineSpec]
+    k: int = 10
+    recall_at: list[int] = field(default_factory=lambda: [1, 10, 100])
+    threads: int = 1
+    warmup: int = 10
+    single_queries: int | None = None  # None: every query
+    batch_repeats: int = 1
+    load_threads: list[int] = field(default_factory=lambda: [1, 2, 4])
+    load_seconds: float = 2.0
+    targets: list[float] = field(default_factory=lambda: [0.9, 0.95, 0.99])
+    cache: str | None = None
+    out: str | None = None
+    source: str = ""
+    base_dir: str = "."
+    raw: dict[str, Any] = field(default_factory=dict)  # the file's content, hashed with results
+
+
+def _grid(spec: Any, source: str, where: str) -> list[dict[str, Any]]:
+    """``{a: [1, 2], b: 3}`` → every combination: [{a: 1, b: 3}, {a: 2, b: 3}]."""
+    if spec is None:
+        return [{}]
+    if not isinstance(spec, Mapping):
+        raise InputError(source=source, line=line_of(spec), field=where,
+                         expected="a mapping of parameter: value or [values]", found=spec)
+    keys = [k for k in spec if k != LINE_KEY]
+    values = [v if isinstance(v, list) else [v] for v in (spec[k] for k in keys)]
+    for key, vals in zip(keys, values, strict=True):
+        if not vals:
+            raise InputError(source=source, line=line_of(spec), field=f"{where}.{key}",
+                             expected="at least one value", found=[])
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*values)]
+
+
+def _positive_int(value: Any, source: str, line: int | None, name: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise InputError(source=source, line=line, field=name, expected="a positive integer",
+                         found=value)
+    return value
+
+
+def _strip(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _strip(v) for k, v in obj.items() if k != LINE_KEY}
+    if isinstance(obj, list):
+        return [_strip(v) for v in obj]
+    return obj
+
+
+def load_sweep(path: str | os.PathLike[str]) -> SweepConfig:
+    """Read and check a sweep YAML file (engine names and parameters are checked here too)."""
+    p = Path(path)
+    src = str(p)
+    data = load_structured(p)
+    if not isinstance(data, dict):
+        raise InputError(source=src, expected="a mapping at the top level",
+                         found=type(data).__name__)
+    check_keys(data, _TOP_KEYS, source=src)
+    line = line_of(data)
+    if "dataset" not in data or not isinstance(data["dataset"], dict):
+        raise InputError(source=src, line=line, field="dataset", expected="a mapping",
+                         found=data.get("dataset", "<missing>"))
+    engines_raw = data.get("engines")
+    if not isinstance(engines_raw, list) or not engines_raw:
+        raise InputError(source=src, line=line, field="engines",
+                         expected="a non-empty list of engine entries", found=engines_raw)
+    engines: list[EngineSpec] = []
+    for i, entry in enumerate(engines_raw):
+        where = f"engines[{i}]"
+        if not isinstance(entry, dict) or "engine" not in entry:
+            raise InputError(source=src, line=line_of(entry) or line, field=where,
+                             expected="a mapping with 'engine'", found=entry)
+        check_keys(entry, _ENGINE_KEYS, source=src, record=where)
+        name = str(entry["engine"])
+        if name not in ENGINES:
+            raise InputError(source=src, line=line_of(entry), record=where, field="engine",
+                             expected=f"one of {', '.join(ENGINES.names())}", found=name)
+        builds = _grid(entry.get("build"), src, f"{where}.build")
+        queries = _grid(entry.get("query"), src, f"{where}.query")
+        engines.append(EngineSpec(name, builds, queries, str(entry.get("label", name))))
+    k = _positive_int(data.get("k", 10), src, line, "k")
+    recall_at = data.get("recall_at", [1, 10, 100])
+    if not isinstance(recall_at, list) or not recall_at:
+        raise InputError(source=src, line=line, field="recall_at",
+                         expected="a list of depths", found=recall_at)
+    depths = sorted({_positive_int(v, src, line, "recall_at") for v in recall_at} | {k})
+    timing = data.get("timing") or {}
+    load = data.get("load") or {}
+    for name, section, keys in (("timing", timing, {"warmup", "single_queries", "batch_repeats"}),
+                                ("load", load, {"threads", "seconds"})):
+        if not isinstance(section, dict):
+            raise InputError(source=src, line=line, field=name, expected="a mapping",
+                             found=section)
+        check_keys(section, keys, source=src, record=name)
+    load_threads = load.get("threads", [1, 2, 4])
+    load_threads = load_threads if isinstance(load_threads, list) else [load_threads]
+    seconds = load.get("seconds", 2.0)
+    if not isinstance(seconds, int | float) or isinstance(seconds, bool) or seconds <= 0:
+        raise InputError(source=src, line=line_of(load), field="load.seconds",
+                         expected="a positive number of seconds", found=seconds)
+    targets = data.get("targets", [0.9, 0.95, 0.99])
+    targets = targets if isinstance(targets, list) else [targets]
+    for t in targets:
+        if not isinstance(t, int | float) or isinstance(t, bool) or not 0 < t <= 1:
+            raise InputError(source=src, line=line, field="targets",
+                             expected="recall targets in (0, 1]", found=t)
+    single = timing.get("single_queries")
+    return SweepConfig(
+        name=str(data.get("name", p.stem)),
+        dataset=data["dataset"],
+        engines=engines,
+        k=k,
+        recall_at=depths,
+        threads=_positive_int(data.get("threads", 1), src, line, "threads"),
+        warmup=int(timing.get("warmup", 10)),
+        single_queries=None if single is None else _positive_int(
+            single, src, line_of(timing), "timing.single_queries"),
+        batch_repeats=_positive_int(timing.get("batch_repeats", 1), src, line_of(timing),
+                                    "timing.batch_repeats"),
+        load_threads=[_positive_int(t, src, line_of(load), "load.threads")
+                      for t in load_threads],
+        load_seconds=float(seconds),
+        targets=[float(t) for t in targets],
+        cache=None if data.get("cache") is None else str(data["cache"]),
+        out=None if data.get("out") is None else str(data["out"]),
+        source=src,
+        base_dir=str(p.parent),
+        raw=_strip(data),
+    )
+
+
+@dataclass(frozen=True)
+class ConfigResult:
+    """One engine configuration, measured. Recall and QPS always travel together."""
+
+    engine: str
+    label: str
+    build: dict[str, Any]
+    query: dict[str, Any]
+    k: int
+    recall: dict[int, float]  # id recall@depth
+    recall_ties: dict[int, float]  # tie-aware recall@depth
+    qps_single: float
+    qps_batch: float
+    latency: Latency  # from single-query timings, one thread
+    cpu_s_per_1000_single: float
+    cpu_s_per_1000_batch: float
+    build_seconds: float
+    index_bytes: int | None
+    index_bytes_how: str | None
+    rss_delta_bytes: int | None  # RSS after build minus before (approximate: allocator reuse)
+    bytes_per_vector: float | None
+    load: list[LoadPoint] = field(default_factory=list)
+
+    @property
+    def params(self) -> str:
+        both = {**self.build, **self.query}
+        return " ".join(f"{k}={v}" for k, v in both.items())
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["recall"] = {str(k): v for k, v in self.recall.items()}
+        d["recall_ties"] = {str(k): v for k, v in self.recall_ties.items()}
+        return d
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    name: str
+    dataset: dict[str, Any]
+    k: int
+    threads: dict[str, Any]
+    machine: dict[str, Any]
+    config: dict[str, Any]
+    config_hash: str
+    truth_seconds: float
+    results: list[ConfigResult]
+    targets: list[float]
+    started: str
+    finished: str
+
+
+def machine_info() -> dict[str, Any]:
+    """Where the figures were measured: they are only comparable on the same machine."""
+    import faiss
+
+    info: dict[str, Any] = {
+        "platform": platform.platform(), "processor": platform.processor() or platform.machine(),
+        "cpus": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__,
+        "faiss": faiss.__version__,
+    }
+    for module in ("hnswlib", "usearch"):
+        try:
+            info[module] = getattr(__import__(module), "__version__", "unknown")
+        except ImportError:
+            info[module] = None
+    return info
+
+
+def thread_settings(threads: int) -> dict[str, Any]:
+    """The thread counts in force (BLAS variables are read when numpy loads, so they are
+    recorded as found; set them before starting Python to pin BLAS)."""
+    import faiss
+
+    env = {v: os.environ.get(v) for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                          "MKL_NUM_THREADS")}
+    return {"single": 1, "batched_and_build": threads, "faiss_omp_max": faiss.omp_get_max_threads(),
+            "env": env}
+
+
+def run_sweep(
+    config: SweepConfig,
+    *,
+    dataset: Dataset | None = None,
+    on_result: Callable[[ConfigResult], None] | None = None,
+) -> SweepResult:
+    """Run every configuration of ``config`` (on ``dataset`` if given, else its own)."""
+    from datetime import UTC, datetime
+
+    started = datetime.now(UTC).isoformat(timespec="seconds")
+    data = dataset or dataset_from_spec(config.dataset, source=config.source,
+                                        base_dir=Path(config.base_dir))
+    n = data.base.shape[0]
+    depths = [d for d in config.recall_at if d <= n]
+    if config.k > n:
+        raise InputError(source=config.source, field="k", expected=f"k ≤ {n} (the base size)",
+                         found=config.k)
+    cache = None if config.cache is None else Path(config.base_dir) / config.cache
+    t0 = time.perf_counter()
+    truth = ground_truth(data.base, data.queries, max(depths), data.metric, cache_dir=cache)
+    truth_seconds = time.perf_counter() - t0
+    xb, xq = prepare(data.base, data.metric), prepare(data.queries, data.metric)
+    space: Space = "l2" if data.metric == "l2" else "ip"
+    single_q = xq if config.single_queries is None else xq[:config.single_queries]
+    results: list[ConfigResult] = []
+    for spec in config.engines:
+        for build in spec.builds:
+            engine = make_engine(spec.engine, **build)
+            engine.set_threads(config.threads)
+            gc.collect()
+            rss0 = rss_bytes()
+            b0 = time.perf_counter()
+            engine.build(xb, space, data.ids)
+            build_seconds = time.perf_counter() - b0
+            rss1 = rss_bytes()
+            memory = engine.memory()
+            try:
+                for query in spec.queries:
+                    applied = engine.set_query_params(query)
+                    result = _measure(engine, spec, build, applied, config, xb, xq, single_q,
+                                      truth, depths, build_seconds, memory,
+                                      None if rss0 is None or rss1 is None else rss1 - rss0)
+                    results.append(result)
+                    if on_result is not None:
+                        on_result(result)
+            finally:
+                engine.close()
+    finished = datetime.now(UTC).isoformat(timespec="seconds")
+    dataset_info = {"name": data.name, "n": n, "d": int(data.base.shape[1]),
+                    "queries": int(data.queries.shape[0]), "metric": data.metric,
+                    "hash": data.hash, "source": data.source}
+    return SweepResult(config.name, dataset_info, config.k, thread_settings(config.threads),
+                       machine_info(), config.raw,
+                       json_hash(config.raw),
+                       truth_seconds, results, config.targets, started, finished)
+
+
+def _measure(engine: Any, spec: EngineSpec, build: dict[str, Any], query: dict[str, Any],
+             config: SweepConfig, xb: np.ndarray, xq: np.ndarray, single_q: np.ndarray,
+             truth: Any, depths: Sequence[int], build_seconds: float, memory: Any,
+             rss_delta: int | None) -> ConfigResult:
+    k = config.k
+    engine.set_threads(1)
+    single, per_query = time_single(engine, single_q, k, warmup=config.warmup)
+    engine.set_threads(config.threads)
+    batch, found = time_batch(engine, xq, k, repeats=config.batch_repeats)
+    recall: dict[int, float] = {}
+    ties: dict[int, float] = {}
+    for depth in depths:
+        answer = found if depth == k else engine.search(xq, depth)
+        recall[depth] = float(id_recall(answer, truth.ids, depth).mean())
+        ties[depth] = float(tie_aware_recall(answer, truth, xb, xq, depth).mean())
+    load: list[LoadPoint] = []
+    if engine.is_store:
+        load = [load_test(engine, xq, k, threads=t, seconds=config.load_seconds)
+                for t in config.load_threads]
+    index_bytes = None if memory is None else memory.bytes
+    return ConfigResult(
+        engine=spec.engine, label=spec.label, build=dict(build), query=dict(query), k=k,
+        recall=recall, recall_ties=ties, qps_single=single.qps, qps_batch=batch.qps,
+        latency=latency_of(per_query), cpu_s_per_1000_single=single.cpu_seconds_per_1000,
+        cpu_s_per_1000_batch=batch.cpu_seconds_per_1000, build_seconds=build_seconds,
+        index_bytes=index_bytes, index_bytes_how=None if memory is None else memory.how,
+        rss_delta_bytes=rss_delta,
+        bytes_per_vector=None if index_bytes is None else index_bytes / xb.shape[0], load=load)

@@ -1,0 +1,236 @@
+"""Exact ground truth (faiss flat search in query blocks, cached by content hash) and ANN recall.
+
+ANN recall is overlap with the exact top-k, a different notion from the rank metrics of
+:mod:`recallwatch.metrics` (which judge against labelled relevance); it gets its own vectorised
+kernels here. Two versions are reported side by side:
+
+- **id recall**: ``|found[:k] ∩ exact[:k]| / k``;
+- **tie-aware recall** (as big-ann-benchmarks): a found item counts when its exact distance is
+  within ``1e-6`` of the k-th exact distance, so an index is not penalised for returning one of
+  several equidistant items the brute force happened to order differently.
+
+Distances follow the ANN-Benchmarks convention: euclidean for ``l2``, ``1 - cos`` for
+``cosine``, ``-dot`` for ``ip``; smaller is closer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from recallwatch.errors import InputError, NotInstalledError
+from recallwatch.formats.ann import Metric
+
+__all__ = [
+    "TIE_EPSILON",
+    "GroundTruth",
+    "content_hash",
+    "exact_distances",
+    "ground_truth",
+    "id_recall",
+    "json_hash",
+    "normalise",
+    "prepare",
+    "tie_aware_recall",
+]
+
+TIE_EPSILON = 1e-6
+_GATHER_FLOATS = 1 << 22  # rows × k × d floats gathered at once when recomputing distances
+
+
+@dataclass(frozen=True)
+class GroundTruth:
+    """Exact top-k per query: ids (int64) and distances (float32, ascending)."""
+
+    ids: np.ndarray
+    distances: np.ndarray
+    metric: Metric
+    k: int
+    hash: str  # the content hash it was computed (and is cached) under
+
+
+def _faiss() -> object:
+    try:
+        import faiss
+    except ImportError as exc:
+        raise NotInstalledError("faiss (exact ground truth)", "bench") from exc
+    return faiss
+
+
+def normalise(x: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit L2 norm (zero rows stay zero), as float32."""
+    x = np.asarray(x, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    out = np.zeros_like(x)
+    np.divide(x, norms, out=out, where=norms > 0)
+    return out
+
+
+def prepare(x: np.ndarray, metric: Metric) -> np.ndarray:
+    """Contiguous float32 rows; normalised for cosine, which is then searched as inner product."""
+    if metric == "cosine":
+        return normalise(x)
+    return np.ascontiguousarray(x, dtype=np.float32)
+
+
+def content_hash(*arrays: np.ndarray, extra: str = "") -> str:
+    """sha256 over the arrays' dtype, shape and bytes, plus ``extra`` (e.g. metric and k)."""
+    h = hashlib.sha256()
+    for arr in arrays:
+        a = np.ascontiguousarray(arr)
+        h.update(f"{a.dtype.str}{a.shape};".encode())
+        # hash in slices so a memory-mapped file is never copied whole
+        flat = a.reshape(-1).view(np.uint8)
+        step = 1 << 26
+        for start in range(0, flat.size, step):
+            h.update(flat[start:start + step].data)
+    h.update(extra.encode())
+    return h.hexdigest()
+
+
+def json_hash(obj: object) -> str:
+    """sha256 of a configuration as canonical JSON (sorted keys): equal settings, equal hash."""
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _check(base: np.ndarray, queries: np.ndarray, k: int) -> None:
+    if base.ndim != 2 or queries.ndim != 2:
+        raise InputError(field="vectors", expected="2-D matrices",
+                         found=f"<base {base.shape}, queries {queries.shape}>")
+    if base.shape[1] != queries.shape[1]:
+        raise InputError(field="queries", expected=f"dimension {base.shape[1]} (as the base)",
+                         found=queries.shape[1])
+    if not 1 <= k <= base.shape[0]:
+        raise InputError(field="k", expected=f"1 ≤ k ≤ {base.shape[0]} (the base size)", found=k)
+
+
+def _to_distance(scores: np.ndarray, metric: Metric) -> np.ndarray:
+    """faiss scores (squared L2, or inner product) in the ANN-Benchmarks distance convention."""
+    if metric == "l2":
+        return np.asarray(np.sqrt(np.maximum(scores, 0.0)))
+    if metric == "cosine":
+        return 1.0 - scores
+    return -scores
+
+
+def ground_truth(
+    base: np.ndarray,
+    queries: np.ndarray,
+    k: int,
+    metric: Metric = "ip",
+    *,
+    block: int = 4096,
+    cache_dir: str | os.PathLike[str] | None = None,
+) -> GroundTruth:
+    """Exact top-k of every query by faiss flat search, ``block`` queries at a time.
+
+    Memory beyond the inputs is the block's results plus faiss's own tiles; the base is not
+    copied except to normalise it for cosine. With ``cache_dir``, the answer is stored under the
+    sha256 of (base, queries, metric, k) and reused when the same inputs come back.
+    """
+    _check(base, queries, k)
+    key = content_hash(base, queries, extra=f"metric={metric};k={k}")
+    cache = None if cache_dir is None else Path(cache_dir) / f"truth-{key[:40]}.npz"
+    if cache is not None and cache.is_file():
+        with np.load(cache) as stored:
+            return GroundTruth(stored["ids"], stored["distances"], metric, k, key)
+    faiss = _faiss()
+    xb = prepare(base, metric)
+    fmetric = faiss.METRIC_L2 if metric == "l2" else faiss.METRIC_INNER_PRODUCT  # type: ignore[attr-defined]
+    ids = np.empty((queries.shape[0], k), dtype=np.int64)
+    dist = np.empty((queries.shape[0], k), dtype=np.float32)
+    for start in range(0, queries.shape[0], block):
+        xq = prepare(queries[start:start + block], metric)
+        scores, found = faiss.knn(xq, xb, k, metric=fmetric)  # type: ignore[attr-defined]
+        ids[start:start + len(xq)] = found
+        dist[start:start + len(xq)] = _to_distance(scores, metric)
+    if cache is not None:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
+        with tmp.open("wb") as f:
+            np.savez(f, ids=ids, distances=dist)
+        tmp.replace(cache)
+    return GroundTruth(ids, dist, metric, k, key)
+
+
+def _valid_unique(found: np.ndarray) -> np.ndarray:
+    """Mask of entries that are real ids (not -1 padding) and not a repeat within their row."""
+    order = np.argsort(found, axis=1, kind="stable")
+    srt = np.take_along_axis(found, order, axis=1)
+    first = np.ones_like(srt, dtype=bool)
+    first[:, 1:] = srt[:, 1:] != srt[:, :-1]
+    mask = np.empty_like(first)
+    np.put_along_axis(mask, order, first, axis=1)
+    return mask & (found >= 0)
+
+
+def id_recall(found: np.ndarray, truth: np.ndarray, k: int) -> np.ndarray:
+    """Per query, ``|found[:k] ∩ truth[:k]| / k`` (fewer than k true neighbours: their count)."""
+    found = np.asarray(found, dtype=np.int64)[:, :k]
+    truth = np.asarray(truth, dtype=np.int64)[:, :k]
+    if found.shape[0] != truth.shape[0]:
+        raise InputError(field="found", expected=f"{truth.shape[0]} query rows",
+                         found=found.shape[0])
+    rows = np.arange(found.shape[0], dtype=np.int64)[:, None]
+    width = int(max(found.max(initial=0), truth.max(initial=0))) + 1
+    # one integer key per (query, id), so a single isin compares every row at once
+    keys_found = np.where(_valid_unique(found), rows * width + found, -1)
+    keys_truth = np.where(truth >= 0, rows * width + truth, -2)
+    hits = np.isin(keys_found, keys_truth).sum(axis=1)
+    denom = np.maximum((truth >= 0).sum(axis=1), 1)
+    return np.asarray(hits / denom, dtype=np.float64)
+
+
+def exact_distances(
+    base: np.ndarray, queries: np.ndarray, ids: np.ndarray, metric: Metric
+) -> np.ndarray:
+    """Distance from query row i to ``base[ids[i, j]]``, in the convention above; ``inf`` for -1.
+
+    ``base`` and ``queries`` must already be :func:`prepare`-d for the metric.
+    """
+    ids = np.asarray(ids, dtype=np.int64)
+    out = np.full(ids.shape, np.inf, dtype=np.float32)
+    width = max(ids.shape[1], 1) * base.shape[1]
+    rows = max(1, _GATHER_FLOATS // width)
+    for start in range(0, ids.shape[0], rows):
+        block = ids[start:start + rows]
+        valid = block >= 0
+        vecs = base[np.where(valid, block, 0)]  # (b, k, d)
+        q = queries[start:start + rows, None, :]
+        if metric == "l2":
+            d = np.sqrt(np.maximum(((vecs - q) ** 2).sum(axis=2), 0.0))
+        else:
+            d = _to_distance(np.einsum("bkd,bod->bk", vecs, q), metric)
+        out[start:start + rows] = np.where(valid, d, np.inf)
+    return out
+
+
+def tie_aware_recall(
+    found: np.ndarray,
+    truth: GroundTruth,
+    base: np.ndarray,
+    queries: np.ndarray,
+    k: int,
+    *,
+    epsilon: float = TIE_EPSILON,
+) -> np.ndarray:
+    """Per query, the share of ``found[:k]`` whose exact distance is within ``epsilon`` of the
+    k-th exact distance (big-ann-benchmarks' tie rule). ``base``/``queries`` are prepared."""
+    if k > truth.k:
+        raise InputError(field="k", expected=f"k ≤ {truth.k} (the ground truth depth)", found=k)
+    found = np.asarray(found, dtype=np.int64)[:, :k]
+    dist = exact_distances(base, queries, found, truth.metric)
+    # the k-th distance recomputed by the same arithmetic, so float rounding cannot split a tie;
+    # a true top-k id always counts, whatever the rounding
+    kth = exact_distances(base, queries, truth.ids[:, k - 1:k], truth.metric)
+    rows = np.arange(found.shape[0], dtype=np.int64)[:, None]
+    width = int(max(found.max(initial=0), truth.ids.max(initial=0))) + 1
+    in_truth = np.isin(rows * width + found, rows * width + truth.ids[:, :k])
+    good = ((dist <= kth.astype(np.float64) + epsilon) | in_truth) & _valid_unique(found)
+    return np.asarray(np.minimum(good.sum(axis=1), k) / k, dtype=np.float64)
