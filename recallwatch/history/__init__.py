@@ -1,1 +1,40 @@
-"""recallwatch.history"""
+"""Run history: every gate run stored (SQLite), compared with its baselines, trended over time.
+
+    from recallwatch.history import History, record_gate_run
+    result = record_gate_run(result, ".recallwatch/history.db", store=store)
+    result.comparison["last_accepted"]["newly_failing"]
+
+* :func:`record_gate_run` — compare a run with the previous run of its dataset and the last
+  ACCEPT of its golden set and policy, then record it in one transaction;
+* :class:`History` — the SQLite file: runs, per-query rows, monitor records, migrations;
+* :func:`compare_runs` — two runs: regressions, rank changes, paired tests, who buried what;
+* :func:`trend` — slow degradation, per-domain trends and noise creeping up over N runs;
+* :func:`promote` — production only for an ACCEPTed, cleanly ingested version.
+"""
+
+from recallwatch.history._record import baselines, compare_with_baselines, record_gate_run
+from recallwatch.history._schema import MIGRATIONS, SCHEMA_VERSION
+from recallwatch.history._store import History, MonitorRun, RunSummary
+from recallwatch.history.compare import compare_runs, config_differences
+from recallwatch.history.promote import PromoteDecision, check_promotion, promote
+from recallwatch.history.trend import SeriesTrend, Trend, TrendPattern, trend
+
+__all__ = [
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "History",
+    "MonitorRun",
+    "PromoteDecision",
+    "RunSummary",
+    "SeriesTrend",
+    "Trend",
+    "TrendPattern",
+    "baselines",
+    "check_promotion",
+    "compare_runs",
+    "compare_with_baselines",
+    "config_differences",
+    "promote",
+    "record_gate_run",
+    "trend",
+]

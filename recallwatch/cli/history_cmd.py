@@ -1,0 +1,299 @@
+"""``recallwatch history …`` (list, show, compare, trend) and ``recallwatch promote``.
+
+Exit codes: 0 success; 1 ``trend`` found a degradation pattern, or ``promote`` refused; 2 usage
+or input error (unknown run, unreadable history…).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from recallwatch.cli._common import DEFAULT_HISTORY, TableJson, emit
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from recallwatch.history import History
+
+history_app = typer.Typer(
+    help="The run history: list, show and compare gate runs; trends across runs.",
+    no_args_is_help=True,
+)
+
+_RUN_HELP = "A run id, a unique prefix of one, or latest / previous / accepted."
+
+
+def _history_opt() -> Any:
+    return typer.Option(DEFAULT_HISTORY, "--history", help="Run history database (SQLite).")
+
+
+def _format_opt() -> Any:
+    return typer.Option(TableJson.table, "--format", help="Output on stdout.")
+
+
+def _open(path: Path) -> History:
+    from recallwatch.history import History
+
+    return History(path, create=False)
+
+
+def _json(obj: Any) -> None:
+    emit(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
+
+
+def _console() -> Console:
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=True)
+
+
+@history_app.command("list")
+def list_runs(
+    history: Path = _history_opt(),
+    dataset: str | None = typer.Option(None, "--dataset", help="Only runs of this dataset name."),
+    limit: int = typer.Option(50, "--limit", min=1, help="At most this many runs, newest first."),
+    fmt: TableJson = _format_opt(),
+) -> None:
+    """Recorded gate runs, newest first."""
+    with _open(history) as h:
+        runs = h.runs(dataset=dataset, limit=limit)
+    if fmt is TableJson.json:
+        _json({"runs": [r.to_dict() for r in runs]})
+        return
+    from rich.table import Table
+
+    from recallwatch.report._text import visible
+
+    table = Table(title=f"{len(runs)} run(s) in {visible(history)}", title_justify="left")
+    for col in ("run", "created (UTC)", "dataset", "verdict", "quality", "recall", "failing",
+                "store version"):
+        table.add_column(col, justify="right" if col in ("quality", "recall", "failing") else
+                         "left")
+    for r in runs:
+        table.add_row(
+            visible(r.run_id), r.created_at.replace("+00:00", ""),
+            visible(f"{r.dataset_name} v{r.dataset_version} #{r.dataset_hash[:8]}"),
+            r.verdict, f"{r.mean_quality:.1f}", f"{r.mean_recall:.3f}",
+            f"{r.failed_queries}/{r.n_queries}",
+            visible(r.index_version if r.index_version is not None else "— (results file)"),
+        )
+    _console().print(table)
+
+
+@history_app.command("show")
+def show(
+    run: str = typer.Argument(..., help=_RUN_HELP),
+    history: Path = _history_opt(),
+    fmt: TableJson = _format_opt(),
+) -> None:
+    """One run's full report, as the gate printed it (comparison with its baselines included)."""
+    from recallwatch.report import to_json
+
+    with _open(history) as h:
+        result = h.load(h.resolve(run))
+    if fmt is TableJson.json:
+        emit(to_json(result))
+        return
+    from recallwatch.report.terminal import print_report
+
+    print_report(result, _console())
+
+
+@history_app.command("compare")
+def compare(
+    run_a: str = typer.Argument(..., help=f"The baseline. {_RUN_HELP}"),
+    run_b: str = typer.Argument(..., help=f"The candidate. {_RUN_HELP}"),
+    history: Path = _history_opt(),
+    store: str | None = typer.Option(None, "--store", help="The store both runs searched: names "
+                                     "the chunks ingested since A that now bury B's expected."),
+    fmt: TableJson = _format_opt(),
+) -> None:
+    """B against A: newly failing / passing queries, rank changes, paired tests, who buried it."""
+    from recallwatch.history._record import ingested_since
+    from recallwatch.history.compare import compare_runs
+
+    with _open(history) as h:
+        a = h.load(h.resolve(run_a))
+        b = h.load(h.resolve(run_b))
+    since: list[str] | None = None
+    note = None
+    if store is not None:
+        from recallwatch.stores import open_store
+
+        vector_store = open_store(store)
+        try:
+            since, note = ingested_since(a, vector_store, {})
+        finally:
+            vector_store.close()
+    c = compare_runs(a, b, ingested_since=since)
+    if note:
+        c["details"].append(note)
+    if fmt is TableJson.json:
+        _json({"a": a.run_id, "b": b.run_id, **c})
+        return
+    _print_comparison(c, a.run_id, b.run_id)
+
+
+def _print_comparison(c: dict[str, Any], a: str, b: str) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from recallwatch.history.compare import TESTED_METRICS
+    from recallwatch.report._text import visible
+
+    console = _console()
+    console.print(Text(visible(f"{b} vs {a}: {c['summary']}"), style="bold"))
+    if c["deltas"]:
+        table = Table(title_justify="left")
+        for col in ("measure", "A", "B", "delta", "p (paired)", "p (Holm)"):
+            table.add_column(col, justify="left" if col == "measure" else "right")
+        for metric, d in c["deltas"].items():
+            tested = metric in TESTED_METRICS
+            table.add_row(metric, f"{d['old']:.3f}", f"{d['new']:.3f}", f"{d['delta']:+.3f}",
+                          f"{d['p_value']:.3g}" if tested else "—",
+                          (f"{d['p_holm']:.3g}{' *' if d['significant'] else ''}" if tested
+                           else "—"))
+        console.print(table)
+    for line in c["details"]:
+        console.print(Text(visible(line)))
+    moves = [(q, cid, r) for q, m in c["rank_changes"].items() for cid, r in m.items()]
+    if moves:
+        table = Table(title="rank changes of expected chunks", title_justify="left")
+        for col in ("query", "chunk", "A", "B"):
+            table.add_column(col)
+        for q, cid, (ra, rb) in moves[:50]:
+            table.add_row(visible(q), visible(cid), str(ra or ">depth"), str(rb or ">depth"))
+        console.print(table)
+        if len(moves) > 50:
+            console.print(f"… and {len(moves) - 50} more (--format json lists them all)")
+
+
+@history_app.command("trend")
+def trend_cmd(
+    history: Path = _history_opt(),
+    dataset: str | None = typer.Option(None, "--dataset", help="Dataset name (default: the "
+                                       "latest run's)."),
+    last: int = typer.Option(20, "--last", min=2, help="Number of runs to analyse."),
+    alpha: float = typer.Option(0.05, "--alpha", min=0.0, max=1.0,
+                                help="Significance level of both trend tests."),
+    fmt: TableJson = _format_opt(),
+) -> None:
+    """Slow degradation, per-domain trends and noise creeping up over the last N comparable runs.
+
+    Exit code 1 when a pattern is found (an alarm a scheduled job can act on), else 0.
+    """
+    from recallwatch.history.trend import trend
+
+    with _open(history) as h:
+        t = trend(h, dataset=dataset, last=last, alpha=alpha)
+    if fmt is TableJson.json:
+        _json(t.to_dict())
+    else:
+        _print_trend(t)
+    if t.patterns:
+        raise typer.Exit(1)
+
+
+def _print_trend(t: Any) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from recallwatch.report._text import visible
+
+    console = _console()
+    console.print(Text(visible(
+        f"dataset {t.dataset} #{t.dataset_hash[:8]} · policy #{t.policy_hash[:8]} · config "
+        f"#{t.config_hash[:8]} · {len(t.runs)} comparable run(s)"
+        + (f" ({t.excluded} other run(s) of this dataset use another golden set, policy or "
+           "configuration)" if t.excluded else "")), style="bold"))
+    table = Table(title_justify="left")
+    for col in ("run", "created (UTC)", "verdict", "quality", "recall", "noise"):
+        table.add_column(col)
+    for r in t.runs:
+        table.add_row(visible(r.run_id), r.created_at.replace("+00:00", ""), r.verdict,
+                      f"{r.mean_quality:.1f}", f"{r.mean_recall:.3f}", f"{r.mean_noise:.2f}")
+    console.print(table)
+    for metric, s in t.series.items():
+        console.print(Text(
+            f"{metric}: {s.first:.3f} → {s.last:.3f}, slope {s.slope:+.3g}/run (p={s.slope_p:.2g}),"
+            f" Mann–Kendall τ={s.tau:+.2f} (p={s.tau_p:.2g}): {s.direction}"))
+    if len(t.runs) < 5:
+        console.print(Text(f"too few runs for a trend ({len(t.runs)}; at least 5 needed)",
+                           style="dim"))
+    for p in t.patterns:
+        console.print(Text(visible(f"pattern {p.name}: {p.message}"), style="yellow"))
+    if not t.patterns:
+        console.print(Text("no trend pattern", style="green"))
+
+
+def promote_cmd(
+    store: str = typer.Option(..., "--store", help="Store URI, e.g. lancedb://kb?table=chunks."),
+    version: str | None = typer.Option(None, "--version", help="Index version to promote "
+                                       "(default: the store's current version)."),
+    golden: Path | None = typer.Option(None, "--golden", help="The current golden set (default: "
+                                       "the one of the latest gate run on this store)."),
+    policy: Path | None = typer.Option(None, "--policy", help="The current policy file (default: "
+                                       "with --golden, the chapter's defaults; without it, the "
+                                       "policy of the latest gate run on this store)."),
+    history: Path = _history_opt(),
+    fmt: TableJson = _format_opt(),
+) -> None:
+    """Mark an index version as production, only if an ACCEPTed gate run of the current golden
+    set and policy exists on exactly that version and its ingestion left nothing unresolved.
+
+    Exit codes: 0 promoted, 1 refused (every missing condition is named), 2 usage or input error.
+    """
+    from recallwatch.history import History
+    from recallwatch.history.promote import PromoteDecision, promote
+    from recallwatch.stores import open_store
+
+    dataset_hash = policy_hash = None
+    if golden is not None:
+        from recallwatch.formats.golden import load_golden
+        from recallwatch.formats.policy import load_policy
+
+        dataset_hash = load_golden(golden).hash
+        policy_hash = load_policy(policy).hash
+    elif policy is not None:
+        from recallwatch.formats.policy import load_policy
+
+        policy_hash = load_policy(policy).hash
+    vector_store = open_store(store)
+    try:
+        if not history.exists():
+            decision = PromoteDecision(
+                vector_store.uri, version or vector_store.current_version(), dataset_hash or "",
+                policy_hash or "", None,
+                missing=(f"no run history at {history}: no ACCEPTed gate run can be found "
+                         "(run the gate first, or name the file with --history)",))
+        else:
+            with History(history) as h:
+                decision = promote(h, vector_store, version=version, dataset_hash=dataset_hash,
+                                   policy_hash=policy_hash)
+    finally:
+        vector_store.close()
+    if fmt is TableJson.json:
+        _json(decision.to_dict())
+    else:
+        from recallwatch.report._text import visible
+
+        for note in decision.notes:
+            emit(visible(f"note: {note}"))
+        if decision.promoted:
+            emit(visible(f"promoted {decision.store} version {decision.version} to production "
+                         f"(ACCEPT run {decision.accepted_run})"))
+        else:
+            emit(visible(f"refused: {decision.store} version {decision.version} is not promoted"))
+            for m in decision.missing:
+                emit(visible(f"  missing: {m}"))
+    if not decision.promoted:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(history_app, name="history")
+    app.command("promote")(promote_cmd)

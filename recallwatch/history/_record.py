@@ -1,0 +1,85 @@
+"""What the gate calls after a complete run: compare with both baselines, then record."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from recallwatch.errors import StoreError
+from recallwatch.history._store import History
+from recallwatch.history.compare import compare_runs
+from recallwatch.stores._uri import redact
+from recallwatch.stores.base import VectorStore
+from recallwatch.suite.model import GateResult
+
+__all__ = ["baselines", "compare_with_baselines", "ingested_since", "record_gate_run"]
+
+
+def baselines(history: History, result: GateResult, *,
+              before_seq: int | None = None) -> tuple[GateResult | None, GateResult | None]:
+    """(previous run of the same dataset name, last ACCEPT of the same dataset and policy hash),
+    both earlier than ``before_seq`` (default: everything recorded)."""
+    prev_id = history.previous_run(result.dataset.get("name", ""), before_seq=before_seq)
+    acc_id = history.last_accepted(result.dataset_hash, result.policy_hash, before_seq=before_seq)
+    previous = history.load(prev_id) if prev_id else None
+    accepted = history.load(acc_id) if acc_id else None
+    return previous, accepted
+
+
+def compare_with_baselines(history: History, result: GateResult, *,
+                           store: VectorStore | None = None,
+                           before_seq: int | None = None) -> dict[str, Any]:
+    """The ``comparison`` of a run: ``{"previous": C | None, "last_accepted": C | None}``."""
+    previous, accepted = baselines(history, result, before_seq=before_seq)
+    since_cache: dict[str, list[str] | None] = {}
+    out: dict[str, Any] = {}
+    for key, base in (("previous", previous), ("last_accepted", accepted)):
+        if base is None:
+            out[key] = None
+            continue
+        since, note = ingested_since(base, store, since_cache)
+        c = compare_runs(base, result, ingested_since=since)
+        if note:
+            c["details"].append(note)
+        out[key] = c
+    return out
+
+
+def ingested_since(base: GateResult, store: VectorStore | None,
+                   cache: dict[str, list[str] | None]) -> tuple[list[str] | None, str | None]:
+    """``store.ids_since(base's index version)`` when ``base`` ran on this same store."""
+    if store is None:
+        return None, None
+    version = base.store.get("version")
+    base_uri = base.store.get("uri")
+    if version is None or base_uri is None:
+        return None, None
+    if redact(str(base_uri)) != redact(store.uri):
+        return None, (f"run {base.run_id} ran on another store ({redact(str(base_uri))}): "
+                      "what was ingested since is unknown")
+    key = str(version)
+    if key not in cache:
+        try:
+            cache[key] = list(store.ids_since(key))
+        except StoreError as exc:
+            cache[key] = None
+            return None, f"cannot list what was ingested since v{key}: {exc}"
+    return cache[key], None
+
+
+def record_gate_run(result: GateResult, history_path: str | Path, *,
+                    store: VectorStore | None = None) -> GateResult:
+    """Compare ``result`` with the previous run and the last accepted run of its golden set and
+    policy, record it (one transaction) in the history at ``history_path``, and return it with
+    its ``comparison`` attached.
+
+    ``store`` is the live store the run searched; with it, regressions name the chunks ingested
+    since the baseline's index version that now outrank the expected ones.
+    """
+    with History(history_path) as history:
+        # Baselines are read before the write transaction: the lock is held only for the insert.
+        comparison = compare_with_baselines(history, result, store=store)
+        compared = replace(result, comparison=comparison)
+        history.record(compared)
+    return compared

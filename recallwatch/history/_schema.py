@@ -1,0 +1,131 @@
+"""The history database's schema: named migrations, applied in order and recorded.
+
+Each migration is a name and its DDL. A database remembers which ones it has in
+``schema_migrations``; opening it applies the missing ones in one write transaction, so several
+processes opening the same new file at once apply each migration exactly once. Migrations are
+append-only: a released one is never edited (an existing file was built from its text).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime
+
+from recallwatch.errors import HistoryError
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate"]
+
+MIGRATIONS: tuple[tuple[str, str], ...] = (
+    ("0001_runs_and_query_results", """
+        CREATE TABLE runs (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,   -- run order (created_at: 1 s resolution)
+            run_id TEXT NOT NULL UNIQUE,
+            created_at TEXT NOT NULL,
+            dataset_name TEXT NOT NULL,
+            dataset_version TEXT NOT NULL,
+            dataset_hash TEXT NOT NULL,
+            policy_hash TEXT NOT NULL,
+            config_hash TEXT NOT NULL,
+            embedder TEXT,                           -- fingerprint JSON; NULL for a results file
+            store_uri TEXT,                          -- always redacted
+            index_version TEXT,
+            verdict TEXT NOT NULL CHECK (verdict IN ('ACCEPT', 'STOP')),
+            n_queries INTEGER NOT NULL,
+            mean_quality REAL NOT NULL,
+            mean_recall REAL NOT NULL,
+            mean_precision REAL NOT NULL,
+            mrr REAL NOT NULL,
+            mean_ndcg REAL NOT NULL,
+            mean_noise REAL NOT NULL,
+            failed_queries INTEGER NOT NULL,
+            result_json TEXT NOT NULL
+        );
+        CREATE TABLE query_results (
+            run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+            query_id TEXT NOT NULL,
+            domain TEXT,
+            passed INTEGER NOT NULL,
+            recall REAL NOT NULL,
+            quality REAL NOT NULL,
+            noise INTEGER NOT NULL,
+            precision REAL NOT NULL,
+            rr REAL NOT NULL,
+            ndcg REAL NOT NULL,
+            failed_rules TEXT NOT NULL,              -- JSON list
+            expected TEXT NOT NULL,                  -- JSON [{id, rank, score, gold, in_top_k}]
+            diagnosis TEXT NOT NULL,                 -- JSON list
+            PRIMARY KEY (run_id, query_id)
+        );
+    """),
+    ("0002_monitor_runs", """
+        -- Generic rows for the operations layer (recall vs exact, latency, error budget, promote):
+        -- a kind, when, where, a status, and the figures as JSON.
+        CREATE TABLE monitor_runs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            kind TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            store_uri TEXT,
+            index_version TEXT,
+            status TEXT,
+            payload TEXT NOT NULL
+        );
+        CREATE INDEX monitor_runs_kind ON monitor_runs (kind, id);
+    """),
+    ("0003_run_lookup_indexes", """
+        -- Baseline look-ups: the last ACCEPT of a dataset hash + policy hash, the last run of a
+        -- dataset, the runs of a store version (promote).
+        CREATE INDEX runs_baseline ON runs (dataset_hash, policy_hash, verdict, seq);
+        CREATE INDEX runs_dataset ON runs (dataset_name, seq);
+        CREATE INDEX runs_store ON runs (store_uri, index_version, seq);
+    """),
+)
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_BOOKKEEPING = """
+    CREATE TABLE IF NOT EXISTS schema_migrations (
+        version INTEGER PRIMARY KEY,
+        name TEXT NOT NULL,
+        applied_at TEXT NOT NULL
+    )
+"""
+
+
+def migrate(conn: sqlite3.Connection, source: str) -> list[str]:
+    """Apply the migrations ``conn`` lacks, in one ``BEGIN IMMEDIATE`` transaction; return their
+    names. A database recording a migration this code does not know is refused (a newer
+    recallwatch wrote it)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute(_BOOKKEEPING)
+        applied = dict(conn.execute("SELECT version, name FROM schema_migrations").fetchall())
+        known = {i + 1: name for i, (name, _) in enumerate(MIGRATIONS)}
+        for version, name in sorted(applied.items()):
+            if known.get(version) != name:
+                raise HistoryError(
+                    f"{source}: schema migration {version} {name!r} is unknown to this "
+                    f"recallwatch (it knows up to {SCHEMA_VERSION} {MIGRATIONS[-1][0]!r}); "
+                    "the file was written by a newer version: upgrade recallwatch"
+                )
+        done = []
+        for version, (name, ddl) in enumerate(MIGRATIONS, start=1):
+            if version in applied:
+                continue
+            for statement in _statements(ddl):
+                conn.execute(statement)
+            conn.execute(
+                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                (version, name, datetime.now(UTC).isoformat(timespec="seconds")),
+            )
+            done.append(name)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return done
+
+
+def _statements(ddl: str) -> list[str]:
+    # executescript() would COMMIT our transaction first; run the statements one by one instead.
+    lines = [line.split("--", 1)[0] for line in ddl.splitlines()]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]

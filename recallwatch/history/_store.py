@@ -1,0 +1,334 @@
+"""The run history: one SQLite file (stdlib ``sqlite3``), safe under concurrent writers and kills.
+
+* WAL journal and a busy timeout, so readers never block the writer and writers wait their turn;
+* a run is written in one ``BEGIN IMMEDIATE`` transaction (the run row and every query row), so a
+  process killed at any moment leaves either the whole run or nothing;
+* ``synchronous=FULL``: a committed run survives a power cut, not only a killed process.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, fields
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from recallwatch.errors import HistoryError, UsageError
+from recallwatch.history._schema import migrate
+from recallwatch.stores._uri import redact
+from recallwatch.suite.model import GateResult
+
+__all__ = ["History", "MonitorRun", "RunSummary"]
+
+BUSY_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One gate run's identity and aggregates: a row of ``runs`` without its full JSON."""
+
+    seq: int
+    run_id: str
+    created_at: str
+    dataset_name: str
+    dataset_version: str
+    dataset_hash: str
+    policy_hash: str
+    config_hash: str
+    store_uri: str | None
+    index_version: str | None
+    verdict: str
+    n_queries: int
+    mean_quality: float
+    mean_recall: float
+    mean_precision: float
+    mrr: float
+    mean_ndcg: float
+    mean_noise: float
+    failed_queries: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+_SUMMARY_COLUMNS = ", ".join(f.name for f in fields(RunSummary))
+
+
+@dataclass(frozen=True)
+class MonitorRun:
+    """One record of the operations layer: a kind (``drift``, ``latency``, ``promote``…) and its
+    figures."""
+
+    id: int
+    kind: str
+    created_at: str
+    store_uri: str | None
+    index_version: str | None
+    status: str | None
+    payload: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class History:
+    """A run history file. ``create=False`` refuses a missing file instead of creating one (the
+    read-only commands: a typo in ``--history`` should not answer "no runs")."""
+
+    def __init__(self, path: str | Path, *, create: bool = True,
+                 timeout: float = BUSY_TIMEOUT_S) -> None:
+        self.path = Path(path)
+        if not self.path.exists():
+            if not create:
+                raise HistoryError(f"no run history at {self.path} (run the gate first, or name "
+                                   "the file with --history)")
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            # isolation_level=None: transactions are ours (BEGIN IMMEDIATE), never implicit.
+            self._conn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
+            self._conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA synchronous = FULL")
+            self._conn.execute("PRAGMA foreign_keys = ON")
+            migrate(self._conn, str(self.path))
+        except sqlite3.DatabaseError as exc:
+            self._close_quietly()
+            raise HistoryError(f"{self.path}: cannot open the run history: {exc}") from None
+        except BaseException:
+            self._close_quietly()
+            raise
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def _close_quietly(self) -> None:
+        conn = getattr(self, "_conn", None)
+        if conn is not None:
+            conn.close()
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> History:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise HistoryError(f"{self.path}: cannot start a write: {exc}") from None
+        try:
+            yield self._conn
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        try:
+            return self._conn.execute(sql, params).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise HistoryError(f"{self.path}: cannot read the run history: {exc}") from None
+
+    # -- gate runs -------------------------------------------------------------------------------
+
+    def record(self, result: GateResult) -> None:
+        """Write a complete gate run (run row + every query row) in one transaction."""
+        data = result.to_dict()
+        store = dict(result.store)
+        if "uri" in store:
+            store["uri"] = redact(str(store["uri"]))  # defensively: never store a password
+        data["store"] = store
+        embedder = result.config.get("embedder")
+        a = result.aggregate
+        run_row = (
+            result.run_id, result.created_at, result.dataset.get("name", ""),
+            str(result.dataset.get("version", "")), result.dataset_hash, result.policy_hash,
+            result.config_hash,
+            None if embedder is None else json.dumps(embedder, sort_keys=True),
+            store.get("uri"), None if store.get("version") is None else str(store["version"]),
+            result.verdict, a.n_queries, a.mean_quality, a.mean_recall, a.mean_precision, a.mrr,
+            a.mean_ndcg, a.mean_noise, a.failed_queries,
+            json.dumps(data, ensure_ascii=False, default=str),
+        )
+        query_rows = [
+            (result.run_id, q.id, q.domain, int(q.passed), q.recall, q.quality, q.noise,
+             q.precision, q.rr, q.ndcg, json.dumps(list(q.failed_rules)),
+             json.dumps([asdict(h) for h in q.expected], ensure_ascii=False),
+             json.dumps([asdict(d) for d in q.diagnosis], ensure_ascii=False, default=str))
+            for q in result.queries
+        ]
+        try:
+            with self._write() as conn:
+                conn.execute(
+                    "INSERT INTO runs (run_id, created_at, dataset_name, dataset_version, "
+                    "dataset_hash, policy_hash, config_hash, embedder, store_uri, index_version, "
+                    "verdict, n_queries, mean_quality, mean_recall, mean_precision, mrr, "
+                    "mean_ndcg, mean_noise, failed_queries, result_json) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    run_row,
+                )
+                conn.executemany(
+                    "INSERT INTO query_results (run_id, query_id, domain, passed, recall, "
+                    "quality, noise, precision, rr, ndcg, failed_rules, expected, diagnosis) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    query_rows,
+                )
+        except sqlite3.IntegrityError as exc:
+            raise HistoryError(f"{self.path}: run {result.run_id} cannot be recorded: {exc}") \
+                from None
+        except sqlite3.DatabaseError as exc:
+            raise HistoryError(f"{self.path}: cannot write run {result.run_id}: {exc}") from None
+
+    def runs(self, *, dataset: str | None = None, limit: int | None = None) -> list[RunSummary]:
+        """Runs, newest first; ``dataset`` keeps one dataset name."""
+        sql = f"SELECT {_SUMMARY_COLUMNS} FROM runs"
+        params: list[Any] = []
+        if dataset is not None:
+            sql += " WHERE dataset_name = ?"
+            params.append(dataset)
+        sql += " ORDER BY seq DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        return [RunSummary(*row) for row in self._query(sql, params)]
+
+    def summary(self, run_id: str) -> RunSummary:
+        rows = self._query(f"SELECT {_SUMMARY_COLUMNS} FROM runs WHERE run_id = ?", (run_id,))
+        if not rows:
+            raise UsageError(f"no run {run_id!r} in {self.path}")
+        return RunSummary(*rows[0])
+
+    def load(self, run_id: str) -> GateResult:
+        """The full result of a run, as the gate produced it (comparison included)."""
+        rows = self._query("SELECT result_json FROM runs WHERE run_id = ?", (run_id,))
+        if not rows:
+            raise UsageError(f"no run {run_id!r} in {self.path}")
+        try:
+            return GateResult.from_dict(json.loads(rows[0][0]))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise HistoryError(f"{self.path}: run {run_id} is unreadable: {exc}") from None
+
+    def resolve(self, ref: str, *, dataset: str | None = None) -> str:
+        """A run id from ``latest``, ``previous`` (the one before latest), ``accepted`` (the latest
+        ACCEPT), a full run id or a unique prefix of one."""
+        scope, params = ("WHERE dataset_name = ?", [dataset]) if dataset else ("", [])
+        and_ = "AND" if scope else "WHERE"
+        named = {
+            "latest": (f"SELECT run_id FROM runs {scope} ORDER BY seq DESC LIMIT 1", params),
+            "previous": (f"SELECT run_id FROM runs {scope} ORDER BY seq DESC LIMIT 1 OFFSET 1",
+                         params),
+            "accepted": (f"SELECT run_id FROM runs {scope} {and_} verdict = 'ACCEPT' "
+                         "ORDER BY seq DESC LIMIT 1", params),
+        }
+        if ref in named:
+            rows = self._query(*named[ref])
+            if not rows:
+                where = f" of dataset {dataset!r}" if dataset else ""
+                raise UsageError(f"no {ref} run{where} in {self.path}")
+            return str(rows[0][0])
+        escaped = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        rows = self._query(
+            f"SELECT run_id FROM runs {scope} {and_} (run_id = ? OR run_id LIKE ? ESCAPE '\\') "
+            "ORDER BY seq DESC LIMIT 11", [*params, ref, escaped + "%"],
+        )
+        ids = [str(r[0]) for r in rows]
+        if ref in ids:
+            return ref
+        if len(ids) == 1:
+            return ids[0]
+        if not ids:
+            raise UsageError(f"no run {ref!r} in {self.path} (give a run id, a unique prefix, "
+                             "latest, previous or accepted; `recallwatch history list` shows them)")
+        shown = ", ".join(ids[:10]) + (" …" if len(ids) > 10 else "")
+        raise UsageError(f"run prefix {ref!r} is ambiguous: it matches {shown}")
+
+    def previous_run(self, dataset_name: str, *, before_seq: int | None = None) -> str | None:
+        """The latest run of a dataset name (any hash: a changed golden set is reported as not
+        comparable rather than silently skipped)."""
+        rows = self._query(
+            "SELECT run_id FROM runs WHERE dataset_name = ? AND seq < ? ORDER BY seq DESC LIMIT 1",
+            (dataset_name, _max_seq(before_seq)),
+        )
+        return str(rows[0][0]) if rows else None
+
+    def last_accepted(self, dataset_hash: str, policy_hash: str, *,
+                      before_seq: int | None = None) -> str | None:
+        """The latest ACCEPT of exactly this golden set and policy: the baseline. A STOP run is
+        never a baseline."""
+        rows = self._query(
+            "SELECT run_id FROM runs WHERE dataset_hash = ? AND policy_hash = ? "
+            "AND verdict = 'ACCEPT' AND seq < ? ORDER BY seq DESC LIMIT 1",
+            (dataset_hash, policy_hash, _max_seq(before_seq)),
+        )
+        return str(rows[0][0]) if rows else None
+
+    def runs_on(self, store_uri: str, index_version: str, *, dataset_hash: str | None = None,
+                policy_hash: str | None = None) -> list[RunSummary]:
+        """Gate runs of one store version, newest first, optionally of one golden set and
+        policy."""
+        sql = (f"SELECT {_SUMMARY_COLUMNS} FROM runs WHERE store_uri = ? AND index_version = ?")
+        params: list[Any] = [redact(store_uri), str(index_version)]
+        for column, value in (("dataset_hash", dataset_hash), ("policy_hash", policy_hash)):
+            if value is not None:
+                sql += f" AND {column} = ?"
+                params.append(value)
+        return [RunSummary(*row) for row in self._query(sql + " ORDER BY seq DESC", params)]
+
+    def latest_on_store(self, store_uri: str) -> RunSummary | None:
+        rows = self._query(f"SELECT {_SUMMARY_COLUMNS} FROM runs WHERE store_uri = ? "
+                           "ORDER BY seq DESC LIMIT 1", (redact(store_uri),))
+        return RunSummary(*rows[0]) if rows else None
+
+    # -- monitor runs (operations layer) ---------------------------------------------------------
+
+    def record_monitor_run(self, kind: str, payload: dict[str, Any], *,
+                           store_uri: str | None = None, index_version: str | None = None,
+                           status: str | None = None, created_at: str | None = None) -> int:
+        """Append one operations record (drift probe, latency, error budget, promotion…)."""
+        when = created_at or datetime.now(UTC).isoformat(timespec="seconds")
+        row = (kind, when, None if store_uri is None else redact(store_uri),
+               None if index_version is None else str(index_version), status,
+               json.dumps(payload, ensure_ascii=False, default=str))
+        try:
+            with self._write() as conn:
+                cur = conn.execute(
+                    "INSERT INTO monitor_runs (kind, created_at, store_uri, index_version, status, "
+                    "payload) VALUES (?, ?, ?, ?, ?, ?)", row,
+                )
+                return int(cur.lastrowid or 0)
+        except sqlite3.DatabaseError as exc:
+            raise HistoryError(f"{self.path}: cannot write a {kind} record: {exc}") from None
+
+    def monitor_runs(self, *, kind: str | None = None,
+                     limit: int | None = None) -> list[MonitorRun]:
+        """Operations records, newest first."""
+        sql = ("SELECT id, kind, created_at, store_uri, index_version, status, payload "
+               "FROM monitor_runs")
+        params: list[Any] = []
+        if kind is not None:
+            sql += " WHERE kind = ?"
+            params.append(kind)
+        sql += " ORDER BY id DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        return [MonitorRun(id=row[0], kind=row[1], created_at=row[2], store_uri=row[3],
+                           index_version=row[4], status=row[5], payload=json.loads(row[6]))
+                for row in self._query(sql, params)]
+
+    def integrity_check(self) -> str:
+        return str(self._query("PRAGMA integrity_check")[0][0])
+
+
+def _max_seq(before_seq: int | None) -> int:
+    return 2**62 if before_seq is None else before_seq
