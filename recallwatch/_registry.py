@@ -78,5 +78,8 @@ class Registry(Generic[T]):
                 if entry.extra is None:
                     raise
                 raise NotInstalledError(f"{self.kind} {name!r} ({exc.name})", entry.extra) from exc
-            self._loaded[name] = getattr(module, attr)
+            obj: object = module
+            for part in attr.split("."):  # "Class.factory" names a classmethod
+                obj = getattr(obj, part)
+            self._loaded[name] = obj  # type: ignore[assignment]
         return self._loaded[name]

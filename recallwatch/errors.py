@@ -6,6 +6,7 @@
      ├── UsageError (ValueError)          options that contradict each other or name unknown things
      ├── NotInstalledError (ImportError)  an optional extra is missing; the message names the pip command
      ├── EmbedderMismatchError            an index is queried with another embedder than built it
+     ├── EmbedderError                    an embedding model or endpoint failed or returned bad vectors
      ├── StoreError                       a vector store failed or refused an operation
      ├── HistoryError                     the run history cannot be read or written
      └── Interrupted                      a run was stopped before it completed; nothing was recorded
@@ -19,6 +20,7 @@ from os import PathLike
 
 __all__ = [
     "DatasetError",
+    "EmbedderError",
     "EmbedderMismatchError",
     "HistoryError",
     "InputError",
@@ -96,6 +98,10 @@ class NotInstalledError(RecallwatchError, ImportError):
 
 class EmbedderMismatchError(RecallwatchError):
     """The embedder at query time is not the one that built the index."""
+
+
+class EmbedderError(RecallwatchError):
+    """An embedding model or endpoint failed, or returned vectors of the wrong shape or value."""
 
 
 class StoreError(RecallwatchError):

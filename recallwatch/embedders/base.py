@@ -9,7 +9,20 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["PROBE_SENTENCES", "Embedder", "Fingerprint", "fingerprint_of"]
+__all__ = [
+    "FINGERPRINT_META_KEY",
+    "PROBE_SENTENCES",
+    "SPEC_META_KEY",
+    "Embedder",
+    "Fingerprint",
+    "check_fingerprint",
+    "fingerprint_of",
+]
+
+# Store meta keys written at ingestion: the fingerprint of the embedder that built the index, and
+# the spec (name?options, never a secret) that rebuilds that embedder for a gate run.
+FINGERPRINT_META_KEY = "embedder_fingerprint"
+SPEC_META_KEY = "embedder_spec"
 
 # Fixed sentences whose vectors identify a model: same name and version but other weights,
 # or another normalisation, give another hash.
@@ -65,3 +78,16 @@ def fingerprint_of(embedder: Embedder) -> Fingerprint:
     rounded = np.round(vectors.astype(np.float64), 4) + 0.0  # +0.0 folds -0.0 into 0.0
     digest = hashlib.sha256(rounded.tobytes()).hexdigest()
     return Fingerprint(embedder.name, embedder.version, int(embedder.dimension), digest)
+
+
+def check_fingerprint(built_with: Fingerprint | None, querying: Fingerprint, *, index: str) -> None:
+    """Raise EmbedderMismatchError naming both when ``querying`` is not the embedder that built
+    ``index``. An index with no recorded fingerprint is accepted (built by another tool)."""
+    from recallwatch.errors import EmbedderMismatchError
+
+    if built_with is None or built_with == querying:
+        return
+    raise EmbedderMismatchError(
+        f"the index at {index} was built with {built_with.short()}, but it would be used with "
+        f"{querying.short()}: use the embedder that built it, or re-ingest into a new store"
+    )

