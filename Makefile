@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python examples/demo.py
+	bash examples/demo.sh
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow" -q

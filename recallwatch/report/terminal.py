@@ -28,6 +28,22 @@ def _missing(q: QueryResult) -> Text:
     return _t(", ".join(parts) or "—")
 
 
+def _failing_block(q: QueryResult) -> Text:
+    head = Text.assemble(
+        ("✗ ", "bold red"), (visible(q.id), "bold"), (" ★Gold" if q.has_gold else "", "yellow"),
+        f"  recall {q.recall:.3f}  quality {q.quality:.0f}  noise {q.noise}/{q.allowed_noise}  ",
+        (f"[{', '.join(q.failed_rules)}]", "red"),
+    )
+    lines = [head, _t(f"    “{q.text}”", "italic")]
+    if any(not h.in_top_k for h in q.expected):
+        lines.append(Text.assemble("    missing: ", _missing(q)))
+    for d in q.diagnosis:
+        lines.append(_t(f"    {d.step}. {d.cause}: {d.summary}"))
+    if q.waiver:
+        lines.append(_t(f"    waiver: {q.waiver}", "dim"))
+    return Text("\n").join(lines)
+
+
 def _identity(result: GateResult) -> Text:
     d = result.dataset
     store = result.store
@@ -59,22 +75,8 @@ def render(result: GateResult) -> Group:
         parts.append(Panel(reasons, title="why STOP", border_style="red"))
     failing = result.failing()
     if failing:
-        table = Table(title="failing queries", title_justify="left", show_lines=True)
-        for col in ("query", "rules", "recall", "quality", "noise", "missing (rank)", "diagnosis"):
-            table.add_column(col, overflow="fold")
-        for q in failing:
-            diagnosis = "\n".join(f"{d.step}. {d.cause}: {d.summary}" for d in q.diagnosis)
-            waiver = f"\nwaiver: {q.waiver}" if q.waiver else ""
-            table.add_row(
-                _t(f"{q.id}{' ★Gold' if q.has_gold else ''}\n{q.text}"),
-                _t(",".join(q.failed_rules)),
-                _t(f"{q.recall:.3f}"),
-                _t(f"{q.quality:.0f}"),
-                _t(f"{q.noise}/{q.allowed_noise}"),
-                _missing(q),
-                _t(diagnosis + waiver),
-            )
-        parts.append(table)
+        parts.append(_t(f"failing queries ({len(failing)})", "bold"))
+        parts += [_failing_block(q) for q in failing]
     for p in result.patterns:
         parts.append(_t(f"pattern {p.name}: {p.message} ({', '.join(p.queries[:8])})", "yellow"))
     for w in result.warnings:

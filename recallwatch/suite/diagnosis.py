@@ -152,11 +152,11 @@ def diagnose(q: QueryResult, ctx: DiagnosisContext) -> tuple[Diagnosis, ...]:
         if hit.in_top_k:
             continue
         chunk = ctx.chunks.get(hit.id)
-        where = f"rank {hit.rank}" if hit.rank else "beyond the search depth"
+        where = f"at rank {hit.rank}" if hit.rank else "beyond the search depth"
         evidence = _embedding_evidence(q, hit.id)
         if chunk is None:
             out.append(Diagnosis(4, "embedding", hit.id,
-                                 f"{hit.id} is at {where}; no chunk metadata to inspect",
+                                 f"{hit.id} is {where}; no chunk metadata to inspect",
                                  evidence))
             continue
         steps: list[tuple[int, Any, list[str]]] = [
@@ -169,7 +169,7 @@ def diagnose(q: QueryResult, ctx: DiagnosisContext) -> tuple[Diagnosis, ...]:
             gap = evidence["gap_to_kth"]
             out.append(Diagnosis(
                 4, "embedding", hit.id,
-                f"{hit.id} looks well formed, described and labelled, yet is buried at {where}"
+                f"{hit.id} looks well formed, described and labelled, yet is buried {where}"
                 + (f", {gap:.3f} below the K-th result" if gap is not None else "")
                 + ": make its description more concrete, in the users' words, or revisit the "
                 "representation field",

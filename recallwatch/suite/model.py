@@ -73,6 +73,8 @@ class QueryResult:
         d["tags"] = list(self.tags)
         d["failed_rules"] = list(self.failed_rules)
         d["top"] = [{"id": i, "score": s} for i, s in self.top]
+        d["expected"] = [asdict(e) for e in self.expected]
+        d["diagnosis"] = [asdict(x) for x in self.diagnosis]
         return d
 
 

@@ -1,3 +1,95 @@
-"""pytest plugin (entry point ``pytest11``): fixtures that run an acceptance gate in a test."""
+"""pytest plugin (entry point ``pytest11``): run an acceptance gate inside a test.
+
+    def test_knowledge_base_is_deployable(recallwatch_gate):
+        result = recallwatch_gate("golden.yaml", store="lancedb://kb?table=chunks",
+                                  policy="policy.yaml")
+        assert result.aggregate.mean_recall > 0.9   # optional extra checks
+
+On STOP the test fails with the verdict's reasons and the diagnosis of each failing query.
+``--recallwatch-store URI`` overrides the store of every gate in the session (point the same tests
+at a candidate index in CI); ``--recallwatch-report DIR`` writes the reports there.
+This module imports nothing heavy: it is loaded by every pytest run where recallwatch is installed.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from recallwatch.suite.model import GateResult
+
+__all__ = ["failure_message", "recallwatch_gate"]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("recallwatch", "retrieval acceptance gate")
+    group.addoption("--recallwatch-store", default=None,
+                    help="Store URI that every recallwatch_gate call examines.")
+    group.addoption("--recallwatch-report", default=None,
+                    help="Directory where each gate writes report.json/report.md/junit.xml.")
+
+
+def failure_message(result: GateResult) -> str:
+    lines = [f"recallwatch gate: {result.verdict} (dataset {result.dataset['name']} "
+             f"v{result.dataset['version']}, mean quality {result.aggregate.mean_quality:.1f})"]
+    lines += [f"  [{r.rule}] {r.message}" for r in result.reasons]
+    for q in result.failing():
+        lines.append(f"  {q.id}: recall {q.recall:.3f}, quality {q.quality:.0f}, noise "
+                     f"{q.noise}/{q.allowed_noise} ({','.join(q.failed_rules)})")
+        lines += [f"      {d.step}. {d.cause}: {d.summary}" for d in q.diagnosis]
+    from recallwatch.report._text import visible
+
+    return visible("\n".join(lines))
+
+
+@pytest.fixture
+def recallwatch_gate(request: pytest.FixtureRequest) -> Callable[..., GateResult]:
+    """A function that runs a gate and fails the test on STOP; returns the result on ACCEPT."""
+
+    def run(golden: str | Path, *, store: str | None = None, results: str | Path | None = None,
+            policy: str | Path | None = None, embedder: str = "use-multilingual",
+            **options: Any) -> GateResult:
+        from recallwatch.formats.golden import load_golden
+        from recallwatch.formats.policy import load_policy
+        from recallwatch.suite.gate import run_gate
+
+        store = request.config.getoption("--recallwatch-store") or store
+        golden_set = load_golden(golden)
+        pol = load_policy(policy)
+        if store is not None:
+            from recallwatch.embedders import get_embedder
+            from recallwatch.stores import open_store
+
+            vector_store = open_store(store)
+            try:
+                result = run_gate(golden_set, store=vector_store,
+                                  embedder=get_embedder(embedder), policy=pol, **options)
+            finally:
+                vector_store.close()
+        else:
+            from recallwatch.formats.results import load_results
+
+            if results is None:
+                raise pytest.UsageError("recallwatch_gate needs store= or results=")
+            result = run_gate(golden_set, results=load_results(results), policy=pol,
+                              results_name=results, **options)
+        report_dir = request.config.getoption("--recallwatch-report")
+        if report_dir:
+            from recallwatch.report import to_json
+            from recallwatch.report._text import write_atomic
+            from recallwatch.report.junit import to_junit
+            from recallwatch.report.markdown import to_markdown
+
+            out = Path(report_dir) / request.node.name
+            write_atomic(out / "report.json", to_json(result))
+            write_atomic(out / "report.md", to_markdown(result))
+            write_atomic(out / "junit.xml", to_junit(result))
+        if result.verdict != "ACCEPT":
+            pytest.fail(failure_message(result), pytrace=False)
+        return result
+
+    return run

@@ -1,0 +1,129 @@
+"""`recallwatch gate` through its CLI: exit codes, outputs, reports, bad input, hostile text."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from recallwatch.cli import app
+
+runner = CliRunner(env={"COLUMNS": "200"})
+
+GOLDEN = """\
+name: cli-demo
+version: "1"
+queries:
+  - {id: q1, text: "¿Cuántos días de vacaciones?", expected: [a], domain: rrhh}
+  - {id: q2, text: "Cuota de autónomos", expected: [b, c], gold: [b], domain: finanzas}
+"""
+
+
+def results_line(qid: str, ids: list[str]) -> str:
+    return json.dumps({"query_id": qid, "results": [
+        {"id": cid, "score": round(0.9 - 0.01 * i, 4)} for i, cid in enumerate(ids)]})
+
+
+def fillers(n: int, prefix: str = "x") -> list[str]:
+    return [f"{prefix}{i}" for i in range(n)]
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    golden = tmp_path / "golden.yaml"
+    golden.write_text(GOLDEN, encoding="utf-8")
+    ok = tmp_path / "ok.jsonl"  # expected chunks at ranks 7 (and 7, 8): noise <= 3
+    ok.write_text(results_line("q1", [*fillers(6), "a", *fillers(8, "y")]) + "\n"
+                  + results_line("q2", [*fillers(6), "b", "c", *fillers(5, "y")]) + "\n")
+    bad = tmp_path / "bad.jsonl"  # q2 loses its Gold chunk to rank 15
+    bad.write_text(results_line("q1", [*fillers(6), "a", *fillers(8, "y")]) + "\n"
+                   + results_line("q2", [*fillers(6), "c", *fillers(7, "y"), "b"]) + "\n")
+    return {"golden": golden, "ok": ok, "bad": bad, "dir": tmp_path}
+
+
+def gate(*args: str) -> object:
+    return runner.invoke(app, ["gate", *args, "--no-history"])
+
+
+def test_accept_exit_0_and_json_contract(files: dict[str, Path]) -> None:
+    r = gate(str(files["golden"]), "--results", str(files["ok"]), "--format", "json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["verdict"] == "ACCEPT" and d["reasons"] == []
+    assert d["aggregate"]["mean_quality"] == 100.0
+    assert [q["id"] for q in d["queries"]] == ["q1", "q2"]
+
+
+def test_stop_exit_1_with_reasons_and_reports(files: dict[str, Path]) -> None:
+    out = files["dir"] / "reports"
+    junit = files["dir"] / "junit.xml"
+    r = gate(str(files["golden"]), "--results", str(files["bad"]), "--junit", str(junit),
+             "--report", str(out))
+    assert r.exit_code == 1, r.output
+    assert "STOP" in r.stdout and "gold_failure" in r.stdout and "q2" in r.stdout
+    d = json.loads((out / "report.json").read_text())
+    assert d["verdict"] == "STOP"
+    q2 = next(q for q in d["queries"] if q["id"] == "q2")
+    assert q2["expected"][0] == {"id": "b", "rank": 15, "score": q2["expected"][0]["score"],
+                                 "gold": True, "in_top_k": False}
+    md = (out / "report.md").read_text()
+    assert "**STOP**" in md and "gold\\_failure" in md and d["dataset_hash"][:12] in md
+    suite = ET.parse(junit).getroot()
+    assert suite.get("tests") == "2" and suite.get("failures") == "1"
+    failure = suite.find("testcase[@name='q2: Cuota de autónomos']/failure")
+    assert failure is not None and "recall" in failure.get("message", "")
+    props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert props["dataset_hash"] == d["dataset_hash"] and props["verdict"] == "STOP"
+
+
+def test_markdown_format(files: dict[str, Path]) -> None:
+    r = gate(str(files["golden"]), "--results", str(files["bad"]), "--format", "markdown")
+    assert r.exit_code == 1
+    assert r.stdout.startswith("## ⛔ recallwatch gate: **STOP**")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--results", "missing.jsonl"], "missing.jsonl: expected an existing file"),
+    ([], "give exactly one of --store URI or --results FILE"),
+    (["--store", "nosuch://x"], "unknown store scheme 'nosuch'"),
+    (["--results", "{ok}", "--run-date", "yesterday"],
+     "field '--run-date': expected a date YYYY-MM-DD, found 'yesterday'"),
+])
+def test_usage_and_input_errors_exit_2(files: dict[str, Path], args: list[str],
+                                       message: str) -> None:
+    args = [a.replace("{ok}", str(files["ok"])) for a in args]
+    r = gate(str(files["golden"]), *args)
+    assert r.exit_code == 2
+    assert message in r.stderr
+    assert "Traceback" not in r.output
+
+
+def test_results_missing_a_query_is_an_input_error(files: dict[str, Path]) -> None:
+    partial = files["dir"] / "partial.jsonl"
+    partial.write_text(results_line("q1", ["a"]) + "\n")
+    r = gate(str(files["golden"]), "--results", str(partial))
+    assert r.exit_code == 2
+    assert "no results line for 1 golden query: q2" in r.stderr
+
+
+def test_hostile_text_is_escaped_everywhere(files: dict[str, Path]) -> None:
+    evil = "\x1b[31mRED\x1b[0m <script>alert(1)</script> [bold]x[/bold] | `c`"
+    golden = files["dir"] / "evil.yaml"
+    golden.write_text(json.dumps({"name": "evil", "version": "1", "queries": [
+        {"id": "q1", "text": evil, "expected": ["a"]}]}), encoding="utf-8")
+    golden = golden.rename(files["dir"] / "evil.json")
+    res = files["dir"] / "r.jsonl"
+    res.write_text(results_line("q1", [*fillers(12), "a"]) + "\n")
+    out = files["dir"] / "rep"
+    r = gate(str(golden), "--results", str(res), "--report", str(out))
+    assert r.exit_code == 1
+    assert "\x1b" not in r.stdout and "\\x1b[31mRED" in r.stdout
+    assert "[bold]x[/bold]" in r.stdout  # shown as typed, not interpreted
+    md = (out / "report.md").read_text()
+    assert "<script>" not in md and "\\<script\\>" in md and "\x1b" not in md
+    xml = (out / "junit.xml").read_text()
+    assert "<script>" not in xml and "&lt;script&gt;" in xml and "\x1b" not in xml
+    ET.fromstring(xml.split("\n", 1)[1])  # well-formed
