@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from recallwatch.errors import StoreError
-from recallwatch.history._store import History
+from recallwatch.history._store import BaselinesMoved, History
 from recallwatch.history.compare import compare_runs
 from recallwatch.stores._uri import redact
 from recallwatch.stores.base import VectorStore
@@ -20,19 +20,19 @@ def baselines(history: History, result: GateResult, *,
               before_seq: int | None = None) -> tuple[GateResult | None, GateResult | None]:
     """(previous run of the same dataset name, last ACCEPT of the same dataset and policy hash),
     both earlier than ``before_seq`` (default: everything recorded)."""
-    prev_id = history.previous_run(result.dataset.get("name", ""), before_seq=before_seq)
-    acc_id = history.last_accepted(result.dataset_hash, result.policy_hash, before_seq=before_seq)
+    prev_id, acc_id = history.baseline_ids(result, before_seq=before_seq)
     previous = history.load(prev_id) if prev_id else None
     accepted = history.load(acc_id) if acc_id else None
     return previous, accepted
 
 
 def compare_with_baselines(history: History, result: GateResult, *,
-                           store: VectorStore | None = None,
-                           before_seq: int | None = None) -> dict[str, Any]:
-    """The ``comparison`` of a run: ``{"previous": C | None, "last_accepted": C | None}``."""
+                           store: VectorStore | None = None, before_seq: int | None = None,
+                           cache: dict[str, list[str] | None] | None = None) -> dict[str, Any]:
+    """The ``comparison`` of a run: ``{"previous": C | None, "last_accepted": C | None}``.
+    ``cache`` keeps ``store.ids_since`` answers by version across calls."""
     previous, accepted = baselines(history, result, before_seq=before_seq)
-    since_cache: dict[str, list[str] | None] = {}
+    since_cache = {} if cache is None else cache
     out: dict[str, Any] = {}
     for key, base in (("previous", previous), ("last_accepted", accepted)):
         if base is None:
@@ -78,8 +78,19 @@ def record_gate_run(result: GateResult, history_path: str | Path, *,
     since the baseline's index version that now outrank the expected ones.
     """
     with History(history_path) as history:
-        # Baselines are read before the write transaction: the lock is held only for the insert.
-        comparison = compare_with_baselines(history, result, store=store)
+        # First try: compare outside the write lock (listing a store's changes can take a
+        # while), and write only if no concurrent run changed the baselines meanwhile. If one
+        # did, compare again while holding the lock, so the stored comparison is always against
+        # the runs recorded just before this one.
+        since_cache: dict[str, list[str] | None] = {}
+        comparison = compare_with_baselines(history, result, store=store, cache=since_cache)
         compared = replace(result, comparison=comparison)
-        history.record(compared)
+        used = tuple((comparison[k] or {}).get("run_id") for k in ("previous", "last_accepted"))
+        try:
+            history.record(compared, expect_baselines=(used[0], used[1]))
+        except BaselinesMoved:
+            compared = history.record_computed(
+                lambda: replace(result, comparison=compare_with_baselines(
+                    history, result, store=store, cache=since_cache)),
+                run_id=result.run_id)
     return compared

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime
@@ -23,7 +23,7 @@ from recallwatch.history._schema import migrate
 from recallwatch.stores._uri import redact
 from recallwatch.suite.model import GateResult
 
-__all__ = ["History", "MonitorRun", "RunSummary"]
+__all__ = ["BaselinesMoved", "History", "MonitorRun", "RunSummary"]
 
 BUSY_TIMEOUT_S = 60.0
 
@@ -74,6 +74,10 @@ class MonitorRun:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+class BaselinesMoved(HistoryError):
+    """Another run was recorded between a comparison and its write (internal: compare again)."""
 
 
 class History:
@@ -141,8 +145,44 @@ class History:
 
     # -- gate runs -------------------------------------------------------------------------------
 
-    def record(self, result: GateResult) -> None:
-        """Write a complete gate run (run row + every query row) in one transaction."""
+    def record(self, result: GateResult, *,
+               expect_baselines: tuple[str | None, str | None] | None = None) -> None:
+        """Write a complete gate run (run row + every query row) in one transaction.
+
+        ``expect_baselines``: the (previous, last accepted) run ids the comparison was made
+        against; if another process recorded a run that changes them meanwhile, nothing is
+        written and :class:`BaselinesMoved` is raised, so the caller compares again.
+        """
+        def unchanged() -> GateResult:
+            if expect_baselines is not None and expect_baselines != self.baseline_ids(result):
+                raise BaselinesMoved(result.run_id)
+            return result
+
+        self.record_computed(unchanged, run_id=result.run_id)
+
+    def record_computed(self, compute: Callable[[], GateResult], *, run_id: str) -> GateResult:
+        """Hold the write lock, call ``compute()`` (it may read this history: it sees every run
+        committed before, and no other can be added meanwhile), and write the run it returns, all
+        in one transaction."""
+        try:
+            with self._write() as conn:
+                result = compute()
+                self._insert(conn, result)
+        except sqlite3.IntegrityError as exc:
+            raise HistoryError(f"{self.path}: run {run_id} cannot be recorded: {exc}") from None
+        except sqlite3.DatabaseError as exc:
+            raise HistoryError(f"{self.path}: cannot write run {run_id}: {exc}") from None
+        return result
+
+    def baseline_ids(self, result: GateResult, *,
+                     before_seq: int | None = None) -> tuple[str | None, str | None]:
+        """(previous run of the dataset name, last ACCEPT of the dataset and policy hash)."""
+        return (self.previous_run(result.dataset.get("name", ""), before_seq=before_seq),
+                self.last_accepted(result.dataset_hash, result.policy_hash,
+                                   before_seq=before_seq))
+
+    @staticmethod
+    def _insert(conn: sqlite3.Connection, result: GateResult) -> None:
         data = result.to_dict()
         store = dict(result.store)
         if "uri" in store:
@@ -150,44 +190,31 @@ class History:
         data["store"] = store
         embedder = result.config.get("embedder")
         a = result.aggregate
-        run_row = (
-            result.run_id, result.created_at, result.dataset.get("name", ""),
-            str(result.dataset.get("version", "")), result.dataset_hash, result.policy_hash,
-            result.config_hash,
-            None if embedder is None else json.dumps(embedder, sort_keys=True),
-            store.get("uri"), None if store.get("version") is None else str(store["version"]),
-            result.verdict, a.n_queries, a.mean_quality, a.mean_recall, a.mean_precision, a.mrr,
-            a.mean_ndcg, a.mean_noise, a.failed_queries,
-            json.dumps(data, ensure_ascii=False, default=str),
+        conn.execute(
+            "INSERT INTO runs (run_id, created_at, dataset_name, dataset_version, "
+            "dataset_hash, policy_hash, config_hash, embedder, store_uri, index_version, "
+            "verdict, n_queries, mean_quality, mean_recall, mean_precision, mrr, "
+            "mean_ndcg, mean_noise, failed_queries, result_json) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (result.run_id, result.created_at, result.dataset.get("name", ""),
+             str(result.dataset.get("version", "")), result.dataset_hash, result.policy_hash,
+             result.config_hash,
+             None if embedder is None else json.dumps(embedder, sort_keys=True),
+             store.get("uri"), None if store.get("version") is None else str(store["version"]),
+             result.verdict, a.n_queries, a.mean_quality, a.mean_recall, a.mean_precision,
+             a.mrr, a.mean_ndcg, a.mean_noise, a.failed_queries,
+             json.dumps(data, ensure_ascii=False, default=str)),
         )
-        query_rows = [
-            (result.run_id, q.id, q.domain, int(q.passed), q.recall, q.quality, q.noise,
-             q.precision, q.rr, q.ndcg, json.dumps(list(q.failed_rules)),
-             json.dumps([asdict(h) for h in q.expected], ensure_ascii=False),
-             json.dumps([asdict(d) for d in q.diagnosis], ensure_ascii=False, default=str))
-            for q in result.queries
-        ]
-        try:
-            with self._write() as conn:
-                conn.execute(
-                    "INSERT INTO runs (run_id, created_at, dataset_name, dataset_version, "
-                    "dataset_hash, policy_hash, config_hash, embedder, store_uri, index_version, "
-                    "verdict, n_queries, mean_quality, mean_recall, mean_precision, mrr, "
-                    "mean_ndcg, mean_noise, failed_queries, result_json) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    run_row,
-                )
-                conn.executemany(
-                    "INSERT INTO query_results (run_id, query_id, domain, passed, recall, "
-                    "quality, noise, precision, rr, ndcg, failed_rules, expected, diagnosis) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    query_rows,
-                )
-        except sqlite3.IntegrityError as exc:
-            raise HistoryError(f"{self.path}: run {result.run_id} cannot be recorded: {exc}") \
-                from None
-        except sqlite3.DatabaseError as exc:
-            raise HistoryError(f"{self.path}: cannot write run {result.run_id}: {exc}") from None
+        conn.executemany(
+            "INSERT INTO query_results (run_id, query_id, domain, passed, recall, quality, "
+            "noise, precision, rr, ndcg, failed_rules, expected, diagnosis) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(result.run_id, q.id, q.domain, int(q.passed), q.recall, q.quality, q.noise,
+              q.precision, q.rr, q.ndcg, json.dumps(list(q.failed_rules)),
+              json.dumps([asdict(h) for h in q.expected], ensure_ascii=False),
+              json.dumps([asdict(d) for d in q.diagnosis], ensure_ascii=False, default=str))
+             for q in result.queries],
+        )
 
     def runs(self, *, dataset: str | None = None, limit: int | None = None) -> list[RunSummary]:
         """Runs, newest first; ``dataset`` keeps one dataset name."""

@@ -240,10 +240,13 @@ def _details(c: dict[str, Any], base: GateResult,
         if since is not None and c["buried_by"].get(qid):
             culprits = c["buried_by"][qid]
             first = culprits[0]
-            names = ", ".join(f"{b['id']} now ranks {b['rank']}" for b in culprits[:5])
-            more = f" and {len(culprits) - 5} more" if len(culprits) > 5 else ""
-            lines.append(f"{head}: ingested since v{version}, chunk {names}{more} above its "
-                         f"expected {first['expected_id']} (rank {_rank(first['expected_rank'])})")
+            if len(culprits) == 1:
+                who = f"chunk {first['id']} now ranks {first['rank']}"
+            else:
+                who = "chunks " + ", ".join(f"{b['id']} (rank {b['rank']})" for b in culprits[:5])
+                who += (f" and {len(culprits) - 5} more" if len(culprits) > 5 else "") + " now rank"
+            lines.append(f"{head}: ingested since v{version}, {who} above its expected "
+                         f"{first['expected_id']} (rank {_rank(first['expected_rank'])})")
         elif since is not None and missing:
             lines.append(f"{head}: nothing ingested since v{version} ranks above its expected "
                          f"chunks ({fell}); look at what changed in them, not at new content")

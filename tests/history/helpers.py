@@ -1,0 +1,122 @@
+"""Builders for history tests: gate results from hand-written rankings (no store), and a tiny
+real LanceDB knowledge base for "who buried it" and promote."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from recallwatch.formats.golden import GoldenSet
+from recallwatch.formats.policy import Policy
+from recallwatch.suite.gate import run_gate
+from recallwatch.suite.model import GateResult
+from tests.suite.helpers import ranked
+
+# The noise rule is not under test here; a ceiling of 1 keeps it out of the way.
+LENIENT = Policy(noise_ceiling=1.0)
+
+
+def golden_set(n: int = 20, *, domains: Sequence[str] = (), top_k: int = 10,
+               version: str = "1", name: str = "kb") -> GoldenSet:
+    """Queries q00…, each expecting ``qNN_a`` and ``qNN_b`` (and a domain, cycling)."""
+    queries: list[dict[str, Any]] = []
+    for i in range(n):
+        q: dict[str, Any] = {"id": f"q{i:02d}", "text": f"question {i}",
+                             "expected": [f"q{i:02d}_a", f"q{i:02d}_b"]}
+        if domains:
+            q["domain"] = domains[i % len(domains)]
+        queries.append(q)
+    return GoldenSet.from_dict({"name": name, "version": version, "top_k": top_k,
+                                "queries": queries})
+
+
+def gate_run(g: GoldenSet, moved: dict[str, dict[str, int]] | None = None, *,
+             policy: Policy = LENIENT) -> GateResult:
+    """A gate run where every expected chunk sits at ranks 1 and 2, except ``moved``
+    (``{query: {chunk: rank}}``)."""
+    moved = moved or {}
+    results = {}
+    for q in g.queries:
+        placed = {q.expected[0]: 1, q.expected[1]: 2, **moved.get(q.id, {})}
+        results[q.id] = ranked(placed, n=30, prefix=f"{q.id}_other")
+    return run_gate(g, results=results, policy=policy)
+
+
+# -- a tiny real knowledge base --------------------------------------------------------------------
+
+DIM = 16
+TRAVEL_QUERY = "¿Qué percibos exige un desplazamiento internacional?"
+LEAVE_QUERY = "¿Cuántos días de permiso retribuido corresponden?"
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    return v / np.linalg.norm(v)
+
+
+def _axis(*weights: tuple[int, float]) -> np.ndarray:
+    v = np.zeros(DIM)
+    for i, w in weights:
+        v[i] = w
+    return _unit(v)
+
+
+VECTORS: dict[str, np.ndarray] = {
+    TRAVEL_QUERY: _axis((0, 1.0)),
+    LEAVE_QUERY: _axis((10, 1.0)),
+    "Tabla de perfiles y percibos del procedimiento de viajes": _axis((0, 1.0), (1, 0.5)),
+    "Artículo 45: permisos retribuidos": _axis((10, 1.0), (11, 0.3)),
+    **{f"Nota general {i}": _axis((0, 0.3), (2 + i, 1.0)) for i in range(8)},
+    **{f"Nuevo procedimiento de viajes, parte {i}": _axis((0, 1.0), (12 + i, 0.3))
+       for i in range(4)},
+}
+
+
+def toy_embed(texts: Sequence[str]) -> np.ndarray:
+    """Known texts get their designed vector; any other text a fixed pseudo-random one."""
+    rows = []
+    for t in texts:
+        if t in VECTORS:
+            rows.append(VECTORS[t])
+        else:
+            seed = int.from_bytes(hashlib.sha256(t.encode()).digest()[:4], "little")
+            rows.append(_unit(np.random.default_rng(seed).standard_normal(DIM)))
+    return np.asarray(rows, dtype=np.float32)
+
+
+def toy_embedder() -> Any:
+    from recallwatch.embedders.function import CallableEmbedder
+
+    return CallableEmbedder(toy_embed, name="toy", version="1", dimension=DIM)
+
+
+BASE_CORPUS = [
+    {"id": "tabla_perfiles", "text": "Tabla de perfiles y percibos del procedimiento de viajes",
+     "domain": "viajes", "kind": "table",
+     "description": "Perfiles de viajero y percibos exigidos por destino."},
+    {"id": "art_45", "text": "Artículo 45: permisos retribuidos", "domain": "rrhh"},
+    *({"id": f"nota_{i}", "text": f"Nota general {i}", "domain": "general"} for i in range(8)),
+]
+TRAVEL_CORPUS = [
+    {"id": f"travel_{i:02d}", "text": f"Nuevo procedimiento de viajes, parte {i}",
+     "domain": "viajes"} for i in range(4)
+]
+
+KB_GOLDEN = {
+    "name": "despacho", "version": "3", "top_k": 3,
+    "queries": [
+        {"id": "q17", "text": TRAVEL_QUERY, "expected": ["tabla_perfiles"], "domain": "viajes",
+         "tags": ["table"]},
+        {"id": "q05", "text": LEAVE_QUERY, "expected": ["art_45"], "domain": "rrhh"},
+    ],
+}
+
+
+def write_jsonl(path: Path, records: Sequence[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records),
+                    encoding="utf-8")
+    return path
