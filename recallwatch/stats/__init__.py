@@ -6,7 +6,7 @@ numbers. :func:`compare` runs the whole A/B comparison from qrels and two runs.
 """
 
 from recallwatch.stats._bootstrap import CIMethod, ConfidenceInterval, bootstrap_ci
-from recallwatch.stats._compare import Comparison, MeasureComparison, compare_scores
+from recallwatch.stats._compare import Comparison, MeasureComparison, compare, compare_scores
 from recallwatch.stats._holm import holm
 from recallwatch.stats._paired import Method, TestName, TestResult, paired_test
 from recallwatch.stats._power import paired_t_power, queries_needed, queries_needed_from
@@ -20,6 +20,7 @@ __all__ = [
     "TestName",
     "TestResult",
     "bootstrap_ci",
+    "compare",
     "compare_scores",
     "holm",
     "paired_t_power",

@@ -24,9 +24,12 @@ from recallwatch.stats._paired import (
 )
 
 if TYPE_CHECKING:
+    import numpy as np
     import numpy.typing as npt
 
-__all__ = ["Comparison", "MeasureComparison", "compare_scores"]
+    from recallwatch.metrics import EvalResult, Measure, Qrels, Run
+
+__all__ = ["Comparison", "MeasureComparison", "compare", "compare_scores"]
 
 #: Version of the shape returned by :meth:`Comparison.to_dict` (and ``recallwatch compare``).
 SCHEMA = "recallwatch.compare/1"
@@ -191,6 +194,66 @@ def compare_scores(
         ))
     return Comparison(tuple(measures), tuple(query_ids), test, seed, n_resamples, alpha,
                       ci_method, tie_tolerance, power)
+
+
+def compare(
+    qrels: Qrels,
+    run_a: Run,
+    run_b: Run,
+    measures: Sequence[str | Measure],
+    *,
+    test: TestName = "randomization",
+    seed: int = 0,
+    n_resamples: int = 10_000,
+    alpha: float = 0.05,
+    ci_method: CIMethod = "bca",
+    tie_tolerance: float = 1e-9,
+    power: float = 0.8,
+) -> Comparison:
+    """Evaluate runs A and B on the same judged queries and compare them measure by measure.
+
+    Every judged query counts in both (trec_eval ``-c``): a query a run did not return scores 0
+    there and is listed in ``missing_from_a`` / ``missing_from_b``. The other arguments are
+    those of :func:`compare_scores`.
+    """
+    from dataclasses import replace
+
+    from recallwatch.metrics import evaluate
+
+    _check_options(test, alpha, tie_tolerance, power)
+    res_a = evaluate(qrels, run_a, measures)
+    res_b = evaluate(qrels, run_b, measures)
+    query_ids = sorted(set(res_a.query_ids) | set(res_b.query_ids))
+    names = [str(m) for m in res_a.measures]
+    result = compare_scores(
+        query_ids,
+        dict(zip(names, _aligned(res_a, query_ids), strict=True)),
+        dict(zip(names, _aligned(res_b, query_ids), strict=True)),
+        test=test, seed=seed, n_resamples=n_resamples, alpha=alpha, ci_method=ci_method,
+        tie_tolerance=tie_tolerance, power=power,
+    )
+    return replace(
+        result,
+        missing_from_a=tuple(res_a.missing_from_run),
+        missing_from_b=tuple(res_b.missing_from_run),
+        not_judged=tuple(sorted(set(res_a.not_judged) | set(res_b.not_judged))),
+    )
+
+
+def _aligned(res: EvalResult, query_ids: list[str]) -> list[np.ndarray]:
+    """Per-query values of every measure on ``query_ids``, 0 where ``res`` lacks the query.
+
+    Both evaluations cover every judged query, so this is normally the identity; aligning by id
+    keeps the pairing right even if one side's evaluated set ever differs.
+    """
+    import numpy as np
+
+    if res.query_ids == query_ids:
+        return [res.per_query[m] for m in res.measures]
+    position = {qid: i for i, qid in enumerate(res.query_ids)}
+    present = np.array([qid in position for qid in query_ids])
+    source = np.array([position.get(qid, 0) for qid in query_ids], dtype=np.intp)
+    return [np.where(present, res.per_query[m][source], 0.0) for m in res.measures]
 
 
 def _check_options(test: str, alpha: float, tie_tolerance: float, power: float) -> None:
