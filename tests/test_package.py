@@ -7,8 +7,12 @@ import recallwatch
 def test_public_api_is_pinned() -> None:
     # The public surface is a contract: change it on purpose, here and in the docs.
     assert sorted(recallwatch.__all__) == sorted([
-        "__version__",
+        "Gate", "GateResult", "GoldenSet", "Policy", "Qrels", "RecallwatchError", "Run",
+        "__version__", "evaluate", "get_embedder", "load_golden", "load_policy", "open_store",
+        "parse_measure", "run_gate",
     ])
+    for name in recallwatch.__all__:
+        assert getattr(recallwatch, name) is not None
 
 
 def test_exceptions_share_one_base() -> None:
@@ -16,6 +20,12 @@ def test_exceptions_share_one_base() -> None:
 
     for name in errors.__all__:
         assert issubclass(getattr(errors, name), errors.RecallwatchError)
+
+
+def test_import_is_light() -> None:
+    code = "import sys, recallwatch; print(sorted({'numpy', 'lancedb', 'pyarrow'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 def test_help_imports_nothing_heavy() -> None:
