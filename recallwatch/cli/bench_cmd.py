@@ -1,0 +1,129 @@
+"""``recallwatch bench``, ``recallwatch quantize`` and ``recallwatch experiments``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+
+from recallwatch.cli._common import TableJson, emit
+
+
+def bench(
+    sweep: Path = typer.Argument(..., help="Sweep file (YAML): dataset, k, engines with build "
+                                 "and query parameter grids. See docs/bench.md."),
+    out: Path | None = typer.Option(None, "--out", help="Write results.json, results.csv and "
+                                    "frontier.png here (default: the sweep's 'out', if any)."),
+    threads: int | None = typer.Option(None, "--threads", min=1, help="Threads for batched "
+                                       "search and builds (overrides the sweep's 'threads')."),
+    fmt: TableJson = typer.Option(TableJson.table, "--format", help="Output on stdout."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress lines on stderr."),
+) -> None:
+    """Sweep ANN engines on one dataset: recall, QPS, latency, memory, the frontier, and the
+    fastest configuration at each recall target."""
+    from dataclasses import replace
+
+    from recallwatch.bench.output import render_table, sweep_to_dict, write_outputs
+    from recallwatch.bench.sweep import ConfigResult, load_sweep, run_sweep
+
+    config = load_sweep(sweep)
+    if threads is not None:
+        config = replace(config, threads=threads)
+
+    def progress(r: ConfigResult) -> None:
+        if not quiet:
+            typer.echo(f"{r.label} {r.params}: R@{r.k} {r.recall[r.k]:.4f}, "
+                       f"{r.qps_single:,.0f} QPS-1", err=True)
+
+    result = run_sweep(config, on_result=progress)
+    target = out or (None if config.out is None else Path(config.base_dir) / config.out)
+    if fmt is TableJson.json:
+        emit(json.dumps(sweep_to_dict(result), indent=2, default=str))
+    else:
+        emit(render_table(result))
+    if target is not None:
+        for path in write_outputs(result, target):
+            typer.echo(f"wrote {path}", err=True)
+
+
+def quantize(
+    base: Path | None = typer.Argument(None, help="Vectors (.npy, .fvecs, .fbin, or an "
+                                       "ANN-Benchmarks .hdf5 whose train/test are used)."),
+    queries: Path | None = typer.Option(None, "--queries", help="Query vectors file; default: "
+                                        "--sample rows held out of BASE."),
+    sample: int = typer.Option(1000, "--sample", min=1, help="Queries held out of BASE when "
+                               "--queries is not given."),
+    synthetic: str | None = typer.Option(None, "--synthetic", help="Instead of BASE, the "
+                                         "chapter's collection: NxD, e.g. 20000x128."),
+    metric: str = typer.Option("ip", "--metric", help="ip, l2 or cosine (hdf5: its own)."),
+    k: int = typer.Option(10, "--k", min=1, help="Depth of recall@k."),
+    depths: str = typer.Option("10,20,50,100,200,500,1000,2000", "--depths",
+                               help="Rescoring depths R for binary + exact rescoring."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the held-out sample / synthetic data."),
+    out: Path | None = typer.Option(None, "--out", help="Write quantization.json and "
+                                    "quantization.md here."),
+    fmt: TableJson = typer.Option(TableJson.table, "--format", help="Output on stdout."),
+) -> None:
+    """float32 / float16 / int8 / binary: bytes per vector and recall@k against float32, and
+    binary screening + exact rescoring over R (the chapter's table 18.1 and figure 18.7)."""
+    from recallwatch.bench.datasets import dataset_from_spec
+    from recallwatch.bench.quantize import quantization_study
+    from recallwatch.errors import InputError, UsageError
+
+    if (base is None) == (synthetic is None):
+        raise UsageError("give exactly one of BASE or --synthetic NxD")
+    try:
+        rs = [int(v) for v in depths.split(",") if v.strip()]
+    except ValueError:
+        raise InputError(field="--depths", expected="comma-separated integers",
+                         found=depths) from None
+    if synthetic is not None:
+        try:
+            n, d = (int(v) for v in synthetic.lower().split("x"))
+        except ValueError:
+            raise InputError(field="--synthetic", expected="NxD, e.g. 20000x128",
+                             found=synthetic) from None
+        spec: dict[str, object] = {"synthetic": {"n": n, "dim": d, "queries": sample,
+                                                 "seed": seed}, "metric": metric}
+    elif base is not None and base.suffix.lower() in (".hdf5", ".h5"):
+        spec = {"hdf5": str(base)}
+    else:
+        spec = {"base": str(base), "metric": metric,
+                "queries": str(queries) if queries else {"sample": sample, "seed": seed}}
+    data = dataset_from_spec(spec, source=str(base or "--synthetic"))
+    study = quantization_study(data.base, data.queries, k=k, metric=data.metric, depths=rs)
+    doc = {"dataset": {"name": data.name, "hash": data.hash, "source": data.source},
+           **study.to_dict()}
+    if fmt is TableJson.json:
+        emit(json.dumps(doc, indent=2))
+    else:
+        lines = [study.markdown(), f"binary + exact rescoring of the top R (recall@{k}):"]
+        lines += [f"  R={p.R:<6} ({p.share:.2%} of the collection)  recall {p.recall:.3f}"
+                  for p in study.rescoring]
+        emit("\n".join(lines))
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "quantization.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+        (out / "quantization.md").write_text(study.markdown(), encoding="utf-8")
+        typer.echo(f"wrote {out / 'quantization.json'}, {out / 'quantization.md'}", err=True)
+
+
+def experiments(
+    out: Path = typer.Option(..., "--out", help="Directory for the figures, tables, report and "
+                             "experiments.json."),
+) -> None:
+    """Reproduce the chapter's experiments (figures 18.1–18.3, 18.5–18.7, tables 18.1–18.2 and
+    the one-query evaluation report) with fixed seeds."""
+    from recallwatch.bench.experiments import run_experiments
+
+    result = run_experiments(out)
+    for name in result["files"]:
+        sys.stdout.write(f"{out / name}\n")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("bench")(bench)
+    app.command("quantize")(quantize)
+    app.command("experiments")(experiments)
