@@ -1,0 +1,13 @@
+"""Imports every measure family so that each registers itself in MEASURES, in this order."""
+
+from __future__ import annotations
+
+from recallwatch.metrics import (  # noqa: F401
+    average_precision,
+    ndcg,
+    precision,
+    recall,
+    reciprocal_rank,
+    rprec,
+    success,
+)

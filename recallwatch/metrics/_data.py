@@ -1,0 +1,278 @@
+"""Qrels and runs as columns: query ids, document ids, and a grade or score per entry.
+
+Built from TREC files, Python mappings, or pandas/polars frames; validated on construction, so an
+evaluation never meets a duplicate document or a non-numeric value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from os import PathLike
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from recallwatch.errors import InputError
+from recallwatch.formats import trec
+
+__all__ = ["Qrels", "Run"]
+
+Array = np.ndarray[Any, Any]
+
+
+def _encode(strings: pa.Array) -> tuple[Array, pa.Array]:
+    """Integer codes (in order of first appearance) and the distinct values."""
+    encoded = pc.dictionary_encode(strings)
+    return encoded.indices.to_numpy(zero_copy_only=False), encoded.dictionary
+
+
+class _Entries:
+    """What qrels and runs share: id columns, their dictionaries, and the duplicate check."""
+
+    query_ids: pa.Array
+    doc_ids: pa.Array
+    source: str | None
+    _what = "entry"
+
+    @cached_property
+    def _queries(self) -> tuple[Array, pa.Array]:
+        return _encode(self.query_ids)
+
+    @cached_property
+    def _docs(self) -> tuple[Array, pa.Array]:
+        return _encode(self.doc_ids)
+
+    @property
+    def query_codes(self) -> Array:
+        return self._queries[0]
+
+    @property
+    def query_dictionary(self) -> pa.Array:
+        return self._queries[1]
+
+    @property
+    def doc_codes(self) -> Array:
+        return self._docs[0]
+
+    @property
+    def doc_dictionary(self) -> pa.Array:
+        return self._docs[1]
+
+    def __len__(self) -> int:
+        return len(self.query_ids)
+
+    def _check(self) -> None:
+        if len(self) == 0 and isinstance(self, Qrels):
+            raise InputError(
+                source=self.source, expected=f"at least one {self._what}", found="<none>"
+            )
+        keys = self.query_codes.astype(np.int64) * len(self.doc_dictionary) + self.doc_codes
+        ordered = np.sort(keys)
+        dup = np.flatnonzero(ordered[1:] == ordered[:-1])
+        if len(dup):
+            rows = np.flatnonzero(keys == ordered[dup[0]])
+            qid = self.query_ids[int(rows[0])].as_py()
+            docid = self.doc_ids[int(rows[0])].as_py()
+            where: dict[str, Any] = {"source": self.source}
+            if self.source is not None:
+                first, second = (trec.line_of_record(self.source, int(r)) for r in rows[:2])
+                where["line"] = second
+                detail = f"also on line {first}"
+            else:
+                detail = f"entries {int(rows[0])} and {int(rows[1])}"
+            raise InputError(
+                f"duplicate document {docid!r} in query {qid!r} ({detail})",
+                record=qid,
+                field="docid",
+                **where,
+            )
+
+
+@dataclass(frozen=True, eq=False)
+class Qrels(_Entries):
+    """Relevance judgments: (query id, document id, integer grade). Grade <= 0: not relevant."""
+
+    query_ids: pa.Array
+    doc_ids: pa.Array
+    grades: Array  # int64
+    source: str | None = None
+    _what = "judgment"
+
+    def __post_init__(self) -> None:
+        self._check()
+
+    @classmethod
+    def from_trec(cls, path: str | PathLike[str]) -> Qrels:
+        """Read a TREC qrels file ``qid iter docid rel`` (plain or gzip)."""
+        t = trec.read_qrels(path)
+        return cls(t.query_ids, t.doc_ids, t.values.astype(np.int64, copy=False), t.source)
+
+    @classmethod
+    def from_dict(cls, qrels: Mapping[str, Mapping[str, int]]) -> Qrels:
+        """``{query_id: {doc_id: grade}}``; grades must be integers."""
+        qids, docids, values = _flatten(qrels)
+        return cls(qids, docids, _integers(values, "grade"))
+
+    @classmethod
+    def from_frame(
+        cls,
+        frame: Any,
+        *,
+        query_id: str = "query_id",
+        doc_id: str = "doc_id",
+        relevance: str = "relevance",
+    ) -> Qrels:
+        """A pandas or polars DataFrame with query id, document id and integer grade columns."""
+        qids, docids, values = _columns(frame, query_id, doc_id, relevance)
+        return cls(qids, docids, _integers(values, relevance))
+
+    @cached_property
+    def query_names(self) -> list[str]:
+        """The judged query ids, sorted: the queries an evaluation scores."""
+        return sorted(self.query_dictionary.to_pylist())
+
+    @cached_property
+    def query_index(self) -> Array:
+        """Position of each judgment's query in :attr:`query_names`."""
+        rank = np.empty(len(self.query_dictionary), dtype=np.int64)
+        rank[np.argsort(np.array(self.query_dictionary.to_pylist(), dtype=object))] = np.arange(
+            len(rank)
+        )
+        return rank[self.query_codes]
+
+    @cached_property
+    def sorted_keys(self) -> tuple[Array, Array]:
+        """(query index * #docs + doc code) sorted, with the grades in the same order."""
+        keys = self.query_index * np.int64(len(self.doc_dictionary)) + self.doc_codes
+        order = np.argsort(keys)
+        return keys[order], self.grades[order]
+
+
+@dataclass(frozen=True, eq=False)
+class Run(_Entries):
+    """Retrieved documents with scores. Ranked by score descending, then document id descending,
+    unless built with :meth:`from_ranked`, whose order is the caller's."""
+
+    query_ids: pa.Array
+    doc_ids: pa.Array
+    scores: Array  # float64
+    source: str | None = None
+    preordered: bool = False  # rows are grouped by query, in rank order: never re-sorted
+    _what = "retrieved document"
+
+    def __post_init__(self) -> None:
+        self._check()
+
+    @classmethod
+    def from_trec(cls, path: str | PathLike[str]) -> Run:
+        """Read a TREC run file ``qid Q0 docid rank score tag`` (plain or gzip)."""
+        t = trec.read_run(path)
+        return cls(t.query_ids, t.doc_ids, t.values.astype(np.float64, copy=False), t.source)
+
+    @classmethod
+    def from_dict(cls, run: Mapping[str, Mapping[str, float]]) -> Run:
+        """``{query_id: {doc_id: score}}``."""
+        qids, docids, values = _flatten(run)
+        return cls(qids, docids, _floats(values, "score"))
+
+    @classmethod
+    def from_ranked(cls, ranked: Mapping[str, Sequence[str]]) -> Run:
+        """``{query_id: [doc_id, ...]}``, rank 1 first. The order is kept exactly as given:
+        no re-sorting by score or id. Scores are set to n, n-1, ..., 1 so a TREC file written
+        from this run ranks the same."""
+        lengths = [len(docs) for docs in ranked.values()]
+        qids = pa.array(np.repeat(np.array(list(ranked), dtype=object), lengths), pa.string())
+        docids = pa.array([d for docs in ranked.values() for d in docs], pa.string())
+        scores = np.concatenate(
+            [np.arange(n, 0, -1, dtype=np.float64) for n in lengths] or [np.empty(0)]
+        )
+        return cls(qids, docids, scores, preordered=True)
+
+    @classmethod
+    def from_frame(
+        cls, frame: Any, *, query_id: str = "query_id", doc_id: str = "doc_id", score: str = "score"
+    ) -> Run:
+        """A pandas or polars DataFrame with query id, document id and score columns."""
+        qids, docids, values = _columns(frame, query_id, doc_id, score)
+        return cls(qids, docids, _floats(values, score))
+
+    @cached_property
+    def doc_order(self) -> Array:
+        """Byte-order rank of each distinct document id (the trec_eval tie-break)."""
+        order = pc.sort_indices(self.doc_dictionary).to_numpy()
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        return rank
+
+
+def _flatten(nested: Mapping[str, Mapping[str, Any]]) -> tuple[pa.Array, pa.Array, list[Any]]:
+    lengths = [len(docs) for docs in nested.values()]
+    qids = pa.array(np.repeat(np.array(list(nested), dtype=object), lengths), pa.string())
+    docids: list[Any] = []
+    values: list[Any] = []
+    for docs in nested.values():
+        docids.extend(docs.keys())
+        values.extend(docs.values())
+    return qids, _strings(docids, "doc id"), values
+
+
+def _strings(values: list[Any], what: str) -> pa.Array:
+    try:
+        return pa.array(values, pa.string())
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        bad = next(v for v in values if not isinstance(v, str))
+        raise InputError(field=what, expected="a string", found=bad) from None
+
+
+def _integers(values: Any, what: str) -> Array:
+    array = np.asarray(values)
+    if array.dtype.kind in "iu":
+        return array.astype(np.int64)
+    if array.dtype.kind == "b" or array.dtype.kind == "f":
+        as_int = array.astype(np.int64) if np.isfinite(array).all() else None
+        if as_int is not None and (as_int == array).all():
+            return as_int
+    bad = next(
+        (
+            v
+            for v in np.ravel(array).tolist()
+            if not (isinstance(v, int) and not isinstance(v, bool))
+            and not (isinstance(v, float) and v.is_integer())
+        ),
+        None,
+    )
+    raise InputError(field=what, expected="an integer grade", found=bad)
+
+
+def _floats(values: Any, what: str) -> Array:
+    try:
+        array = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        bad = next(v for v in values if not isinstance(v, int | float))
+        raise InputError(field=what, expected="a finite number", found=bad) from None
+    if not np.isfinite(array).all():
+        raise InputError(
+            field=what, expected="a finite number", found=float(array[~np.isfinite(array)][0])
+        )
+    return array
+
+
+def _columns(frame: Any, *names: str) -> tuple[pa.Array, pa.Array, Array]:
+    """Three columns of a pandas or polars DataFrame, without importing either library."""
+    table = frame.to_arrow() if hasattr(frame, "to_arrow") else pa.Table.from_pandas(frame)
+    missing = [n for n in names if n not in table.column_names]
+    if missing:
+        raise InputError(
+            field=missing[0],
+            expected=f"a column named {missing[0]!r}",
+            found=f"<columns {', '.join(table.column_names)}>",
+        )
+    qid, docid, value = (table.column(n).combine_chunks() for n in names)
+    qid, docid = (pc.cast(c, pa.string()) if c.type != pa.string() else c for c in (qid, docid))
+    if value.null_count:
+        raise InputError(field=names[2], expected="a number", found="<a missing value>")
+    return qid, docid, value.to_numpy(zero_copy_only=False)

@@ -1,0 +1,72 @@
+"""evaluate(qrels, run, measures) -> EvalResult: every measure, every query, at once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from recallwatch.errors import UsageError
+from recallwatch.metrics._data import Qrels, Run
+from recallwatch.metrics._measure import Measure, parse_measure
+from recallwatch.metrics._ranking import rank_run
+
+__all__ = ["EvalResult", "evaluate"]
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    """Per-query and aggregate values of each measure, trec_eval ``-c`` semantics.
+
+    Every judged query is evaluated; one absent from the run scores 0 on every measure and is
+    listed in ``missing_from_run``. Queries in the run without judgments are ignored and listed
+    in ``not_judged``.
+    """
+
+    measures: list[Measure]  # in the order asked for
+    query_ids: list[str]  # evaluated queries, sorted
+    per_query: dict[Measure, np.ndarray[Any, Any]]  # float64, aligned with query_ids
+    aggregate: dict[Measure, float]  # mean over query_ids
+    missing_from_run: list[str]
+    not_judged: list[str]
+
+    def to_json(self, per_query: bool = False) -> dict[str, Any]:
+        """The ``recallwatch eval --format json`` object (SPEC §6)."""
+        out: dict[str, Any] = {"aggregate": {str(m): self.aggregate[m] for m in self.measures}}
+        if per_query:
+            columns = [(str(m), self.per_query[m].tolist()) for m in self.measures]
+            out["per_query"] = {
+                qid: {name: values[i] for name, values in columns}
+                for i, qid in enumerate(self.query_ids)
+            }
+        out["queries"] = {
+            "evaluated": len(self.query_ids),
+            "missing_from_run": list(self.missing_from_run),
+            "not_judged": list(self.not_judged),
+        }
+        return out
+
+
+def evaluate(qrels: Qrels, run: Run, measures: Iterable[str | Measure]) -> EvalResult:
+    """Evaluate ``run`` against ``qrels`` on ``measures`` (names such as ``"nDCG@10"`` or
+    :class:`Measure` values)."""
+    wanted = list(
+        dict.fromkeys(
+            parse_measure(m) for m in ([measures] if isinstance(measures, str) else measures)
+        )
+    )
+    if not wanted:
+        raise UsageError("no measure given: name at least one, e.g. nDCG@10")
+    joined = rank_run(qrels, run)
+    per_query = {m: m.family.kernel(joined.ranking, m) for m in wanted}
+    aggregate = {m: float(np.mean(values)) for m, values in per_query.items()}
+    return EvalResult(
+        measures=wanted,
+        query_ids=joined.query_ids,
+        per_query=per_query,
+        aggregate=aggregate,
+        missing_from_run=joined.missing_from_run,
+        not_judged=joined.not_judged,
+    )

@@ -1,0 +1,238 @@
+"""Join a run with its qrels and rank it, once, for every measure.
+
+The result keeps only what every supported measure depends on: for each query, the rank of each
+retrieved document whose grade is >= 1. Judged non-relevant and unjudged documents still take
+their rank (they push relevant ones down) but need no row of their own. Ranking follows trec_eval:
+score descending, then document id descending (byte order, as ``strcmp``).
+
+Most run files are already written in that order, so the common case costs a few linear passes;
+only an out-of-order run pays for a sort.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+if TYPE_CHECKING:
+    from recallwatch.metrics._data import Qrels, Run
+    from recallwatch.metrics._measure import Dcg
+
+__all__ = ["Ranking", "rank_run"]
+
+Array = np.ndarray[Any, Any]
+
+
+@dataclass
+class Ranking:
+    """Retrieved documents with grade >= 1, grouped by query, in rank order within each query."""
+
+    n_queries: int
+    qidx: Array  # evaluated-query index of each row
+    rank: Array  # 1-based rank of the document in its query's ranking
+    grade: Array  # its judged grade (>= 1)
+    judged_qidx: Array  # every qrels entry with grade >= 1: its query index ...
+    judged_grade: Array  # ... and its grade (ideal rankings and |rel| come from these)
+    _cache: dict[tuple[Any, ...], Array] = field(default_factory=dict, repr=False)
+
+    def _cached(self, key: tuple[Any, ...], compute: Any) -> Array:
+        if key not in self._cache:
+            self._cache[key] = compute()
+        return self._cache[key]
+
+    def per_query(self, qidx: Array, weights: Array | None = None) -> Array:
+        """Sum ``weights`` (or count rows) per query, as float64 over all evaluated queries."""
+        return np.bincount(qidx, weights=weights, minlength=self.n_queries).astype(np.float64)
+
+    def num_rel(self, rel: int) -> Array:
+        """|rel|: judged documents with grade >= rel, per query (retrieved or not)."""
+        return self._cached(
+            ("num_rel", rel),
+            lambda: self.per_query(self.judged_qidx[self.judged_grade >= rel]),
+        )
+
+    def relevant(self, rel: int, cutoff: int | None = None) -> tuple[Array, Array]:
+        """(query index, rank) of retrieved documents with grade >= rel and rank <= cutoff."""
+
+        def compute() -> Array:
+            keep = self.grade >= rel
+            if cutoff is not None:
+                keep &= self.rank <= cutoff
+            return np.flatnonzero(keep)
+
+        rows = self._cached(("relevant", rel, cutoff), compute)
+        return self.qidx[rows], self.rank[rows]
+
+    def count(self, rel: int, cutoff: int | None = None) -> Array:
+        """Relevant documents retrieved at rank <= cutoff, per query."""
+        return self._cached(
+            ("count", rel, cutoff), lambda: self.per_query(self.relevant(rel, cutoff)[0])
+        )
+
+    def first_rank(self, rel: int) -> Array:
+        """Rank of the first relevant document per query; 0 where none was retrieved."""
+
+        def compute() -> Array:
+            qidx, rank = self.relevant(rel)
+            first = _block_starts(qidx)
+            out = np.zeros(self.n_queries, dtype=np.float64)
+            out[qidx[first]] = rank[first]
+            return out
+
+        return self._cached(("first_rank", rel), compute)
+
+    def precision_sum(self, rel: int, cutoff: int | None) -> Array:
+        """Sum over relevant retrieved documents (rank <= cutoff) of precision at their rank."""
+
+        def compute() -> Array:
+            qidx, rank = self.relevant(rel, cutoff)
+            starts = np.flatnonzero(_block_starts(qidx))
+            lengths = np.diff(np.append(starts, len(qidx)))
+            # position among the query's relevant documents = relevant retrieved so far
+            so_far = np.arange(1, len(qidx) + 1) - np.repeat(starts, lengths)
+            return self.per_query(qidx, so_far / rank)
+
+        return self._cached(("precision_sum", rel, cutoff), compute)
+
+    def dcg(self, cutoff: int | None, dcg: Dcg) -> Array:
+        def compute() -> Array:
+            qidx, rank = self.relevant(1, cutoff)
+            rows = self._cache[("relevant", 1, cutoff)]
+            return self.per_query(qidx, _gain(self.grade[rows], dcg) / np.log2(rank + 1.0))
+
+        return self._cached(("dcg", cutoff, dcg), compute)
+
+    def ideal_dcg(self, cutoff: int | None, dcg: Dcg) -> Array:
+        """DCG of the ideal ranking: all judged documents by grade, best first (trec_eval)."""
+
+        def compute() -> Array:
+            order = np.lexsort((-self.judged_grade, self.judged_qidx))
+            qidx, grade = self.judged_qidx[order], self.judged_grade[order]
+            starts = np.flatnonzero(_block_starts(qidx))
+            lengths = np.diff(np.append(starts, len(qidx)))
+            rank = np.arange(1, len(qidx) + 1) - np.repeat(starts, lengths)
+            keep = slice(None) if cutoff is None else rank <= cutoff
+            return self.per_query(qidx[keep], _gain(grade[keep], dcg) / np.log2(rank[keep] + 1.0))
+
+        return self._cached(("ideal_dcg", cutoff, dcg), compute)
+
+
+def _gain(grade: Array, dcg: Dcg) -> Array:
+    g = grade.astype(np.float64)
+    return g if dcg == "log2" else np.exp2(g) - 1.0
+
+
+def _block_starts(qidx: Array) -> Array:
+    """True at the first row of each query's contiguous block."""
+    starts = np.ones(len(qidx), dtype=bool)
+    np.not_equal(qidx[1:], qidx[:-1], out=starts[1:])
+    return starts
+
+
+def safe_divide(numerator: Array, denominator: Array) -> Array:
+    """numerator / denominator, 0 where the denominator is 0 (a query with no relevant document)."""
+    out = np.zeros_like(numerator, dtype=np.float64)
+    np.divide(numerator, denominator, out=out, where=denominator > 0)
+    return out
+
+
+@dataclass(frozen=True)
+class Joined:
+    """The outcome of :func:`rank_run`."""
+
+    ranking: Ranking
+    query_ids: list[str]
+    missing_from_run: list[str]
+    not_judged: list[str]
+
+
+def rank_run(qrels: Qrels, run: Run) -> Joined:
+    names = qrels.query_names
+    n_queries = len(names)
+    # run query code -> evaluated query index (-1: not judged)
+    run_to_eval = _index_in(run.query_dictionary, names)
+    not_judged = sorted(run.query_dictionary.filter(pa.array(run_to_eval < 0)).to_pylist())
+    present = np.zeros(n_queries, dtype=bool)
+    present[run_to_eval[run_to_eval >= 0]] = True
+    missing = [names[i] for i in np.flatnonzero(~present)]
+
+    qidx = run_to_eval[run.query_codes]
+    doc = run.doc_codes
+    scores = run.scores
+    if not_judged:
+        keep = qidx >= 0
+        qidx, doc, scores = qidx[keep], doc[keep], scores[keep]
+
+    grade = _grades(qrels, run, qidx, doc)
+    order = _rank_order(run, qidx, scores, doc, int(present.sum()))
+    if order is not None:
+        qidx, grade = qidx[order], grade[order]
+    # rank within each query block: row position minus the block's first row
+    starts = np.flatnonzero(_block_starts(qidx))
+    rows = np.flatnonzero(grade >= 1)
+    block_of_row = np.searchsorted(starts, rows, side="right") - 1
+    rank = rows - starts[block_of_row] + 1
+
+    judged = qrels.grades >= 1
+    ranking = Ranking(
+        n_queries=n_queries,
+        qidx=qidx[rows].astype(np.int64),
+        rank=rank.astype(np.int64),
+        grade=grade[rows].astype(np.int64),
+        judged_qidx=qrels.query_index[judged],
+        judged_grade=qrels.grades[judged],
+    )
+    return Joined(ranking, names, missing, not_judged)
+
+
+def _index_in(values: pa.Array, value_set: pa.Array | list[str]) -> Array:
+    """Position of each of ``values`` in ``value_set``, -1 where absent (one hash pass)."""
+    if isinstance(value_set, list):
+        value_set = pa.array(value_set, pa.string())
+    found = pc.index_in(values, value_set=value_set)
+    out: Array = found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    return out
+
+
+def _grades(qrels: Qrels, run: Run, qidx: Array, doc: Array) -> Array:
+    """The judged grade of each run row (0 when unjudged)."""
+    run_doc_to_qrels = _index_in(run.doc_dictionary, qrels.doc_dictionary)
+    qdoc = run_doc_to_qrels[doc]
+    grade = np.zeros(len(qidx), dtype=np.int64)
+    matched = np.flatnonzero(qdoc >= 0)
+    if len(matched) == 0:
+        return grade
+    width = np.int64(len(qrels.doc_dictionary))
+    keys = qidx[matched] * width + qdoc[matched]
+    qrels_keys, qrels_grades = qrels.sorted_keys
+    pos = np.searchsorted(qrels_keys, keys)
+    pos[pos == len(qrels_keys)] = 0
+    hit = qrels_keys[pos] == keys
+    grade[matched[hit]] = qrels_grades[pos[hit]]
+    return grade
+
+
+def _rank_order(run: Run, qidx: Array, scores: Array, doc: Array, n_present: int) -> Array | None:
+    """The permutation that puts rows in trec_eval order, or None when they already are."""
+    if len(qidx) < 2:
+        return None
+    if run.preordered:
+        return None
+    same = qidx[1:] == qidx[:-1]
+    grouped = int(len(same) - np.count_nonzero(same)) + 1 == n_present
+    if grouped:
+        ahead, behind = scores[:-1], scores[1:]
+        if not (same & (behind > ahead)).any():
+            ties = np.flatnonzero(same & (behind == ahead))
+            if len(ties) == 0:
+                return None
+            names = run.doc_dictionary
+            first = names.take(pa.array(doc[ties]))
+            second = names.take(pa.array(doc[ties + 1]))
+            if pc.all(pc.greater(first, second)).as_py():
+                return None
+    return np.lexsort((-run.doc_order[doc], -scores, qidx))

@@ -1,0 +1,136 @@
+"""Query-by-query agreement with pytrec_eval (trec_eval's own C code) on generated collections.
+
+pytrec_eval stores scores as float32, so generated scores are float32-exact; they come from a
+small set of values so that ties are frequent and the document-id tie-break is exercised.
+Judged-but-absent queries are compared against 0 (trec_eval -c), since pytrec_eval only reports
+queries present in the run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import pytrec_eval
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from recallwatch.metrics import Qrels, Run, evaluate
+
+# recallwatch name -> pytrec_eval measure key
+MEASURES = {
+    "P@1": "P_1",
+    "P@5": "P_5",
+    "P@10": "P_10",
+    "R@5": "recall_5",
+    "R@10": "recall_10",
+    "RR": "recip_rank",
+    "nDCG": "ndcg",
+    "nDCG@3": "ndcg_cut_3",
+    "nDCG@10": "ndcg_cut_10",
+    "AP": "map",
+    "AP@5": "map_cut_5",
+    "Rprec": "Rprec",
+    "Success@1": "success_1",
+    "Success@5": "success_5",
+}
+PYTREC_MEASURES = {
+    "P.1,5,10",
+    "recall.5,10",
+    "recip_rank",
+    "ndcg",
+    "ndcg_cut.3,10",
+    "map",
+    "map_cut.5",
+    "Rprec",
+    "success.1,5",
+}
+
+DOCS = [f"d{i}" for i in range(12)] + ["D1", "d10a", "z", "a"]  # mixed case and lengths
+SCORES = [float(np.float32(x)) for x in (-1.5, 0.0, 0.25, 0.5, 1.0, 3.0, 1e-3, 7.75)]
+
+
+@st.composite
+def collections(draw: Any) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]:
+    n_queries = draw(st.integers(1, 6))
+    qrels: dict[str, dict[str, int]] = {}
+    run: dict[str, dict[str, float]] = {}
+    for q in range(n_queries):
+        qid = f"q{q}"
+        judged = draw(st.lists(st.sampled_from(DOCS), max_size=10, unique=True))
+        in_run = draw(st.booleans()) or not judged
+        if judged:
+            qrels[qid] = {d: draw(st.integers(-1, 3)) for d in judged}
+        if in_run:
+            retrieved = draw(st.lists(st.sampled_from(DOCS), min_size=1, max_size=14, unique=True))
+            run[qid] = {d: draw(st.sampled_from(SCORES)) for d in retrieved}
+    if not qrels:
+        qrels["q0"] = {"d0": 1}
+    return qrels, run
+
+
+def _pytrec(
+    qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]], **kw: Any
+) -> dict[str, dict[str, float]]:
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, PYTREC_MEASURES, **kw)
+    result: dict[str, dict[str, float]] = evaluator.evaluate(run)
+    return result
+
+
+def _check(
+    qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]], rel: int = 1
+) -> None:
+    names = list(MEASURES) if rel == 1 else [m for m in MEASURES if not m.startswith("nDCG")]
+    asked = [
+        n if rel == 1 else n.replace("@", f"(rel={rel})@", 1) if "@" in n else f"{n}(rel={rel})"
+        for n in names
+    ]
+    reference = _pytrec(qrels, run, relevance_level=rel)
+    res = evaluate(Qrels.from_dict(qrels), Run.from_dict(run), asked)
+    assert res.query_ids == sorted(qrels)
+    for name, measure in zip(names, res.measures, strict=True):
+        for i, qid in enumerate(res.query_ids):
+            expected = reference[qid][MEASURES[name]] if qid in reference else 0.0
+            got = res.per_query[measure][i]
+            assert got == pytest.approx(expected, abs=1e-12), (str(measure), qid)
+        assert res.aggregate[measure] == pytest.approx(
+            np.mean([reference.get(q, {}).get(MEASURES[name], 0.0) for q in res.query_ids]),
+            abs=1e-12,
+        )
+
+
+@settings(max_examples=300, deadline=None)
+@given(collections())
+def test_matches_pytrec_eval(
+    data: tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]],
+) -> None:
+    _check(*data)
+
+
+@settings(max_examples=150, deadline=None)
+@given(collections(), st.integers(2, 3))
+def test_relevance_threshold_matches_pytrec_eval(
+    data: tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]], rel: int
+) -> None:
+    _check(*data, rel=rel)
+
+
+@settings(max_examples=150, deadline=None)
+@given(collections())
+def test_exp_gain_matches_pytrec_eval_on_transformed_grades(
+    data: tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]],
+) -> None:
+    # nDCG(dcg=exp-log2) is trec_eval's nDCG with each grade g >= 1 replaced by 2^g - 1.
+    qrels, run = data
+    exp_qrels = {
+        q: {d: (2**g - 1 if g > 0 else g) for d, g in docs.items()} for q, docs in qrels.items()
+    }
+    reference = _pytrec(exp_qrels, run)
+    res = evaluate(
+        Qrels.from_dict(qrels), Run.from_dict(run), ["nDCG(dcg=exp-log2)", "nDCG(dcg=exp-log2)@3"]
+    )
+    for measure, key in zip(res.measures, ["ndcg", "ndcg_cut_3"], strict=True):
+        for i, qid in enumerate(res.query_ids):
+            expected = reference[qid][key] if qid in reference else 0.0
+            assert res.per_query[measure][i] == pytest.approx(expected, abs=1e-12)
