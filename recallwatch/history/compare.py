@@ -26,7 +26,7 @@ _ALPHA = 0.05
 
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(value, Mapping) and value:
+    if isinstance(value, Mapping):  # an empty mapping has no leaves: {} and absent read alike
         out: dict[str, Any] = {}
         for k, v in value.items():
             out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from recallwatch.formats.golden import GoldenSet
 from recallwatch.formats.policy import Policy
+from recallwatch.stores.base import VectorStore
 from recallwatch.suite.gate import run_gate
 from recallwatch.suite.model import GateResult
 from tests.suite.helpers import ranked
@@ -37,12 +40,12 @@ def golden_set(n: int = 20, *, domains: Sequence[str] = (), top_k: int = 10,
 
 def gate_run(g: GoldenSet, moved: dict[str, dict[str, int]] | None = None, *,
              policy: Policy = LENIENT) -> GateResult:
-    """A gate run where every expected chunk sits at ranks 1 and 2, except ``moved``
+    """A gate run where the expected chunks sit at ranks 1, 2…, except ``moved``
     (``{query: {chunk: rank}}``)."""
     moved = moved or {}
     results = {}
     for q in g.queries:
-        placed = {q.expected[0]: 1, q.expected[1]: 2, **moved.get(q.id, {})}
+        placed = {cid: i for i, cid in enumerate(q.expected, start=1)} | moved.get(q.id, {})
         results[q.id] = ranked(placed, n=30, prefix=f"{q.id}_other")
     return run_gate(g, results=results, policy=policy)
 
@@ -120,3 +123,39 @@ def write_jsonl(path: Path, records: Sequence[dict[str, Any]]) -> Path:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records),
                     encoding="utf-8")
     return path
+
+
+@dataclass
+class KB:
+    dir: Path
+    uri: str
+    store: VectorStore
+    embedder: Any
+    golden: GoldenSet
+
+    def ingest(self, records: list[dict[str, Any]], name: str) -> str:
+        from recallwatch.ops.ingest import ingest
+
+        ingest(write_jsonl(self.dir / f"{name}.jsonl", records), self.store, self.embedder)
+        return self.store.current_version()
+
+    def ingest_travel(self) -> str:
+        """The chapter's Friday evening: the new travel procedure arrives."""
+        return self.ingest(TRAVEL_CORPUS, "travel")
+
+    def gate(self) -> GateResult:
+        return run_gate(self.golden, store=self.store, embedder=self.embedder, policy=LENIENT)
+
+
+@pytest.fixture
+def kb(tmp_path: Path) -> Iterator[KB]:
+    from recallwatch.stores import open_store
+
+    uri = f"lancedb://{tmp_path}/kb?table=chunks"
+    store = open_store(uri)
+    base = KB(tmp_path, uri, store, toy_embedder(), GoldenSet.from_dict(KB_GOLDEN))
+    base.ingest(BASE_CORPUS, "base")
+    try:
+        yield base
+    finally:
+        store.close()
