@@ -152,3 +152,24 @@ def test_trend_without_a_pattern_exits_0(db: Path) -> None:
     assert r.exit_code == 0, r.output
     assert "too few runs for a trend (2; at least 5 needed)" in r.output
     assert "no trend pattern" in r.output
+
+
+def test_every_command_and_option_is_documented() -> None:
+    import typer.main
+
+    from recallwatch.cli.history_cmd import history_app, promote_cmd
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "history.md").read_text("utf-8")
+    group = typer.main.get_command(history_app)
+    commands = {f"history {name}": cmd for name, cmd in group.commands.items()}
+    promote_app = typer.Typer(add_completion=False)
+    promote_app.command()(promote_cmd)
+    commands["promote"] = typer.main.get_command(promote_app)
+    assert set(commands) == {"history list", "history show", "history compare", "history trend",
+                             "promote"}
+    for name, cmd in commands.items():
+        assert f"recallwatch {name}" in docs, name
+        for param in cmd.params:
+            for opt in param.opts:
+                if opt.startswith("--"):
+                    assert opt in docs, f"{name} {opt} is not in docs/history.md"
