@@ -89,16 +89,32 @@ def difference_ci(
 
 
 def _resampled_means(d: np.ndarray, seed: int, n_resamples: int) -> np.ndarray:
+    """Means of ``n_resamples`` resamples of ``d`` with replacement.
+
+    Per-query metric differences usually take few distinct values (P@10 moves in tenths). A
+    resample is then fully described by how many times it drew each distinct value, a
+    multinomial draw over k values instead of n indices: the same distribution, O(k) not O(n).
+    """
     import numpy as np
 
     rng = np.random.Generator(np.random.PCG64(seed))
     n = int(d.size)
-    block = max(1, _BLOCK_CELLS // n)
+    values, counts = np.unique(d, return_counts=True)
     means = np.empty(n_resamples)
+    grouped = values.size * _GROUPED_BELOW <= n
+    block = max(1, _BLOCK_CELLS // (values.size if grouped else n))
     for start in range(0, n_resamples, block):
         rows = min(block, n_resamples - start)
-        means[start : start + rows] = d[rng.integers(0, n, size=(rows, n))].mean(axis=1)
+        if grouped:
+            drawn = rng.multinomial(n, counts / n, size=rows)
+            means[start : start + rows] = drawn @ values / n
+        else:
+            means[start : start + rows] = d[rng.integers(0, n, size=(rows, n))].mean(axis=1)
     return means
+
+
+# Resample by distinct value when there are at least this many queries per distinct value.
+_GROUPED_BELOW = 16
 
 
 def _acceleration(d: np.ndarray) -> float:

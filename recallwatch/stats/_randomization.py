@@ -14,8 +14,9 @@ observed one.
   (never anti-conservative) at every ``n_resamples``, and converges to the exact p-value.
 
 Reproducibility: the signs come from ``numpy.random.Generator(PCG64(seed))`` as raw 64-bit words,
-64 signs per word, in blocks whose size depends only on the number of differences, so the same
-inputs and seed give the identical p-value on every call, machine and block of work.
+64 signs per word (bit i of a draw flips the i-th non-zero difference), drawn in order, so the
+same inputs and seed give the identical p-value on every call and machine, whatever the block
+size of the work.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ if TYPE_CHECKING:
 
 __all__ = ["exact_sign_flip_pvalue", "randomization_test"]
 
-# About 4M sign cells per block: tens of MB at most, whatever the number of queries.
-_BLOCK_CELLS = 1 << 22
+# About a million (draw, byte) cells per block: ~16 MB of scratch, whatever the number of queries.
+_BLOCK_CELLS = 1 << 20
 
 
 def randomization_test(d: np.ndarray, *, seed: int, n_resamples: int) -> TestResult:
@@ -50,18 +51,13 @@ def randomization_test(d: np.ndarray, *, seed: int, n_resamples: int) -> TestRes
         return TestResult("randomization", statistic, exact_sign_flip_pvalue(values), n,
                           "exact", 0)
     rng = np.random.Generator(np.random.PCG64(seed))
-    observed, tol = _observed(values)
+    counter = _ExtremeCounter(values)
     words = (m + 63) // 64
-    block = max(1, _BLOCK_CELLS // (words * 64))
+    block = max(1, _BLOCK_CELLS // (words * 8))
     hits = 0
     for start in range(0, n_resamples, block):
         rows = min(block, n_resamples - start)
-        raw = rng.bit_generator.random_raw((rows, words))
-        # Little-endian byte order pinned so the sign of each difference is the same bit on
-        # every platform.
-        flips = np.unpackbits(raw.astype("<u8").view(np.uint8), axis=1, count=m,
-                              bitorder="little")
-        hits += _count_extreme(values, flips, observed, tol)
+        hits += counter.count(rng.bit_generator.random_raw((rows, words)))
     p = (hits + 1) / (n_resamples + 1)
     return TestResult("randomization", statistic, p, n, "monte-carlo", n_resamples)
 
@@ -69,40 +65,53 @@ def randomization_test(d: np.ndarray, *, seed: int, n_resamples: int) -> TestRes
 def exact_sign_flip_pvalue(values: np.ndarray) -> float:
     """Exact two-sided p of the sign-flip test of sum(values) = 0, by full enumeration.
 
-    ``values`` must be non-empty and short (``2**(len-1)`` assignments are enumerated).
+    ``values`` must hold 1 to 62 numbers (``2**(len-1)`` assignments are enumerated).
     """
     import numpy as np
 
-    m = int(values.size)
-    observed, tol = _observed(values)
-    # The last value keeps its sign: the other half of the assignments mirrors these.
-    total = 1 << (m - 1)
-    shifts = np.arange(m - 1, dtype=np.uint64)
-    block = max(1, _BLOCK_CELLS // m)
+    counter = _ExtremeCounter(values)
+    # Assignment k flips the values whose bit is set in k. The last value keeps its sign: the
+    # other half of the assignments mirrors these and has the same |sum|.
+    total = 1 << (int(values.size) - 1)
+    block = max(1, _BLOCK_CELLS // 8)
     hits = 0
     for start in range(0, total, block):
         codes = np.arange(start, min(total, start + block), dtype=np.uint64)
-        flips = np.zeros((codes.size, m), dtype=np.uint8)
-        flips[:, : m - 1] = (codes[:, None] >> shifts) & np.uint64(1)
-        hits += _count_extreme(values, flips, observed, tol)
+        hits += counter.count(codes[:, None])
     return hits / total
 
 
-def _observed(values: np.ndarray) -> tuple[float, float]:
-    """|sum(values)| and the rounding tolerance under which two sums count as equal.
+class _ExtremeCounter:
+    """Counts sign assignments whose |sum| reaches the observed |sum(values)|.
 
-    Sums of the same numbers in another order differ by rounding; without the tolerance an
-    assignment that ties the observed sum (common: metric values are discrete) could be missed.
+    An assignment is a row of 64-bit words, bit i set meaning "flip value i"; its sum is
+    ``sum(values) - 2 * (sum of the flipped values)``. The flipped sum is read eight signs at a
+    time from per-byte tables (``tables[j, byte]`` = sum of the values of byte j's set bits):
+    one lookup per byte instead of unpacking every bit and a matrix product, which is several
+    times faster and needs no BLAS threads.
     """
-    import numpy as np
 
-    return abs(float(values.sum())), 1e-10 * float(np.abs(values).sum())
+    def __init__(self, values: np.ndarray) -> None:
+        import numpy as np
 
+        m = int(values.size)
+        self.n_bytes = (m + 7) // 8
+        padded = np.zeros(self.n_bytes * 8)
+        padded[:m] = values
+        bit_of = (np.arange(256)[:, None] >> np.arange(8)) & 1  # byte value -> its 8 bits
+        self.tables = (padded.reshape(self.n_bytes, 8) @ bit_of.T.astype(np.float64)).ravel()
+        self.offsets = np.arange(self.n_bytes, dtype=np.intp) * 256
+        self.total = float(values.sum())
+        self.observed = abs(self.total)
+        # Sums of the same numbers in another order differ by rounding; without a tolerance an
+        # assignment that ties the observed sum (common: metric values are discrete) is missed.
+        self.tol = 1e-10 * float(np.abs(values).sum())
 
-def _count_extreme(values: np.ndarray, flips: np.ndarray, observed: float, tol: float) -> int:
-    """How many rows of ``flips`` (1 = flip that sign) give |sum| >= observed - tol."""
-    import numpy as np
+    def count(self, words: np.ndarray) -> int:
+        import numpy as np
 
-    # sum(s_i v_i) with s_i = 1 - 2 flip_i is sum(v) - 2 * flips @ v: one matrix-vector product.
-    sums = float(values.sum()) - 2.0 * (flips @ values)
-    return int(np.count_nonzero(np.abs(sums) >= observed - tol))
+        # Little-endian bytes pinned: bit i of a word is the same sign on every platform.
+        data = np.ascontiguousarray(words, dtype="<u8").view(np.uint8)[:, : self.n_bytes]
+        flipped = self.tables[data + self.offsets].sum(axis=1)
+        sums = self.total - 2.0 * flipped
+        return int(np.count_nonzero(np.abs(sums) >= self.observed - self.tol))

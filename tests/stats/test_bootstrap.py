@@ -21,6 +21,8 @@ def _skewed_pairs(seed: int, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @pytest.mark.parametrize("method", ["percentile", "bca"])
+# n = 40 resamples query indices; n = 200 (>= 16 queries per distinct difference) resamples
+# counts of each distinct difference: both must give scipy's interval.
 @pytest.mark.parametrize(("seed", "n"), [(0, 40), (1, 200)])
 def test_interval_matches_scipy_bootstrap(method: str, seed: int, n: int) -> None:
     a, b = _skewed_pairs(seed, n)
