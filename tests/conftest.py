@@ -13,5 +13,6 @@ CRANFIELD = ROOT.parent / "shared" / "data" / "cranfield"
 @pytest.fixture
 def cranfield_dir() -> Path:
     if not (CRANFIELD / "cranqrel").exists():
-        pytest.skip(f"Cranfield collection not found at {CRANFIELD} (it is not copied into the repo)")
+        pytest.skip(f"Cranfield collection not found at {CRANFIELD} "
+                    "(it is not copied into the repo)")
     return CRANFIELD

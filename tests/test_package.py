@@ -23,7 +23,8 @@ def test_exceptions_share_one_base() -> None:
 
 
 def test_import_is_light() -> None:
-    code = "import sys, recallwatch; print(sorted({'numpy', 'lancedb', 'pyarrow'} & set(sys.modules)))"
+    code = ("import sys, recallwatch\n"
+            "print(sorted({'numpy', 'lancedb', 'pyarrow'} & set(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 

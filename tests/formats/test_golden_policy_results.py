@@ -91,7 +91,8 @@ def test_golden_invalid_yaml_and_encoding(tmp_path: Path) -> None:
 def test_policy_defaults_and_file(tmp_path: Path) -> None:
     default = load_policy(None)
     assert (default.recall_floor, default.min_mean_quality, default.noise_ceiling,
-            default.gold_failures_allowed, default.other_failures_allowed) == (0.9, 95, 0.3, 0, 0.05)
+            default.gold_failures_allowed,
+            default.other_failures_allowed) == (0.9, 95, 0.3, 0, 0.05)
     p = write(tmp_path, "p.yaml", "noise_ceiling:\n  default: 0.3\n  per_domain: {legal: 0.5}\n"
               "waivers:\n  q7: tabla pendiente de descripción\n")
     pol = load_policy(p)
@@ -121,7 +122,8 @@ def test_policy_errors(tmp_path: Path, text: str, message: str) -> None:
 
 def test_results_file(tmp_path: Path) -> None:
     p = write(tmp_path, "r.jsonl",
-              '{"query_id": "q1", "results": [{"id": "a", "score": 0.9}, {"id": "b", "score": 0.5}]}\n'
+              '{"query_id": "q1", "results": [{"id": "a", "score": 0.9}, '
+              '{"id": "b", "score": 0.5}]}\n'
               '\n{"query_id": "q2", "results": []}\n')
     res = load_results(p)
     assert res["q1"].ids == ["a", "b"] and list(res["q1"].scores) == [0.9, 0.5]

@@ -81,7 +81,8 @@ def test_noise_failure_counts_as_a_failing_query() -> None:
     assert rules(res) == {"unwaived_failure": ("q04",)}
     assert [p.name for p in res.patterns] == ["noise_high"]
     # A per-domain ceiling calibrated for legal lets it pass.
-    calibrated = run_gate(g, results=results, policy=Policy(noise_ceiling_per_domain={"legal": 0.8}))
+    calibrated = run_gate(g, results=results,
+                          policy=Policy(noise_ceiling_per_domain={"legal": 0.8}))
     assert calibrated.verdict == "ACCEPT"
 
 
