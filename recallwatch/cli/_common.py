@@ -6,7 +6,6 @@ import sys
 from enum import Enum
 from pathlib import Path
 
-import typer
 
 DEFAULT_HISTORY = Path(".recallwatch/history.db")
 
@@ -18,9 +17,3 @@ class TableJson(str, Enum):
 
 def emit(text: str) -> None:
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
-
-
-def history_option() -> Path:
-    return typer.Option(
-        DEFAULT_HISTORY, "--history", help="Run history database (SQLite).", show_default=True,
-    )

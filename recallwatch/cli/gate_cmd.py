@@ -66,7 +66,7 @@ def gate(
             vector_store = open_store(store)
             result = run_gate(golden_set, store=vector_store, embedder=get_embedder(embedder),
                               policy=pol, run_date=day)
-        else:
+        elif results is not None:
             from recallwatch.formats.results import load_results
 
             chunks = None
@@ -75,7 +75,7 @@ def gate(
 
                 chunks = {c.id: c for c in read_corpus(corpus)}
             result = run_gate(golden_set, results=load_results(results), corpus=chunks,
-                              policy=pol, run_date=day, results_name=results or "<results>")
+                              policy=pol, run_date=day, results_name=results)
         if not no_history:
             from recallwatch.history import record_gate_run
 
@@ -95,7 +95,8 @@ def _write_outputs(result: object, fmt: GateFormat, junit: Path | None,
     from recallwatch.report.markdown import to_markdown
     from recallwatch.suite.model import GateResult
 
-    assert isinstance(result, GateResult)
+    if not isinstance(result, GateResult):  # keeps GateResult out of this module's import time
+        raise TypeError(type(result).__name__)
     if junit is not None:
         write_atomic(junit, to_junit(result))
     if report is not None:

@@ -116,17 +116,16 @@ def run_gate(
     results_name: str | Path = "<results>",
 ) -> GateResult:
     """Run the gate against a store (searched with ``embedder``) or a results mapping."""
-    if (store is None) == (results is None):
-        raise UsageError("give exactly one of store= or results=")
     policy = policy or Policy()
     source: Source
+    if (store is None) == (results is None):
+        raise UsageError("give exactly one of store= or results=")
     if store is not None:
         if embedder is None:
             from recallwatch.embedders import get_embedder
 
             embedder = get_embedder()
         source = StoreSource(store, embedder, policy.search)
-    else:
-        assert results is not None
+    elif results is not None:
         source = ResultsSource(results, corpus or {}, str(results_name))
     return Gate(golden, policy, run_date).run(source)

@@ -60,8 +60,8 @@ class StoreSource:
     embedder: Embedder
     settings: SearchSettings = field(default_factory=SearchSettings)
     timings: Timings = field(default_factory=Timings)
-    _fingerprint: Fingerprint | None = None
-    _version: str | None = None
+    _fingerprint: Fingerprint = field(init=False)
+    _version: str = field(init=False)
 
     def __post_init__(self) -> None:
         self._fingerprint = fingerprint_of(self.embedder)
@@ -145,7 +145,6 @@ class StoreSource:
         return {"uri": self.store.uri, "version": self._version, "count": self.store.count()}
 
     def config(self) -> dict[str, Any]:
-        assert self._fingerprint is not None  # set in __post_init__
         return {"source": "store", "embedder": self._fingerprint.to_dict(),
                 "search": self.settings.to_dict()}
 
