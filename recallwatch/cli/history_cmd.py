@@ -45,6 +45,11 @@ def _json(obj: Any) -> None:
     emit(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
 
 
+def _when(created_at: str) -> str:
+    """``2025-06-13 17:40`` from an ISO UTC timestamp: what a person scans a list for."""
+    return created_at.replace("T", " ")[:16]
+
+
 def _console() -> Console:
     from rich.console import Console
 
@@ -64,24 +69,23 @@ def list_runs(
     if fmt is TableJson.json:
         _json({"runs": [r.to_dict() for r in runs]})
         return
-    from rich.table import Table
-
     from recallwatch.report._text import visible
 
-    table = Table(title=f"{len(runs)} run(s) in {visible(history)}", title_justify="left")
-    for col in ("run", "created (UTC)", "dataset", "verdict", "quality", "recall", "failing",
-                "store version"):
-        table.add_column(col, justify="right" if col in ("quality", "recall", "failing") else
-                         "left")
+    # One line per run, like `git log --oneline`: readable in any width, greppable, and the run
+    # id first and whole, to paste into `history show`.
+    lines = [f"{len(runs)} run(s) in {visible(history)}"]
+    if runs:
+        lines.append(f"{'run':<23}  {'when (UTC)':<16}  {'verdict':<7}  {'quality':>7}  "
+                     f"{'recall':>6}  {'failing':>9}  dataset, index version")
     for r in runs:
-        table.add_row(
-            visible(r.run_id), r.created_at.replace("+00:00", ""),
-            visible(f"{r.dataset_name} v{r.dataset_version} #{r.dataset_hash[:8]}"),
-            r.verdict, f"{r.mean_quality:.1f}", f"{r.mean_recall:.3f}",
-            f"{r.failed_queries}/{r.n_queries}",
-            visible(r.index_version if r.index_version is not None else "— (results file)"),
+        where = f"index v{r.index_version}" if r.index_version is not None else "results file"
+        lines.append(
+            f"{visible(r.run_id):<23}  {_when(r.created_at):<16}  {r.verdict:<7}  "
+            f"{r.mean_quality:>7.1f}  {r.mean_recall:>6.3f}  "
+            f"{f'{r.failed_queries}/{r.n_queries}':>9}  "
+            f"{visible(r.dataset_name)} v{visible(r.dataset_version)}, {visible(where)}"
         )
-    _console().print(table)
+    emit("\n".join(lines))
 
 
 @history_app.command("show")
@@ -164,7 +168,7 @@ def _print_comparison(c: dict[str, Any], a: str, b: str) -> None:
     if moves:
         table = Table(title="rank changes of expected chunks", title_justify="left")
         for col in ("query", "chunk", "A", "B"):
-            table.add_column(col)
+            table.add_column(col, overflow="fold")
         for q, cid, (ra, rb) in moves[:50]:
             table.add_row(visible(q), visible(cid), str(ra or ">depth"), str(rb or ">depth"))
         console.print(table)
@@ -212,9 +216,9 @@ def _print_trend(t: Any) -> None:
            "configuration)" if t.excluded else "")), style="bold"))
     table = Table(title_justify="left")
     for col in ("run", "created (UTC)", "verdict", "quality", "recall", "noise"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold", no_wrap=col == "run")
     for r in t.runs:
-        table.add_row(visible(r.run_id), r.created_at.replace("+00:00", ""), r.verdict,
+        table.add_row(visible(r.run_id), _when(r.created_at), r.verdict,
                       f"{r.mean_quality:.1f}", f"{r.mean_recall:.3f}", f"{r.mean_noise:.2f}")
     console.print(table)
     for metric, s in t.series.items():
