@@ -73,8 +73,9 @@ def decide(queries: Sequence[QueryResult], agg: Aggregate,
         detail = ", ".join(f"{q.id} ({_rules(q)})" for q in gold_failing[:8])
         reasons.append(Reason(
             "gold_failure",
-            f"{len(gold_failing)} failing quer{'y' if len(gold_failing) == 1 else 'ies'} expect a "
-            f"Gold chunk (allowed {policy.gold_failures_allowed}): {detail}",
+            f"{len(gold_failing)} failing "
+            f"quer{'y expects' if len(gold_failing) == 1 else 'ies expect'} a Gold chunk "
+            f"(allowed {policy.gold_failures_allowed}): {detail}",
             _ids(gold_failing),
         ))
     other = [q for q in failing if not q.has_gold]
