@@ -1,0 +1,268 @@
+"""PostgreSQL + pgvector: ``postgresql://USER@HOST:PORT/DB?table=NAME``.
+
+Query parameters: ``index=hnsw|ivfflat|none`` (default hnsw), ``m``, ``ef_construction``,
+``ef_search`` (HNSW), ``lists``, ``probes`` (IVFFlat), ``password_env=VAR`` (see _credentials).
+
+Exactness: psycopg prepares a statement server-side after ``prepare_threshold`` executions and then
+reuses its plan, so a ``SET enable_indexscan = off`` issued later would not change it. Exact
+queries therefore order by an expression no index can serve, ``(embedding <=> q) + 0``, and are
+sent unprepared: whatever the session settings or plan cache, PostgreSQL must scan every row.
+Filtered ANN queries use pgvector's iterative scans so a selective filter still returns k rows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any, Literal
+
+import numpy as np
+
+from recallwatch.errors import NotInstalledError, StoreError, UsageError
+from recallwatch.stores._common import NormFilter, Row, VersionedStore, check_name
+from recallwatch.stores._credentials import resolve_secret
+from recallwatch.stores._uri import parse_store_uri, redact
+
+try:
+    import psycopg
+    from pgvector.psycopg import register_vector
+    from psycopg import sql
+    from psycopg.types.json import Jsonb
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise NotInstalledError(f"the PostgreSQL adapter ({exc.name})", "pgvector") from exc
+
+__all__ = ["PgVectorStore"]
+
+IndexKind = Literal["hnsw", "ivfflat", "none"]
+
+_COLUMNS = ("id", "text", "content", "doc_id", "domain", "label", "facets", "valid_from",
+            "valid_to", "kind", "description", "content_hash", "ingested_version")
+_SELECT = sql.SQL(", ").join(sql.Identifier(c) for c in _COLUMNS)
+
+
+def _int_param(uri: Any, name: str, default: int) -> int:
+    raw = uri.param(name)
+    if raw is None:
+        return default
+    if not raw.isdigit() or int(raw) < 1:
+        raise UsageError(f"store URI {redact(uri.raw)!r}: {name} must be a positive integer, "
+                         f"found {raw!r}")
+    return int(raw)
+
+
+class PgVectorStore(VersionedStore):
+    scheme = "postgresql"
+
+    def __init__(self, uri: str) -> None:
+        parsed = parse_store_uri(uri)
+        shown = redact(uri)
+        name = check_name(parsed.param("table"), what="table", uri=shown)
+        index = parsed.param("index", "hnsw")
+        if index not in ("hnsw", "ivfflat", "none"):
+            raise UsageError(f"store URI {shown!r}: index must be hnsw, ivfflat or none, "
+                             f"found {index!r}")
+        self.index: IndexKind = index  # type: ignore[assignment]
+        self.m = _int_param(parsed, "m", 16)
+        self.ef_construction = _int_param(parsed, "ef_construction", 64)
+        self.ef_search = _int_param(parsed, "ef_search", 40)
+        self.lists = _int_param(parsed, "lists", 100)
+        self.probes = _int_param(parsed, "probes", 10)
+        secret = resolve_secret(parsed)
+        # One connection serves every thread; transactions must not interleave on it.
+        self._lock = threading.RLock()
+        dbname = parsed.path.lstrip("/") or None
+        try:
+            self._conn = psycopg.connect(
+                host=parsed.host or None, port=parsed.port, user=parsed.username, dbname=dbname,
+                password=secret.value if secret else None, autocommit=True,
+                application_name="recallwatch", connect_timeout=10,
+            )
+            self._conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            register_vector(self._conn)
+            self._conn.execute(
+                sql.SQL("CREATE TABLE IF NOT EXISTS {} (key text PRIMARY KEY, value jsonb)")
+                .format(sql.Identifier(f"{name}__meta"))
+            )
+        except psycopg.Error as exc:
+            # libpq never echoes the password, but scrub it anyway: this text reaches logs.
+            message = str(exc).strip()
+            if secret and secret.value:
+                message = message.replace(secret.value, "***")
+            raise StoreError(f"{shown}: cannot connect to PostgreSQL: {message}") from None
+        super().__init__(shown, name)
+
+    @classmethod
+    def open(cls, uri: str) -> PgVectorStore:
+        return cls(uri)
+
+    # ---- helpers -------------------------------------------------------------------------------
+    @staticmethod
+    def _where(filter: NormFilter | None) -> tuple[sql.Composable, list[Any]]:
+        if not filter:
+            return sql.SQL(""), []
+        parts = [sql.SQL("{} = ANY(%s)").format(sql.Identifier(k)) for k in filter]
+        return sql.SQL(" WHERE ") + sql.SQL(" AND ").join(parts), [list(v) for v in filter.values()]
+
+    def _rows(self, query: sql.Composed, params: Sequence[Any]) -> tuple[list[Row], np.ndarray]:
+        records = self._sql(query, params)
+        rows = [dict(zip(_COLUMNS, r[:-1], strict=True)) for r in records]
+        if not records:
+            return rows, np.zeros((0, self._state["dim"] or 0), dtype=np.float32)
+        return rows, np.stack([r[-1].to_numpy() for r in records]).astype(np.float32)
+
+    def _sql(self, query: sql.Composed | sql.SQL | str, params: Sequence[Any] = ()) -> list[Any]:
+        with self._lock:
+            cur = self._conn.execute(query, params)
+            return cur.fetchall() if cur.description else []
+
+    @contextlib.contextmanager
+    def _tx(self) -> Iterator[None]:
+        with self._lock, self._conn.transaction():
+            yield
+
+    def _atomic(self) -> contextlib.AbstractContextManager[None]:
+        return self._tx()
+
+    # ---- engine primitives -------------------------------------------------------------------
+    def _create_table(self, table: str, dim: int) -> None:
+        self._sql(sql.SQL(
+            "CREATE TABLE IF NOT EXISTS {} (id text PRIMARY KEY, text text NOT NULL, content text,"
+            " doc_id text, domain text, label text, facets jsonb, valid_from date, valid_to date,"
+            " kind text, description text, content_hash text, ingested_version integer NOT NULL,"
+            " embedding vector({}) NOT NULL)"
+        ).format(sql.Identifier(table), sql.Literal(dim)))
+        self._sql(sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} (doc_id)").format(
+            sql.Identifier(f"{table}_doc"), sql.Identifier(table)))
+        if self.index == "hnsw":
+            # HNSW builds incrementally, so it can exist before the first row.
+            self.build_index(table)
+
+    def build_index(self, table: str | None = None) -> None:
+        """(Re)build the ANN index of a version: after ingestion for IVFFlat, whose centroids
+        are trained on the rows present when it is built (a reindex retrains them)."""
+        table = table or self._table()
+        name = sql.Identifier(f"{table}_ann")
+        if self.index == "none":
+            return
+        with self._tx():
+            self._sql(sql.SQL("DROP INDEX IF EXISTS {}").format(name))
+            if self.index == "hnsw":
+                self._sql(sql.SQL(
+                    "CREATE INDEX {} ON {} USING hnsw (embedding vector_cosine_ops)"
+                    " WITH (m = {}, ef_construction = {})"
+                ).format(name, sql.Identifier(table), sql.Literal(self.m),
+                         sql.Literal(self.ef_construction)))
+            else:
+                self._sql(sql.SQL(
+                    "CREATE INDEX {} ON {} USING ivfflat (embedding vector_cosine_ops)"
+                    " WITH (lists = {})"
+                ).format(name, sql.Identifier(table), sql.Literal(self.lists)))
+
+    def _has_ann_index(self, table: str) -> bool:
+        rows = self._sql("SELECT to_regclass(%s)", [f'"{table}_ann"'])
+        return bool(rows) and rows[0][0] is not None
+
+    def _drop_table(self, table: str) -> None:
+        self._sql(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(table)))
+
+    def _copy_table(self, src: str, dst: str, dim: int) -> None:
+        with self._tx():
+            self._sql(sql.SQL("CREATE TABLE {} (LIKE {} INCLUDING ALL)").format(
+                sql.Identifier(dst), sql.Identifier(src)))
+            self._sql(sql.SQL("INSERT INTO {} SELECT * FROM {}").format(
+                sql.Identifier(dst), sql.Identifier(src)))
+
+    def _write(self, table: str, rows: list[Row], vectors: np.ndarray) -> None:
+        cols = [*_COLUMNS, "embedding"]
+        query = sql.SQL(
+            "INSERT INTO {t} ({cols}) VALUES ({vals}) ON CONFLICT (id) DO UPDATE SET {sets}"
+        ).format(
+            t=sql.Identifier(table),
+            cols=sql.SQL(", ").join(sql.Identifier(c) for c in cols),
+            vals=sql.SQL(", ").join(sql.Placeholder() for _ in cols),
+            sets=sql.SQL(", ").join(
+                sql.SQL("{c} = EXCLUDED.{c}").format(c=sql.Identifier(c)) for c in cols[1:]),
+        )
+        params = [
+            [*(Jsonb(r[c]) if c == "facets" else r[c] for c in _COLUMNS), v]
+            for r, v in zip(rows, vectors, strict=True)
+        ]
+        with self._tx(), self._conn.cursor() as cur:
+            cur.executemany(query, params)
+        if self.index == "ivfflat" and not self._has_ann_index(table):
+            self.build_index(table)
+
+    def _remove(self, table: str, ids: Sequence[str]) -> None:
+        self._sql(sql.SQL("DELETE FROM {} WHERE id = ANY(%s)").format(
+            sql.Identifier(table)), [list(ids)])
+
+    def exact_sql(self, table: str, filter: NormFilter | None, k: int) -> sql.Composed:
+        """The exact top-k query (public so a test can EXPLAIN it)."""
+        where, _ = self._where(filter)
+        return sql.SQL(
+            "SELECT id, 1 - (embedding <=> %s) FROM {}{} ORDER BY (embedding <=> %s) + 0, id"
+            " LIMIT {}"
+        ).format(sql.Identifier(table), where, sql.Literal(k))
+
+    def _query(
+        self, table: str, vectors: np.ndarray, k: int, filter: NormFilter | None, exact: bool
+    ) -> list[tuple[list[str], list[float]]]:
+        where, params = self._where(filter)
+        if exact:
+            query = self.exact_sql(table, filter, k)
+        else:
+            query = sql.SQL(
+                "SELECT id, 1 - (embedding <=> %s) FROM {}{} ORDER BY embedding <=> %s LIMIT {}"
+            ).format(sql.Identifier(table), where, sql.Literal(k))
+        out = []
+        with self._tx(), self._conn.cursor() as cur:
+            if not exact:
+                # HNSW returns at most ef_search rows: widen it when the caller asks deeper.
+                cur.execute("SELECT set_config('hnsw.ef_search', %s, true),"
+                            " set_config('hnsw.iterative_scan', 'strict_order', true),"
+                            " set_config('ivfflat.probes', %s, true),"
+                            " set_config('ivfflat.iterative_scan', 'relaxed_order', true)",
+                            [str(max(self.ef_search, k)), str(self.probes)])
+            for q in vectors:
+                cur.execute(query, [q, *params, q], prepare=False if exact else None)
+                found = cur.fetchall()
+                out.append(([str(r[0]) for r in found], [float(r[1]) for r in found]))
+        return out
+
+    def _fetch(self, table: str, ids: Sequence[str]) -> tuple[list[Row], np.ndarray]:
+        return self._rows(sql.SQL("SELECT {}, embedding FROM {} WHERE id = ANY(%s)").format(
+            _SELECT, sql.Identifier(table)), [list(ids)])
+
+    def _scan(self, table: str, doc_ids: Sequence[str] | None) -> tuple[list[Row], np.ndarray]:
+        if doc_ids is None:
+            return self._rows(sql.SQL("SELECT {}, embedding FROM {} ORDER BY id").format(
+                _SELECT, sql.Identifier(table)), [])
+        return self._rows(sql.SQL(
+            "SELECT {}, embedding FROM {} WHERE doc_id = ANY(%s) ORDER BY id").format(
+            _SELECT, sql.Identifier(table)), [list(doc_ids)])
+
+    def _count(self, table: str) -> int:
+        rows = self._sql(sql.SQL("SELECT count(*) FROM {}").format(
+            sql.Identifier(table)))
+        return int(rows[0][0])
+
+    def _meta_get(self, key: str) -> Any:
+        rows = self._sql(sql.SQL("SELECT value FROM {} WHERE key = %s").format(
+            sql.Identifier(f"{self.name}__meta")), [key])
+        return rows[0][0] if rows else None
+
+    def _meta_set(self, key: str, value: Any) -> None:
+        self._sql(sql.SQL(
+            "INSERT INTO {} (key, value) VALUES (%s, %s)"
+            " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
+        ).format(sql.Identifier(f"{self.name}__meta")), [key, Jsonb(value)])
+
+    def _switch_production(self, table: str) -> None:
+        # Runs inside the same transaction as the pointer write: readers of the view see the old
+        # version or the new one, never a mix.
+        self._sql(sql.SQL("CREATE OR REPLACE VIEW {} AS SELECT * FROM {}").format(
+            sql.Identifier(self.name), sql.Identifier(table)))
+
+    def _close(self) -> None:
+        self._conn.close()

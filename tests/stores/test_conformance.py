@@ -1,0 +1,59 @@
+"""Every conformance check on every adapter, against real engines (see conftest for the servers)."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from .conformance import CHECKS, Adapter
+from .conftest import PostgresServer
+
+ADAPTERS = ["pgvector", "qdrant-local", "milvus-lite", "chroma", "faiss", "hnswlib", "lancedb"]
+# The module each adapter needs beyond recallwatch itself: a missing one is a genuine skip.
+_NEEDS = {
+    "pgvector": "psycopg", "qdrant-local": "qdrant_client", "milvus-lite": "milvus_lite",
+    "chroma": "chromadb", "faiss": "faiss", "hnswlib": "hnswlib",
+    "lancedb": "recallwatch.stores.lancedb",
+}
+_tables = itertools.count()
+
+
+def _need(module: str) -> None:
+    if importlib.util.find_spec(module) is None:
+        pytest.skip(f"{module} is not installed (or, for lancedb, the adapter has not landed)")
+
+
+@pytest.fixture(params=ADAPTERS)
+def adapter(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Adapter]:
+    name: str = request.param
+    _need(_NEEDS[name])
+    restart: Callable[[], None] = lambda: None  # noqa: E731 - embedded engines: reopen is the restart
+    if name == "pgvector":
+        server: PostgresServer = request.getfixturevalue("postgres_server")
+        request.getfixturevalue("pg_env")
+        prefix = f"t{next(_tables)}"
+        uri: Callable[[str], str] = lambda t: server.uri(f"{prefix}_{t}")  # noqa: E731
+        restart = server.restart
+    elif name == "qdrant-local":
+        uri = lambda t: f"qdrant+local://{tmp_path}/qdrant/{t}"  # noqa: E731
+    elif name == "milvus-lite":
+        uri = lambda t: f"milvus://{tmp_path}/milvus.db?collection={t}"  # noqa: E731
+    elif name == "chroma":
+        uri = lambda t: f"chroma://{tmp_path}/chroma?collection={t}"  # noqa: E731
+    elif name in ("faiss", "hnswlib"):
+        uri = lambda t: f"{name}://{tmp_path}/{t}"  # noqa: E731
+    else:
+        uri = lambda t: f"lancedb://{tmp_path}/lance?table={t}"  # noqa: E731
+    handle = Adapter(name, uri, restart)
+    yield handle
+    for store in handle.opened:
+        store.close()
+
+
+@pytest.mark.parametrize("check", sorted(CHECKS))
+def test_conformance(adapter: Adapter, check: str) -> None:
+    CHECKS[check](adapter)
