@@ -17,6 +17,12 @@ __all__ = ["STORES", "open_store"]
 STORES: Registry[object] = Registry("store scheme")
 STORES.register("lancedb", "recallwatch.stores.lancedb:LanceStore.open",
                 description="LanceDB on local disk (the embedded default): lancedb://PATH?table=NAME")
+STORES.register("postgresql", "recallwatch.stores.pgvector:PgVectorStore", extra="pgvector",
+                description="PostgreSQL + pgvector: postgresql://USER@HOST:PORT/DB?table=NAME")
+STORES.register("qdrant", "recallwatch.stores.qdrant:QdrantStore", extra="qdrant",
+                description="Qdrant server: qdrant://HOST:PORT/COLLECTION")
+STORES.register("qdrant+local", "recallwatch.stores.qdrant:QdrantStore", extra="qdrant",
+                description="Qdrant local mode: qdrant+local://PATH/COLLECTION")
 
 
 def open_store(uri: str) -> VectorStore:
