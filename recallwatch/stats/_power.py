@@ -37,8 +37,17 @@ def paired_t_power(n: int, delta: float, sd: float, *, alpha: float = 0.05) -> f
     df = n - 1
     noncentrality = abs(delta) / sd * math.sqrt(n)
     critical = float(stats.t.isf(alpha / 2.0, df))
-    return float(stats.nct.sf(critical, df, noncentrality)
-                 + stats.nct.cdf(-critical, df, noncentrality))
+    upper = float(stats.nct.sf(critical, df, noncentrality))
+    # scipy's noncentral t returns NaN deep in a tail (e.g. df = 1e5, noncentrality 13): the
+    # opposite tail is then an underflow to 0, and the upper one is 1 - its cdf.
+    lower = float(stats.nct.cdf(-critical, df, noncentrality))
+    if not math.isfinite(upper):
+        upper = 1.0 - float(stats.nct.cdf(critical, df, noncentrality))
+    power = upper + (lower if math.isfinite(lower) else 0.0)
+    if not math.isfinite(power):  # last resort, accurate at the df where nct breaks down
+        power = float(stats.norm.sf(critical - noncentrality)
+                      + stats.norm.cdf(-critical - noncentrality))
+    return min(1.0, max(0.0, power))
 
 
 def queries_needed(
@@ -56,18 +65,22 @@ def queries_needed(
     if sd == 0.0:
         return 2
 
+    from scipy.special import ndtri
+
     def enough(n: int) -> bool:
         return paired_t_power(n, delta, sd, alpha=alpha) >= power
 
-    # Power grows with n: double up to a bracket, then bisect it.
-    high = 2
+    # The z-test's sample size is a lower bound (at equal n, t has less power than z): start
+    # there, widen the bracket upwards until the power is reached, then bisect it.
+    z_size = ((float(ndtri(1.0 - alpha / 2.0)) + float(ndtri(power))) * sd / abs(delta)) ** 2
+    if z_size > _MAX_QUERIES:
+        return None
+    low = max(1, math.ceil(z_size) - 1)  # below 2 queries, or not enough
+    high = max(2, low + 1)
     while not enough(high):
         if high >= _MAX_QUERIES:
             return None
-        high *= 2
-    low = high // 2  # not enough (or below the minimum of 2)
-    if low < 2:
-        return high
+        low, high = high, high + max(1, high // 4)
     while high - low > 1:
         mid = (low + high) // 2
         if enough(mid):

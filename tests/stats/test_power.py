@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -69,3 +71,19 @@ def test_from_pilot_scores_uses_their_spread() -> None:
 def test_bad_arguments(kwargs: dict[str, float], message: str) -> None:
     with pytest.raises(UsageError, match=message):
         queries_needed(**kwargs)
+
+
+def test_power_is_finite_and_monotone_where_scipys_noncentral_t_returns_nan() -> None:
+    # df = 1e5 with noncentrality ~13: scipy.stats.nct.cdf of the lower tail is NaN.
+    ns = np.unique(np.geomspace(2, 10**8, 80).astype(int))
+    powers = [paired_t_power(int(n), 0.002, 0.05) for n in ns]
+    assert all(0.0 <= p <= 1.0 for p in powers)
+    assert all(later >= earlier - 1e-12 for earlier, later in pairwise(powers))
+    assert paired_t_power(100_001, 0.002, 0.05) == pytest.approx(1.0)
+
+
+def test_very_small_differences() -> None:
+    # The z-test bound: ((1.96 + 0.84) / 1e-5)^2 ~ 7.8e10 queries; t needs at least as many.
+    n = queries_needed(1e-5, 1.0)
+    assert n is not None and 7.8e10 < n < 7.9e10
+    assert queries_needed(1e-7, 1.0) is None  # beyond 2**40 queries

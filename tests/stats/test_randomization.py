@@ -107,3 +107,14 @@ def test_statistic_is_the_mean_difference() -> None:
 def test_resamples_must_be_positive() -> None:
     with pytest.raises(UsageError, match="n_resamples must be at least 1, got 0"):
         paired_test([0.1, 0.2], [0.3, 0.1], n_resamples=0)
+
+
+@pytest.mark.parametrize("test", ["randomization", "t", "wilcoxon"])
+def test_float_noise_of_equal_scores_is_no_difference(test: str) -> None:
+    # 0.1 + 0.2 is 0.30000000000000004: the same score computed two ways. Twenty queries of
+    # such noise, all the same sign, must not be a significant difference.
+    a = np.full(20, 0.3)
+    b = np.full(20, 0.1 + 0.2)
+    assert np.all(b - a > 0)
+    result = paired_test(a, b, test=test)  # type: ignore[arg-type]
+    assert (result.p_value, result.statistic) == (1.0, 0.0)
