@@ -1,0 +1,71 @@
+"""``recallwatch ingest``: a corpus file into a vector store.
+
+Exit codes: 0 every record ingested (or already there), 1 some records were rejected and the rest
+ingested (the new version is not promotable until resolved), 2 usage or input error (nothing
+written: a missing file, a bad URI, an embedder mismatch, no valid record at all, or any bad
+record with ``--strict``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+
+from recallwatch.cli._common import TableJson, emit
+
+EXIT_REJECTED = 1
+
+
+def ingest(
+    corpus: Path = typer.Argument(..., help="Corpus file: .jsonl, .jsonl.gz or .parquet."),
+    store: str = typer.Option(..., "--store", help="Store URI, e.g. lancedb://kb?table=chunks."),
+    embedder: str | None = typer.Option(
+        None, "--embedder", help="Embedder spec, e.g. use-multilingual, e5-small, "
+        "'openai-http?base_url=URL&model=NAME&api_key_env=VAR'. Default: the one that built the "
+        "store, else use-multilingual."),
+    batch_size: int = typer.Option(256, "--batch-size", min=1, help="Texts per embedding call."),
+    commit_every: int = typer.Option(4096, "--commit-every", min=1,
+                                     help="Chunks per store commit (what a kill can cost)."),
+    prune: bool = typer.Option(False, "--prune", help="Also delete stored chunks that are not in "
+                               "the corpus (a full sync)."),
+    strict: bool = typer.Option(False, "--strict", help="Stop at the first bad record (exit 2) "
+                                "and write nothing, instead of rejecting it."),
+    fmt: TableJson = typer.Option(TableJson.table, "--format", help="Report on stdout."),
+    show_progress: bool | None = typer.Option(
+        None, "--progress/--no-progress",
+        help="Progress bar on stderr (default: when stderr is a terminal)."),
+) -> None:
+    """Embed and write a corpus into a store: batched, idempotent, resumable after a kill.
+
+    Unchanged chunks (same content hash) are skipped; rerunning a killed ingestion completes it.
+    Exit codes: 0 all records ingested, 1 some records rejected (listed; the version is not
+    promotable until resolved), 2 usage or input error.
+    """
+    from recallwatch.embedders import DEFAULT_EMBEDDER, embedder_from_spec
+    from recallwatch.embedders.base import SPEC_META_KEY
+    from recallwatch.ops.ingest import ingest as run_ingest
+    from recallwatch.stores import open_store
+
+    vector_store = open_store(store)
+    try:
+        spec = embedder or vector_store.get_meta(SPEC_META_KEY) or DEFAULT_EMBEDDER
+        progress = sys.stderr.isatty() if show_progress is None else show_progress
+        model = embedder_from_spec(spec)
+        report = run_ingest(corpus, vector_store, model, batch_size=batch_size,
+                            commit_every=commit_every, prune=prune, embedder_spec=spec,
+                            strict=strict, show_progress=progress)
+    finally:
+        vector_store.close()
+    if fmt is TableJson.json:
+        emit(json.dumps(report.to_dict(), ensure_ascii=False, indent=2, sort_keys=True))
+    else:
+        emit(report.summary())
+    if report.rejected:
+        raise typer.Exit(EXIT_REJECTED)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("ingest")(ingest)

@@ -1,0 +1,290 @@
+"""Ingestion: a corpus file into a vector store, in batches, idempotent and resumable.
+
+* **Idempotent.** Every chunk carries a content hash; a chunk whose hash the store already holds is
+  neither re-embedded nor re-written. Re-running the same ingestion writes nothing.
+* **Resumable.** Chunks are committed in groups (``commit_every``); each commit is atomic in the
+  store. A run killed at any point leaves whole groups behind, and the next run skips exactly those
+  (same ids, same hashes): no duplicate id, no lost chunk.
+* **Reported.** The ingestion report (added, updated, unchanged, deleted, rejected with reasons,
+  timings) is stored in the store's metadata and returned.
+* **Gated.** A version produced by an ingestion that rejected records, or by one that did not
+  finish, is *not promotable* until resolved: :func:`promotion_blockers` says why, and the history
+  layer's promote refuses while it says anything. :func:`resolve_block` records a written reason
+  to promote anyway; re-ingesting a fixed corpus makes a new, clean version.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from recallwatch._progress import progress
+from recallwatch.embedders.base import (
+    FINGERPRINT_META_KEY,
+    SPEC_META_KEY,
+    Embedder,
+    Fingerprint,
+    check_fingerprint,
+    fingerprint_of,
+)
+from recallwatch.errors import InputError, UsageError
+from recallwatch.formats.corpus import Corpus, Rejection, read_corpus
+from recallwatch.stores.base import Chunk, VectorStore
+
+__all__ = [
+    "BLOCKS_META_KEY",
+    "IN_PROGRESS_META_KEY",
+    "REPORTS_META_KEY",
+    "IngestReport",
+    "ingest",
+    "promotion_blockers",
+    "resolve_block",
+]
+
+REPORTS_META_KEY = "ingestions"  # list of report dicts, oldest first (the last _KEEP_REPORTS)
+IN_PROGRESS_META_KEY = "ingestion_in_progress"  # set while an ingestion writes; cleared at the end
+BLOCKS_META_KEY = "promotion_blocks"  # version -> {"reason", "rejected", "at", "resolved"?}
+_KEEP_REPORTS = 50
+_KEEP_REJECTIONS = 1000  # per stored report; the count is always exact
+
+
+@dataclass
+class IngestReport:
+    corpus: str
+    store: str
+    embedder: dict[str, Any]
+    version_before: str
+    version: str  # the store version this ingestion produced (or found, if nothing changed)
+    read: int  # records in the corpus file
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    deleted: list[str] = field(default_factory=list)
+    rejected: list[Rejection] = field(default_factory=list)
+    resumed: bool = False  # an earlier run of an ingestion was interrupted before this one
+    started_at: str = ""
+    finished_at: str = ""
+    seconds: dict[str, float] = field(default_factory=dict)  # read, embed, write, total
+
+    @property
+    def accepted(self) -> int:
+        return len(self.added) + len(self.updated) + self.unchanged
+
+    @property
+    def promotable(self) -> bool:
+        return not self.rejected
+
+    def to_dict(self, *, max_rejections: int | None = None) -> dict[str, Any]:
+        out = asdict(self)
+        rejected = [r.to_dict() for r in self.rejected]
+        out["rejected"] = rejected if max_rejections is None else rejected[:max_rejections]
+        out["counts"] = {
+            "read": self.read, "accepted": self.accepted, "added": len(self.added),
+            "updated": len(self.updated), "unchanged": self.unchanged,
+            "deleted": len(self.deleted), "rejected": len(self.rejected),
+        }
+        out["promotable"] = self.promotable
+        return out
+
+    def summary(self) -> str:
+        """A few lines for a terminal."""
+        lines = [
+            f"Ingested {self.corpus} into {self.store} (version {self.version_before} -> "
+            f"{self.version}) with {Fingerprint.from_dict(self.embedder).short()}",
+            f"  read {self.read}: accepted {self.accepted} (added {len(self.added)}, updated "
+            f"{len(self.updated)}, unchanged {self.unchanged}), rejected {len(self.rejected)}"
+            + (f", deleted {len(self.deleted)}" if self.deleted else ""),
+        ]
+        if self.resumed:
+            lines.append("  resumed after an interrupted ingestion")
+        s = self.seconds
+        if s:
+            written = len(self.added) + len(self.updated)
+            busy = s.get("embed", 0.0) + s.get("write", 0.0)
+            rate = f"; {written / busy:.0f} chunks/s embedded and written" if busy > 0 else ""
+            # total also covers opening the model and the store, and the fingerprint
+            lines.append(f"  time {s.get('total', 0):.2f}s (read {s.get('read', 0):.2f}s, embed "
+                         f"{s.get('embed', 0):.2f}s, write {s.get('write', 0):.2f}s{rate})")
+        for r in self.rejected[:20]:
+            lines.append(f"  rejected: {r.reason}")
+        if len(self.rejected) > 20:
+            lines.append(f"  … and {len(self.rejected) - 20} more rejected records")
+        if self.rejected:
+            lines.append(f"  version {self.version} is NOT promotable until the rejected records "
+                         "are fixed and re-ingested (or the block is resolved in writing)")
+        return "\n".join(lines)
+
+
+def ingest(
+    corpus: str | Path | Corpus,
+    store: VectorStore,
+    embedder: Embedder,
+    *,
+    batch_size: int = 256,
+    commit_every: int = 4096,
+    prune: bool = False,
+    embedder_spec: str | None = None,
+    strict: bool = False,
+    show_progress: bool = False,
+) -> IngestReport:
+    """Embed and write the chunks of ``corpus`` that the store does not hold as they are.
+
+    ``batch_size`` texts go to the embedder per call; ``commit_every`` chunks per store write
+    (what a kill can cost in re-embedding). ``prune`` deletes stored chunks absent from the corpus
+    (a full sync); without it ingestion only adds and updates, so a fix file can be ingested alone.
+    ``embedder_spec`` (e.g. ``"e5-small"``) is recorded so a gate can rebuild the same embedder.
+    ``strict`` makes the first bad record an InputError before anything is written; otherwise
+    bad records are rejected, listed in the report, and block the new version's promotion. A
+    corpus with no valid record at all is an InputError either way.
+    """
+    if batch_size < 1 or commit_every < 1:
+        raise UsageError(f"batch_size and commit_every must be at least 1, found {batch_size} "
+                         f"and {commit_every}")
+    t_start = time.perf_counter()
+    started = _now()
+    data = corpus if isinstance(corpus, Corpus) else read_corpus(
+        corpus, on_error="raise" if strict else "collect")
+    t_read = time.perf_counter() - t_start
+    if data.rejected and not data.chunks:
+        # Nothing to ingest is an input error (exit 2), not a partial ingestion (exit 1).
+        raise InputError(f"{data.rejected[0].reason} (all {len(data.rejected)} record(s) "
+                         "rejected; nothing ingested)")
+
+    fingerprint = fingerprint_of(embedder)
+    stored = store.get_meta(FINGERPRINT_META_KEY)
+    check_fingerprint(None if stored is None else Fingerprint.from_dict(stored), fingerprint,
+                      index=store.uri)
+    version_before = store.current_version()
+    report = IngestReport(
+        corpus=data.source, store=store.uri, embedder=fingerprint.to_dict(),
+        version_before=version_before, version=version_before, read=len(data.chunks)
+        + len(data.rejected), rejected=list(data.rejected), started_at=started,
+        resumed=store.get_meta(IN_PROGRESS_META_KEY) is not None,
+    )
+
+    known = _stored_hashes(store, [c.id for c in data.chunks], full=prune)
+    todo: list[Chunk] = []
+    for chunk in data.chunks:
+        before = known.get(chunk.id)
+        if before is None:
+            report.added.append(chunk.id)
+            todo.append(chunk)
+        elif before != chunk.content_hash:
+            report.updated.append(chunk.id)
+            todo.append(chunk)
+        else:
+            report.unchanged += 1
+    if prune:
+        keep = {c.id for c in data.chunks} | {r.id for r in data.rejected if r.id}
+        report.deleted = sorted(set(known) - keep)
+
+    # Recorded before any chunk is written, so even a killed first run leaves an index that
+    # names its embedder.
+    if stored is None:
+        store.set_meta(FINGERPRINT_META_KEY, fingerprint.to_dict())
+    if embedder_spec is not None:
+        store.set_meta(SPEC_META_KEY, embedder_spec)
+    t_embed = t_write = 0.0
+    if todo or report.deleted:
+        store.set_meta(IN_PROGRESS_META_KEY, {"started_at": started, "corpus": data.source,
+                                              "from_version": version_before})
+        with progress(len(todo), f"ingesting into {store.uri}", enabled=show_progress) as advance:
+            for start in range(0, len(todo), commit_every):
+                group = todo[start:start + commit_every]
+                vectors = np.empty((len(group), fingerprint.dimension), dtype=np.float32)
+                t0 = time.perf_counter()
+                for b in range(0, len(group), batch_size):
+                    texts = [c.text for c in group[b:b + batch_size]]
+                    vectors[b:b + len(texts)] = embedder.embed_documents(texts)
+                    advance(len(texts))
+                t1 = time.perf_counter()
+                store.upsert(group, vectors)
+                t_embed += t1 - t0
+                t_write += time.perf_counter() - t1
+        if report.deleted:
+            t0 = time.perf_counter()
+            store.delete(report.deleted)
+            t_write += time.perf_counter() - t0
+
+    report.version = store.current_version()
+    report.finished_at = _now()
+    report.seconds = {"read": t_read, "embed": t_embed, "write": t_write,
+                      "total": time.perf_counter() - t_start}
+    _record(store, report)
+    return report
+
+
+def promotion_blockers(store: VectorStore, version: str) -> list[str]:
+    """Why ``version`` must not be promoted (empty when it may be)."""
+    reasons = []
+    block = (store.get_meta(BLOCKS_META_KEY) or {}).get(str(version))
+    if block is not None and not block.get("resolved"):
+        reasons.append(block["reason"])
+    running = store.get_meta(IN_PROGRESS_META_KEY)
+    if running is not None and _after(version, running.get("from_version")):
+        reasons.append(
+            f"version {version} was written by an ingestion of {running.get('corpus')} that "
+            f"started at {running.get('started_at')} and has not finished: rerun it to complete"
+        )
+    return reasons
+
+
+def resolve_block(store: VectorStore, version: str, note: str) -> None:
+    """Record a written reason to promote ``version`` despite its rejected records."""
+    if not note.strip():
+        raise UsageError("resolving a promotion block needs a written reason")
+    blocks = dict(store.get_meta(BLOCKS_META_KEY) or {})
+    if str(version) not in blocks:
+        raise UsageError(f"version {version} of {store.uri} has no promotion block to resolve")
+    blocks[str(version)] = {**blocks[str(version)], "resolved": {"note": note, "at": _now()}}
+    store.set_meta(BLOCKS_META_KEY, blocks)
+
+
+def _record(store: VectorStore, report: IngestReport) -> None:
+    entry = report.to_dict(max_rejections=_KEEP_REJECTIONS)
+    # Id lists can be the whole corpus: the stored report keeps counts and a sample.
+    for key in ("added", "updated", "deleted"):
+        entry[key] = entry[key][:_KEEP_REJECTIONS]
+    reports = list(store.get_meta(REPORTS_META_KEY) or [])
+    store.set_meta(REPORTS_META_KEY, [*reports, entry][-_KEEP_REPORTS:])
+    if report.rejected:
+        blocks = dict(store.get_meta(BLOCKS_META_KEY) or {})
+        blocks[report.version] = {
+            "reason": f"the ingestion of {report.corpus} at {report.finished_at} rejected "
+                      f"{len(report.rejected)} record(s): {report.rejected[0].reason}"
+                      + (" …" if len(report.rejected) > 1 else ""),
+            "rejected": len(report.rejected), "at": report.finished_at,
+        }
+        store.set_meta(BLOCKS_META_KEY, blocks)
+    # Cleared last: a kill before this line leaves the versions written so far blocked.
+    store.set_meta(IN_PROGRESS_META_KEY, None)
+
+
+def _stored_hashes(store: VectorStore, ids: Sequence[str], *, full: bool) -> dict[str, str]:
+    """id -> content hash of the stored chunks among ``ids`` (all stored chunks when ``full``)."""
+    scan = getattr(store, "content_hashes", None)  # a one-column scan, where the adapter has it
+    if callable(scan):
+        hashes: dict[str, str] = scan()
+        if full:
+            return hashes
+        wanted = set(ids)
+        return {i: h for i, h in hashes.items() if i in wanted}
+    chunks = store.chunks() if full else list(store.get(ids).values())
+    return {c.id: c.content_hash for c in chunks}
+
+
+def _after(version: str, start: object) -> bool:
+    try:
+        return int(version) > int(str(start))
+    except ValueError:  # non-numeric versions: cannot order them, so block to be safe
+        return True
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
