@@ -26,7 +26,7 @@ def _records(text: str) -> list[tuple[str, dict[str, str]]]:
 
 
 @pytest.fixture(scope="module")
-def cranfield(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def cranfield(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import bm25s
 
     from tests.conftest import CRANFIELD
@@ -68,7 +68,7 @@ def _trec_eval(path: Path) -> dict[str, dict[str, float]]:
     return pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "map"}).evaluate(run)
 
 
-def test_full_text_beats_titles_with_pytrec_evals_numbers(cranfield: dict[str, Path]) -> None:
+def test_full_text_beats_titles_with_pytrec_evals_numbers(cranfield: Path) -> None:
     result = compare(Qrels.from_trec(cranfield / "qrels"), Run.from_trec(cranfield / "title"),
                      Run.from_trec(cranfield / "full"), ["nDCG@10", "AP"], test="t")
     ref_a, ref_b = _trec_eval(cranfield / "title"), _trec_eval(cranfield / "full")
