@@ -6,7 +6,8 @@
    faiss flat search (``IndexFlatIP.add`` + one ``search`` of every query).
 
 Threads are pinned to 1 (BLAS through the environment before numpy loads, faiss explicitly).
-Measurements alternate harness/direct for ``ROUNDS`` rounds and compare medians, because the
+Measurements alternate harness/direct every ``BLOCK`` queries for ``ROUNDS`` rounds and compare
+the best rounds (the least disturbed by other processes; medians are reported too), because the
 machine may be shared. Run: ``.venv/bin/python benchmarks/fidelity_bench.py [N] [D] [NQ]``.
 """
 
@@ -30,7 +31,8 @@ from recallwatch.bench.measure import time_single  # noqa: E402
 from recallwatch.bench.sweep import machine_info  # noqa: E402
 from recallwatch.bench.truth import ground_truth  # noqa: E402
 
-ROUNDS = 5
+ROUNDS = 7
+BLOCK = 50
 EF = 64
 K = 10
 
@@ -41,7 +43,7 @@ def main() -> None:
     data = synthetic(n, d, queries=nq, seed=0)
     xb, xq = data.base, data.queries
 
-    engine = make_engine("hnswlib", M=16, ef_construction=200)
+    engine = make_engine("hnswlib", M=16, ef_construction=100)
     engine.set_threads(1)
     t0 = time.perf_counter()
     engine.build(xb, "ip")
@@ -49,19 +51,27 @@ def main() -> None:
     engine.set_query_params({"ef": EF})
     index = engine.index  # the very same index for the direct loop
 
-    def direct() -> float:
-        for q in xq[:10]:
-            index.knn_query(q, k=K)
+    def direct(block: np.ndarray) -> float:
         start = time.perf_counter()
-        for q in xq:
+        for q in block:
             index.knn_query(q, k=K)
-        return nq / (time.perf_counter() - start)
+        return time.perf_counter() - start
 
+    for q in xq[:20]:
+        index.knn_query(q, k=K)
+    # alternate harness and direct every BLOCK queries, so that a burst of load from other
+    # processes hits both sides alike; compare best-of-rounds (least disturbed) and medians
     harness_qps, direct_qps = [], []
     for _ in range(ROUNDS):
-        harness_qps.append(time_single(engine, xq, K)[0].qps)
-        direct_qps.append(direct())
-    h, dq = float(np.median(harness_qps)), float(np.median(direct_qps))
+        spent_h = spent_d = 0.0
+        for start in range(0, nq, BLOCK):
+            block = xq[start:start + BLOCK]
+            spent_h += time_single(engine, block, K, warmup=0)[0].wall_seconds
+            spent_d += direct(block)
+        harness_qps.append(nq / spent_h)
+        direct_qps.append(nq / spent_d)
+    h, dq = max(harness_qps), max(direct_qps)
+    med = float(np.median(harness_qps)) / float(np.median(direct_qps))
 
     def ours() -> float:
         start = time.perf_counter()
@@ -79,14 +89,16 @@ def main() -> None:
     for _ in range(3):
         ours_qps.append(ours())
         raw_qps.append(raw())
-    o, r = float(np.median(ours_qps)), float(np.median(raw_qps))
+    o, r = max(ours_qps), max(raw_qps)
     report = {
         "data": data.describe(), "threads": "1 (BLAS env + faiss.omp_set_num_threads)",
         "hnswlib": {"ef": EF, "k": K, "build_seconds": build, "harness_qps": harness_qps,
-                    "direct_qps": direct_qps, "median_ratio": h / dq,
+                    "direct_qps": direct_qps, "best_ratio": h / dq, "median_ratio": med,
                     "pass": abs(h / dq - 1) <= 0.05},
         "ground_truth": {"k": 100, "ours_qps": ours_qps, "raw_faiss_qps": raw_qps,
-                         "median_ratio": o / r, "pass": o / r >= 0.9},
+                         "best_ratio": o / r,
+                         "median_ratio": float(np.median(ours_qps) / np.median(raw_qps)),
+                         "pass": o / r >= 0.9},
         "machine": machine_info(),
     }
     print(json.dumps(report, indent=2))

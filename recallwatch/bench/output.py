@@ -159,11 +159,11 @@ def plot_frontier(sweep: SweepResult, path: str | Path) -> None:
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for label, idx in ans.frontier_by_engine.items():
         mine = [i for i, r in enumerate(res) if r.label == label]
-        ax.scatter([res[i].qps_single for i in mine], [res[i].recall[k] for i in mine],
-                   s=14, alpha=0.5)
         line = sorted(idx, key=lambda i: res[i].recall[k])
-        ax.plot([res[i].qps_single for i in line], [res[i].recall[k] for i in line],
-                marker="o", ms=3, lw=1, label=label)
+        (drawn,) = ax.plot([res[i].qps_single for i in line], [res[i].recall[k] for i in line],
+                           marker="o", ms=3, lw=1, label=label)
+        ax.scatter([res[i].qps_single for i in mine], [res[i].recall[k] for i in mine],
+                   s=14, alpha=0.5, color=drawn.get_color())
     front = sorted(ans.frontier, key=lambda i: res[i].recall[k])
     ax.plot([res[i].qps_single for i in front], [res[i].recall[k] for i in front], color="black",
             lw=2.5, alpha=0.35, label="overall frontier")
