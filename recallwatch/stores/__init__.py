@@ -23,6 +23,10 @@ STORES.register("qdrant", "recallwatch.stores.qdrant:QdrantStore", extra="qdrant
                 description="Qdrant server: qdrant://HOST:PORT/COLLECTION")
 STORES.register("qdrant+local", "recallwatch.stores.qdrant:QdrantStore", extra="qdrant",
                 description="Qdrant local mode: qdrant+local://PATH/COLLECTION")
+STORES.register("milvus", "recallwatch.stores.milvus:MilvusStore", extra="milvus",
+                description="Milvus Lite or server: milvus://PATH.db?collection=NAME")
+STORES.register("chroma", "recallwatch.stores.chroma:ChromaStore", extra="chroma",
+                description="Chroma persistent client: chroma://PATH?collection=NAME")
 
 
 def open_store(uri: str) -> VectorStore:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import itertools
 from collections.abc import Callable, Iterator
@@ -12,7 +13,7 @@ import pytest
 from .conformance import CHECKS, Adapter
 from .conftest import PostgresServer
 
-ADAPTERS = ["pgvector", "qdrant-local", "lancedb"]
+ADAPTERS = ["pgvector", "qdrant-local", "milvus-lite", "chroma", "lancedb"]
 # The module each adapter needs beyond recallwatch itself: a missing one is a genuine skip.
 _NEEDS = {
     "pgvector": "psycopg", "qdrant-local": "qdrant_client", "milvus-lite": "milvus_lite",
@@ -20,6 +21,20 @@ _NEEDS = {
     "lancedb": "recallwatch.stores.lancedb",
 }
 _tables = itertools.count()
+
+
+def _stop_milvus_lite(path: Path) -> None:
+    # Milvus Lite runs a gRPC server per .db file inside this process; stop it for real.
+    from milvus_lite.server_manager import server_manager_instance
+
+    server_manager_instance.release_server(str(path))
+
+
+def _drop_chroma_clients() -> None:
+    # Chroma caches one client system per path; dropping it makes the next open read from disk.
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    SharedSystemClient.clear_system_cache()
 
 
 def _need(module: str) -> None:
@@ -42,8 +57,12 @@ def adapter(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Adapter]
         uri = lambda t: f"qdrant+local://{tmp_path}/qdrant/{t}"  # noqa: E731
     elif name == "milvus-lite":
         uri = lambda t: f"milvus://{tmp_path}/milvus.db?collection={t}"  # noqa: E731
+        restart = functools.partial(_stop_milvus_lite, tmp_path / "milvus.db")
+        request.addfinalizer(restart)
     elif name == "chroma":
         uri = lambda t: f"chroma://{tmp_path}/chroma?collection={t}"  # noqa: E731
+        restart = _drop_chroma_clients
+        request.addfinalizer(restart)
     elif name in ("faiss", "hnswlib"):
         uri = lambda t: f"{name}://{tmp_path}/{t}"  # noqa: E731
     else:
