@@ -27,6 +27,10 @@ STORES.register("milvus", "recallwatch.stores.milvus:MilvusStore", extra="milvus
                 description="Milvus Lite or server: milvus://PATH.db?collection=NAME")
 STORES.register("chroma", "recallwatch.stores.chroma:ChromaStore", extra="chroma",
                 description="Chroma persistent client: chroma://PATH?collection=NAME")
+STORES.register("faiss", "recallwatch.stores.indexfile:IndexFileStore", extra="bench",
+                description="faiss HNSW index files + Parquet sidecar: faiss://DIR")
+STORES.register("hnswlib", "recallwatch.stores.indexfile:IndexFileStore", extra="bench",
+                description="hnswlib index files + Parquet sidecar: hnswlib://DIR")
 
 
 def open_store(uri: str) -> VectorStore:

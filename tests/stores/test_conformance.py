@@ -13,7 +13,7 @@ import pytest
 from .conformance import CHECKS, Adapter
 from .conftest import PostgresServer
 
-ADAPTERS = ["pgvector", "qdrant-local", "milvus-lite", "chroma", "lancedb"]
+ADAPTERS = ["pgvector", "qdrant-local", "milvus-lite", "chroma", "faiss", "hnswlib", "lancedb"]
 # The module each adapter needs beyond recallwatch itself: a missing one is a genuine skip.
 _NEEDS = {
     "pgvector": "psycopg", "qdrant-local": "qdrant_client", "milvus-lite": "milvus_lite",
