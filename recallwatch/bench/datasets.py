@@ -205,4 +205,15 @@ def dataset_from_spec(spec: Mapping[str, Any], *, source: str = "", base_dir: Pa
     else:
         base = np.ascontiguousarray(vectors, dtype=np.float32)
         test = np.ascontiguousarray(read_vectors(root / str(queries)), dtype=np.float32)
-    return Dataset(name, base, test, metric, ids, {form: str(spec[form]), "queries": queries})
+    # a store URI may carry a password: only its redacted form is recorded with results
+    shown = name if form == "store" else str(spec[form])
+    return Dataset(name, base, test, metric, ids, {form: shown, "queries": _plain(queries)})
+
+
+def _plain(value: Any) -> Any:
+    """A YAML value without the line markers the structured reader adds."""
+    from recallwatch.formats._structured import LINE_KEY
+
+    if isinstance(value, Mapping):
+        return {k: v for k, v in value.items() if k != LINE_KEY}
+    return value
