@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 from recallwatch.errors import HistoryError
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "check_schema", "migrate"]
 
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_runs_and_query_results", """
@@ -123,6 +123,24 @@ def migrate(conn: sqlite3.Connection, source: str) -> list[str]:
         conn.execute("ROLLBACK")
         raise
     return done
+
+
+def check_schema(conn: sqlite3.Connection, source: str) -> None:
+    """For a read-only connection: the file must hold exactly the migrations this code knows
+    (it cannot apply missing ones)."""
+    known = [(i + 1, name) for i, (name, _) in enumerate(MIGRATIONS)]
+    try:
+        applied = sorted(conn.execute("SELECT version, name FROM schema_migrations").fetchall())
+    except sqlite3.OperationalError:
+        applied = []
+    if applied != known:
+        have = applied[-1][1] if applied else "none"
+        raise HistoryError(
+            f"{source}: the run history's schema ({len(applied)} migrations, last {have!r}) is "
+            f"not this recallwatch's ({SCHEMA_VERSION}, last {MIGRATIONS[-1][0]!r}); open it "
+            "once with a writing command (e.g. `recallwatch gate … --history`) to migrate it, "
+            "or upgrade recallwatch"
+        )
 
 
 def _statements(ddl: str) -> list[str]:

@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import Any
 
 from recallwatch.errors import HistoryError, UsageError
-from recallwatch.history._schema import migrate
+from recallwatch.history._schema import check_schema, migrate
 from recallwatch.stores._uri import redact
 from recallwatch.suite.model import GateResult
 
@@ -85,8 +85,11 @@ class History:
     read-only commands: a typo in ``--history`` should not answer "no runs")."""
 
     def __init__(self, path: str | Path, *, create: bool = True,
-                 timeout: float = BUSY_TIMEOUT_S) -> None:
+                 timeout: float = BUSY_TIMEOUT_S, read_only: bool = False) -> None:
         self.path = Path(path)
+        if read_only:
+            self._open_read_only(timeout)
+            return
         if not self.path.exists():
             if not create:
                 raise HistoryError(f"no run history at {self.path} (run the gate first, or name "
@@ -100,6 +103,24 @@ class History:
             self._conn.execute("PRAGMA synchronous = FULL")
             self._conn.execute("PRAGMA foreign_keys = ON")
             migrate(self._conn, str(self.path))
+        except sqlite3.DatabaseError as exc:
+            self._close_quietly()
+            raise HistoryError(f"{self.path}: cannot open the run history: {exc}") from None
+        except BaseException:
+            self._close_quietly()
+            raise
+
+    def _open_read_only(self, timeout: float) -> None:
+        """``read_only=True`` (the dashboard): SQLite itself refuses every write (``mode=ro``), so
+        nothing is migrated; a file lacking a migration is refused rather than half-read."""
+        if not self.path.is_file():
+            raise HistoryError(f"no run history at {self.path} (run the gate with --history "
+                               "first, or name the file with --history)")
+        try:
+            self._conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True,
+                                         timeout=timeout, isolation_level=None)
+            self._conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+            check_schema(self._conn, str(self.path))
         except sqlite3.DatabaseError as exc:
             self._close_quietly()
             raise HistoryError(f"{self.path}: cannot open the run history: {exc}") from None

@@ -1,0 +1,261 @@
+"""Plots as geometry: numbers in, shapes out; one Jinja macro (``_chart.html``) draws any of them
+as inline SVG.
+
+No plotting library: the report must open offline in one file, render in milliseconds for
+thousands of queries, and never put a user string anywhere but an autoescaped text node (labels
+and tooltips here are plain ``str``; the template escapes them).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+__all__ = ["Chart", "Series", "bars", "hbars", "lines", "scatter"]
+
+# Plot area inside the SVG viewBox; the margins hold tick labels and axis titles.
+_W, _H = 560, 240
+_LEFT, _RIGHT, _TOP, _BOTTOM = 56, 16, 14, 42
+
+
+@dataclass(frozen=True)
+class Rect:
+    x: float
+    y: float
+    w: float
+    h: float
+    cls: str
+    tip: str
+
+
+@dataclass(frozen=True)
+class Dot:
+    x: float
+    y: float
+    cls: str
+    tip: str
+
+
+@dataclass(frozen=True)
+class Path:
+    points: str  # "x,y x,y …" (numbers only)
+    cls: str
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A reference line across the plot (a floor, the K cut-off), labelled."""
+
+    x1: float
+    y1: float
+    x2: float
+    y2: float
+    label: str
+
+
+@dataclass(frozen=True)
+class Tick:
+    pos: float
+    label: str
+
+
+@dataclass(frozen=True)
+class Chart:
+    title: str
+    x_label: str
+    y_label: str
+    width: int = _W
+    height: int = _H
+    rects: tuple[Rect, ...] = ()
+    paths: tuple[Path, ...] = ()
+    dots: tuple[Dot, ...] = ()
+    rules: tuple[Rule, ...] = ()
+    x_ticks: tuple[Tick, ...] = ()
+    y_ticks: tuple[Tick, ...] = ()
+    legend: tuple[tuple[str, str], ...] = ()  # (css class, label)
+    empty: str = ""  # shown instead of a plot when there is nothing to draw
+    left: int = _LEFT
+    top: int = _TOP
+    plot_w: int = _W - _LEFT - _RIGHT
+    plot_h: int = _H - _TOP - _BOTTOM
+
+
+@dataclass(frozen=True)
+class Series:
+    """One line or point set: label, x values, y values, a tooltip per point."""
+
+    label: str
+    x: Sequence[float]
+    y: Sequence[float]
+    tips: Sequence[str] = field(default_factory=tuple)
+    line: bool = True  # joined by a line when the chart draws lines
+    cls: str | None = None  # css class; default: the next colour of the palette
+
+
+def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
+    """Round tick values covering [lo, hi] (1, 2, 5 × 10^k steps)."""
+    if not math.isfinite(lo) or not math.isfinite(hi):
+        return [0.0]
+    if hi <= lo:
+        hi = lo + (abs(lo) or 1.0)
+    raw = (hi - lo) / n
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+    start = math.floor(lo / step) * step
+    out = [round(start, 12)]
+    while out[-1] < hi - step * 1e-9:  # the last tick reaches hi: no point is drawn off the plot
+        out.append(round(start + len(out) * step, 12))
+    return out
+
+
+def _fmt(v: float) -> str:
+    if v == 0:
+        return "0"
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    return f"{v:.3g}"
+
+
+def _short(v: float) -> str:
+    for size, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= size:
+            return f"{v / size:g}{suffix}"
+    return f"{v:g}"
+
+
+class _Scale:
+    def __init__(self, lo: float, hi: float, pixels: float, *, flip: bool = False,
+                 log: bool = False) -> None:
+        self.log = log
+        self.lo, self.hi = (math.log10(lo), math.log10(hi)) if log else (lo, hi)
+        if self.hi <= self.lo:
+            self.hi = self.lo + 1.0
+        self.pixels, self.flip = pixels, flip
+
+    def __call__(self, v: float) -> float:
+        t = ((math.log10(v) if self.log else v) - self.lo) / (self.hi - self.lo)
+        return round((1 - t) * self.pixels if self.flip else t * self.pixels, 2)
+
+
+def bars(title: str, labels: Sequence[str], stacks: Sequence[tuple[str, Sequence[float]]], *,
+         x_label: str = "", y_label: str = "", tips: Sequence[str] = (),
+         marker: tuple[int, str] | None = None) -> Chart:
+    """Vertical (stacked) bars, one per label; ``stacks`` = [(css class, values)] bottom to top;
+    ``marker`` = (bar index, label): a vertical rule before that bar (e.g. the K cut-off)."""
+    totals = [sum(s[1][i] for s in stacks) for i in range(len(labels))]
+    if not labels or max(totals, default=0) <= 0:
+        return Chart(title, x_label, y_label, empty="nothing to plot")
+    base = Chart(title, x_label, y_label)
+    ticks = _nice_ticks(0, max(totals), 4)
+    y = _Scale(0, ticks[-1], base.plot_h, flip=True)
+    slot = base.plot_w / len(labels)
+    width = max(slot * 0.8, 1.0)
+    rects = []
+    for i, label in enumerate(labels):
+        bottom = 0.0
+        for cls, values in stacks:
+            v = values[i]
+            if v > 0:
+                tip = f"{label}: {_fmt(v)}" + (f" — {tips[i]}" if i < len(tips) else "")
+                rects.append(Rect(round(i * slot + (slot - width) / 2, 2), y(bottom + v), width,
+                                  round(y(bottom) - y(bottom + v), 2), cls, tip))
+            bottom += v
+    every = max(1, math.ceil(len(labels) / 12))  # keep tick labels from overlapping
+    x_ticks = tuple(Tick(round((i + 0.5) * slot, 2), lab) for i, lab in enumerate(labels)
+                    if i % every == 0)
+    rules: tuple[Rule, ...] = ()
+    if marker is not None and 0 < marker[0] < len(labels):
+        x = round(marker[0] * slot, 2)
+        rules = (Rule(x, 0, x, base.plot_h, marker[1]),)
+    return Chart(title, x_label, y_label, rects=tuple(rects), rules=rules, x_ticks=x_ticks,
+                 y_ticks=tuple(Tick(y(t), _fmt(t)) for t in ticks))
+
+
+def hbars(title: str, labels: Sequence[str], values: Sequence[float], *, lo: float = 0.0,
+          hi: float = 1.0, x_label: str = "", tips: Sequence[str] = (),
+          floor: tuple[float, str] | None = None, bad_below: float | None = None) -> Chart:
+    """Horizontal bars (one per label, e.g. a domain) on a fixed [lo, hi] axis, with an optional
+    vertical ``floor`` rule; bars under ``bad_below`` are drawn as failing."""
+    if not labels:
+        return Chart(title, x_label, "", empty="no domains in this run")
+    row = 22
+    plot_h = row * len(labels)
+    left = 130
+    plot_w = _W - left - _RIGHT
+    x = _Scale(lo, hi, plot_w)
+    rects = tuple(
+        Rect(0, i * row + 3, max(x(min(max(v, lo), hi)), 1.0), row - 6,
+             "bad" if bad_below is not None and v < bad_below else "good",
+             f"{lab}: {_fmt(v)}" + (f" — {tips[i]}" if i < len(tips) else ""))
+        for i, (lab, v) in enumerate(zip(labels, values))
+    )
+    rules = () if floor is None else (Rule(x(floor[0]), 0, x(floor[0]), plot_h, floor[1]),)
+    return Chart(title, x_label, "", height=plot_h + _TOP + _BOTTOM, rects=rects, rules=rules,
+                 x_ticks=tuple(Tick(x(t), _fmt(t)) for t in _nice_ticks(lo, hi, 5)),
+                 y_ticks=tuple(Tick(i * row + row / 2, lab[:20]) for i, lab in enumerate(labels)),
+                 left=left, plot_w=plot_w, plot_h=plot_h)
+
+
+def _xy_chart(title: str, series: Sequence[Series], *, x_label: str, y_label: str,
+              x_ticks: Sequence[tuple[float, str]] | None, log_x: bool, draw_lines: bool,
+              y_range: tuple[float, float] | None,
+              floor: tuple[float, str] | None) -> Chart:
+    xs = [v for s in series for v in s.x if math.isfinite(v) and (v > 0 or not log_x)]
+    ys = [v for s in series for v in s.y if math.isfinite(v)]
+    if not xs or not ys:
+        return Chart(title, x_label, y_label, empty="nothing recorded yet")
+    base = Chart(title, x_label, y_label)
+    lo_y, hi_y = y_range if y_range is not None else (min(ys), max(ys))
+    if floor is not None:
+        lo_y, hi_y = min(lo_y, floor[0]), max(hi_y, floor[0])
+    if hi_y - lo_y < 1e-12:
+        lo_y, hi_y = lo_y - (abs(lo_y) * 0.05 or 1.0), hi_y + (abs(hi_y) * 0.05 or 1.0)
+    yt = _nice_ticks(lo_y, hi_y, 4)
+    y = _Scale(yt[0], yt[-1], base.plot_h, flip=True)
+    lo_x, hi_x = min(xs), max(xs)
+    if log_x:
+        lo_x, hi_x = 10 ** math.floor(math.log10(lo_x)), 10 ** math.ceil(math.log10(hi_x))
+        xt = [(10.0 ** e, _short(10.0 ** e))
+              for e in range(round(math.log10(lo_x)), round(math.log10(hi_x)) + 1)]
+    elif x_ticks is None:
+        xt = [(t, _fmt(t)) for t in _nice_ticks(lo_x, hi_x, 6)]
+        lo_x, hi_x = xt[0][0], xt[-1][0]
+    else:
+        lo_x, hi_x = (lo_x - 0.5, hi_x + 0.5)
+        every = max(1, math.ceil(len(x_ticks) / 8))
+        xt = [t for i, t in enumerate(x_ticks) if i % every == 0]
+    x = _Scale(lo_x, hi_x, base.plot_w, log=log_x)
+    paths, dots = [], []
+    for n, s in enumerate(series):
+        cls = s.cls or f"c{n % 8}"
+        pts = [(x(a), y(b)) for a, b in zip(s.x, s.y)
+               if math.isfinite(a) and math.isfinite(b) and (a > 0 or not log_x)]
+        if draw_lines and s.line and len(pts) > 1:
+            paths.append(Path(" ".join(f"{a},{b}" for a, b in pts), cls))
+        tips = list(s.tips) + [""] * (len(s.x) - len(s.tips))
+        dots += [Dot(px, py, cls, f"{s.label}: {tip or _fmt(b)}")
+                 for (px, py), tip, b in zip(pts, tips, s.y)]
+    rules = () if floor is None else (Rule(0, y(floor[0]), base.plot_w, y(floor[0]), floor[1]),)
+    return Chart(title, x_label, y_label, paths=tuple(paths), dots=tuple(dots), rules=rules,
+                 x_ticks=tuple(Tick(x(v), lab) for v, lab in xt if lo_x <= v <= hi_x),
+                 y_ticks=tuple(Tick(y(t), _fmt(t)) for t in yt),
+                 legend=tuple((s.cls or f"c{n % 8}", s.label) for n, s in enumerate(series))
+                 if len(series) > 1 else ())
+
+
+def lines(title: str, series: Sequence[Series], *, x_label: str = "", y_label: str = "",
+          x_ticks: Sequence[tuple[float, str]] | None = None,
+          y_range: tuple[float, float] | None = None,
+          floor: tuple[float, str] | None = None) -> Chart:
+    """Lines over x (e.g. run order, with ``x_ticks`` naming the runs)."""
+    return _xy_chart(title, series, x_label=x_label, y_label=y_label, x_ticks=x_ticks,
+                     log_x=False, draw_lines=True, y_range=y_range, floor=floor)
+
+
+def scatter(title: str, series: Sequence[Series], *, x_label: str = "", y_label: str = "",
+            log_x: bool = False, connect: bool = False,
+            y_range: tuple[float, float] | None = None) -> Chart:
+    """Points per series (``connect`` draws each series' points joined in the given order)."""
+    return _xy_chart(title, series, x_label=x_label, y_label=y_label, x_ticks=None,
+                     log_x=log_x, draw_lines=connect, y_range=y_range, floor=None)
