@@ -59,6 +59,8 @@ class QdrantStore(VersionedStore):
                     host=parsed.host or "localhost", port=parsed.port or 6333,
                     api_key=secret.value if secret else None,
                     https=parsed.param("https", "false") == "true",
+                    # its background version probe warns from a thread; we report errors ourselves
+                    check_compatibility=False,
                 )
         except RuntimeError as exc:  # local storage already opened by another client
             raise StoreError(f"{shown}: cannot open Qdrant: {exc}") from None
