@@ -55,6 +55,7 @@ IndexType = Literal["IVF_HNSW_SQ", "IVF_PQ"]
 _INDEX_TYPES: tuple[str, ...] = get_args(IndexType)
 _PARAMS = ("table", "index_threshold", "index_type", "nprobes", "ef", "refine_factor")
 _PRODUCTION_TAG = "production"
+_QUERY_BATCH = 64  # query vectors per LanceDB search call
 _IN_BATCH = 2000  # ids per `id IN (...)` clause: keeps each SQL statement small
 # Rebuild the ANN index when this share of rows is not in it (new rows are scanned flat meanwhile).
 _REINDEX_UNINDEXED_SHARE = 0.2
@@ -170,8 +171,10 @@ class LanceStore:
             return [Hits([], np.empty(0, dtype=np.float32)) for _ in range(len(queries))]
         where = _where(filter)
         out: list[Hits] = []
-        for row in queries:
-            vq = cast("LanceVectorQueryBuilder", tbl.search(row, query_type="vector"))
+        # Several queries per LanceDB call (one scan of the data for all of them when exact).
+        for start in range(0, len(queries), _QUERY_BATCH):
+            block = queries[start:start + _QUERY_BATCH]
+            vq = cast("LanceVectorQueryBuilder", tbl.search(list(block), query_type="vector"))
             builder = vq.distance_type("cosine").limit(k)
             if where:
                 builder = builder.where(where, prefilter=True)
@@ -187,7 +190,11 @@ class LanceStore:
             result = builder.select(["id", "vector", "_distance"]).to_arrow()
             ids = result.column("id").to_pylist()
             stored = _vectors(result.column("vector"))
-            out.append(top_k(ids, _cosine(row, stored), len(ids)))
+            owner = (result.column("query_index").to_numpy() if "query_index" in
+                     result.column_names else np.zeros(len(ids), dtype=np.int64))
+            for n, row in enumerate(block):
+                rows = np.flatnonzero(owner == n)
+                out.append(top_k([ids[i] for i in rows], _cosine(row, stored[rows]), len(rows)))
         return out
 
     def score_of(self, vectors: np.ndarray, ids: Sequence[Sequence[str]]) -> list[dict[str, float]]:
@@ -389,20 +396,26 @@ class LanceStore:
         tbl = self._table()
         if tbl is None:
             raise StoreError(f"{self.uri}: cannot index an empty store")
-        rows = tbl.count_rows()
+        params = self.index_parameters(tbl.count_rows(), self._dimension(tbl))
         config: IvfHnswSq | IvfPq
         if self.index_type == "IVF_PQ":
-            dim = self._dimension(tbl)
+            config = IvfPq(distance_type="cosine", **params)
+        else:
+            config = IvfHnswSq(distance_type="cosine", **params)
+        tbl.create_index("vector", config=config, replace=True)
+
+    def index_parameters(self, rows: int, dim: int) -> dict[str, int]:
+        """The index parameters build_index uses for a table of ``rows`` × ``dim`` (the reindex
+        builds with the same rule)."""
+        if self.index_type == "IVF_PQ":
             # ~16 dimensions per PQ sub-vector, and a divisor of dim (LanceDB requires it).
             sub = next(s for s in (dim // 16, dim // 8, dim // 4, dim // 2, 1)
                        if s and dim % s == 0)
             # sqrt(n) lists, but at least 256 training rows per list (LanceDB's own floor).
             lists = max(1, min(int(math.sqrt(rows)), rows // 256))
-            config = IvfPq(distance_type="cosine", num_partitions=lists, num_sub_vectors=sub)
-        else:
-            # HNSW does the fine search inside each partition: few, large partitions.
-            config = IvfHnswSq(distance_type="cosine", num_partitions=max(1, rows // 100_000))
-        tbl.create_index("vector", config=config, replace=True)
+            return {"num_partitions": lists, "num_sub_vectors": sub}
+        # HNSW does the fine search inside each partition: few, large partitions.
+        return {"num_partitions": max(1, rows // 100_000)}
 
     def has_index(self) -> bool:
         tbl = self._table()
