@@ -1,0 +1,90 @@
+"""``recallwatch serve``: the local, read-only dashboard over the run history.
+
+Exit codes: 0 when stopped (Ctrl+C); 2 usage or input error (missing history, port in use,
+the web extra not installed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import socket
+from pathlib import Path
+
+import typer
+
+from recallwatch.cli._common import DEFAULT_HISTORY
+
+
+def is_loopback(host: str) -> bool:
+    """True for addresses only this machine can reach (127.0.0.0/8, ::1, localhost)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """Bind first, so a port in use is a one-line error rather than a server log."""
+    from recallwatch.errors import UsageError
+
+    try:
+        infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM,
+                                   flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise UsageError(f"--host {host!r}: cannot resolve it ({exc.strerror})") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror} (choose another "
+                         "--port, or 0 for any free one)") from None
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("serve")
+    def serve(
+        history: Path = typer.Option(DEFAULT_HISTORY, "--history",
+                                     help="Run history database (SQLite), opened read-only."),
+        host: str = typer.Option("127.0.0.1", "--host",
+                                 help="Address to bind; anything but loopback is warned about."),
+        port: int = typer.Option(8000, "--port", min=0, max=65535,
+                                 help="Port (0: any free port)."),
+        bench: Path | None = typer.Option(None, "--bench", help="Directory of bench result "
+                                          "files (results.json) for the frontiers page."),
+    ) -> None:
+        """Serve the read-only dashboard: runs, run and query drill-downs, trends, the operations
+        monitor and benchmark frontiers."""
+        from recallwatch.errors import NotInstalledError
+
+        try:
+            import uvicorn
+
+            from recallwatch.web.app import create_app
+        except ModuleNotFoundError as exc:
+            raise NotInstalledError(f"{exc.name} (needed by the dashboard)", "web") from None
+        web_app = create_app(history, bench=bench)  # refuses a missing history before binding
+        sock = _listen(host, port)
+        bound = sock.getsockname()[1]
+        shown = f"[{host}]" if ":" in host else host
+        if not is_loopback(host):
+            typer.echo(f"Warning: the dashboard is bound to {host}, not to loopback: anyone who "
+                       "can reach this address sees every query, chunk id and store URI of the "
+                       "history (it has no authentication). Use --host 127.0.0.1 unless you "
+                       "mean it.", err=True)
+        typer.echo(f"recallwatch dashboard on http://{shown}:{bound}/ (history {history}, "
+                   "read-only); Ctrl+C to stop", err=True)
+        server = uvicorn.Server(uvicorn.Config(web_app, log_level="warning", access_log=False))
+        # uvicorn shuts down cleanly, then re-raises the Ctrl+C it captured: for a server that
+        # is the normal way to stop, not an interrupted run
+        with contextlib.suppress(KeyboardInterrupt):
+            server.run(sockets=[sock])
+        typer.echo("recallwatch dashboard stopped", err=True)

@@ -1,0 +1,226 @@
+"""What each dashboard page shows, computed from the history store and bench result files.
+
+Pure functions of their inputs (no web framework here), so they are tested without a server.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from recallwatch.errors import RecallwatchError
+from recallwatch.history import History, MonitorRun
+from recallwatch.report._plots import Chart, Series, lines, scatter
+
+__all__ = ["INDICATORS", "bench_view", "flatten", "monitor_view", "trends_view"]
+
+# The operations indicators the monitor page leads with, found by the words in a payload's field
+# names (the ops layer's records are free-form JSON): (title, words any of which a field name
+# contains, the better direction).
+INDICATORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("recall vs exact", ("recall",), "higher"),
+    ("p99 latency", ("p99",), "lower"),
+    ("error budget", ("budget",), "higher"),
+    ("index age", ("age",), "lower"),
+)
+MAX_FIELD_CHARTS = 8
+MAX_BENCH_FILES = 200
+
+
+def _date_ticks(runs: list[Any], attr: str = "created_at") -> list[tuple[float, str]]:
+    # "11-30 17:10": several runs a day are common (a fix, then the gate again)
+    return [(float(i), str(getattr(r, attr))[5:16].replace("T", " "))
+            for i, r in enumerate(runs)]
+
+
+# -- trends ----------------------------------------------------------------------------------------
+
+
+def trends_view(h: History, dataset: str | None, last: int) -> dict[str, Any]:
+    """Mean quality, recall and noise of the last ``last`` runs of a dataset, overall and per
+    domain, with the trend tests of :func:`recallwatch.history.trend` over the comparable ones."""
+    from recallwatch.history import trend
+    from recallwatch.history.trend import MIN_RUNS
+
+    everything = h.runs()
+    datasets = sorted({r.dataset_name for r in everything})
+    if not everything:
+        return {"datasets": [], "dataset": None, "runs": [], "charts": [], "trend": None,
+                "trend_error": None, "min_runs": 0}
+    chosen = dataset if dataset in datasets else everything[0].dataset_name
+    runs = list(reversed([r for r in everything if r.dataset_name == chosen][:last]))
+    ticks = _date_ticks(runs)
+    tips = [f"{r.run_id} {r.verdict}" for r in runs]
+    xs = [float(i) for i in range(len(runs))]
+    policy = h.load(runs[-1].run_id).policy
+    per_run = [h.load(r.run_id).aggregate.per_domain for r in runs]
+    domains = sorted({d for p in per_run for d in p} - {"(none)"})
+
+    def overall(metric: str, label: str) -> Series:
+        return Series(label, xs, [float(getattr(r, metric)) for r in runs],
+                      [f"{t}: {getattr(r, metric):.3f}" for t, r in zip(tips, runs)])
+
+    def by_domain(metric: str) -> list[Series]:
+        out = []
+        for d in domains:
+            pts = [(x, float(p[d][metric]), t) for x, p, t in zip(xs, per_run, tips) if d in p]
+            out.append(Series(d, [p[0] for p in pts], [p[1] for p in pts],
+                              [f"{p[2]}: {p[1]:.3f}" for p in pts]))
+        return out
+
+    floor_q = float(policy.get("min_mean_quality", 95))
+    floor_r = float(policy.get("recall_floor", 0.9))
+    charts: list[Chart] = [
+        lines("Mean quality", [overall("mean_quality", "mean quality")], x_ticks=ticks,
+              y_label="0–100", floor=(floor_q, f"accept ≥ {floor_q:g}")),
+        lines("Mean recall@K", [overall("mean_recall", "mean recall")], x_ticks=ticks,
+              floor=(floor_r, f"floor {floor_r:g}")),
+        lines("Mean noise (results under the worst expected chunk)",
+              [overall("mean_noise", "mean noise")], x_ticks=ticks, y_label="results"),
+    ]
+    if domains:
+        charts += [
+            lines("Mean quality by domain", by_domain("mean_quality"), x_ticks=ticks),
+            lines("Mean recall by domain", by_domain("mean_recall"), x_ticks=ticks),
+            lines("Mean noise by domain", by_domain("mean_noise"), x_ticks=ticks),
+        ]
+    analysis, error = None, None
+    if len(runs) >= MIN_RUNS:
+        try:
+            analysis = trend(h, dataset=chosen, last=last)
+        except RecallwatchError as exc:
+            error = str(exc)
+    return {"datasets": datasets, "dataset": chosen, "runs": list(reversed(runs)),
+            "charts": charts, "trend": analysis, "trend_error": error, "min_runs": MIN_RUNS}
+
+
+# -- monitor ---------------------------------------------------------------------------------------
+
+
+def flatten(payload: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """Nested payload fields as ``a.b`` names (lists are kept whole)."""
+    for key, value in payload.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            yield from flatten(value, f"{name}.")
+        else:
+            yield name, value
+
+
+def _numeric(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def monitor_view(h: History) -> dict[str, Any]:
+    """Operations records by kind: the headline indicators (latest value), one line chart per
+    numeric field, and the latest records."""
+    records = h.monitor_runs(limit=2000)
+    kinds: dict[str, list[MonitorRun]] = {}
+    for m in reversed(records):  # oldest first within a kind
+        kinds.setdefault(m.kind, []).append(m)
+    indicators = []
+    for title, words, better in INDICATORS:
+        found = None
+        for m in records:  # newest first: the latest record holding such a field
+            for name, value in flatten(m.payload):
+                v = _numeric(value)
+                if v is not None and any(w in name.lower() for w in words):
+                    found = {"title": title, "field": name, "value": v, "kind": m.kind,
+                             "at": m.created_at, "status": m.status, "better": better}
+                    break
+            if found:
+                break
+        indicators.append(found or {"title": title, "value": None})
+    sections = []
+    for kind, rows in sorted(kinds.items()):
+        fields: dict[str, list[tuple[float, float, str]]] = {}
+        for i, m in enumerate(rows):
+            for name, value in flatten(m.payload):
+                v = _numeric(value)
+                if v is not None:
+                    fields.setdefault(name, []).append((float(i), v, m.created_at))
+        ticks = _date_ticks(rows)
+        charts = [lines(name, [Series(name, [p[0] for p in pts], [p[1] for p in pts],
+                                      [f"{p[2]}: {p[1]:.4g}" for p in pts])], x_ticks=ticks)
+                  for name, pts in list(fields.items())[:MAX_FIELD_CHARTS]]
+        latest = [{"m": m, "fields": [(n, v) for n, v in flatten(m.payload)]}
+                  for m in reversed(rows[-50:])]
+        sections.append({"kind": kind, "n": len(rows), "charts": charts, "latest": latest,
+                         "more_fields": max(0, len(fields) - MAX_FIELD_CHARTS)})
+    return {"indicators": indicators, "sections": sections, "n": len(records)}
+
+
+# -- benchmarks ------------------------------------------------------------------------------------
+
+
+def _sweep_view(path: Path, doc: dict[str, Any]) -> dict[str, Any]:
+    k = int(doc["k"])
+    results = doc["results"]
+    key = str(k)
+
+    def recall(r: dict[str, Any]) -> float:
+        return float(r["recall"][key])
+
+    answers = doc.get("answers") or {}
+    front_by_engine: dict[str, list[int]] = answers.get("frontier_by_engine") or {}
+    on_front = {i for idx in front_by_engine.values() for i in idx}
+    series = []
+    for label, idx in front_by_engine.items():
+        pts = sorted((results[i] for i in idx), key=recall)
+        series.append(Series(label, [float(r["qps_single"]) for r in pts],
+                             [recall(r) for r in pts],
+                             [f"{r.get('label', '')} {_params(r)}: R@{k} {recall(r):.4f}, "
+                              f"{float(r['qps_single']):,.0f} QPS" for r in pts]))
+    rest = [r for i, r in enumerate(results) if i not in on_front]
+    if rest:
+        series.append(Series("dominated", [float(r["qps_single"]) for r in rest],
+                             [recall(r) for r in rest],
+                             [f"{r.get('label', '')} {_params(r)}: R@{k} {recall(r):.4f}"
+                              for r in rest], line=False, cls="dim"))
+    chart = scatter(f"recall@{k} vs QPS (one query at a time, 1 thread)", series,
+                    x_label="QPS (log scale)", y_label=f"recall@{k}", log_x=True, connect=True)
+    fastest = []
+    for target, i in (answers.get("fastest_at") or {}).items():
+        fastest.append({"target": target, "r": None if i is None else results[int(i)],
+                        "params": "" if i is None else _params(results[int(i)])})
+    frontier = [dict(r, params=_params(r), recall_k=recall(r))
+                for r in sorted((results[i] for i in answers.get("frontier", [])), key=recall)]
+    return {"path": str(path), "name": doc.get("name", path.stem), "dataset": doc["dataset"],
+            "k": k, "machine": doc.get("machine", {}), "started": doc.get("started", ""),
+            "n_configs": len(results), "chart": chart, "fastest": fastest,
+            "frontier": frontier}
+
+
+def _params(r: Mapping[str, Any]) -> str:
+    both = {**(r.get("build") or {}), **(r.get("query") or {})}
+    return " ".join(f"{k}={v}" for k, v in both.items())
+
+
+def bench_view(bench_dir: Path | None) -> dict[str, Any]:
+    """Every sweep result (``results.json`` of ``recallwatch bench``) under ``bench_dir``."""
+    if bench_dir is None:
+        return {"dir": None, "sweeps": [], "skipped": []}
+    sweeps, skipped = [], []
+    files = sorted(bench_dir.rglob("*.json"))[:MAX_BENCH_FILES] if bench_dir.is_dir() else []
+    for path in files:
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            skipped.append((str(path), f"unreadable: {exc}"))
+            continue
+        if not (isinstance(doc, dict) and isinstance(doc.get("results"), list)
+                and "k" in doc and isinstance(doc.get("dataset"), dict)):
+            skipped.append((str(path), "not a sweep result (no k, dataset and results)"))
+            continue
+        try:
+            sweeps.append(_sweep_view(path, doc))
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            skipped.append((str(path), f"malformed sweep result: {type(exc).__name__}: {exc}"))
+    return {"dir": str(bench_dir), "sweeps": sweeps, "skipped": skipped,
+            "missing": not bench_dir.is_dir()}
+

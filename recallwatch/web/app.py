@@ -1,0 +1,137 @@
+"""The local dashboard: a read-only Starlette app over the run history and bench results.
+
+    from recallwatch.web import create_app
+    app = create_app(".recallwatch/history.db", bench="bench-out/")  # any ASGI server
+
+Every request opens the history read-only (SQLite ``mode=ro``): the dashboard can never write,
+sees runs recorded while it serves, and needs no lock or shared connection between threads.
+Pages are rendered by the report's Jinja environment (autoescape on), so a run's page is the
+same markup as the self-contained HTML report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Route
+
+from recallwatch.errors import HistoryError, UsageError
+from recallwatch.history import History
+from recallwatch.report.html import content_security_policy, environment, run_view
+from recallwatch.web._views import bench_view, monitor_view, trends_view
+
+__all__ = ["create_app"]
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+DEFAULT_LAST = 30
+
+
+def _headers() -> dict[str, str]:
+    env = environment(TEMPLATES)
+    return {
+        "Content-Security-Policy": content_security_policy(str(env.globals["inline_js"])),
+        "X-Content-Type-Options": "nosniff",
+        "X-Frame-Options": "DENY",
+        "Referrer-Policy": "no-referrer",
+        "Cache-Control": "no-store",
+    }
+
+
+def create_app(history: str | Path, *, bench: str | Path | None = None) -> Starlette:
+    """The dashboard over ``history`` (must exist) and, optionally, the bench result files
+    under ``bench``."""
+    history_path = Path(history)
+    bench_dir = None if bench is None else Path(bench)
+    History(history_path, read_only=True).close()  # refuse a missing or foreign file up front
+    env = environment(TEMPLATES)
+    headers = _headers()
+
+    def page(template: str, section: str, status: int = 200, **context: Any) -> HTMLResponse:
+        html = env.get_template(template).render(section=section, history=str(history_path),
+                                                 bench_dir=bench, **context)
+        return HTMLResponse(html, status_code=status, headers=headers)
+
+    @contextmanager
+    def opened() -> Iterator[History]:
+        h = History(history_path, read_only=True)
+        try:
+            yield h
+        finally:
+            h.close()
+
+    def runs(request: Request) -> Response:
+        dataset = request.query_params.get("dataset") or None
+        with opened() as h:
+            rows = h.runs(dataset=dataset, limit=500)
+            datasets = sorted({r.dataset_name for r in h.runs()})
+        return page("runs.html", "runs", rows=rows, dataset=dataset, datasets=datasets,
+                    title="recallwatch — runs")
+
+    def run(request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        with opened() as h:
+            result = h.load(h.resolve(run_id))
+        base = f"/runs/{result.run_id}"
+        return page("run.html", "runs", run=run_view(result, link_base=base),
+                    data=result.to_dict(),
+                    title=f"recallwatch {result.verdict} — {result.run_id}")
+
+    def query(request: Request) -> Response:
+        run_id, query_id = request.path_params["run_id"], request.path_params["query_id"]
+        with opened() as h:
+            result = h.load(h.resolve(run_id))
+        view = run_view(result, link_base=f"/runs/{result.run_id}")
+        match = [v for v in view["queries"] if v["q"].id == query_id]
+        if not match:
+            raise UsageError(f"run {result.run_id} has no query {query_id!r}")
+        return page("query.html", "runs", run=view, v=match[0],
+                    title=f"recallwatch — {query_id} in {result.run_id}")
+
+    def trends(request: Request) -> Response:
+        dataset = request.query_params.get("dataset") or None
+        try:
+            last = max(2, min(500, int(request.query_params.get("last", DEFAULT_LAST))))
+        except ValueError:
+            last = DEFAULT_LAST
+        with opened() as h:
+            view = trends_view(h, dataset, last)
+        return page("trends.html", "trends", view=view, last=last, title="recallwatch — trends")
+
+    def monitor(request: Request) -> Response:
+        with opened() as h:
+            view = monitor_view(h)
+        return page("monitor.html", "monitor", view=view, title="recallwatch — monitor")
+
+    def benchmarks(request: Request) -> Response:
+        return page("bench.html", "bench", view=bench_view(bench_dir),
+                    title="recallwatch — benchmarks")
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        return page("error.html", "", status=404, message=str(exc), title="recallwatch — not found")
+
+    async def unreadable(request: Request, exc: Exception) -> Response:
+        return page("error.html", "", status=500, message=str(exc),
+                    title="recallwatch — history unreadable")
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        status = int(getattr(exc, "status_code", 500))
+        return page("error.html", "", status=status, message=str(getattr(exc, "detail", exc)),
+                    title=f"recallwatch — {status}")
+
+    routes = [
+        Route("/", runs),
+        Route("/runs/{run_id}", run),
+        Route("/runs/{run_id}/queries/{query_id:path}", query),
+        Route("/trends", trends),
+        Route("/monitor", monitor),
+        Route("/bench", benchmarks),
+    ]
+    return Starlette(routes=routes, exception_handlers={
+        UsageError: not_found, HistoryError: unreadable, 404: http_error, 405: http_error,
+    })

@@ -1,0 +1,186 @@
+"""Dashboard pages rendered in process (Starlette TestClient over ASGI), read with CSS
+selectors, checked against the history they show."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from starlette.testclient import TestClient
+
+from recallwatch.errors import HistoryError
+from recallwatch.history import History
+from recallwatch.report.html import to_html
+from recallwatch.suite.model import GateResult
+from recallwatch.web import create_app
+from tests.report import helpers as H
+
+Site = tuple[Path, Path, list[GateResult]]
+
+
+@pytest.fixture(scope="module")
+def client(site: Site) -> TestClient:
+    db, bench, _ = site
+    return TestClient(create_app(db, bench=bench))
+
+
+def get(client: TestClient, url: str, status: int = 200) -> Any:
+    r = client.get(url)
+    assert r.status_code == status, (url, r.status_code, r.text[-500:])
+    assert r.headers["content-type"].startswith("text/html")
+    H.assert_inert(r.text)
+    return H.parse(r.text)
+
+
+def test_security_headers(client: TestClient) -> None:
+    r = client.get("/")
+    assert "script-src 'sha256-" in r.headers["content-security-policy"]
+    assert r.headers["x-content-type-options"] == "nosniff"
+    assert r.headers["x-frame-options"] == "DENY"
+
+
+def test_runs_list_newest_first(client: TestClient, site: Site) -> None:
+    runs = site[2]
+    doc = get(client, "/")
+    rows = doc.cssselect("#runs-table tbody tr")
+    assert [H.text(r.cssselect("a.run-link")[0]) for r in rows] == \
+        [r.run_id for r in reversed(runs)]
+    assert [H.text(r.cssselect(".badge")[0]) for r in rows] == \
+        [r.verdict for r in reversed(runs)]
+    assert rows[0].cssselect("a.run-link")[0].get("href") == f"/runs/{quote(runs[-1].run_id)}"
+
+
+def test_runs_list_filters_by_dataset(client: TestClient) -> None:
+    doc = get(client, "/?dataset=" + quote("no such dataset"))
+    assert doc.cssselect(".empty") and not doc.cssselect("#runs-table")
+
+
+def test_run_page_is_the_report_content(client: TestClient, site: Site) -> None:
+    run = site[2][-1]
+    page = get(client, f"/runs/{run.run_id}")
+    report = H.parse(to_html(run))
+    for selector in ("#verdict", "#query-table", ".compare", "figure.chart", "details.query"):
+        ours = [H.text(e) for e in page.cssselect(selector)]
+        theirs = [H.text(e) for e in report.cssselect(selector)]
+        # the dashboard adds a permalink per query, nothing else
+        assert [t.replace(" · permalink", "") for t in ours] == theirs, selector
+    assert len(page.cssselect("details.query a.permalink")) == len(run.queries)
+
+
+def test_run_by_reference_and_unknown_run(client: TestClient, site: Site) -> None:
+    runs = site[2]
+    doc = get(client, "/runs/accepted")
+    assert H.text(doc.cssselect("code.run-id")[0]) == runs[1].run_id  # the last ACCEPT
+    doc = get(client, "/runs/nope", status=404)
+    assert "no run 'nope'" in H.text(doc.cssselect(".error-message")[0])
+
+
+def test_query_page_drill_down(client: TestClient, site: Site) -> None:
+    run = site[2][-1]
+    failing = run.failing()[0]
+    doc = get(client, f"/runs/{run.run_id}/queries/{quote(failing.id, safe='')}")
+    d = doc.cssselect("details.query")
+    assert len(d) == 1 and d[0].get("open") is not None
+    assert H.text(d[0].cssselect("code.qid")[0]) == " ".join(failing.id.split())
+    assert len(d[0].cssselect("table.topk tr.noise")) == failing.noise
+    assert [H.text(b) for b in d[0].cssselect(".diag b")] == \
+        [f"{x.step}. {x.cause}" for x in failing.diagnosis]
+    # what changed since the previous run: the pushed-out chunk's rank
+    prev = run.comparison["previous"]  # type: ignore[index]
+    if failing.id in prev["rank_changes"]:
+        assert "rank" in H.text(d[0])
+    get(client, f"/runs/{run.run_id}/queries/{quote('not a query')}", status=404)
+
+
+def test_every_permalink_resolves(client: TestClient, site: Site) -> None:
+    run = site[2][-1]
+    page = get(client, f"/runs/{run.run_id}")
+    links = [a.get("href") for a in page.cssselect("a.permalink")]
+    for href, q in zip(links, run.queries):
+        doc = get(client, href)
+        assert H.text(doc.cssselect("h1 code")[0]) == " ".join(q.id.split())
+
+
+def test_trends_show_the_decline(client: TestClient, site: Site) -> None:
+    runs = site[2]
+    doc = get(client, "/trends")
+    titles = [H.text(f.cssselect("figcaption")[0]) for f in doc.cssselect("figure.chart")]
+    assert titles[:2] == ["Mean quality", "Mean recall@K"]
+    assert "Mean recall by domain" in titles
+    quality = doc.cssselect("figure.chart")[0]
+    values = [float(re.search(r": ([0-9.]+)$", t.text).group(1))  # type: ignore[union-attr]
+              for t in quality.cssselect("circle title")]
+    assert values == pytest.approx([round(r.aggregate.mean_quality, 3) for r in runs])
+    series = {H.text(r.cssselect("td")[0]): r for r in doc.cssselect("table.trend-series tr")
+              if r.cssselect("td")}
+    assert H.text(series["mean_quality"].cssselect("td")[-1]) == "down"
+    assert doc.cssselect("ul .badge.warn")  # a pattern is named
+
+
+def test_trends_last_bounds(client: TestClient) -> None:
+    doc = get(client, "/trends?last=3")
+    assert "need at least 5 runs" in H.text(doc)
+    get(client, "/trends?last=abc")
+
+
+def test_monitor_indicators_and_records(client: TestClient) -> None:
+    doc = get(client, "/monitor")
+    cards = {H.text(c.cssselect(".k")[0]).split(" · ")[0]: H.text(c.cssselect(".v")[0])
+             for c in doc.cssselect(".indicators .card")}
+    # the latest drift record (i = 5): recall 0.97 - 0.1, p99 14.5, budget 1/6, age 5
+    assert cards == {"recall vs exact": "0.87", "p99 latency": "14.5",
+                     "error budget": "0.1667", "index age": "5"}
+    assert len(doc.cssselect("table.monitor-records tbody tr")) == 6
+    assert "latency.p99_ms" in [H.text(f) for f in doc.cssselect("figcaption")]
+
+
+def test_bench_frontier_and_skipped_files(client: TestClient, site: Site) -> None:
+    doc = get(client, "/bench")
+    assert len(doc.cssselect("figure.chart svg")) == 1
+    frontier = doc.cssselect("table.frontier tbody tr")
+    sweep = H.sweep()
+    assert len(frontier) == len(sweep["answers"]["frontier"])
+    fastest = [[H.text(c) for c in r.cssselect("td")]
+               for r in doc.cssselect("table.fastest tbody tr")]
+    # R >= 0.9: the faster hnsw point (0.90 at 50k QPS) beats ivf nprobe=4 (0.95 at 10k)
+    assert fastest[0][:3] == ["0.9", "hnsw <script>", "M=16 ef=16"]
+    assert fastest[0][4] == "50,000"
+    skipped = H.text(doc.cssselect("ul.small")[-1])
+    assert "notes.json: not a sweep result" in skipped and "broken.json: unreadable" in skipped
+
+
+def test_empty_states(tmp_path: Path) -> None:
+    History(tmp_path / "h.db").close()
+    client = TestClient(create_app(tmp_path / "h.db"))
+    for url in ("/", "/trends", "/monitor", "/bench"):
+        assert get(client, url).cssselect(".empty"), url
+
+
+def test_dashboard_never_writes(site: Site) -> None:
+    db, bench, _ = site
+
+    def snapshot() -> dict[str, str]:
+        return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+                for p in sorted(db.parent.glob(db.name + "*"))}
+
+    with History(db) as h:  # checkpoint the WAL so the main file holds everything
+        h._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    before = snapshot()
+    client = TestClient(create_app(db, bench=bench))
+    for url in ("/", "/runs/latest", "/trends", "/monitor", "/bench"):
+        assert client.get(url).status_code == 200
+    assert snapshot()[db.name] == before[db.name]
+    with History(db, read_only=True) as h, pytest.raises(HistoryError, match="readonly"):
+        h.record_monitor_run("x", {})
+
+
+def test_missing_or_foreign_history_refused(tmp_path: Path) -> None:
+    with pytest.raises(HistoryError, match="no run history at"):
+        create_app(tmp_path / "missing.db")
+    (tmp_path / "junk.db").write_bytes(b"not a database at all" * 100)
+    with pytest.raises(HistoryError, match="cannot open the run history"):
+        create_app(tmp_path / "junk.db")
