@@ -399,9 +399,10 @@ class LanceStore:
         params = self.index_parameters(tbl.count_rows(), self._dimension(tbl))
         config: IvfHnswSq | IvfPq
         if self.index_type == "IVF_PQ":
-            config = IvfPq(distance_type="cosine", **params)
+            config = IvfPq(distance_type="cosine", num_partitions=params["num_partitions"],
+                           num_sub_vectors=params["num_sub_vectors"])
         else:
-            config = IvfHnswSq(distance_type="cosine", **params)
+            config = IvfHnswSq(distance_type="cosine", num_partitions=params["num_partitions"])
         tbl.create_index("vector", config=config, replace=True)
 
     def index_parameters(self, rows: int, dim: int) -> dict[str, int]:
