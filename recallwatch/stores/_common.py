@@ -20,16 +20,17 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import json
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime
-from typing import Any, ClassVar, TypeAlias
+from typing import Any, ClassVar, Concatenate, ParamSpec, TypeAlias, TypeVar
 
 import numpy as np
 
-from recallwatch.errors import InputError, StoreError, UsageError
+from recallwatch.errors import InputError, RecallwatchError, StoreError, UsageError
 from recallwatch.stores.base import Chunk, Filter, Hits, IndexVersion
 
 __all__ = [
@@ -191,6 +192,26 @@ def _hits(ids: list[str], scores: Iterable[float]) -> Hits:
     return top_k(ids, np.asarray(list(scores), dtype=np.float32), len(ids))
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+_S = TypeVar("_S", bound="VersionedStore")
+
+
+def _guarded(method: Callable[Concatenate[_S, _P], _R]) -> Callable[Concatenate[_S, _P], _R]:
+    """Turn the engine client's own exceptions into a StoreError naming the store and the call,
+    so a lost connection or a refused request reaches the user as one clean line."""
+    @functools.wraps(method)
+    def wrapper(self: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(self, *args, **kwargs)
+        except RecallwatchError:
+            raise
+        except self._engine_errors as exc:
+            message = " ".join(str(exc).split()) or type(exc).__name__
+            raise StoreError(f"{self._uri}: {method.__name__} failed: {message}") from exc
+    return wrapper
+
+
 class VersionedStore(ABC):
     """A VectorStore over an engine without native versions (see the module docstring)."""
 
@@ -198,6 +219,8 @@ class VersionedStore(ABC):
     #: False when ``exact=True`` is computed client-side from exported vectors (Chroma, index
     #: files): still exact, but it reads every vector of the version into memory.
     native_exact: ClassVar[bool] = True
+    #: The engine client's exception types, reported as StoreError by every public method.
+    _engine_errors: ClassVar[tuple[type[BaseException], ...]] = ()
 
     def __init__(self, uri: str, name: str) -> None:
         self._uri = uri  # already redacted by the adapter
@@ -325,6 +348,7 @@ class VersionedStore(ABC):
     def _check_vectors(self, vectors: np.ndarray, rows: int | None, what: str) -> np.ndarray:
         return check_vectors(vectors, rows, what, self._state["dim"])
 
+    @_guarded
     def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
         arr = self._check_vectors(vectors, len(chunks), "vectors")
         if not chunks:
@@ -348,11 +372,13 @@ class VersionedStore(ABC):
             rows.append(row_from_chunk(chunk, kept[chunk.id] if same else version))
         self._write(table, rows, arr)
 
+    @_guarded
     def delete(self, ids: Sequence[str]) -> None:
         table = self._writable()
         if ids and self._has_table():
             self._remove(table, list(ids))
 
+    @_guarded
     def search(
         self, vectors: np.ndarray, k: int, *, filter: Filter | None = None, exact: bool = False
     ) -> list[Hits]:
@@ -365,6 +391,7 @@ class VersionedStore(ABC):
         found = self._query(self._table(), arr, k, norm, exact)
         return [_hits(ids, scores) for ids, scores in found]
 
+    @_guarded
     def score_of(self, vectors: np.ndarray, ids: Sequence[Sequence[str]]) -> list[dict[str, float]]:
         arr = self._check_vectors(vectors, len(ids), "query vectors")
         self._reload_state()
@@ -383,6 +410,7 @@ class VersionedStore(ABC):
             out.append({i: float(s) for i, s in zip(present, scores, strict=True)})
         return out
 
+    @_guarded
     def get(self, ids: Sequence[str]) -> dict[str, Chunk]:
         self._reload_state()
         if not self._has_table() or not ids:
@@ -390,6 +418,7 @@ class VersionedStore(ABC):
         rows, _ = self._fetch(self._table(), list(ids))
         return {str(r["id"]): chunk_from_row(r) for r in rows}
 
+    @_guarded
     def chunks(self, *, doc_ids: Sequence[str] | None = None) -> list[Chunk]:
         self._reload_state()
         if not self._has_table():
@@ -397,10 +426,12 @@ class VersionedStore(ABC):
         rows, _ = self._scan(self._table(), doc_ids)
         return sorted((chunk_from_row(r) for r in rows), key=lambda c: c.id)
 
+    @_guarded
     def count(self) -> int:
         self._reload_state()
         return self._count(self._table()) if self._has_table() else 0
 
+    @_guarded
     def versions(self) -> list[IndexVersion]:
         self._reload_state()
         prod = self._state["production"]
@@ -414,6 +445,7 @@ class VersionedStore(ABC):
             for v, created in sorted(self._state["created"].items(), key=lambda kv: int(kv[0]))
         ]
 
+    @_guarded
     def current_version(self) -> str:
         self._reload_state()
         return str(self._version())
@@ -425,6 +457,7 @@ class VersionedStore(ABC):
             raise StoreError(f"{self._uri}: no version {version!r}; versions: {known}")
         return int(version)
 
+    @_guarded
     def checkout(self, version: str) -> VersionedStore:
         number = self._parse_version(version)
         view = copy.copy(self)
@@ -432,6 +465,7 @@ class VersionedStore(ABC):
         view._pinned = number
         return view
 
+    @_guarded
     def promote(self, version: str) -> None:
         number = self._parse_version(version)
         if number not in self._state["sealed"]:
@@ -441,11 +475,13 @@ class VersionedStore(ABC):
             self._switch_production(self._table(number))
             self._save_state()
 
+    @_guarded
     def production_version(self) -> str | None:
         self._reload_state()
         prod = self._state["production"]
         return None if prod is None else str(prod)
 
+    @_guarded
     def ids_since(self, version: str) -> list[str]:
         number = self._parse_version(version)
         if not self._has_table():
@@ -453,6 +489,7 @@ class VersionedStore(ABC):
         rows, _ = self._scan(self._table(), None)
         return sorted(str(r["id"]) for r in rows if int(r["ingested_version"]) > number)
 
+    @_guarded
     def new_version(self) -> str:
         """Seal the current version and continue in a copy of it (a reindex builds there)."""
         self._reload_state()
@@ -462,10 +499,12 @@ class VersionedStore(ABC):
         self._writable(self._state["dim"])
         return self.current_version()
 
+    @_guarded
     def get_meta(self, key: str) -> Any:
         self._check_meta_key(key)
         return self._meta_get(key)
 
+    @_guarded
     def set_meta(self, key: str, value: Any) -> None:
         self._check_meta_key(key)
         try:

@@ -47,6 +47,7 @@ def _where(filter: NormFilter | None, doc_ids: Sequence[str] | None = None) -> A
 class ChromaStore(VersionedStore):
     scheme = "chroma"
     native_exact = False
+    _engine_errors = (ChromaError, ValueError)
 
     def __init__(self, uri: str) -> None:
         parsed = parse_store_uri(uri)

@@ -59,6 +59,7 @@ def _expr(filter: NormFilter | None, doc_ids: Sequence[str] | None = None) -> st
 class MilvusStore(VersionedStore):
     scheme = "milvus"
     native_exact = False
+    _engine_errors = (MilvusException,)
 
     def __init__(self, uri: str) -> None:
         parsed = parse_store_uri(uri)

@@ -53,6 +53,7 @@ def _int_param(uri: Any, name: str, default: int) -> int:
 
 class PgVectorStore(VersionedStore):
     scheme = "postgresql"
+    _engine_errors = (psycopg.Error,)
 
     def __init__(self, uri: str) -> None:
         parsed = parse_store_uri(uri)

@@ -25,6 +25,7 @@ from recallwatch.stores._uri import parse_store_uri, redact
 try:
     from qdrant_client import QdrantClient
     from qdrant_client import models as qm
+    from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise NotInstalledError(f"the Qdrant adapter ({exc.name})", "qdrant") from exc
 
@@ -40,6 +41,8 @@ def _point_id(chunk_id: str) -> str:
 
 class QdrantStore(VersionedStore):
     scheme = "qdrant"
+    # transport errors (httpx, grpc) and the client's response errors
+    _engine_errors = (UnexpectedResponse, ResponseHandlingException, OSError, RuntimeError)
 
     def __init__(self, uri: str) -> None:
         parsed = parse_store_uri(uri)

@@ -145,3 +145,15 @@ def test_bad_uri_parameters_are_usage_errors(postgres_server: PostgresServer) ->
         PgVectorStore(postgres_server.uri("x", "m=0"))
     with pytest.raises(UsageError, match="table name 'a__b' is invalid"):
         PgVectorStore(postgres_server.uri("a__b"))
+
+
+@pytest.mark.usefixtures("pg_env")
+def test_a_lost_connection_is_a_store_error(postgres_server: PostgresServer) -> None:
+    from recallwatch.errors import StoreError
+
+    store = _store(postgres_server)
+    assert store.count() == 0
+    postgres_server.restart()  # the server drops every session
+    with pytest.raises(StoreError, match=r"count failed: .*(terminat|closed|connection)"):
+        store.count()
+    assert _store(postgres_server).count() == 0  # a fresh open works again
