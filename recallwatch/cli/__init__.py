@@ -29,7 +29,7 @@ class _Group(TyperGroup):
             typer.echo(f"Error: {exc}", err=True)
             ctx.exit(2)
         except KeyboardInterrupt:
-            typer.echo("Error: interrupted; nothing was recorded", err=True)
+            typer.echo("Error: interrupted; no partial result was reported or recorded", err=True)
             ctx.exit(130)
         except Exception as exc:
             if type(exc).__module__.startswith(("click.", "typer.")):

@@ -6,7 +6,6 @@ import sys
 from enum import Enum
 from pathlib import Path
 
-
 DEFAULT_HISTORY = Path(".recallwatch/history.db")
 
 

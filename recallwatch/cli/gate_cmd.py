@@ -30,8 +30,8 @@ def gate(
     junit: Path | None = typer.Option(None, "--junit", help="Also write JUnit XML here."),
     report: Path | None = typer.Option(None, "--report", help="Also write report.json, "
                                        "report.md, junit.xml and report.html into this directory."),
-    embedder: str = typer.Option("use-multilingual", "--embedder", help="Embedder for --store "
-                                 "(must be the one that built the index)."),
+    embedder: str | None = typer.Option(None, "--embedder", help="Embedder spec for --store "
+                                        "(default: the one that built the index)."),
     corpus: Path | None = typer.Option(None, "--corpus", help="With --results: the corpus file, "
                                        "for Gold labels and diagnosis."),
     run_date: str | None = typer.Option(None, "--run-date", help="Judge validity windows on this "
@@ -60,11 +60,12 @@ def gate(
     vector_store = None
     try:
         if store is not None:
-            from recallwatch.embedders import get_embedder
+            from recallwatch.embedders import embedder_for_store
             from recallwatch.stores import open_store
 
             vector_store = open_store(store)
-            result = run_gate(golden_set, store=vector_store, embedder=get_embedder(embedder),
+            result = run_gate(golden_set, store=vector_store,
+                              embedder=embedder_for_store(vector_store, embedder),
                               policy=pol, run_date=day)
         elif results is not None:
             from recallwatch.formats.results import load_results

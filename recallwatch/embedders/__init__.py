@@ -17,8 +17,16 @@ from recallwatch.errors import UsageError
 
 if TYPE_CHECKING:
     from recallwatch.embedders.base import Embedder
+    from recallwatch.stores.base import VectorStore
 
-__all__ = ["DEFAULT_EMBEDDER", "EMBEDDERS", "embedder_from_spec", "get_embedder", "split_spec"]
+__all__ = [
+    "DEFAULT_EMBEDDER",
+    "EMBEDDERS",
+    "embedder_for_store",
+    "embedder_from_spec",
+    "get_embedder",
+    "split_spec",
+]
 
 DEFAULT_EMBEDDER = "use-multilingual"
 
@@ -70,6 +78,27 @@ def embedder_from_spec(spec: str, **overrides: Any) -> Embedder:
     options: dict[str, Any] = {k: _convert(name, factory, k, v) for k, v in raw.items()}
     options.update(overrides)
     return get_embedder(name, **options)
+
+
+def embedder_for_store(store: VectorStore, spec: str | None = None, **overrides: Any) -> Embedder:
+    """The embedder to query ``store`` with: ``spec`` if given, else the one recorded when the
+    store was built, else the default. Raises EmbedderMismatchError when it is not the embedder
+    that built the index."""
+    from recallwatch.embedders.base import (
+        FINGERPRINT_META_KEY,
+        SPEC_META_KEY,
+        Fingerprint,
+        check_fingerprint,
+        fingerprint_of,
+    )
+
+    recorded = store.get_meta(SPEC_META_KEY)
+    chosen = spec or (recorded if isinstance(recorded, str) else DEFAULT_EMBEDDER)
+    embedder = embedder_from_spec(chosen, **overrides)
+    stored = store.get_meta(FINGERPRINT_META_KEY)
+    if isinstance(stored, dict):
+        check_fingerprint(Fingerprint.from_dict(stored), fingerprint_of(embedder), index=store.uri)
+    return embedder
 
 
 def _parameters(factory: object) -> dict[str, inspect.Parameter]:

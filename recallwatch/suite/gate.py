@@ -122,9 +122,9 @@ def run_gate(
         raise UsageError("give exactly one of store= or results=")
     if store is not None:
         if embedder is None:
-            from recallwatch.embedders import get_embedder
+            from recallwatch.embedders import embedder_for_store
 
-            embedder = get_embedder()
+            embedder = embedder_for_store(store)
         source = StoreSource(store, embedder, policy.search)
     elif results is not None:
         source = ResultsSource(results, corpus or {}, str(results_name))

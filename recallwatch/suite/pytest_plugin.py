@@ -51,7 +51,7 @@ def recallwatch_gate(request: pytest.FixtureRequest) -> Callable[..., GateResult
     """A function that runs a gate and fails the test on STOP; returns the result on ACCEPT."""
 
     def run(golden: str | Path, *, store: str | None = None, results: str | Path | None = None,
-            policy: str | Path | None = None, embedder: str = "use-multilingual",
+            policy: str | Path | None = None, embedder: str | None = None,
             **options: Any) -> GateResult:
         from recallwatch.formats.golden import load_golden
         from recallwatch.formats.policy import load_policy
@@ -61,13 +61,14 @@ def recallwatch_gate(request: pytest.FixtureRequest) -> Callable[..., GateResult
         golden_set = load_golden(golden)
         pol = load_policy(policy)
         if store is not None:
-            from recallwatch.embedders import get_embedder
+            from recallwatch.embedders import embedder_for_store
             from recallwatch.stores import open_store
 
             vector_store = open_store(store)
             try:
                 result = run_gate(golden_set, store=vector_store,
-                                  embedder=get_embedder(embedder), policy=pol, **options)
+                                  embedder=embedder_for_store(vector_store, embedder),
+                                  policy=pol, **options)
             finally:
                 vector_store.close()
         else:

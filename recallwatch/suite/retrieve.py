@@ -11,16 +11,20 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from recallwatch.embedders.base import Embedder, Fingerprint, fingerprint_of
-from recallwatch.errors import DatasetError, EmbedderMismatchError, InputError
+from recallwatch.embedders.base import (
+    FINGERPRINT_META_KEY,
+    Embedder,
+    Fingerprint,
+    check_fingerprint,
+    fingerprint_of,
+)
+from recallwatch.errors import DatasetError, InputError
 from recallwatch.formats.golden import GoldenQuery
 from recallwatch.formats.policy import SearchSettings
 from recallwatch.formats.results import RankedList
 from recallwatch.stores.base import Chunk, VectorStore
 
-__all__ = ["FINGERPRINT_META_KEY", "ResultsSource", "Retrieved", "Source", "StoreSource"]
-
-FINGERPRINT_META_KEY = "embedder_fingerprint"
+__all__ = ["ResultsSource", "Retrieved", "Source", "StoreSource"]
 
 
 @dataclass
@@ -66,14 +70,9 @@ class StoreSource:
     def __post_init__(self) -> None:
         self._fingerprint = fingerprint_of(self.embedder)
         built_with = self.store.get_meta(FINGERPRINT_META_KEY)
-        if built_with is not None:
-            stored = Fingerprint.from_dict(built_with)
-            if stored != self._fingerprint:
-                raise EmbedderMismatchError(
-                    f"the index at {self.store.uri} was built with {stored.short()}, "
-                    f"but the gate would query it with {self._fingerprint.short()}: "
-                    "re-ingest with this embedder or run the gate with the one that built it"
-                )
+        if isinstance(built_with, dict):
+            check_fingerprint(Fingerprint.from_dict(built_with), self._fingerprint,
+                              index=self.store.uri)
         self._version = self.store.current_version()
 
     def retrieve(self, queries: Sequence[GoldenQuery], depth: int) -> list[Retrieved]:

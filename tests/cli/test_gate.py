@@ -127,3 +127,26 @@ def test_hostile_text_is_escaped_everywhere(files: dict[str, Path]) -> None:
     xml = (out / "junit.xml").read_text()
     assert "<script>" not in xml and "&lt;script&gt;" in xml and "\x1b" not in xml
     ET.fromstring(xml.split("\n", 1)[1])  # well-formed
+
+
+def test_store_gate_uses_the_embedder_that_built_it_and_refuses_another(tmp_path: Path) -> None:
+    corpus = tmp_path / "c.jsonl"
+    texts = ["Vacaciones: 30 días naturales al año.", "El salario se paga el último día del mes.",
+             "La jornada es de 40 horas semanales."]
+    corpus.write_text("".join(json.dumps({"id": f"c{i}", "text": t}) + "\n"
+                              for i, t in enumerate(texts)))
+    golden = tmp_path / "g.json"
+    golden.write_text(json.dumps({"name": "g", "queries": [
+        {"id": "q1", "text": "¿Cuántos días de vacaciones tengo?", "expected": ["c0"]}]}))
+    store = f"lancedb://{tmp_path / 'kb'}?table=chunks"
+    ingest = runner.invoke(app, ["ingest", str(corpus), "--store", store, "--no-progress"])
+    assert ingest.exit_code == 0, ingest.output
+    ok = gate(str(golden), "--store", store, "--format", "json")
+    assert ok.exit_code == 0, ok.stderr  # rank 1 of 3 chunks: noise 2 <= 3
+    d = json.loads(ok.stdout)
+    assert d["queries"][0]["expected"][0]["rank"] == 1
+    assert d["config"]["embedder"]["name"] == "use-multilingual"
+    assert d["store"]["version"] is not None
+    other = gate(str(golden), "--store", store, "--embedder", "e5-small")
+    assert other.exit_code == 2
+    assert "was built with use-multilingual" in other.stderr and "e5-small" in other.stderr
