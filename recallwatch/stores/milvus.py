@@ -68,8 +68,9 @@ class MilvusStore(VersionedStore):
         self.m = _int(parsed, "m", 16)
         self.ef_construction = _int(parsed, "ef_construction", 64)
         self.ef = _int(parsed, "ef", 64)
+        self.lite = parsed.path.endswith(".db")
         try:
-            if parsed.path.endswith(".db"):
+            if self.lite:
                 Path(parsed.path).parent.mkdir(parents=True, exist_ok=True)
                 self._client = MilvusClient(str(Path(parsed.path).resolve()))
             else:
@@ -157,12 +158,22 @@ class MilvusStore(VersionedStore):
     def _scan(self, table: str, doc_ids: Sequence[str] | None) -> tuple[list[Row], np.ndarray]:
         self._ready(table)
         found: list[dict[str, Any]] = []
-        iterator = self._client.query_iterator(
-            table, batch_size=_BATCH, filter=_expr(None, doc_ids),
-            output_fields=[*_FIELDS, "vector"])
-        while batch := iterator.next():
-            found.extend(batch)
-        iterator.close()
+        fields = [*_FIELDS, "vector"]
+        if self.lite:
+            # Lite has no timestamp service, so query_iterator logs an ERROR traceback on every
+            # call; plain offsets work there (a server caps offset + limit at 16384).
+            while True:
+                batch = self._client.query(table, filter=_expr(None, doc_ids),
+                                           output_fields=fields, limit=_BATCH, offset=len(found))
+                found.extend(batch)
+                if len(batch) < _BATCH:
+                    break
+        else:
+            iterator = self._client.query_iterator(
+                table, batch_size=_BATCH, filter=_expr(None, doc_ids), output_fields=fields)
+            while batch := iterator.next():
+                found.extend(batch)
+            iterator.close()
         return self._rows(found)
 
     def _count(self, table: str) -> int:
