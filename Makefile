@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-all lint typecheck bench clean install
+.PHONY: demo test test-all lint typecheck bench clean install browser
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -16,6 +16,13 @@ install: $(STAMP)
 
 demo: $(STAMP)
 	bash examples/demo.sh
+
+# The browser tests (dashboard, HTML report) drive Debian's chromium; nothing is downloaded by
+# playwright. Installed only when missing; sudo only when not root.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+browser:
+	@[ -x /usr/bin/chromium ] || $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium \
+	  || { $(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow" -q
