@@ -490,6 +490,29 @@ class VersionedStore(ABC):
         return sorted(str(r["id"]) for r in rows if int(r["ingested_version"]) > number)
 
     @_guarded
+    def vectors(self, ids: Sequence[str]) -> np.ndarray:
+        """The stored vectors of ``ids``, in that order (monitor, benchmarks). Qdrant stores
+        cosine vectors normalised, so it returns them normalised."""
+        self._reload_state()
+        rows, stored = self._fetch(self._table(), list(ids)) if self._has_table() else ([], None)
+        where = {str(r["id"]): n for n, r in enumerate(rows)}
+        missing = [i for i in ids if i not in where]
+        if missing or stored is None:
+            shown = ", ".join(missing[:5]) + (" …" if len(missing) > 5 else "")
+            raise StoreError(f"{self._uri}: no stored chunk {shown or ', '.join(ids[:5])}")
+        picked: np.ndarray = stored[[where[i] for i in ids]]
+        return picked
+
+    @_guarded
+    def content_hashes(self) -> dict[str, str]:
+        """id -> content_hash of every chunk of the current version (ingestion's change check)."""
+        self._reload_state()
+        if not self._has_table():
+            return {}
+        rows, _ = self._scan(self._table(), None)
+        return {str(r["id"]): str(r.get("content_hash") or "") for r in rows}
+
+    @_guarded
     def new_version(self) -> str:
         """Seal the current version and continue in a copy of it (a reindex builds there)."""
         self._reload_state()

@@ -8,7 +8,10 @@ import itertools
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
+
+from recallwatch.errors import StoreError
 
 from .conformance import CHECKS, Adapter
 from .conftest import PostgresServer
@@ -76,3 +79,25 @@ def adapter(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Adapter]
 @pytest.mark.parametrize("check", sorted(CHECKS))
 def test_conformance(adapter: Adapter, check: str) -> None:
     CHECKS[check](adapter)
+
+
+@pytest.mark.parametrize("adapter", [a for a in ADAPTERS if a != "lancedb"], indirect=True)
+def test_vectors_and_content_hashes(adapter: Adapter) -> None:
+    # Not protocol methods: the monitor, ingestion and benchmarks use them where an adapter has
+    # them (LanceStore has its own), so every VersionedStore adapter must get them right.
+    from recallwatch.stores._common import VersionedStore
+
+    from .conformance import corpus
+
+    store = adapter.open()
+    assert isinstance(store, VersionedStore)
+    chunks, vectors = corpus(30)
+    store.upsert(chunks, vectors)
+    assert store.content_hashes() == {c.id: c.content_hash for c in chunks}
+    ids = [chunks[7].id, chunks[2].id]
+    got = store.vectors(ids)
+    want = vectors[[7, 2]]
+    cos = np.sum(got * want, axis=1) / np.linalg.norm(got, axis=1) / np.linalg.norm(want, axis=1)
+    np.testing.assert_allclose(cos, 1.0, atol=1e-5)  # same direction (Qdrant normalises)
+    with pytest.raises(StoreError, match="no stored chunk nope"):
+        store.vectors(["nope"])
