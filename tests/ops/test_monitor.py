@@ -1,0 +1,154 @@
+"""The monitor and the reindex on a small real LanceDB index: coverage against a calibrated
+threshold, the error budget through the history, the webhook against a real local server, and
+a reindex / rollback round trip (the thousands-of-queries version is in test_drift_story)."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from recallwatch.bench.datasets import Dataset, synthetic
+from recallwatch.embedders.base import FINGERPRINT_META_KEY, Fingerprint
+from recallwatch.errors import EmbedderMismatchError, StoreError, UsageError
+from recallwatch.history import History
+from recallwatch.ops._lance_index import LanceIndex
+from recallwatch.ops.budget import BudgetPolicy
+from recallwatch.ops.calibrate import ThresholdCalibration, store_threshold
+from recallwatch.ops.monitor import post_webhook, recall_vs_exact, run_monitor
+from recallwatch.ops.probes import ProbeSet
+from recallwatch.ops.reindex import reindex, rollback
+from recallwatch.stores.base import Chunk
+from recallwatch.stores.lancedb import LanceStore
+
+FP = Fingerprint("toy", "1", 16, "a" * 64)
+
+
+def small_store(path: Path, *, indexed: bool = True) -> tuple[LanceStore, Dataset]:
+    data = synthetic(2000, 16, topics=8, queries=40, seed=1)
+    threshold = 1000 if indexed else 10**6
+    store = LanceStore.open(f"lancedb://{path}?table=t&index_type=IVF_PQ&nprobes=2"
+                            f"&refine_factor=2&index_threshold={threshold}")
+    store.upsert([Chunk(id=f"c{i:04d}", text="") for i in range(2000)], data.base)
+    store.set_meta(FINGERPRINT_META_KEY, FP.to_dict())
+    return store, data
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    received: list[dict[str, Any]] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            received.append({"path": self.path, "type": self.headers["Content-Type"],
+                             "json": json.loads(body)})
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:  # keep test output clean
+            pass
+
+    httpd = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/hook?token=s3cret", received
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_exact_store_has_recall_one_and_no_index(tmp_path: Path) -> None:
+    store, data = small_store(tmp_path / "s", indexed=False)
+    report = run_monitor(store, ProbeSet("p", "1", vectors=data.queries), k=10, floor=0.99)
+    assert report.recall == 1.0 and not report.alarm
+    assert report.index is None and report.drift is None
+    assert any("no ANN index" in n for n in report.notes)
+
+
+def test_coverage_uses_the_threshold_of_the_stores_embedder(tmp_path: Path) -> None:
+    store, data = small_store(tmp_path / "s", indexed=False)  # the live search is exact here
+    stored = np.asarray(data.base[:10], dtype=np.float32)  # top score 1.0: their own chunk
+    probes = ProbeSet("p", "1", vectors=np.vstack([stored, -stored]))
+    cal = ThresholdCalibration(0.999, "precision", 0.95, 1.0, 1.0, True, 1, 1, (),
+                               FP.to_dict())
+    store_threshold(store, cal)
+    report = run_monitor(store, probes, k=5, floor=0.0)
+    assert report.threshold == pytest.approx(0.999)
+    assert report.coverage == pytest.approx(0.5)
+    other = Fingerprint("other", "1", 16, "b" * 64)
+    store.set_meta(FINGERPRINT_META_KEY, other.to_dict())
+    with pytest.raises(EmbedderMismatchError, match="not portable across embedders"):
+        run_monitor(store, probes, k=5, floor=0.0)
+
+
+def test_recall_is_id_overlap_with_exact_search(tmp_path: Path) -> None:
+    store, data = small_store(tmp_path / "s")
+    recalls, seconds, counts = recall_vs_exact(store, data.queries, 10)
+    live = store.search(data.queries, 10)
+    exact = store.search(data.queries, 10, exact=True)
+    direct = [len(set(a.ids) & set(e.ids)) / 10 for a, e in zip(live, exact, strict=True)]
+    assert recalls == pytest.approx(direct)
+    assert (seconds > 0).all() and counts == [10] * len(data.queries)
+
+
+def test_budget_is_computed_over_this_stores_history(tmp_path: Path) -> None:
+    store, data = small_store(tmp_path / "s")
+    history = History(tmp_path / "h.db")
+    history.record_monitor_run("monitor", {"recall": 0.1}, store_uri="lancedb://elsewhere")
+    probes = ProbeSet("p", "1", vectors=data.queries)
+    policy = BudgetPolicy(target=1.0, slo=0.5, window_runs=4)
+    first = run_monitor(store, probes, floor=0.0, budget=policy, history=history)
+    assert first.recall < 1.0  # nprobes 2, refine 2: the live index misses some neighbours
+    assert first.budget is not None and (first.budget.runs, first.budget.bad) == (1, 1)
+    assert not first.budget.spent  # 1 bad of 2 allowed
+    second = run_monitor(store, probes, floor=0.0, budget=policy, history=history)
+    assert second.budget is not None and second.budget.bad == 2 and second.budget.spent
+    assert second.alarm and "SPENT" in second.alarms[0]
+    rows = [r for r in history.monitor_runs(kind="monitor") if r.store_uri == store.uri]
+    assert [r.status for r in rows] == ["alarm", "ok"]
+    assert rows[0].payload["budget"]["consumed"] == pytest.approx(1.0)
+
+
+def test_webhook_posts_json_to_a_local_server(server: tuple[str, list[dict[str, Any]]]) -> None:
+    url, received = server
+    assert post_webhook(url, {"alarm": True, "recall": 0.5}) == 204
+    assert received == [{"path": "/hook?token=s3cret", "type": "application/json",
+                         "json": {"alarm": True, "recall": 0.5}}]
+    with pytest.raises(UsageError, match="http:// or https://"):
+        post_webhook("ftp://x", {})
+    with pytest.raises(UsageError) as err:
+        post_webhook("http://127.0.0.1:9/hook?token=s3cret", {}, timeout=2)
+    assert "s3cret" not in str(err.value)
+
+
+def test_reindex_switches_and_rollback_restores(tmp_path: Path) -> None:
+    store, data = small_store(tmp_path / "s")
+    probes = ProbeSet("p", "1", vectors=data.queries)
+    lx = LanceIndex(store)
+    old = lx.state()
+    assert old is not None
+    result = reindex(store, probes, k=10, floor=0.0)
+    assert result.switched and int(result.version) > int(result.built_on_version)
+    new = lx.state()
+    assert new is not None and new.uuids != old.uuids and new.unindexed_rows == 0
+    # the switched index answers what the verified candidate answered
+    assert recall_vs_exact(store, data.queries, 10)[0].mean() == pytest.approx(
+        result.recall_candidate)
+    rollback(store)
+    assert lx.state() is not None and lx.state().uuids == old.uuids  # type: ignore[union-attr]
+    assert recall_vs_exact(store, data.queries, 10)[0].mean() == pytest.approx(
+        result.recall_before)
+    with pytest.raises(StoreError, match="no previous index"):
+        rollback(store)
+
+
+def test_reindex_needs_an_index_and_a_lance_store(tmp_path: Path) -> None:
+    store, data = small_store(tmp_path / "s", indexed=False)
+    with pytest.raises(UsageError, match="no vector index to rebuild"):
+        reindex(store, ProbeSet("p", "1", vectors=data.queries))
