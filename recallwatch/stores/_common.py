@@ -398,6 +398,8 @@ class VersionedStore(ABC):
         if not self._has_table():
             return [{} for _ in ids]
         wanted = sorted({i for row in ids for i in row})
+        if not wanted:
+            return [{} for _ in ids]
         rows, stored = self._fetch(self._table(), wanted)
         where = {str(r["id"]): n for n, r in enumerate(rows)}
         out: list[dict[str, float]] = []

@@ -113,6 +113,8 @@ class ChromaStore(VersionedStore):
                 for ids, dists in zip(found["ids"], found["distances"] or [], strict=True)]
 
     def _fetch(self, table: str, ids: Sequence[str]) -> tuple[list[Row], np.ndarray]:
+        if not ids:  # Chroma reads an empty id list as a mistake
+            return self._rows({"ids": [], "metadatas": []})
         got = self._collection(table).get(ids=list(ids), include=["metadatas", "embeddings"])
         return self._rows(got)
 

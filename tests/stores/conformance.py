@@ -146,6 +146,8 @@ def check_score_of(adapter: Adapter) -> None:
     ask = [[chunks[0].id, chunks[50].id, "missing"], [], [chunks[119].id]]
     got = store.score_of(queries, ask)
     assert got[1] == {} and set(got[0]) == {chunks[0].id, chunks[50].id}
+    assert store.score_of(queries[:2], [[], ["missing"]]) == [{}, {}]
+    assert store.score_of(queries[:1], [[]]) == [{}]  # nothing to look up at all
     for q, row in zip(queries, got, strict=True):
         for cid, score in row.items():
             v = vectors[int(cid[1:])]
