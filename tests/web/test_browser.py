@@ -53,6 +53,12 @@ def base_url(site: Site) -> Iterator[str]:
     sock.close()
 
 
+def expect(locator: Any) -> Any:
+    from playwright.sync_api import expect as _expect
+
+    return _expect(locator)
+
+
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
@@ -110,8 +116,9 @@ def test_click_into_a_run_and_a_query(watch: Watch, base_url: str, site: Site) -
     index = latest.queries.index(failing)
     page.locator("#query-table tr.failing a.qlink").first.click()
     details = page.locator(f"details#q-{index}")
-    assert details.get_attribute("open") is not None
-    assert details.locator("table.topk").is_visible()
+    # the drill-down is opened by the hashchange handler, after the click returns
+    expect(details).to_have_attribute("open", "")
+    expect(details.locator("table.topk")).to_be_visible()
     assert details.locator("code.qid").inner_text() == failing.id
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "dashboard-run-query.png"))
@@ -181,15 +188,18 @@ def test_report_file_opens_offline_and_inert(watch: Watch, site: Site,
     watch.context.route("**/*", lambda route: route.continue_()
                         if route.request.url.startswith("file:") else route.abort())
     watch.page.goto(path.as_uri())
-    watch.page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
     assert watch.page.locator("#verdict .verdict").inner_text() == run.verdict
     assert watch.page.locator("figure.chart svg").count() == 3
     assert [u for u in watch.requests if not u.startswith("file:")] == []
     # the table sorts and the drill-down links open in the file too
     watch.page.locator("#query-table th", has_text="quality").click()
     assert _visible_values(watch.page, 5) == sorted(q.quality for q in run.queries)
-    watch.page.locator("#query-table a.qlink").first.click()
-    assert watch.page.locator("details.query[open]").count() == len(run.queries)
+    link = watch.page.locator("#query-table a.qlink").first
+    target = link.get_attribute("href")
+    link.click()
+    expect(watch.page.locator(f"details{target}")).to_have_attribute("open", "")
+    expect(watch.page.locator("details.query[open]")).to_have_count(1)
+    watch.page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
     watch.page.screenshot(path=str(ARTIFACTS / "report.png"))
     watch.assert_clean()
 
