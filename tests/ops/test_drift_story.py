@@ -9,8 +9,10 @@ keep querying (zero errors, zero empty or partial answers); rollback puts the ol
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -72,13 +74,14 @@ def add_new_topics(d: Drifted, rng: np.random.Generator) -> None:
 
 
 def hammer(uri: str, queries: np.ndarray, stop: threading.Event, minimum: int,
-           out: dict[str, list[object]]) -> None:
+           out: dict[str, list[Any]]) -> None:
     """Query until told to stop and at least ``minimum`` queries ran; record every failure."""
     store = LanceStore.open(uri)
     rng = np.random.default_rng(threading.get_ident() % 2**32)
     done = 0
     while not stop.is_set() or done < minimum:
         q = queries[rng.integers(len(queries))]
+        start = time.monotonic()
         try:
             hits = store.search(q[None, :], K)[0]
         except Exception as exc:  # the assertion is that this never happens
@@ -87,7 +90,7 @@ def hammer(uri: str, queries: np.ndarray, stop: threading.Event, minimum: int,
             if len(hits.ids) != K or len(set(hits.ids)) != K:
                 out["partial"].append(len(hits.ids))
         done += 1
-        out["count"].append(1)
+        out["spans"].append((start, time.monotonic()))
 
 
 @pytest.mark.slow
@@ -116,22 +119,30 @@ def test_monitor_alarms_on_drift_and_reindex_restores_recall(drifted: Drifted,
     assert alarm.latency_ms["p99"] >= alarm.latency_ms["p50"] > 0
 
     # reindex while four threads keep querying
-    out: dict[str, list[object]] = {"errors": [], "partial": [], "count": []}
+    out: dict[str, list[Any]] = {"errors": [], "partial": [], "spans": []}
     stop = threading.Event()
     threads = [threading.Thread(target=hammer, args=(drifted.uri, mixed, stop, 500, out))
                for _ in range(4)]
     for t in threads:
         t.start()
     before_uuids = LanceIndex(store).state().uuids  # type: ignore[union-attr]
+    while len(out["spans"]) < 40:  # every thread is up and querying the old index
+        time.sleep(0.01)
+    began = time.monotonic()
     result = reindex(store, probes, k=K, floor=FLOOR, history=history)
+    ended = time.monotonic()
     stop.set()
     for t in threads:
         t.join()
     assert result.switched, result.reason
     assert result.recall_candidate >= FLOOR > result.recall_before
     assert LanceIndex(store).state().uuids != before_uuids  # type: ignore[union-attr]
-    assert len(out["count"]) >= 2000
+    spans = out["spans"]
+    assert len(spans) >= 2000
     assert out["errors"] == [] and out["partial"] == []
+    # queries ran against the old index, all through the build and switch, and on the new one
+    assert any(end < began for _, end in spans) and any(start > ended for start, _ in spans)
+    assert sum(1 for start, end in spans if start < ended and end > began) > 100
 
     restored = run_monitor(store, probes, k=K, floor=FLOOR, budget=budget, history=history)
     assert restored.recall >= FLOOR and not any("under the floor" in a for a in restored.alarms)
