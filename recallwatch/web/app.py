@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -30,6 +31,10 @@ __all__ = ["create_app"]
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 DEFAULT_LAST = 30
+
+
+def _run_url(run_id: str) -> str:
+    return f"/runs/{quote(run_id, safe='')}"
 
 
 def _headers() -> dict[str, str]:
@@ -77,8 +82,7 @@ def create_app(history: str | Path, *, bench: str | Path | None = None) -> Starl
         run_id = request.path_params["run_id"]
         with opened() as h:
             result = h.load(h.resolve(run_id))
-        base = f"/runs/{result.run_id}"
-        return page("run.html", "runs", run=run_view(result, link_base=base),
+        return page("run.html", "runs", run=run_view(result, link_base=_run_url(result.run_id)),
                     data=result.to_dict(),
                     title=f"recallwatch {result.verdict} — {result.run_id}")
 
@@ -86,7 +90,7 @@ def create_app(history: str | Path, *, bench: str | Path | None = None) -> Starl
         run_id, query_id = request.path_params["run_id"], request.path_params["query_id"]
         with opened() as h:
             result = h.load(h.resolve(run_id))
-        view = run_view(result, link_base=f"/runs/{result.run_id}")
+        view = run_view(result, link_base=_run_url(result.run_id))
         match = [v for v in view["queries"] if v["q"].id == query_id]
         if not match:
             raise UsageError(f"run {result.run_id} has no query {query_id!r}")

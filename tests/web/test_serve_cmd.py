@@ -102,3 +102,14 @@ def test_serve_for_real_until_interrupted(site: Site) -> None:
             proc.wait()
         if proc.stderr is not None:
             proc.stderr.close()
+
+
+def test_every_serve_option_is_documented() -> None:
+    import typer.main
+
+    docs = (ROOT / "docs" / "dashboard.md").read_text("utf-8")
+    command = typer.main.get_command(app).commands["serve"]  # type: ignore[attr-defined]
+    options = [opt for p in command.params for opt in p.opts if opt.startswith("--")]
+    assert options, "serve has no options?"
+    for opt in options:
+        assert f"`{opt}" in docs, f"serve {opt} is not in docs/dashboard.md"
