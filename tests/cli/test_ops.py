@@ -223,3 +223,22 @@ def test_calibrate_threshold_with_the_default_embedder_feeds_monitor_coverage(
     both = run("calibrate-threshold", str(golden), "--store", store, "--target-precision", "0.9",
                "--target-coverage", "0.9")
     assert both.exit_code == 2 and "at most one of" in both.stderr
+
+
+def test_every_ops_command_and_option_is_documented() -> None:
+    import typer
+
+    from recallwatch.cli import ops_cmd
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "operations.md").read_text("utf-8")
+    sub = typer.Typer(add_completion=False)
+    ops_cmd.register(sub)
+    group = typer.main.get_command(sub)
+    assert set(group.commands) == {"probes", "monitor", "reindex", "rollback",  # type: ignore[attr-defined]
+                                   "calibrate-threshold", "calibrate-noise", "groups"}
+    for name, cmd in group.commands.items():  # type: ignore[attr-defined]
+        assert f"recallwatch {name}" in docs, name
+        for param in cmd.params:
+            for opt in param.opts:
+                if opt.startswith("--"):
+                    assert opt in docs, f"{name} {opt} is not in docs/operations.md"
