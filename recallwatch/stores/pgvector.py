@@ -86,8 +86,10 @@ class PgVectorStore(VersionedStore):
                 .format(sql.Identifier(f"{name}__meta"))
             )
         except psycopg.Error as exc:
+            if hasattr(self, "_conn"):
+                self._conn.close()
             # libpq never echoes the password, but scrub it anyway: this text reaches logs.
-            message = str(exc).strip()
+            message = " ".join(str(exc).split())  # libpq's hint lines: one line for the user
             if secret and secret.value:
                 message = message.replace(secret.value, "***")
             raise StoreError(f"{shown}: cannot connect to PostgreSQL: {message}") from None

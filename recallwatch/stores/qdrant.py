@@ -48,15 +48,18 @@ class QdrantStore(VersionedStore):
         parsed = parse_store_uri(uri)
         shown = redact(uri)
         self.local = parsed.scheme == "qdrant+local"
+        if self.local:
+            path, _, name = parsed.path.rstrip("/").rpartition("/")
+            if not path:
+                raise UsageError(f"store URI {shown!r}: expected qdrant+local://PATH/COLLECTION")
+        else:
+            path, name = "", parsed.path.strip("/")
+        name = check_name(name, what="collection", uri=shown)  # before any client is opened
         try:
             if self.local:
-                path, _, name = parsed.path.rstrip("/").rpartition("/")
-                if not path:
-                    raise UsageError(f"store URI {shown!r}: expected qdrant+local://PATH/COLLECTION")
                 Path(path).mkdir(parents=True, exist_ok=True)
                 self._client = QdrantClient(path=path)
             else:
-                name = parsed.path.strip("/")
                 secret = resolve_secret(parsed, "api_key")
                 self._client = QdrantClient(
                     host=parsed.host or "localhost", port=parsed.port or 6333,
@@ -67,7 +70,6 @@ class QdrantStore(VersionedStore):
                 )
         except RuntimeError as exc:  # local storage already opened by another client
             raise StoreError(f"{shown}: cannot open Qdrant: {exc}") from None
-        name = check_name(name, what="collection", uri=shown)
         self._meta_collection = f"{name}__meta"
         try:
             if not self._client.collection_exists(self._meta_collection):
@@ -75,6 +77,7 @@ class QdrantStore(VersionedStore):
                     self._meta_collection,
                     vectors_config=qm.VectorParams(size=1, distance=qm.Distance.DOT))
         except Exception as exc:  # the client raises transport errors of several libraries
+            self._client.close()
             raise StoreError(f"{shown}: cannot reach Qdrant: {exc}") from None
         super().__init__(shown, name)
 

@@ -126,3 +126,23 @@ def test_credentials_file_lookup_order_and_bad_file(tmp_path: Path,
     with pytest.raises(InputError, match="expected a TOML credentials file") as err:
         resolve_secret(parse_store_uri("postgresql://x@other:1/kb"))
     assert "unterminated" not in str(err.value)  # the parser's excerpt could hold a secret
+
+
+def test_cli_reports_an_unreachable_store_in_one_line_without_the_password() -> None:
+    import socket
+
+    from typer.testing import CliRunner
+
+    from recallwatch.cli import app
+
+    golden = Path(__file__).resolve().parents[2] / "examples" / "kb" / "golden.yaml"
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    uri = f"postgresql://rw:Sup3r-S3cret@127.0.0.1:{port}/kb?table=chunks"
+    result = CliRunner().invoke(app, ["gate", str(golden), "--store", uri])
+    assert result.exit_code == 2, result.output
+    shown = f"postgresql://rw:***@127.0.0.1:{port}/kb?table=chunks"
+    assert result.output.startswith(f"Error: {shown}: cannot connect to PostgreSQL")
+    assert "Sup3r-S3cret" not in result.output
+    assert result.output.count("\n") == 1 and "Traceback" not in result.output
