@@ -231,14 +231,15 @@ def calibrate_threshold(
     from recallwatch.embedders.base import SPEC_META_KEY
     from recallwatch.errors import UsageError
     from recallwatch.formats.golden import load_golden
+    from recallwatch.ops.calibrate import Target, store_threshold
     from recallwatch.ops.calibrate import calibrate_threshold as run
-    from recallwatch.ops.calibrate import store_threshold
     from recallwatch.ops.probes import read_logged_queries
 
     if target_precision is not None and target_coverage is not None:
         raise UsageError("give at most one of --target-precision and --target-coverage")
-    target, value = (("coverage", target_coverage) if target_coverage is not None
-                     else ("precision", 0.95 if target_precision is None else target_precision))
+    target: Target = "coverage" if target_coverage is not None else "precision"
+    value = target_coverage if target_coverage is not None else (
+        0.95 if target_precision is None else target_precision)
     queries = [q.text for q in load_golden(golden).queries]
     negatives = None if unanswerable is None else read_logged_queries(unanswerable)
     vs = _open(store)
@@ -246,7 +247,7 @@ def calibrate_threshold(
         spec = embedder or vs.get_meta(SPEC_META_KEY)
         if not isinstance(spec, str):
             raise UsageError(f"{vs.uri} does not record its embedder: give --embedder")
-        cal = run(vs, embedder_from_spec(spec), queries, negatives, target=target,  # type: ignore[arg-type]
+        cal = run(vs, embedder_from_spec(spec), queries, negatives, target=target,
                   value=value, unanswerable_source=None if unanswerable is None
                   else str(unanswerable))
         if not dry_run:

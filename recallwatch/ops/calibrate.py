@@ -37,10 +37,13 @@ if TYPE_CHECKING:
 __all__ = [
     "THRESHOLD_META_KEY",
     "UNANSWERABLE_FILE",
+    "DomainNoise",
     "NoiseCalibration",
+    "Target",
     "ThresholdCalibration",
     "calibrate_noise",
     "calibrate_threshold",
+    "choose",
     "default_unanswerable",
     "read_threshold",
     "store_threshold",

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from recallwatch.errors import InputError, StoreError, UsageError
+from recallwatch.errors import InputError, NotInstalledError, StoreError, UsageError
 from recallwatch.ops.budget import BudgetPolicy, BudgetStatus, error_budget
 from recallwatch.ops.probes import ProbeSet
 
@@ -223,7 +223,10 @@ def _centroids(store: VectorStore, trained: np.ndarray, seed: int) -> tuple[np.n
         # An index folded by optimize() may report one merged partition: no structure to use.
         if engine is not None and len(engine) > 1:
             return engine, f"engine ({len(engine)})"
-    import faiss
+    try:
+        import faiss
+    except ImportError as exc:
+        raise NotInstalledError("faiss (k-means centroids for the drift signal)", "bench") from exc
 
     n = max(1, min(256, int(math.sqrt(len(trained))), len(trained) // 39))
     km = faiss.Kmeans(trained.shape[1], n, niter=20, seed=seed, spherical=True, verbose=False)
