@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -17,12 +18,15 @@ from recallwatch.report._plots import Chart, Series, lines, scatter
 
 __all__ = ["INDICATORS", "bench_view", "flatten", "monitor_view", "trends_view"]
 
-# The operations indicators the monitor page leads with, found by the words in a payload's field
-# names (the ops layer's records are free-form JSON): (title, words any of which a field name
-# contains, the better direction).
+# The chapter's dashboard groups the monitor page leads with (retrieval quality, latency,
+# throughput, coverage, index health), found by the words in a payload's field names (the ops
+# layer's records are free-form JSON): (title, words any of which a field name has, the better
+# direction).
 INDICATORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("recall vs exact", ("recall",), "higher"),
     ("p99 latency", ("p99",), "lower"),
+    ("throughput", ("qps",), "higher"),
+    ("coverage", ("coverage",), "higher"),
     ("error budget", ("budget",), "higher"),
     ("index age", ("age",), "lower"),
 )
@@ -110,6 +114,11 @@ def flatten(payload: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str,
             yield name, value
 
 
+def _words(name: str) -> list[str]:
+    """``error_budget.remaining`` → error, budget, remaining (so "age" is not found in "usage")."""
+    return re.split(r"[^a-z0-9]+", name.lower())
+
+
 def _numeric(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
@@ -129,7 +138,7 @@ def monitor_view(h: History) -> dict[str, Any]:
         for m in records:  # newest first: the latest record holding such a field
             for name, value in flatten(m.payload):
                 v = _numeric(value)
-                if v is not None and any(w in name.lower() for w in words):
+                if v is not None and not set(words).isdisjoint(_words(name)):
                     found = {"title": title, "field": name, "value": v, "kind": m.kind,
                              "at": m.created_at, "status": m.status, "better": better}
                     break

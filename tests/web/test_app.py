@@ -132,8 +132,8 @@ def test_monitor_indicators_and_records(client: TestClient) -> None:
     cards = {H.text(c.cssselect(".k")[0]).split(" · ")[0]: H.text(c.cssselect(".v")[0])
              for c in doc.cssselect(".indicators .card")}
     # the latest drift record (i = 5): recall 0.97 - 0.1, p99 14.5, budget 1/6, age 5
-    assert cards == {"recall vs exact": "0.87", "p99 latency": "14.5",
-                     "error budget": "0.1667", "index age": "5"}
+    assert cards == {"recall vs exact": "0.87", "p99 latency": "14.5", "throughput": "—",
+                     "coverage": "—", "error budget": "0.1667", "index age": "5"}
     assert len(doc.cssselect("table.monitor-records tbody tr")) == 6
     assert "latency.p99_ms" in [H.text(f) for f in doc.cssselect("figcaption")]
 
@@ -184,3 +184,14 @@ def test_missing_or_foreign_history_refused(tmp_path: Path) -> None:
     (tmp_path / "junk.db").write_bytes(b"not a database at all" * 100)
     with pytest.raises(HistoryError, match="cannot open the run history"):
         create_app(tmp_path / "junk.db")
+
+
+def test_indicators_match_whole_words(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    with History(db) as h:
+        h.record_monitor_run("load", {"memory_usage_mb": 512, "qps@8": 900.0, "coverage": 0.97})
+    doc = get(TestClient(create_app(db)), "/monitor")
+    cards = {H.text(c.cssselect(".k")[0]).split(" · ")[0]: H.text(c.cssselect(".v")[0])
+             for c in doc.cssselect(".indicators .card")}
+    assert cards["index age"] == "—"  # "usage" is not "age"
+    assert cards["throughput"] == "900" and cards["coverage"] == "0.97"
