@@ -195,3 +195,19 @@ def test_indicators_match_whole_words(tmp_path: Path) -> None:
              for c in doc.cssselect(".indicators .card")}
     assert cards["index age"] == "—"  # "usage" is not "age"
     assert cards["throughput"] == "900" and cards["coverage"] == "0.97"
+
+
+def test_history_needing_a_migration_is_refused_not_migrated(tmp_path: Path) -> None:
+    import sqlite3
+
+    db = tmp_path / "old.db"
+    History(db).close()
+    conn = sqlite3.connect(db)  # make it look one migration behind
+    with conn:
+        conn.execute("DELETE FROM schema_migrations WHERE version = "
+                     "(SELECT MAX(version) FROM schema_migrations)")
+    conn.close()
+    before = db.read_bytes()
+    with pytest.raises(HistoryError, match="open it once with a writing command"):
+        create_app(db)
+    assert db.read_bytes() == before
