@@ -30,11 +30,13 @@ from recallwatch.stores.lancedb import LanceStore
 FP = Fingerprint("toy", "1", 16, "a" * 64)
 
 
-def small_store(path: Path, *, indexed: bool = True) -> tuple[LanceStore, Dataset]:
+def small_store(path: Path, *, indexed: bool = True, index_type: str = "IVF_PQ"
+                ) -> tuple[LanceStore, Dataset]:
     data = synthetic(2000, 16, topics=8, queries=40, seed=1)
     threshold = 1000 if indexed else 10**6
-    store = LanceStore.open(f"lancedb://{path}?table=t&index_type=IVF_PQ&nprobes=2"
-                            f"&refine_factor=2&index_threshold={threshold}")
+    tuning = "&nprobes=2&refine_factor=2" if index_type == "IVF_PQ" else ""
+    store = LanceStore.open(f"lancedb://{path}?table=t&index_type={index_type}{tuning}"
+                            f"&index_threshold={threshold}")
     store.upsert([Chunk(id=f"c{i:04d}", text="") for i in range(2000)], data.base)
     store.set_meta(FINGERPRINT_META_KEY, FP.to_dict())
     return store, data
@@ -127,8 +129,9 @@ def test_webhook_posts_json_to_a_local_server(server: tuple[str, list[dict[str, 
     assert "s3cret" not in str(err.value)
 
 
-def test_reindex_switches_and_rollback_restores(tmp_path: Path) -> None:
-    store, data = small_store(tmp_path / "s")
+@pytest.mark.parametrize("index_type", ["IVF_PQ", "IVF_HNSW_SQ"])
+def test_reindex_switches_and_rollback_restores(tmp_path: Path, index_type: str) -> None:
+    store, data = small_store(tmp_path / "s", index_type=index_type)
     probes = ProbeSet("p", "1", vectors=data.queries)
     lx = LanceIndex(store)
     old = lx.state()
@@ -146,6 +149,22 @@ def test_reindex_switches_and_rollback_restores(tmp_path: Path) -> None:
         result.recall_before)
     with pytest.raises(StoreError, match="no previous index"):
         rollback(store)
+
+
+def test_rows_written_between_build_and_switch_stay_searchable(tmp_path: Path) -> None:
+    store, data = small_store(tmp_path / "s")
+    lx = LanceIndex(store)
+    built_on, staged, candidate = lx.stage()
+    candidate.close()
+    late = np.asarray(-data.base[:5], dtype=np.float32)  # new rows, far from everything else
+    store.upsert([Chunk(id=f"late{i}", text="") for i in range(5)], late)
+    assert int(store.current_version()) > built_on
+    lx.publish(staged)
+    state = lx.state()
+    assert state is not None and state.unindexed_rows == 5  # not in the new index: scanned exactly
+    assert store.count() == 2005
+    hits = store.search(late, 1)
+    assert [h.ids[0] for h in hits] == [f"late{i}" for i in range(5)]
 
 
 def test_reindex_needs_an_index_and_a_lance_store(tmp_path: Path) -> None:
