@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from recallwatch.errors import InputError
+from recallwatch.formats._arrow import to_numpy
 
 __all__ = [
     "TrecKind",
@@ -139,7 +140,7 @@ def _read(path: str | PathLike[str], kind: TrecKind) -> TrecTable:
         raise _locate_error(data, source, layout) or InputError(
             source=source, expected=f"lines '{layout.example}'", found="<an empty field>"
         )
-    values = raw.to_numpy(zero_copy_only=False)
+    values = to_numpy(raw)
     if kind == "run" and not np.isfinite(values).all():
         row = int(np.flatnonzero(~np.isfinite(values))[0])
         raise InputError(

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from recallwatch.errors import InputError
+from recallwatch.formats._arrow import strings, to_numpy
 from recallwatch.formats import trec
 
 __all__ = ["Qrels", "Run"]
@@ -27,7 +28,7 @@ Array = np.ndarray[Any, Any]
 def _encode(strings: pa.Array) -> tuple[Array, pa.Array]:
     """Integer codes (in order of first appearance) and the distinct values."""
     encoded = pc.dictionary_encode(strings)
-    return encoded.indices.to_numpy(zero_copy_only=False), encoded.dictionary
+    return to_numpy(encoded.indices), encoded.dictionary
 
 
 class _Entries:
@@ -131,17 +132,24 @@ class Qrels(_Entries):
         return cls(qids, docids, _integers(values, relevance))
 
     @cached_property
+    def _query_order(self) -> pa.Array:
+        return pc.sort_indices(self.query_dictionary)
+
+    @cached_property
+    def sorted_query_dictionary(self) -> pa.Array:
+        """The judged query ids in byte order: the queries an evaluation scores."""
+        return self.query_dictionary.take(self._query_order)
+
+    @property
     def query_names(self) -> list[str]:
-        """The judged query ids, sorted: the queries an evaluation scores."""
-        return sorted(self.query_dictionary.to_pylist())
+        names: list[str] = self.sorted_query_dictionary.to_pylist()
+        return names
 
     @cached_property
     def query_index(self) -> Array:
         """Position of each judgment's query in :attr:`query_names`."""
-        rank = np.empty(len(self.query_dictionary), dtype=np.int64)
-        rank[np.argsort(np.array(self.query_dictionary.to_pylist(), dtype=object))] = np.arange(
-            len(rank)
-        )
+        rank = np.empty(len(self._query_order), dtype=np.int64)
+        rank[to_numpy(self._query_order)] = np.arange(len(rank))
         return rank[self.query_codes]
 
     @cached_property
@@ -185,8 +193,10 @@ class Run(_Entries):
         no re-sorting by score or id. Scores are set to n, n-1, ..., 1 so a TREC file written
         from this run ranks the same."""
         lengths = [len(docs) for docs in ranked.values()]
-        qids = pa.array(np.repeat(np.array(list(ranked), dtype=object), lengths), pa.string())
-        docids = pa.array([d for docs in ranked.values() for d in docs], pa.string())
+        qids = _strings(
+            [q for q, n in zip(ranked, lengths, strict=True) for _ in range(n)], "query id"
+        )
+        docids = _strings([d for docs in ranked.values() for d in docs], "doc id")
         scores = np.concatenate(
             [np.arange(n, 0, -1, dtype=np.float64) for n in lengths] or [np.empty(0)]
         )
@@ -203,7 +213,7 @@ class Run(_Entries):
     @cached_property
     def doc_order(self) -> Array:
         """Byte-order rank of each distinct document id (the trec_eval tie-break)."""
-        order = pc.sort_indices(self.doc_dictionary).to_numpy()
+        order = to_numpy(pc.sort_indices(self.doc_dictionary))
         rank = np.empty(len(order), dtype=np.int64)
         rank[order] = np.arange(len(order))
         return rank
@@ -211,7 +221,7 @@ class Run(_Entries):
 
 def _flatten(nested: Mapping[str, Mapping[str, Any]]) -> tuple[pa.Array, pa.Array, list[Any]]:
     lengths = [len(docs) for docs in nested.values()]
-    qids = pa.array(np.repeat(np.array(list(nested), dtype=object), lengths), pa.string())
+    qids = _strings([q for q, n in zip(nested, lengths, strict=True) for _ in range(n)], "query id")
     docids: list[Any] = []
     values: list[Any] = []
     for docs in nested.values():
@@ -222,8 +232,8 @@ def _flatten(nested: Mapping[str, Mapping[str, Any]]) -> tuple[pa.Array, pa.Arra
 
 def _strings(values: list[Any], what: str) -> pa.Array:
     try:
-        return pa.array(values, pa.string())
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return strings(values)
+    except TypeError:
         bad = next(v for v in values if not isinstance(v, str))
         raise InputError(field=what, expected="a string", found=bad) from None
 
@@ -275,4 +285,4 @@ def _columns(frame: Any, *names: str) -> tuple[pa.Array, pa.Array, Array]:
     qid, docid = (pc.cast(c, pa.string()) if c.type != pa.string() else c for c in (qid, docid))
     if value.null_count:
         raise InputError(field=names[2], expected="a number", found="<a missing value>")
-    return qid, docid, value.to_numpy(zero_copy_only=False)
+    return qid, docid, to_numpy(value)

@@ -18,6 +18,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from recallwatch.formats._arrow import to_numpy
+
 if TYPE_CHECKING:
     from recallwatch.metrics._data import Qrels, Run
     from recallwatch.metrics._measure import Dcg
@@ -154,8 +156,9 @@ def rank_run(qrels: Qrels, run: Run) -> Joined:
     names = qrels.query_names
     n_queries = len(names)
     # run query code -> evaluated query index (-1: not judged)
-    run_to_eval = _index_in(run.query_dictionary, names)
-    not_judged = sorted(run.query_dictionary.filter(pa.array(run_to_eval < 0)).to_pylist())
+    run_to_eval = _index_in(run.query_dictionary, qrels.sorted_query_dictionary)
+    run_names = run.query_dictionary.to_pylist()
+    not_judged = sorted(run_names[i] for i in np.flatnonzero(run_to_eval < 0))
     present = np.zeros(n_queries, dtype=bool)
     present[run_to_eval[run_to_eval >= 0]] = True
     missing = [names[i] for i in np.flatnonzero(~present)]
@@ -189,12 +192,10 @@ def rank_run(qrels: Qrels, run: Run) -> Joined:
     return Joined(ranking, names, missing, not_judged)
 
 
-def _index_in(values: pa.Array, value_set: pa.Array | list[str]) -> Array:
+def _index_in(values: pa.Array, value_set: pa.Array) -> Array:
     """Position of each of ``values`` in ``value_set``, -1 where absent (one hash pass)."""
-    if isinstance(value_set, list):
-        value_set = pa.array(value_set, pa.string())
     found = pc.index_in(values, value_set=value_set)
-    out: Array = found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    out: Array = to_numpy(found, fill=-1).astype(np.int64)
     return out
 
 
@@ -230,9 +231,7 @@ def _rank_order(run: Run, qidx: Array, scores: Array, doc: Array, n_present: int
             ties = np.flatnonzero(same & (behind == ahead))
             if len(ties) == 0:
                 return None
-            names = run.doc_dictionary
-            first = names.take(pa.array(doc[ties]))
-            second = names.take(pa.array(doc[ties + 1]))
-            if pc.all(pc.greater(first, second)).as_py():
+            order = run.doc_order  # only now: it sorts the distinct document ids
+            if (order[doc[ties]] > order[doc[ties + 1]]).all():
                 return None
     return np.lexsort((-run.doc_order[doc], -scores, qidx))

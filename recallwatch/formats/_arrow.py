@@ -1,0 +1,54 @@
+"""Arrow helpers shared by the readers and the metrics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+__all__ = ["strings", "to_numpy"]
+
+
+def to_numpy(array: pa.Array | pa.ChunkedArray, fill: Any = None) -> np.ndarray[Any, Any]:
+    """The values of a primitive Arrow array as numpy, nulls replaced by ``fill``.
+
+    ``pa.Array.to_numpy`` and ``fill_null`` import pandas (about a second) on first use; reading
+    the buffers directly does not.
+    """
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    dtype = np.dtype(array.type.to_pandas_dtype())
+    validity, buffer = array.buffers()[:2]
+    if buffer is None:
+        return np.empty(0, dtype=dtype)
+    n, offset = len(array), array.offset
+    values = np.frombuffer(buffer, dtype=dtype, count=n, offset=offset * dtype.itemsize)
+    if array.null_count:
+        if fill is None:
+            raise ValueError("to_numpy: the array has nulls and no fill value was given")
+        bits = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")
+        values = np.where(bits[offset : offset + n].astype(bool), values, fill)
+    return values
+
+
+def strings(values: list[Any]) -> pa.Array:
+    """An Arrow string array from a list of ``str``, built from buffers.
+
+    ``pa.array`` would import pandas (about a second) to rule out pandas input. Raises TypeError
+    when an element is not a ``str``.
+    """
+    text = "".join(values)  # TypeError on a non-str element
+    data = text.encode("utf-8")
+    if len(data) == len(text):  # ASCII: one byte per character
+        lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
+    else:
+        lengths = np.fromiter(
+            (len(v.encode("utf-8")) for v in values), dtype=np.int64, count=len(values)
+        )
+    wide = len(data) >= 2**31
+    offsets = np.zeros(len(values) + 1, dtype=np.int64 if wide else np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    kind = pa.LargeStringArray if wide else pa.StringArray
+    array = kind.from_buffers(len(values), pa.py_buffer(offsets), pa.py_buffer(data))
+    return array.cast(pa.string()) if wide else array
