@@ -358,19 +358,33 @@ class VersionedStore(ABC):
             if chunk.id in seen:
                 raise InputError("duplicate chunk id in one upsert", record=chunk.id, field="id")
             seen.add(chunk.id)
+        # Read what is stored first: a chunk whose fields and vector direction are unchanged is
+        # not rewritten (re-running an ingestion writes nothing, creates no version, and leaves
+        # ANN indexes alone), and a changed vector with the same content hash keeps the version
+        # it was first ingested in, so ids_since() lists only what really changed.
+        self._reload_state()
+        old_rows, old_vectors = (self._fetch(self._table(), [c.id for c in chunks])
+                                 if self._has_table() and self._pinned is None else ([], None))
+        old = {str(r["id"]): (r, old_vectors[n]) for n, r in enumerate(old_rows)
+               if old_vectors is not None}
+        keep = []
+        for n, chunk in enumerate(chunks):
+            stored = old.get(chunk.id)
+            if stored is None or chunk_from_row(stored[0]) != chunk or not np.allclose(
+                    cosine_scores(arr[n:n + 1], stored[1][None, :]), 1.0, rtol=0, atol=1e-6):
+                keep.append(n)
+        if not keep and self._pinned is None:
+            return
         table = self._writable(arr.shape[1])
         version = self._version()
-        # Unchanged content keeps the version it was first ingested in, so ids_since() lists
-        # only what really changed and re-running an ingestion is a no-op for it.
-        old, _ = self._fetch(table, [c.id for c in chunks])
-        kept = {str(r["id"]): int(r["ingested_version"]) for r in old
-                if r.get("content_hash")}
-        hashes = {str(r["id"]): r.get("content_hash") for r in old}
         rows = []
-        for chunk in chunks:
-            same = chunk.content_hash and hashes.get(chunk.id) == chunk.content_hash
-            rows.append(row_from_chunk(chunk, kept[chunk.id] if same else version))
-        self._write(table, rows, arr)
+        for n in keep:
+            chunk, stored = chunks[n], old.get(chunks[n].id)
+            same = stored is not None and chunk.content_hash and (
+                stored[0].get("content_hash") == chunk.content_hash)
+            rows.append(row_from_chunk(
+                chunk, int(stored[0]["ingested_version"]) if stored and same else version))
+        self._write(table, rows, arr[keep])
 
     @_guarded
     def delete(self, ids: Sequence[str]) -> None:

@@ -39,6 +39,8 @@ IndexKind = Literal["hnsw", "ivfflat", "none"]
 _COLUMNS = ("id", "text", "content", "doc_id", "domain", "label", "facets", "valid_from",
             "valid_to", "kind", "description", "content_hash", "ingested_version")
 _SELECT = sql.SQL(", ").join(sql.Identifier(c) for c in _COLUMNS)
+# A write of at least this many rows drops the ANN index (rebuilt in bulk when next needed).
+_BULK_ROWS = 1000
 
 
 def _int_param(uri: Any, name: str, default: int) -> int:
@@ -137,13 +139,18 @@ class PgVectorStore(VersionedStore):
         ).format(sql.Identifier(table), sql.Literal(dim)))
         self._sql(sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} (doc_id)").format(
             sql.Identifier(f"{table}_doc"), sql.Identifier(table)))
-        if self.index == "hnsw":
-            # HNSW builds incrementally, so it can exist before the first row.
+        # The ANN index is built later, in bulk (see _ensure_index).
+
+    def _ensure_index(self, table: str) -> None:
+        """Build the ANN index if it is missing: before the first ANN query and before a version
+        becomes production. Inserting into HNSW row by row cost ~10 ms a row (384-d, measured),
+        so large writes drop the index and it is rebuilt here in one bulk pass (for IVFFlat, this
+        also trains the centroids on the data actually present)."""
+        if self.index != "none" and not self._has_ann_index(table):
             self.build_index(table)
 
     def build_index(self, table: str | None = None) -> None:
-        """(Re)build the ANN index of a version: after ingestion for IVFFlat, whose centroids
-        are trained on the rows present when it is built (a reindex retrains them)."""
+        """(Re)build the ANN index of a version now (a reindex: IVFFlat centroids retrained)."""
         table = table or self._table()
         name = sql.Identifier(f"{table}_ann")
         if self.index == "none":
@@ -171,8 +178,7 @@ class PgVectorStore(VersionedStore):
 
     def _copy_table(self, src: str, dst: str, dim: int) -> None:
         with self._tx():
-            self._sql(sql.SQL("CREATE TABLE {} (LIKE {} INCLUDING ALL)").format(
-                sql.Identifier(dst), sql.Identifier(src)))
+            self._create_table(dst, dim)
             self._sql(sql.SQL("INSERT INTO {} SELECT * FROM {}").format(
                 sql.Identifier(dst), sql.Identifier(src)))
 
@@ -192,9 +198,10 @@ class PgVectorStore(VersionedStore):
             for r, v in zip(rows, vectors, strict=True)
         ]
         with self._tx(), self._conn.cursor() as cur:
+            if len(rows) >= _BULK_ROWS:
+                cur.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(
+                    sql.Identifier(f"{table}_ann")))
             cur.executemany(query, params)
-        if self.index == "ivfflat" and not self._has_ann_index(table):
-            self.build_index(table)
 
     def _remove(self, table: str, ids: Sequence[str]) -> None:
         self._sql(sql.SQL("DELETE FROM {} WHERE id = ANY(%s)").format(
@@ -219,6 +226,8 @@ class PgVectorStore(VersionedStore):
                 "SELECT id, 1 - (embedding <=> %s) FROM {}{} ORDER BY embedding <=> %s LIMIT {}"
             ).format(sql.Identifier(table), where, sql.Literal(k))
         out = []
+        if not exact:
+            self._ensure_index(table)
         with self._tx(), self._conn.cursor() as cur:
             if not exact:
                 # HNSW returns at most ef_search rows: widen it when the caller asks deeper.
@@ -263,7 +272,8 @@ class PgVectorStore(VersionedStore):
 
     def _switch_production(self, table: str) -> None:
         # Runs inside the same transaction as the pointer write: readers of the view see the old
-        # version or the new one, never a mix.
+        # version or the new one, never a mix, and never a version without its ANN index.
+        self._ensure_index(table)
         self._sql(sql.SQL("CREATE OR REPLACE VIEW {} AS SELECT * FROM {}").format(
             sql.Identifier(self.name), sql.Identifier(table)))
 

@@ -101,3 +101,21 @@ def test_vectors_and_content_hashes(adapter: Adapter) -> None:
     np.testing.assert_allclose(cos, 1.0, atol=1e-5)  # same direction (Qdrant normalises)
     with pytest.raises(StoreError, match="no stored chunk nope"):
         store.vectors(["nope"])
+
+
+@pytest.mark.parametrize("adapter", [a for a in ADAPTERS if a != "lancedb"], indirect=True)
+def test_reingesting_unchanged_chunks_writes_nothing(adapter: Adapter) -> None:
+    from .conformance import corpus
+
+    store = adapter.open()
+    chunks, vectors = corpus(30)
+    store.upsert(chunks, vectors)
+    v1 = store.current_version()
+    store.promote(v1)
+    store.upsert(chunks, vectors * 3.0)  # same fields, same direction: nothing to write
+    assert store.current_version() == v1 and [v.version for v in store.versions()] == [v1]
+    moved = vectors[:2] + 1.0  # a new vector, same content hash: written, version kept
+    store.upsert(chunks[:2], moved)
+    assert store.current_version() != v1
+    assert store.ids_since(v1) == []
+    assert store.score_of(moved[:1], [[chunks[0].id]])[0][chunks[0].id] == pytest.approx(1.0)

@@ -106,12 +106,12 @@ def test_ivfflat_index_is_built_and_exact_search_still_exact(
     store = _store(postgres_server, "index=ivfflat&lists=20&probes=2")
     chunks, vectors = _data(2000, 16)
     store.upsert(chunks, vectors)
-    assert store._has_ann_index(store._table())
     queries = np.random.default_rng(4).normal(size=(10, 16)).astype(np.float32)
     truth = brute_force(chunks, vectors, queries, 5)
     assert [h.ids for h in store.search(queries, 5, exact=True)] == [ids for ids, _ in truth]
     ann = store.search(queries, 5)
     assert all(len(h.ids) == 5 for h in ann)
+    assert store._has_ann_index(store._table())  # trained on the 2,000 rows present
     store.build_index()  # a reindex retrains the centroids in place
     assert store._has_ann_index(store._table())
 
@@ -157,3 +157,20 @@ def test_a_lost_connection_is_a_store_error(postgres_server: PostgresServer) -> 
     with pytest.raises(StoreError, match=r"count failed: .*(terminat|closed|connection)"):
         store.count()
     assert _store(postgres_server).count() == 0  # a fresh open works again
+
+
+@pytest.mark.usefixtures("pg_env")
+def test_large_writes_defer_the_index_to_one_bulk_build(postgres_server: PostgresServer) -> None:
+    store = _store(postgres_server)
+    chunks, vectors = _data(1500, 8)
+    store.upsert(chunks[:1200], vectors[:1200])  # bulk: no row-by-row HNSW inserts
+    table = store._table()
+    assert not store._has_ann_index(table)
+    store.search(vectors[:1], 5)  # the first ANN query builds it once
+    assert store._has_ann_index(table)
+    store.upsert(chunks[1200:], vectors[1200:])  # a small write maintains it in place
+    assert store._has_ann_index(table)
+    store.upsert(chunks[:1200], vectors[:1200] + 1)  # a large rewrite drops it again
+    assert not store._has_ann_index(table)
+    store.promote(store.current_version())  # production is never served without its index
+    assert store._has_ann_index(table)
