@@ -274,6 +274,10 @@ class VersionedStore(ABC):
         for start in range(0, len(rows), 1000):
             self._write(dst, rows[start:start + 1000], vectors[start:start + 1000])
 
+    def _narrow_scan(self, table: str, columns: Sequence[str]) -> list[Row]:
+        """Only these columns of every row; engines that can skip the vectors override this."""
+        return self._scan(table, None)[0]
+
     def _switch_production(self, table: str) -> None:  # noqa: B027 - optional hook
         """Point the engine's alias ``<name>`` at ``table`` atomically (no-op without aliases)."""
 
@@ -502,7 +506,7 @@ class VersionedStore(ABC):
         number = self._parse_version(version)
         if not self._has_table():
             return []
-        rows, _ = self._scan(self._table(), None)
+        rows = self._narrow_scan(self._table(), ("id", "ingested_version"))
         return sorted(str(r["id"]) for r in rows if int(r["ingested_version"]) > number)
 
     @_guarded
@@ -525,7 +529,7 @@ class VersionedStore(ABC):
         self._reload_state()
         if not self._has_table():
             return {}
-        rows, _ = self._scan(self._table(), None)
+        rows = self._narrow_scan(self._table(), ("id", "content_hash"))
         return {str(r["id"]): str(r.get("content_hash") or "") for r in rows}
 
     @_guarded

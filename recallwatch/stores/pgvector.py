@@ -254,6 +254,12 @@ class PgVectorStore(VersionedStore):
             "SELECT {}, embedding FROM {} WHERE doc_id = ANY(%s) ORDER BY id").format(
             _SELECT, sql.Identifier(table)), [list(doc_ids)])
 
+    def _narrow_scan(self, table: str, columns: Sequence[str]) -> list[Row]:
+        names = [c for c in columns if c in _COLUMNS]
+        found = self._sql(sql.SQL("SELECT {} FROM {}").format(
+            sql.SQL(", ").join(sql.Identifier(c) for c in names), sql.Identifier(table)))
+        return [dict(zip(names, r, strict=True)) for r in found]
+
     def _count(self, table: str) -> int:
         rows = self._sql(sql.SQL("SELECT count(*) FROM {}").format(
             sql.Identifier(table)))
