@@ -22,6 +22,7 @@ from recallwatch.stores._uri import parse_store_uri, redact
 
 try:
     import chromadb
+    from chromadb.config import Settings
     from chromadb.errors import ChromaError
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise NotInstalledError(f"the Chroma adapter ({exc.name})", "chroma") from exc
@@ -57,7 +58,10 @@ class ChromaStore(VersionedStore):
             raise StoreError(f"store URI {shown!r}: expected chroma://PATH?collection=NAME")
         try:
             Path(parsed.path).mkdir(parents=True, exist_ok=True)
-            self._client = chromadb.PersistentClient(path=str(Path(parsed.path).resolve()))
+            # Telemetry off: recallwatch never talks to the network on its own.
+            self._client = chromadb.PersistentClient(
+                path=str(Path(parsed.path).resolve()),
+                settings=Settings(anonymized_telemetry=False))
             self._metas = self._client.get_or_create_collection(f"{name}__meta")
         except (ChromaError, OSError) as exc:
             raise StoreError(f"{shown}: cannot open Chroma: {exc}") from None
