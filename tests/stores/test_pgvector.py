@@ -127,7 +127,9 @@ def test_the_bare_table_name_is_a_view_of_production(postgres_server: PostgresSe
     v2 = store.current_version()
 
     def served() -> int:
-        return int(store._conn.execute(f'SELECT count(*) FROM "{store.name}"').fetchone()[0])
+        row = store._conn.execute(f'SELECT count(*) FROM "{store.name}"').fetchone()
+        assert row is not None
+        return int(row[0])
 
     assert served() == 20
     store.promote(v2)
