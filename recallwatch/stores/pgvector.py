@@ -83,6 +83,11 @@ class PgVectorStore(VersionedStore):
             )
             self._conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
             register_vector(self._conn)
+            found = self._conn.execute(
+                "SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+            # Iterative index scans arrived in pgvector 0.8; older servers reject the setting.
+            version = tuple(int(p) for p in str(found[0] if found else "0").split(".")[:2])
+            self.iterative_scan = version >= (0, 8)
             self._conn.execute(
                 sql.SQL("CREATE TABLE IF NOT EXISTS {} (key text PRIMARY KEY, value jsonb)")
                 .format(sql.Identifier(f"{name}__meta"))
@@ -232,10 +237,11 @@ class PgVectorStore(VersionedStore):
             if not exact:
                 # HNSW returns at most ef_search rows: widen it when the caller asks deeper.
                 cur.execute("SELECT set_config('hnsw.ef_search', %s, true),"
-                            " set_config('hnsw.iterative_scan', 'strict_order', true),"
-                            " set_config('ivfflat.probes', %s, true),"
-                            " set_config('ivfflat.iterative_scan', 'relaxed_order', true)",
+                            " set_config('ivfflat.probes', %s, true)",
                             [str(max(self.ef_search, k)), str(self.probes)])
+                if self.iterative_scan:
+                    cur.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', true),"
+                                " set_config('ivfflat.iterative_scan', 'relaxed_order', true)")
             for q in vectors:
                 cur.execute(query, [q, *params, q], prepare=False if exact else None)
                 found = cur.fetchall()
