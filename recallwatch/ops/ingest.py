@@ -212,6 +212,9 @@ def ingest(
             store.delete(report.deleted)
             t_write += time.perf_counter() - t0
 
+    seal = getattr(store, "seal", None)  # versioned adapters: one completed ingestion, one version
+    if callable(seal) and (todo or report.deleted):
+        seal()
     report.version = store.current_version()
     report.finished_at = _now()
     report.seconds = {"read": t_read, "embed": t_embed, "write": t_write,

@@ -533,6 +533,17 @@ class VersionedStore(ABC):
         return {str(r["id"]): str(r.get("content_hash") or "") for r in rows}
 
     @_guarded
+    def seal(self) -> None:
+        """Close the current version to writes: the next write continues in a copy. An ingestion
+        seals when it completes, so a version is what one ingestion left, as with LanceDB, and a
+        version a gate examined is never modified in place."""
+        self._reload_state()
+        cur = int(self._state["current"])
+        if str(cur) in self._state["created"] and cur not in self._state["sealed"]:
+            self._state["sealed"].append(cur)
+            self._save_state()
+
+    @_guarded
     def new_version(self) -> str:
         """Seal the current version and continue in a copy of it (a reindex builds there)."""
         self._reload_state()
