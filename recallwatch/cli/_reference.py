@@ -1,6 +1,6 @@
 """The command reference (docs/cli-reference.md), generated from the commands themselves, so it
-cannot say what the code does not do. ``python -m recallwatch.cli._reference > docs/cli-reference.md``
-regenerates it; a test fails when the committed file drifts."""
+cannot say what the code does not do. Regenerate it with
+``python -m recallwatch.cli._reference > docs/cli-reference.md``; a test fails when it drifts."""
 
 from __future__ import annotations
 
@@ -43,7 +43,8 @@ def cli_reference() -> str:
 
     root = typer.main.get_command(app)
     out = ["# Command reference", "",
-           "Generated from the code by `python -m recallwatch.cli._reference`; do not edit by hand.",
+           "Generated from the code by `python -m recallwatch.cli._reference`; "
+           "do not edit by hand.",
            "Exit codes everywhere: 0 success (ACCEPT), 1 STOP / refusal / alarm, 2 usage or input "
            "error, 3 internal error.", ""]
     for name, cmd in root.commands.items():  # type: ignore[attr-defined]
