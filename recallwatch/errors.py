@@ -1,15 +1,16 @@
 """Every exception recallwatch raises, under one base class.
 
-    RecallwatchError                      anything recallwatch reports to a user (CLI exit code 2)
-     ├── InputError (ValueError)          a bad file, record or value: where, what was expected, what was found
-     │    └── DatasetError                the golden set names chunks the store does not hold
-     ├── UsageError (ValueError)          options that contradict each other or name unknown things
-     ├── NotInstalledError (ImportError)  an optional extra is missing; the message names the pip command
-     ├── EmbedderMismatchError            an index is queried with another embedder than built it
-     ├── EmbedderError                    an embedding model or endpoint failed or returned bad vectors
-     ├── StoreError                       a vector store failed or refused an operation
-     ├── HistoryError                     the run history cannot be read or written
-     └── Interrupted                      a run was stopped before it completed; nothing was recorded
+    RecallwatchError                  anything reported to a user (CLI exit code 2)
+     ├── InputError (ValueError)      a bad file, record or value: where, expected, found
+     │    └── DatasetError            the golden set names chunks the store does not hold
+     ├── UsageError (ValueError)      options that contradict each other or unknown names
+     ├── NotInstalledError            an optional extra is missing (ImportError; names the pip
+     │                                command)
+     ├── EmbedderMismatchError        an index is queried with another embedder than built it
+     ├── EmbedderError                an embedding model or endpoint failed or gave bad vectors
+     ├── StoreError                   a vector store failed or refused an operation
+     ├── HistoryError                 the run history cannot be read or written
+     └── Interrupted                  a run stopped before it completed; nothing was recorded
 
 The library raises these; only the CLI turns them into ``Error: …`` and an exit code.
 """
