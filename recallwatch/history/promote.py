@@ -9,6 +9,12 @@ A version may be promoted when
 3. the ingestion that produced the version left no unresolved rejection and did not stop half
    way (:func:`recallwatch.ops.ingest.promotion_blockers`).
 
+A version a switched ``recallwatch reindex`` created holds the content of the version it was
+rebuilt from (checked: equal content hashes, or an index-only commit on LanceDB) and was verified
+against exact search before the switch; it has no gate run of its own. When it has none of this
+golden set and policy, it **inherits** the verdicts of that version (following a chain of
+reindexes), and a note says so; once it is gated itself, its own runs decide.
+
 Otherwise nothing changes in the store and every missing condition is named.
 """
 
@@ -70,7 +76,12 @@ def check_promotion(history: History, store: VectorStore, *, version: str | None
             notes.append(f"policy taken from the latest gate run on this store ({latest.run_id})")
 
     missing: list[str] = []
-    runs = history.runs_on(uri, version, dataset_hash=dataset_hash, policy_hash=policy_hash)
+    gated = _gated_version(history, store, version, dataset_hash, policy_hash)
+    if gated != version:
+        notes.append(f"version {version} was created by a verified reindex of version {gated} "
+                     f"(same content, new index) and has no gate run of its own: it inherits "
+                     f"the gate runs of version {gated}")
+    runs = history.runs_on(uri, gated, dataset_hash=dataset_hash, policy_hash=policy_hash)
     accepted = next((r for r in runs if r.verdict == "ACCEPT"), None)
     if accepted is None:
         missing.append(_no_accept(history, uri, version, dataset_hash, policy_hash, runs))
@@ -78,10 +89,28 @@ def check_promotion(history: History, store: VectorStore, *, version: str | None
         missing.append(f"the latest gate run of this golden set and policy on version {version}, "
                        f"{runs[0].run_id}, is STOP (after ACCEPT {accepted.run_id}): the newest "
                        "verdict stands; fix and rerun the gate")
-    missing += [f"ingestion: {reason}" for reason in promotion_blockers(store, version)]
+    for v in dict.fromkeys((version, gated)):
+        missing += [f"ingestion: {reason}" for reason in promotion_blockers(store, v)]
     return PromoteDecision(uri, version, dataset_hash, policy_hash,
                            accepted.run_id if accepted else None, tuple(missing),
                            notes=tuple(notes))
+
+
+def _gated_version(history: History, store: VectorStore, version: str, dataset_hash: str,
+                   policy_hash: str) -> str:
+    """The version whose gate runs decide for ``version``: itself, unless it has none and a
+    switched reindex created it from another version (then that one, recursively)."""
+    from recallwatch.ops.reindex import reindexed_from
+
+    seen, step = {version}, version
+    while not history.runs_on(store.uri, step, dataset_hash=dataset_hash,
+                              policy_hash=policy_hash):
+        parent = reindexed_from(store, step)
+        if parent is None or parent in seen:
+            return version  # nothing in the chain was gated: report on the version asked
+        seen.add(parent)
+        step = parent
+    return step
 
 
 def _no_accept(history: History, uri: str, version: str, dataset_hash: str, policy_hash: str,

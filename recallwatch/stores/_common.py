@@ -315,13 +315,24 @@ class VersionedStore(ABC):
     def _version(self) -> int:
         return self._pinned if self._pinned is not None else int(self._state["current"])
 
-    def _save_state(self) -> None:
-        self._meta_set(_STATE_KEY, self._state)
-
     def _reload_state(self) -> None:
         # Another process (a reindex, an ingest) may have moved the pointers since we opened.
         if self._pinned is None:
             self._state = self._meta_get(_STATE_KEY) or self._state
+
+    def _changed_state(self, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+        """A changed copy of the stored pointers. The pointers are never edited in place: threads
+        reading through this store replace ``self._state`` on every reload and deep-copy it in
+        ``checkout``, so an in-place edit could be lost to a reload or tear a copy. Writers change
+        a copy, save it, then publish it with one assignment (see ``_commit_state``)."""
+        self._reload_state()
+        state = copy.deepcopy(self._state)
+        change(state)
+        return state
+
+    def _commit_state(self, state: dict[str, Any]) -> None:
+        self._meta_set(_STATE_KEY, state)
+        self._state = state
 
     def _has_table(self) -> bool:
         return str(self._version()) in self._state["created"]
@@ -335,18 +346,26 @@ class VersionedStore(ABC):
         self._reload_state()
         cur = int(self._state["current"])
         if cur in self._state["sealed"]:
-            new = max(int(v) for v in self._state["created"]) + 1
+            # a discarded number is not reused: history records may name it
+            new = max(int(v) for v in [*self._state["created"],
+                                       *self._state.get("discarded", [])]) + 1
             self._copy_table(self._table(cur), self._table(new), int(self._state["dim"]))
-            self._state["created"][str(new)] = datetime.now(UTC).isoformat()
-            self._state["current"] = new
-            self._save_state()
+
+            def continue_in_copy(state: dict[str, Any]) -> None:
+                state["created"][str(new)] = datetime.now(UTC).isoformat()
+                state["current"] = new
+
+            self._commit_state(self._changed_state(continue_in_copy))
         elif str(cur) not in self._state["created"]:
             if dim is None:
                 return self._table(cur)
             self._create_table(self._table(cur), dim)
-            self._state["created"][str(cur)] = datetime.now(UTC).isoformat()
-            self._state["dim"] = dim
-            self._save_state()
+
+            def created(state: dict[str, Any]) -> None:
+                state["created"][str(cur)] = datetime.now(UTC).isoformat()
+                state["dim"] = dim
+
+            self._commit_state(self._changed_state(created))
         return self._table()
 
     def _check_vectors(self, vectors: np.ndarray, rows: int | None, what: str) -> np.ndarray:
@@ -488,12 +507,56 @@ class VersionedStore(ABC):
     @_guarded
     def promote(self, version: str) -> None:
         number = self._parse_version(version)
-        if number not in self._state["sealed"]:
-            self._state["sealed"].append(number)
-        self._state["production"] = number
+
+        def production(state: dict[str, Any]) -> None:
+            if number not in state["sealed"]:
+                state["sealed"].append(number)
+            state["production"] = number
+
+        self._switch_to(number, self._changed_state(production))
+
+    def _switch_to(self, number: int, state: dict[str, Any]) -> None:
+        # The engine's switch (view, alias) and the pointer write commit together.
         with self._atomic():
             self._switch_production(self._table(number))
-            self._save_state()
+            self._meta_set(_STATE_KEY, state)
+        self._state = state
+
+    @_guarded
+    def rollback_to(self, version: str) -> None:
+        """Make ``version`` production again (a rollback), in the same atomic switch as
+        ``promote``. When the current version is the production being replaced (nothing was
+        written since), ``version`` becomes current too: the gate and the monitor examine the
+        current version, and they must examine what is served again."""
+        number = self._parse_version(version)
+
+        def back(state: dict[str, Any]) -> None:
+            if number not in state["sealed"]:
+                state["sealed"].append(number)
+            if state["production"] is not None and state["current"] == state["production"]:
+                state["current"] = number
+            state["production"] = number
+
+        self._switch_to(number, self._changed_state(back))
+
+    @_guarded
+    def discard(self, version: str, *, current: str) -> None:
+        """Drop ``version``, which was never production (a reindex copy that failed its
+        verification); if it is current, ``current`` (the version it was copied from) becomes
+        current again. Its number is not reused."""
+        number, back_to = self._parse_version(version), self._parse_version(current)
+        if number == self._state["production"]:
+            raise StoreError(f"{self._uri}: version {number} is production; it cannot be dropped")
+
+        def drop(state: dict[str, Any]) -> None:
+            del state["created"][str(number)]
+            state["sealed"] = [v for v in state["sealed"] if int(v) != number]
+            state["discarded"] = sorted({*state.get("discarded", []), number})
+            if int(state["current"]) == number:
+                state["current"] = back_to
+
+        self._commit_state(self._changed_state(drop))
+        self._drop_table(self._table(number))
 
     @_guarded
     def production_version(self) -> str | None:
@@ -540,16 +603,12 @@ class VersionedStore(ABC):
         self._reload_state()
         cur = int(self._state["current"])
         if str(cur) in self._state["created"] and cur not in self._state["sealed"]:
-            self._state["sealed"].append(cur)
-            self._save_state()
+            self._commit_state(self._changed_state(lambda state: state["sealed"].append(cur)))
 
     @_guarded
     def new_version(self) -> str:
         """Seal the current version and continue in a copy of it (a reindex builds there)."""
-        self._reload_state()
-        cur = int(self._state["current"])
-        if str(cur) in self._state["created"] and cur not in self._state["sealed"]:
-            self._state["sealed"].append(cur)
+        self.seal()  # saved: _writable reloads the pointers before it decides to copy
         self._writable(self._state["dim"])
         return self.current_version()
 
