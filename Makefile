@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-all lint typecheck bench clean install browser
+.PHONY: demo test test-slow test-all lint typecheck bench clean install browser
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -27,6 +27,9 @@ browser:
 test: $(STAMP)
 	@$(MAKE) --no-print-directory browser || echo "warning: chromium could not be installed; browser tests will be skipped"
 	$(BIN)/python -m pytest -m "not slow" -q
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -m slow -q
 
 test-all: $(STAMP)
 	$(BIN)/python -m pytest -q
