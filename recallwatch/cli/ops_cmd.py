@@ -156,7 +156,10 @@ def monitor(
 
 
 def reindex(
-    store: str = typer.Option(..., "--store", help="Store URI (lancedb://…)."),
+    store: str = typer.Option(..., "--store", help="Store URI (any adapter: lancedb://, "
+                              "postgresql://, qdrant://, milvus://, chroma://, faiss://, "
+                              "hnswlib://). The new index is built with the URI's index "
+                              "parameters."),
     probes_file: Path = typer.Option(..., "--probes", help="Probe set that verifies the new "
                                      "index before the switch."),
     k: int = typer.Option(10, "--k", help="Depth of recall@k."),
@@ -167,7 +170,9 @@ def reindex(
     fmt: TableJson = typer.Option(TableJson.table, "--format", help="Output on stdout."),
 ) -> None:
     """Build a new index in the background, verify it, and switch atomically (exit 1: the new
-    index missed the floor and the current one keeps serving)."""
+    index missed the floor and the current one keeps serving). LanceDB: one index commit; other
+    adapters: a copy of production with a fresh index, promoted by the engine's view, alias or
+    pointer switch once verified and checked to hold the same content."""
     from recallwatch.ops.probes import load_probes
     from recallwatch.ops.reindex import reindex as run
 
@@ -192,11 +197,12 @@ def reindex(
 
 
 def rollback(
-    store: str = typer.Option(..., "--store", help="Store URI (lancedb://…)."),
+    store: str = typer.Option(..., "--store", help="Store URI (any adapter with reindex)."),
     history: Path = typer.Option(DEFAULT_HISTORY, "--history", help="Run history (SQLite)."),
     no_history: bool = typer.Option(False, "--no-history", help="Do not record the rollback."),
 ) -> None:
-    """Put back the index the last reindex replaced (one atomic commit)."""
+    """Put back the index the last reindex replaced (one atomic commit on LanceDB; on the other
+    adapters production moves back to the previous version, which was kept)."""
     from recallwatch.ops.reindex import rollback as run
 
     vs = _open(store)
