@@ -308,3 +308,75 @@ def test_cli_reindex_and_rollback_on_index_files(tmp_path: Path) -> None:
     again = runner.invoke(app, ["rollback", "--store", uri, "--no-history"])
     assert again.exit_code == 2 and again.stderr.startswith("Error: ")
     assert "no previous index to roll back" in again.stderr
+
+
+def test_pgvector_view_readers_and_index_parameters(
+        postgres_server: _servers.PostgresServer, pg_env: None) -> None:
+    """What an application sees: its own connection reading the view ``NAME`` during the switch.
+    A deliberately weak IVFFlat (200 lists, 1 probe) fails the floor and is not switched; the
+    same table reopened with ``index=hnsw`` is reindexed to HNSW and switched."""
+    import psycopg
+    from pgvector.psycopg import register_vector
+
+    from recallwatch.stores import open_store
+
+    weak_uri = postgres_server.uri("viewkb", "index=ivfflat&lists=200&probes=1")
+    store = open_store(weak_uri)
+    assert isinstance(store, VersionedStore)
+    chunks, vectors, queries = clustered()
+    store.upsert(chunks, vectors)
+    v1 = store.current_version()
+    store.promote(v1)
+    probes = ProbeSet("p", "1", vectors=queries)
+    weak = reindex(store, probes, k=K, floor=0.9)
+    assert not weak.switched and weak.recall_candidate < 0.9, weak
+    assert store.production_version() == v1
+    store.close()
+
+    app_rows: list[int] = []
+    app_tables: set[str] = set()
+    app_errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def application() -> None:
+        with psycopg.connect(host="127.0.0.1", port=postgres_server.port, user="postgres",
+                             dbname="postgres", autocommit=True) as conn:
+            register_vector(conn)
+            # the weak IVFFlat with one probe returns short answers of its own; probe it fully
+            conn.execute("SET ivfflat.probes = 200")
+            while not stop.is_set():
+                try:
+                    q = queries[len(app_rows) % len(queries)]
+                    # one snapshot for both statements: which table the view named, and the answer
+                    with conn.transaction():
+                        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                        found = conn.execute('SELECT id FROM "viewkb" ORDER BY embedding <=> %s '
+                                             "LIMIT 10", [q]).fetchall()
+                        view = conn.execute("SELECT pg_get_viewdef('viewkb')").fetchone()
+                    app_rows.append(len(found))
+                    app_tables.add("viewkb__v3" if view and "viewkb__v3" in view[0] else "v1")
+                except Exception as exc:  # recorded, then asserted empty
+                    app_errors.append(exc)
+
+    strong = open_store(postgres_server.uri("viewkb", "index=hnsw"))
+    thread = threading.Thread(target=application, daemon=True)
+    thread.start()
+    try:
+        done = reindex(strong, probes, k=K, floor=0.9)
+        time.sleep(0.2)
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+    assert app_errors == [] and app_rows and set(app_rows) == {K}
+    assert app_tables == {"v1", "viewkb__v3"}  # it read production before and after the switch
+    assert done.switched and done.recall_candidate >= 0.9 and done.version == "3"
+    with psycopg.connect(host="127.0.0.1", port=postgres_server.port, user="postgres",
+                         dbname="postgres", autocommit=True) as conn:
+        view = conn.execute("SELECT pg_get_viewdef('viewkb')").fetchone()
+        index = conn.execute("SELECT indexdef FROM pg_indexes WHERE tablename = 'viewkb__v3' "
+                             "AND indexname = 'viewkb__v3_ann'").fetchone()
+    assert view is not None and "viewkb__v3" in view[0]
+    assert index is not None and "USING hnsw" in index[0]
+    rollback(strong)
+    assert strong.production_version() == v1
+    strong.close()
