@@ -286,27 +286,24 @@ def write_run(
         path,
         {
             "qid": query_ids,
-            "Q0": pa.array(["Q0"] * n) if n < 1024 else pa.repeat("Q0", n),
+            "Q0": pa.repeat("Q0", n),
             "docid": doc_ids,
             "rank": pa.array(np.asarray(ranks, dtype=np.int64)),
             "score": score_text,
-            "tag": pa.repeat(tag, n) if n else pa.array([], pa.string()),
+            "tag": pa.repeat(tag, n),
         },
     )
 
 
 def _write(path: str | PathLike[str], columns: dict[str, Any]) -> None:
-    for name, value in columns.items():
-        if name in ("qid", "docid"):
-            text = pa.array(value, pa.string()) if isinstance(value, list) else value
-            if len(text) and (
-                pc.any(pc.match_substring_regex(text, r"\s")).as_py()
-                or pc.min(pc.binary_length(text)).as_py() == 0
-            ):
-                raise InputError(
-                    field=name, expected="non-empty ids without whitespace", found="<an id with>"
-                )
-            columns[name] = text
+    for name in ("qid", "docid"):
+        text = columns[name]
+        text = pa.array(text, pa.string()) if isinstance(text, list) else text
+        bad = pc.or_(pc.match_substring_regex(text, r"\s"), pc.equal(pc.binary_length(text), 0))
+        if len(text) and pc.any(bad).as_py():
+            first = text.filter(bad)[0].as_py()
+            raise InputError(field=name, expected="non-empty ids without whitespace", found=first)
+        columns[name] = text
     table = pa.table(columns)
     options = pacsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none")
     target = Path(path)

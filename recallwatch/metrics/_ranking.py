@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from recallwatch.formats._arrow import to_numpy
+from recallwatch.metrics._data import uniform_blocks
 
 if TYPE_CHECKING:
     from recallwatch.metrics._data import Qrels, Run
@@ -234,4 +235,12 @@ def _rank_order(run: Run, qidx: Array, scores: Array, doc: Array, n_present: int
             order = run.doc_order  # only now: it sorts the distinct document ids
             if (order[doc[ties]] > order[doc[ties + 1]]).all():
                 return None
+    width = uniform_blocks(qidx) if grouped else None
+    if width is not None:
+        # one small sort per query, as rows of a 2-D array
+        within = np.lexsort(
+            (-run.doc_order[doc].reshape(-1, width), -scores.reshape(-1, width)), axis=-1
+        )
+        blocks: Array = (within + (np.arange(len(within)) * width)[:, None]).ravel()
+        return blocks
     return np.lexsort((-run.doc_order[doc], -scores, qidx))

@@ -96,7 +96,7 @@ def test_wrong_column_count(tmp_path: Path) -> None:
 
 def test_malformed_line_with_extra_blanks_is_located(tmp_path: Path) -> None:
     message = _bad(tmp_path, b"q1\tQ0  d1 1 2.0 r\n\nq1 Q0 d2 1 2.0 r extra\n")
-    assert f"bad.run:3: expected 6 whitespace-separated columns" in message
+    assert "bad.run:3: expected 6 whitespace-separated columns" in message
     assert "found <7 columns" in message
 
 
@@ -131,7 +131,9 @@ def test_duplicate_document_names_query_document_and_lines(tmp_path: Path) -> No
 
 def test_duplicate_judgment(tmp_path: Path) -> None:
     message = _bad(tmp_path, b"q1 0 d1 1\nq1 0 d1 2\n", kind="qrels")
-    assert "bad.qrels:2: record 'q1': field 'docid': duplicate document 'd1' in query 'q1'" in message
+    assert (
+        "bad.qrels:2: record 'q1': field 'docid': duplicate document 'd1' in query 'q1'" in message
+    )
 
 
 def test_empty_file(tmp_path: Path) -> None:

@@ -61,7 +61,11 @@ def collections(draw: Any) -> tuple[dict[str, dict[str, int]], dict[str, dict[st
         judged = draw(st.lists(st.sampled_from(DOCS), max_size=10, unique=True))
         in_run = draw(st.booleans()) or not judged
         if judged:
-            qrels[qid] = {d: draw(st.integers(-1, 3)) for d in judged}
+            grades = [draw(st.integers(-1, 3)) for _ in judged]
+            # trec_eval's ndcg_cut loops forever when every judgment of a query is negative
+            # (its ideal-gain loop reads rel_levels[-1]); that case is tested on its own below.
+            grades[0] = max(grades[0], 0)
+            qrels[qid] = dict(zip(judged, grades, strict=True))
         if in_run:
             retrieved = draw(st.lists(st.sampled_from(DOCS), min_size=1, max_size=14, unique=True))
             run[qid] = {d: draw(st.sampled_from(SCORES)) for d in retrieved}
@@ -134,3 +138,13 @@ def test_exp_gain_matches_pytrec_eval_on_transformed_grades(
         for i, qid in enumerate(res.query_ids):
             expected = reference[qid][key] if qid in reference else 0.0
             assert res.per_query[measure][i] == pytest.approx(expected, abs=1e-12)
+
+
+def test_query_with_only_negative_judgments_scores_zero() -> None:
+    # trec_eval (and so pytrec_eval) hangs on this input; by its definitions every measure is 0.
+    qrels = Qrels.from_dict({"q": {"a": -1, "b": -1}, "r": {"c": 1}})
+    run = Run.from_dict({"q": {"a": 2.0, "b": 1.0}, "r": {"c": 1.0}})
+    res = evaluate(qrels, run, list(MEASURES))
+    for m in res.measures:
+        top = 1.0 / m.cutoff if m.name == "P" and m.cutoff else 1.0
+        assert res.per_query[m].tolist() == [0.0, top], str(m)
