@@ -175,6 +175,15 @@ def check_vectors(vectors: np.ndarray, rows: int | None, what: str, dim: int | N
     return arr
 
 
+def check_unique_ids(chunks: Sequence[Chunk]) -> None:
+    """One upsert may name a chunk only once."""
+    seen: set[str] = set()
+    for chunk in chunks:
+        if chunk.id in seen:
+            raise InputError("duplicate chunk id in one upsert", record=chunk.id, field="id")
+        seen.add(chunk.id)
+
+
 def check_k(k: int) -> None:
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise UsageError(f"k must be a positive integer, found {k!r}")
@@ -376,11 +385,7 @@ class VersionedStore(ABC):
         arr = self._check_vectors(vectors, len(chunks), "vectors")
         if not chunks:
             return
-        seen: set[str] = set()
-        for chunk in chunks:
-            if chunk.id in seen:
-                raise InputError("duplicate chunk id in one upsert", record=chunk.id, field="id")
-            seen.add(chunk.id)
+        check_unique_ids(chunks)
         # Read what is stored first: a chunk whose fields and vector direction are unchanged is
         # not rewritten (re-running an ingestion writes nothing, creates no version, and leaves
         # ANN indexes alone), and a changed vector with the same content hash keeps the version

@@ -32,9 +32,10 @@ from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 import numpy as np
 import pyarrow as pa
 
-from recallwatch.errors import InputError, StoreError, UsageError
+from recallwatch.errors import StoreError, UsageError
 from recallwatch.stores._common import (
     check_k,
+    check_unique_ids,
     check_vectors,
     chunk_from_row,
     normalise_filter,
@@ -139,11 +140,7 @@ class LanceStore:
                              None if tbl is None else self._dimension(tbl))
         if not chunks:
             return
-        seen: set[str] = set()
-        for chunk in chunks:
-            if chunk.id in seen:
-                raise InputError("duplicate chunk id in one upsert", record=chunk.id, field="id")
-            seen.add(chunk.id)
+        check_unique_ids(chunks)
         data = _to_arrow(chunks, vecs)
         if tbl is None:
             self._tbl = self._db.create_table(self.table_name, data=data)
