@@ -93,7 +93,6 @@ def test_cranfield_reader(cranfield_dir: Path) -> None:
     assert [cranfield.grade_of_code(c) for c in (1, 2, 3, 4, -1)] == [4, 3, 2, 1, 0]
 
 
-@pytest.mark.slow
 def test_cranfield_bm25_matches_pytrec_eval(
     cranfield_bm25: tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]],
 ) -> None:

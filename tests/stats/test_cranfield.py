@@ -13,8 +13,6 @@ from scipy import stats
 from recallwatch.metrics import Qrels, Run
 from recallwatch.stats import compare, paired_test
 
-pytestmark = pytest.mark.slow
-
 
 def _records(text: str) -> list[tuple[str, dict[str, str]]]:
     out = []
