@@ -32,7 +32,10 @@ class SentenceTransformerEmbedder(BatchedEmbedder):
         self._model = sentence_transformers.SentenceTransformer(
             str(model_dir), device=device, local_files_only=True
         )
-        dim = self._model.get_sentence_embedding_dimension()
+        # sentence-transformers 6 renamed the method (the old name warns); accept both.
+        dimension_of = getattr(self._model, "get_embedding_dimension", None) \
+            or self._model.get_sentence_embedding_dimension
+        dim = dimension_of()
         if dim is None:
             raise UsageError(f"the model at {path!r} does not declare its embedding dimension")
         self.dimension = int(dim)
