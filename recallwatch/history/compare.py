@@ -191,8 +191,9 @@ def compare_runs(
 
 
 def _buried(q: QueryResult, since: set[str]) -> list[dict[str, Any]]:
-    """New chunks (ingested since the baseline) in the top-K, each with the highest-ranked
-    expected chunk it now outranks. Every top-K entry outranks an expected chunk outside it."""
+    """New chunks (ingested since the baseline) ranked above the query's missing expected chunks
+    (the top-K, then the results between K+1 and the deepest missing one), each with the
+    highest-ranked expected chunk it now outranks."""
     missing = sorted((h for h in q.expected if not h.in_top_k),
                      key=lambda h: (h.rank is None, h.rank or 0))
     if not missing:
@@ -201,7 +202,8 @@ def _buried(q: QueryResult, since: set[str]) -> list[dict[str, Any]]:
     return [
         {"id": cid, "rank": rank, "score": score, "expected_id": first.id,
          "expected_rank": first.rank, "expected_missing": [h.id for h in missing]}
-        for rank, (cid, score) in enumerate(q.top, start=1) if cid in since
+        for rank, (cid, score) in enumerate([*q.top, *q.beyond_k], start=1)
+        if cid in since and (first.rank is None or rank < first.rank)
     ]
 
 

@@ -67,12 +67,16 @@ class QueryResult:
     has_gold: bool
     waiver: str | None = None
     diagnosis: tuple[Diagnosis, ...] = ()
+    # The results ranked between K+1 and the deepest expected chunk missing from the top-K (for a
+    # failing query only): what buried it, for the history's "who buried it".
+    beyond_k: tuple[tuple[str, float], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["tags"] = list(self.tags)
         d["failed_rules"] = list(self.failed_rules)
         d["top"] = [{"id": i, "score": s} for i, s in self.top]
+        d["beyond_k"] = [{"id": i, "score": s} for i, s in self.beyond_k]
         d["expected"] = [asdict(e) for e in self.expected]
         d["diagnosis"] = [asdict(x) for x in self.diagnosis]
         return d
@@ -182,6 +186,7 @@ class GateResult:
                 **{**q, "tags": tuple(q["tags"]), "failed_rules": tuple(q["failed_rules"]),
                    "expected": tuple(ExpectedHit(**e) for e in q["expected"]),
                    "top": tuple((t["id"], t["score"]) for t in q["top"]),
+                   "beyond_k": tuple((t["id"], t["score"]) for t in q.get("beyond_k", [])),
                    "diagnosis": tuple(Diagnosis(**x) for x in q["diagnosis"])}
             )
             for q in d["queries"]

@@ -73,6 +73,10 @@ def score_queries(
         else:
             threshold = None
         top_scores = r.scores[:k]
+        missing_ranks = [h.rank or len(r.ids) + 1 for h in hits if not h.in_top_k]
+        deepest = min(max(missing_ranks), len(r.ids) + 1) if missing_ranks else k + 1
+        beyond = tuple((cid, float(s)) for cid, s in zip(r.ids[k:deepest - 1],
+                                                          r.scores[k:deepest - 1]))
         noise = noise_count(top_scores, threshold)
         ceiling = policy.ceiling_for(q.domain)
         allowed = Policy.allowed_noise(ceiling, k)
@@ -88,7 +92,7 @@ def score_queries(
             precision=precision, rr=rr, ndcg=ndcg, passed=not failed,
             failed_rules=tuple(failed), expected=hits,
             top=tuple((cid, float(s)) for cid, s in zip(r.ids[:k], top_scores)),
-            has_gold=bool(gold_ids), waiver=policy.waivers.get(q.id),
+            has_gold=bool(gold_ids), waiver=policy.waivers.get(q.id), beyond_k=beyond,
         ))
     return out
 
