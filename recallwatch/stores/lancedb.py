@@ -236,6 +236,16 @@ class LanceStore:
         tbl = self._table()
         return 0 if tbl is None else int(tbl.count_rows())
 
+    def vectors(self, ids: Sequence[str]) -> np.ndarray:
+        """The stored vectors of ``ids``, in that order (monitor, benchmarks' export), as every
+        versioned adapter gives them."""
+        fetched = self._fetch_vectors(list(ids))
+        missing = [i for i in ids if i not in fetched]
+        if missing or not ids:
+            shown = ", ".join(missing[:5]) + (" …" if len(missing) > 5 else "")
+            raise StoreError(f"{self.uri}: no stored chunk {shown or '(no id given)'}")
+        return np.stack([fetched[i] for i in ids]).astype(np.float32, copy=False)
+
     def content_hashes(self) -> dict[str, str]:
         """id -> content_hash of every chunk: one narrow scan (ingestion's change detection)."""
         tbl = self._table()
