@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import date
 from enum import Enum
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -41,13 +42,9 @@ def gate(
 
     Exit codes: 0 ACCEPT, 1 STOP, 2 usage or input error.
     """
-    from recallwatch.errors import InputError, UsageError
-    from recallwatch.formats.golden import load_golden
-    from recallwatch.formats.policy import load_policy
-    from recallwatch.suite.gate import run_gate
+    from recallwatch.errors import InputError
+    from recallwatch.suite.gate import gate_from_files
 
-    if (store is None) == (results is None):
-        raise UsageError("give exactly one of --store URI or --results FILE")
     day = None
     if run_date is not None:
         try:
@@ -55,35 +52,15 @@ def gate(
         except ValueError:
             raise InputError(field="--run-date", expected="a date YYYY-MM-DD",
                              found=run_date) from None
-    golden_set = load_golden(golden)
-    pol = load_policy(policy)
-    vector_store = None
-    try:
-        if store is not None:
-            from recallwatch.embedders import embedder_for_store
-            from recallwatch.stores import open_store
 
-            vector_store = open_store(store)
-            result = run_gate(golden_set, store=vector_store,
-                              embedder=embedder_for_store(vector_store, embedder),
-                              policy=pol, run_date=day)
-        elif results is not None:
-            from recallwatch.formats.results import load_results
+    def record(result: Any, vector_store: Any) -> Any:
+        from recallwatch.history import record_gate_run
 
-            chunks = None
-            if corpus is not None:
-                from recallwatch.formats.corpus import read_corpus
+        return record_gate_run(result, history, store=vector_store)
 
-                chunks = {c.id: c for c in read_corpus(corpus)}
-            result = run_gate(golden_set, results=load_results(results), corpus=chunks,
-                              policy=pol, run_date=day, results_name=results)
-        if not no_history:
-            from recallwatch.history import record_gate_run
-
-            result = record_gate_run(result, history, store=vector_store)
-    finally:
-        if vector_store is not None:
-            vector_store.close()
+    result = gate_from_files(golden, store=store, results=results, policy=policy,
+                             embedder=embedder, corpus=corpus, run_date=day,
+                             then=None if no_history else record)
     _write_outputs(result, fmt, junit, report)
     raise typer.Exit(result.exit_code)
 

@@ -279,29 +279,9 @@ def calibrate_threshold(
 
 def _gate_result(golden: Path, store: str | None, results: Path | None,
                  policy: Path | None) -> GateResult:
-    from recallwatch.errors import UsageError
-    from recallwatch.formats.golden import load_golden
-    from recallwatch.formats.policy import load_policy
-    from recallwatch.suite.gate import run_gate
+    from recallwatch.suite.gate import gate_from_files
 
-    if (store is None) == (results is None):
-        raise UsageError("give exactly one of --store URI or --results FILE")
-    golden_set, pol = load_golden(golden), load_policy(policy)
-    if results is not None:
-        from recallwatch.formats.results import load_results
-
-        return run_gate(golden_set, results=load_results(results), policy=pol,
-                        results_name=results)
-    from recallwatch.embedders import embedder_from_spec
-    from recallwatch.embedders.base import SPEC_META_KEY
-
-    vs = _open(str(store))
-    try:
-        spec = vs.get_meta(SPEC_META_KEY)
-        return run_gate(golden_set, store=vs, policy=pol,
-                        embedder=embedder_from_spec(spec) if isinstance(spec, str) else None)
-    finally:
-        vs.close()
+    return gate_from_files(golden, store=store, results=results, policy=policy)
 
 
 def calibrate_noise(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -27,7 +28,7 @@ from recallwatch.suite.retrieve import ResultsSource, Source, StoreSource
 from recallwatch.suite.score import score_queries
 from recallwatch.suite.verdict import aggregate, decide
 
-__all__ = ["Gate", "run_gate"]
+__all__ = ["Gate", "gate_from_files", "run_gate"]
 
 
 def _new_run_id(now: datetime) -> str:
@@ -129,3 +130,48 @@ def run_gate(
     elif results is not None:
         source = ResultsSource(results, corpus or {}, str(results_name))
     return Gate(golden, policy, run_date).run(source)
+
+
+def gate_from_files(
+    golden: str | Path,
+    *,
+    store: str | None = None,
+    results: str | Path | None = None,
+    policy: str | Path | None = None,
+    embedder: str | None = None,
+    corpus: str | Path | None = None,
+    run_date: date | None = None,
+    then: Callable[[GateResult, VectorStore | None], GateResult] | None = None,
+) -> GateResult:
+    """The gate as the CLI, the pytest plugin and the operations commands run it: a golden file,
+    a store URI (queried with the embedder that built it, unless ``embedder`` names one) or a
+    results file, and an optional policy file. ``then(result, store)`` runs while the store is
+    still open (the history reads it to name what buried a query); the store is closed after."""
+    from recallwatch.formats.golden import load_golden
+    from recallwatch.formats.policy import load_policy
+
+    if (store is None) == (results is None):
+        raise UsageError("give exactly one of --store URI or --results FILE")
+    golden_set, pol = load_golden(golden), load_policy(policy)
+    if results is not None:
+        from recallwatch.formats.results import load_results
+
+        chunks = None
+        if corpus is not None:
+            from recallwatch.formats.corpus import read_corpus
+
+            chunks = {c.id: c for c in read_corpus(corpus)}
+        result = run_gate(golden_set, results=load_results(results), corpus=chunks, policy=pol,
+                          run_date=run_date, results_name=results)
+        return then(result, None) if then is not None else result
+    from recallwatch.embedders import embedder_for_store
+    from recallwatch.stores import open_store
+
+    vector_store = open_store(str(store))
+    try:
+        result = run_gate(golden_set, store=vector_store,
+                          embedder=embedder_for_store(vector_store, embedder), policy=pol,
+                          run_date=run_date)
+        return then(result, vector_store) if then is not None else result
+    finally:
+        vector_store.close()

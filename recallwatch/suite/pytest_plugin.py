@@ -53,31 +53,14 @@ def recallwatch_gate(request: pytest.FixtureRequest) -> Callable[..., GateResult
     def run(golden: str | Path, *, store: str | None = None, results: str | Path | None = None,
             policy: str | Path | None = None, embedder: str | None = None,
             **options: Any) -> GateResult:
-        from recallwatch.formats.golden import load_golden
-        from recallwatch.formats.policy import load_policy
-        from recallwatch.suite.gate import run_gate
+        from recallwatch.suite.gate import gate_from_files
 
+        if store is None and results is None and not request.config.getoption(
+                "--recallwatch-store"):
+            raise pytest.UsageError("recallwatch_gate needs store= or results=")
         store = request.config.getoption("--recallwatch-store") or store
-        golden_set = load_golden(golden)
-        pol = load_policy(policy)
-        if store is not None:
-            from recallwatch.embedders import embedder_for_store
-            from recallwatch.stores import open_store
-
-            vector_store = open_store(store)
-            try:
-                result = run_gate(golden_set, store=vector_store,
-                                  embedder=embedder_for_store(vector_store, embedder),
-                                  policy=pol, **options)
-            finally:
-                vector_store.close()
-        else:
-            from recallwatch.formats.results import load_results
-
-            if results is None:
-                raise pytest.UsageError("recallwatch_gate needs store= or results=")
-            result = run_gate(golden_set, results=load_results(results), policy=pol,
-                              results_name=results, **options)
+        result = gate_from_files(golden, store=store, results=None if store else results,
+                                 policy=policy, embedder=embedder, **options)
         report_dir = request.config.getoption("--recallwatch-report")
         if report_dir:
             from recallwatch.report import to_json
