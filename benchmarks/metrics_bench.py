@@ -188,17 +188,10 @@ def _tool(name: str, directory: Path) -> dict[str, Any]:
 
 
 def _machine() -> str:
-    cpu = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    import os
+    from recallwatch.bench.sweep import machine_info
 
-    return f"{os.cpu_count()} CPUs ({cpu}), Python {platform.python_version()}, {platform.system()}"
+    m = machine_info(())
+    return f"{m['cpus']} CPUs ({m['processor']}), Python {m['python']}, {platform.system()}"
 
 
 def main() -> None:

@@ -48,6 +48,7 @@ __all__ = [
     "EngineSpec",
     "SweepConfig",
     "SweepResult",
+    "cpu_model",
     "load_sweep",
     "machine_info",
     "run_sweep",
@@ -252,16 +253,26 @@ class SweepResult:
     finished: str
 
 
-def machine_info() -> dict[str, Any]:
-    """Where the figures were measured: they are only comparable on the same machine."""
-    import faiss
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), else what ``platform`` knows."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
+
+def machine_info(packages: Sequence[str] = ("faiss", "hnswlib", "usearch")) -> dict[str, Any]:
+    """Where the figures were measured: they are only comparable on the same machine. Every
+    benchmark records this, with the versions of the ``packages`` it exercised."""
     info: dict[str, Any] = {
-        "platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-        "cpus": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__,
-        "faiss": faiss.__version__,
+        "platform": platform.platform(), "processor": cpu_model(), "cpus": os.cpu_count(),
+        "load_average": list(os.getloadavg()), "python": platform.python_version(),
+        "numpy": np.__version__,
     }
-    for module in ("hnswlib", "usearch"):
+    for module in packages:
         try:
             info[module] = getattr(__import__(module), "__version__", "unknown")
         except ImportError:
