@@ -64,6 +64,7 @@ class StoreSource:
     embedder: Embedder
     settings: SearchSettings = field(default_factory=SearchSettings)
     timings: Timings = field(default_factory=Timings)
+    _chunks: dict[str, Chunk] = field(default_factory=dict, init=False)
     _fingerprint: Fingerprint = field(init=False)
     _version: str = field(init=False)
 
@@ -83,7 +84,8 @@ class StoreSource:
                              dtype=np.float32)
         t1 = time.perf_counter()
         hits = self.store.search(vectors, depth, filter=self.settings.filter or None)
-        missing = [[c for c in q.expected if c not in set(h.ids)] for q, h in zip(queries, hits)]
+        found = [set(h.ids) for h in hits]
+        missing = [[c for c in q.expected if c not in ids] for q, ids in zip(queries, found)]
         extra_scores = self.store.score_of(vectors, missing)
         t2 = time.perf_counter()
         self.timings.embed += t1 - t0
@@ -91,7 +93,8 @@ class StoreSource:
         out = []
         for q, h, extra in zip(queries, hits, extra_scores):
             ids, scores = list(h.ids), np.asarray(h.scores, dtype=np.float64)
-            exp_scores = {c: float(s) for c, s in zip(ids, scores) if c in set(q.expected)}
+            wanted = set(q.expected)
+            exp_scores = {c: float(s) for c, s in zip(ids, scores) if c in wanted}
             exp_scores.update({c: float(s) for c, s in extra.items()})
             out.append(Retrieved(ids, scores, exp_scores))
         if self.settings.boost:
@@ -101,6 +104,7 @@ class StoreSource:
     def check_exists(self, queries: Sequence[GoldenQuery], expected: Sequence[str]) -> None:
         """An expected chunk the store does not hold is a dataset error, not a retrieval failure."""
         present = self.store.get(expected)
+        self._chunks.update(present)  # the gate reads them again for Gold labels and diagnosis
         absent = [c for c in expected if c not in present]
         if absent:
             where = {c: [q.id for q in queries if c in q.expected] for c in absent}
@@ -135,7 +139,10 @@ class StoreSource:
                          {c: s + bonus(c) for c, s in r.expected_scores.items()})
 
     def chunks(self, ids: Sequence[str]) -> dict[str, Chunk]:
-        return self.store.get(list(ids))
+        unknown = [c for c in ids if c not in self._chunks]
+        if unknown:
+            self._chunks.update(self.store.get(unknown))
+        return {c: self._chunks[c] for c in ids if c in self._chunks}
 
     def siblings(self, doc_ids: Sequence[str]) -> list[Chunk]:
         return self.store.chunks(doc_ids=list(doc_ids)) if doc_ids else []
@@ -182,7 +189,8 @@ class ResultsSource:
         for q in queries:
             ranked = self.results[q.id]
             ids, scores = ranked.ids[:depth], ranked.scores[:depth]
-            exp = {c: float(s) for c, s in zip(ids, scores) if c in set(q.expected)}
+            wanted = set(q.expected)
+            exp = {c: float(s) for c, s in zip(ids, scores) if c in wanted}
             out.append(Retrieved(list(ids), np.asarray(scores, dtype=np.float64), exp))
         return out
 
