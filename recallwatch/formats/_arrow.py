@@ -7,7 +7,25 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["strings", "to_numpy"]
+__all__ = ["arrow_owned", "strings", "to_numpy"]
+
+
+def arrow_owned(data: bytes | memoryview | np.ndarray[Any, Any]) -> pa.Buffer:
+    """A copy of ``data`` in memory that Arrow allocated and frees itself.
+
+    Hand Arrow this, never a buffer wrapping a Python object, wherever Arrow may use threads.
+    Arrow's threaded readers (the CSV reader, for one) can drop their last reference to the
+    input on a worker thread *after* the call has returned. A buffer that wraps a Python object
+    needs the GIL to be released; if the interpreter is already shutting down at that moment,
+    Python ends that worker thread in the middle of C++ code and the whole process aborts with
+    "terminate called without an active exception" (exit 134) after printing correct output.
+    Memory Arrow owns is freed without Python, so the race cannot happen.
+    """
+    view = memoryview(data).cast("B")
+    buffer = pa.allocate_buffer(view.nbytes)
+    if view.nbytes:
+        np.frombuffer(buffer, dtype=np.uint8)[:] = np.frombuffer(view, dtype=np.uint8)
+    return buffer
 
 
 def to_numpy(array: pa.Array | pa.ChunkedArray, fill: Any = None) -> np.ndarray[Any, Any]:
@@ -50,5 +68,5 @@ def strings(values: list[Any]) -> pa.Array:
     offsets = np.zeros(len(values) + 1, dtype=np.int64 if wide else np.int32)
     np.cumsum(lengths, out=offsets[1:])
     kind = pa.LargeStringArray if wide else pa.StringArray
-    array = kind.from_buffers(len(values), pa.py_buffer(offsets), pa.py_buffer(data))
+    array = kind.from_buffers(len(values), arrow_owned(offsets), arrow_owned(data))
     return array.cast(pa.string()) if wide else array

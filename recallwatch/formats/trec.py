@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from recallwatch.errors import InputError
-from recallwatch.formats._arrow import to_numpy
+from recallwatch.formats._arrow import arrow_owned, to_numpy
 
 __all__ = [
     "TrecKind",
@@ -157,7 +157,8 @@ def _parse(data: bytes, layout: _Layout) -> pa.Table | None:
     value_type = pa.int64() if layout.value_column == "rel" else pa.float64()
     try:
         return pacsv.read_csv(
-            pa.BufferReader(data),
+            # Arrow-owned memory: the threaded reader may free its input after returning
+            pa.BufferReader(arrow_owned(data)),
             read_options=pacsv.ReadOptions(column_names=list(layout.columns)),
             parse_options=pacsv.ParseOptions(
                 delimiter=" ", quote_char=False, double_quote=False, escape_char=False
