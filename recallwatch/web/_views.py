@@ -48,7 +48,7 @@ def trends_view(h: History, dataset: str | None, last: int) -> dict[str, Any]:
     """Mean quality, recall and noise of the last ``last`` runs of a dataset, overall and per
     domain, with the trend tests of :func:`recallwatch.history.trend` over the comparable ones."""
     from recallwatch.history import trend
-    from recallwatch.history.trend import MIN_RUNS
+    from recallwatch.history.trend import MIN_RUNS, explain_tests
 
     everything = h.runs()
     datasets = sorted({r.dataset_name for r in everything})
@@ -99,7 +99,8 @@ def trends_view(h: History, dataset: str | None, last: int) -> dict[str, Any]:
         except RecallwatchError as exc:
             error = str(exc)
     return {"datasets": datasets, "dataset": chosen, "runs": list(reversed(runs)),
-            "charts": charts, "trend": analysis, "trend_error": error, "min_runs": MIN_RUNS}
+            "charts": charts, "trend": analysis, "trend_error": error, "min_runs": MIN_RUNS,
+            "tests_explained": None if analysis is None else explain_tests(analysis.alpha)}
 
 
 # -- monitor ---------------------------------------------------------------------------------------

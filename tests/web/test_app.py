@@ -121,6 +121,11 @@ def test_trends_show_the_decline(client: TestClient, site: Site) -> None:
               if r.cssselect("td")}
     assert H.text(series["mean_quality"].cssselect("td")[-1]) == "down"
     assert doc.cssselect("ul .badge.warn")  # a pattern is named
+    # a domain that falls 100 → 50 without both tests agreeing is not called "flat"
+    undecided = [H.text(r.cssselect("td")[-1]) for name, r in series.items()
+                 if name.endswith("mean_quality") and H.text(r.cssselect("td")[3]) == "50.000"]
+    assert "no significant trend" in undecided
+    assert "flat" not in H.text(doc.cssselect("table.trend-series")[0])
 
 
 def test_trends_last_bounds(client: TestClient) -> None:
