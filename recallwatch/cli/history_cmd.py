@@ -206,6 +206,7 @@ def _print_trend(t: Any) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from recallwatch.history.trend import MIN_RUNS, explain_tests
     from recallwatch.report._text import visible
 
     console = _console()
@@ -221,13 +222,13 @@ def _print_trend(t: Any) -> None:
         table.add_row(visible(r.run_id), _when(r.created_at), r.verdict,
                       f"{r.mean_quality:.1f}", f"{r.mean_recall:.3f}", f"{r.mean_noise:.2f}")
     console.print(table)
-    for metric, s in t.series.items():
-        console.print(Text(
-            f"{metric}: {s.first:.3f} → {s.last:.3f}, slope {s.slope:+.3g}/run (p={s.slope_p:.2g}),"
-            f" Mann–Kendall τ={s.tau:+.2f} (p={s.tau_p:.2g}): {s.direction}"))
-    if len(t.runs) < 5:
-        console.print(Text(f"too few runs for a trend ({len(t.runs)}; at least 5 needed)",
-                           style="dim"))
+    for s in t.series.values():
+        console.print(Text(s.describe()))
+    if len(t.runs) < MIN_RUNS:
+        console.print(Text(f"too few runs for a trend ({len(t.runs)}; at least {MIN_RUNS} "
+                           "needed)", style="dim"))
+    else:
+        console.print(Text(explain_tests(t.alpha), style="dim"))
     for p in t.patterns:
         console.print(Text(visible(f"pattern {p.name}: {p.message}"), style="yellow"))
     if not t.patterns:

@@ -26,6 +26,12 @@ class NoiseFormat(str, Enum):
     json = "json"
 
 
+class NegativesChoice(str, Enum):
+    in_domain = "in-domain"
+    off_domain = "off-domain"
+    both = "both"
+
+
 def _json(obj: Any) -> None:
     emit(json.dumps(obj, ensure_ascii=False, indent=2, default=str))
 
@@ -217,11 +223,18 @@ def rollback(
 
 
 def calibrate_threshold(
-    golden: Path = typer.Argument(..., help="Golden set: the answerable queries."),
+    golden: Path = typer.Argument(..., help="Golden set: the answerable queries and the chunks "
+                                  "that answer them."),
     store: str = typer.Option(..., "--store", help="Store URI."),
-    unanswerable: Path | None = typer.Option(None, "--unanswerable", help="Unanswerable queries "
-                                             "(.txt or .jsonl); default: the shipped list of "
-                                             "queries from unrelated domains."),
+    negatives: NegativesChoice | None = typer.Option(
+        None, "--negatives", help="Unanswerable queries to calibrate against. in-domain: each "
+        "golden query searched with its expected chunks removed, so its answer is absent (the "
+        "hard case); off-domain: questions about other subjects (--unanswerable, or a shipped "
+        "list), easy to reject; both. Default: in-domain, or both with --unanswerable."),
+    unanswerable: Path | None = typer.Option(None, "--unanswerable", help="Off-domain "
+                                             "unanswerable queries (.txt or .jsonl); default: "
+                                             "the shipped list of queries from unrelated "
+                                             "domains."),
     target_precision: float | None = typer.Option(None, "--target-precision", help="Lowest "
                                                   "threshold reaching this precision."),
     target_coverage: float | None = typer.Option(None, "--target-coverage", help="Highest "
@@ -231,13 +244,15 @@ def calibrate_threshold(
     dry_run: bool = typer.Option(False, "--dry-run", help="Do not store the threshold."),
     fmt: TableJson = typer.Option(TableJson.table, "--format", help="Output on stdout."),
 ) -> None:
-    """Precision/coverage curve of the no-result threshold and the chosen point, stored in the
-    store's metadata under the embedder's fingerprint."""
+    """The no-result threshold: results scoring below it are dropped, and a query left with
+    nothing gets "no result". Prints precision (share of answers that hold an expected chunk)
+    and coverage (share of answerable queries answered) at each threshold, and the chosen point,
+    stored in the store's metadata under the embedder's fingerprint."""
     from recallwatch.embedders import embedder_from_spec
     from recallwatch.embedders.base import SPEC_META_KEY
     from recallwatch.errors import UsageError
     from recallwatch.formats.golden import load_golden
-    from recallwatch.ops.calibrate import Target, store_threshold
+    from recallwatch.ops.calibrate import Negatives, Target, store_threshold
     from recallwatch.ops.calibrate import calibrate_threshold as run
     from recallwatch.ops.probes import read_logged_queries
 
@@ -246,14 +261,16 @@ def calibrate_threshold(
     target: Target = "coverage" if target_coverage is not None else "precision"
     value = target_coverage if target_coverage is not None else (
         0.95 if target_precision is None else target_precision)
-    queries = [q.text for q in load_golden(golden).queries]
-    negatives = None if unanswerable is None else read_logged_queries(unanswerable)
+    kind: Negatives = (negatives.value if negatives is not None
+                       else "both" if unanswerable is not None else "in-domain")
+    gold = load_golden(golden)
+    off = None if unanswerable is None else read_logged_queries(unanswerable)
     vs = _open(store)
     try:
         spec = embedder or vs.get_meta(SPEC_META_KEY)
         if not isinstance(spec, str):
             raise UsageError(f"{vs.uri} does not record its embedder: give --embedder")
-        cal = run(vs, embedder_from_spec(spec), queries, negatives, target=target,
+        cal = run(vs, embedder_from_spec(spec), gold, off, negatives=kind, target=target,
                   value=value, unanswerable_source=None if unanswerable is None
                   else str(unanswerable))
         if not dry_run:
@@ -263,7 +280,11 @@ def calibrate_threshold(
     if fmt is TableJson.json:
         _json(cal.to_dict())
         return
-    lines = [f"{'threshold':>10} {'precision':>10} {'coverage':>9}"]
+    lines = [f"An answer is a query's top {gold.top_k} results scoring at least the threshold; "
+             "with none, the answer is \"no result\".",
+             "precision: answers holding an expected chunk ÷ answers given (to answerable and "
+             "unanswerable queries); coverage: answerable queries answered ÷ answerable queries.",
+             f"{'threshold':>10} {'precision':>10} {'coverage':>9}"]
     step = max(1, len(cal.curve) // 20)
     shown = list(cal.curve[::step])
     lines += [f"{t:>10.4f} {p:>10.3f} {c:>9.3f}" for t, p, c in shown]

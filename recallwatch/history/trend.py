@@ -19,15 +19,19 @@ from typing import Any, Literal
 
 from recallwatch.history._store import History, RunSummary
 
-__all__ = ["SeriesTrend", "Trend", "TrendPattern", "analyse_series", "trend"]
+__all__ = ["MIN_RUNS", "SeriesTrend", "Trend", "TrendPattern", "analyse_series", "explain_tests",
+           "trend"]
 
-Direction = Literal["down", "up", "flat"]
+# "flat": enough runs, but no trend significant by both tests; "too_few_runs": fewer than MIN_RUNS,
+# where no trend can be called whatever the values do (the change is still reported).
+Direction = Literal["down", "up", "flat", "too_few_runs"]
 PatternName = Literal["slow_degradation", "step_regression", "domain_degradation",
                       "noise_creeping_up"]
 
 MIN_RUNS = 5  # Mann–Kendall cannot reach p < 0.05 with fewer than 5 points (2/4! = 0.083)
 _METRICS = ("mean_quality", "mean_recall", "mean_noise")
 _LABEL = {"mean_quality": "mean quality", "mean_recall": "mean recall", "mean_noise": "mean noise"}
+_FORMAT = {"mean_quality": ".1f", "mean_recall": ".3f", "mean_noise": ".2f"}
 
 
 @dataclass(frozen=True)
@@ -36,16 +40,27 @@ class SeriesTrend:
     n: int
     first: float
     last: float
-    slope: float  # per run
+    slope: float  # per run (with two runs, the change between them)
     slope_p: float  # OLS t-test, two-sided
     tau: float  # Kendall's tau against run order (Mann–Kendall)
     tau_p: float
     largest_drop: float  # largest single step in the bad direction (>= 0)
     largest_drop_run: str | None  # run id after that step
-    direction: Direction  # significant by both tests, else flat
+    direction: Direction  # significant by both tests, else flat (too_few_runs under MIN_RUNS)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def describe(self) -> str:
+        """One line: the move from first to last run, the two tests, and what they decide."""
+        f = _FORMAT[self.metric]
+        head = (f"{_LABEL[self.metric]}: {self.first:{f}} → {self.last:{f}} "
+                f"({self.last - self.first:+{f}}) over {self.n} run{'' if self.n == 1 else 's'}")
+        if self.direction == "too_few_runs":
+            return f"{head}: too few runs to call a trend (at least {MIN_RUNS} needed)"
+        verdict = {"down": "trending down", "up": "trending up",
+                   "flat": "no significant trend"}[self.direction]
+        return f"{head}; {_tests(self)}: {verdict}"
 
 
 @dataclass(frozen=True)
@@ -95,7 +110,9 @@ def analyse_series(metric: str, values: list[float], run_ids: list[str], *,
     n = int(y.size)
     x = np.arange(n, dtype=np.float64)
     slope, slope_p, tau, tau_p = 0.0, 1.0, 0.0, 1.0
-    if n >= 3 and float(np.ptp(y)) > 0.0:
+    if n == 2:  # the OLS line through two points; neither test can say anything with two
+        slope = float(y[1] - y[0])
+    elif n >= 3 and float(np.ptp(y)) > 0.0:
         fit = stats.linregress(x, y)
         slope, slope_p = float(fit.slope), float(fit.pvalue)
         kt = stats.kendalltau(x, y)
@@ -106,7 +123,7 @@ def analyse_series(metric: str, values: list[float], run_ids: list[str], *,
     steps = np.diff(y) * bad_sign if n > 1 else np.zeros(0)
     worst = int(np.argmax(steps)) if steps.size else -1
     largest = float(max(steps[worst], 0.0)) if steps.size else 0.0
-    direction: Direction = "flat"
+    direction: Direction = "too_few_runs" if n < MIN_RUNS else "flat"
     if n >= MIN_RUNS and slope_p <= alpha and tau_p <= alpha and slope * tau > 0:
         direction = "up" if slope > 0 else "down"
     return SeriesTrend(
@@ -116,15 +133,22 @@ def analyse_series(metric: str, values: list[float], run_ids: list[str], *,
     )
 
 
-def _fmt(metric: str, v: float) -> str:
-    return f"{v:.3f}" if metric == "mean_recall" else f"{v:.2f}" if metric == "mean_noise" \
-        else f"{v:.1f}"
+def explain_tests(alpha: float) -> str:
+    """What the two tests are and what they decide, for a reader who does not know them."""
+    return ("A series is called up or down only when two tests both find the move significant "
+            f"(p ≤ {alpha:g}): the straight line fitted through the runs (its slope per run) and "
+            "the Mann–Kendall test (do later runs keep scoring higher, or lower? τ goes from −1, "
+            f"always lower, to +1, always higher); and only over at least {MIN_RUNS} runs.")
+
+
+def _tests(s: SeriesTrend) -> str:
+    return (f"slope {s.slope:+.3g}/run, p={s.slope_p:.2g}; Mann–Kendall τ={s.tau:+.2f}, "
+            f"p={s.tau_p:.2g}")
 
 
 def _evidence(s: SeriesTrend) -> str:
-    return (f"{_LABEL[s.metric]} {_fmt(s.metric, s.first)} → {_fmt(s.metric, s.last)} over "
-            f"{s.n} runs (slope {s.slope:+.3g}/run, p={s.slope_p:.2g}; Mann–Kendall "
-            f"τ={s.tau:+.2f}, p={s.tau_p:.2g})")
+    f = _FORMAT[s.metric]
+    return f"{_LABEL[s.metric]} {s.first:{f}} → {s.last:{f}} over {s.n} runs ({_tests(s)})"
 
 
 def _is_step(s: SeriesTrend) -> bool:

@@ -14,7 +14,7 @@ The budget is *spent* (the monitor alarms) when consumed ≥ 1.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -70,12 +70,48 @@ class BudgetStatus:
         out["remaining"] = self.remaining
         return out
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> BudgetStatus:
+        """The status as :meth:`to_dict` recorded it (in a monitor run's history record);
+        KeyError, TypeError or InputError when ``d`` is not one."""
+        p = d["policy"]
+        policy = BudgetPolicy(float(p["target"]), float(p["slo"]), p["window_runs"],
+                              p["window_days"])
+        return cls(policy, int(d["runs"]), int(d["bad"]), float(d["allowed_bad"]),
+                   float(d["consumed"]), float(d["burn_rate"]), bool(d["spent"]))
+
     def summary(self) -> str:
         window = (f"{self.policy.window_runs} runs" if self.policy.window_runs is not None
                   else f"{self.policy.window_days:g} days")
         return (f"error budget (recall ≥ {self.policy.target:g} in {self.policy.slo:.0%} of "
                 f"{window}): {self.bad}/{self.runs} runs bad, {self.consumed:.0%} consumed, "
                 f"burn rate {self.burn_rate:.2f}" + (" — SPENT" if self.spent else ""))
+
+    def explain_consumed(self) -> str:
+        """Budget consumed, in one sentence a reader needs no book for."""
+        window = (f"the last {self.policy.window_runs} runs" if self.policy.window_runs is not None
+                  else f"the {self.runs} runs of the last {self.policy.window_days:g} days")
+        return (f"The share of the tolerated shortfall used up: up to {self._allowed()} of "
+                f"{window} ({self.allowed_bad:g} run{_s(self.allowed_bad)}) may have a recall "
+                f"against exact search under {self.policy.target:g}, and {self.bad} "
+                f"{'has' if self.bad == 1 else 'have'}; at 100% the budget is spent and the "
+                "monitor alarms.")
+
+    def explain_burn_rate(self) -> str:
+        """Burn rate, in one sentence a reader needs no book for."""
+        if not self.runs:
+            return "How fast the budget is being used: no monitor run in the window yet."
+        return (f"How fast the budget is being used compared with the allowed pace: {self.bad} "
+                f"bad run{_s(self.bad)} in {self.runs} is {self.burn_rate:.2f} times the "
+                f"{self._allowed()} allowed; at 1 the budget lasts exactly the window, above 1 it "
+                "runs out early.")
+
+    def _allowed(self) -> str:
+        return f"{(1.0 - self.policy.slo) * 100:.3g}%"  # 10%, 0.1%: never rounded to 0%
+
+
+def _s(n: float) -> str:
+    return "" if n == 1 else "s"
 
 
 def error_budget(

@@ -1,11 +1,32 @@
 """Calibrations: the no-result score threshold, and the noise ceiling per domain (SPEC §2).
 
-**No-result threshold.** A system answers a query only when its best result scores at least ``t``.
-Over a set of *answerable* queries (the golden set) and *unanswerable* ones (given, or the
-unrelated-domain list shipped in ``recallwatch/ops/data/unanswerable.txt``), at each threshold:
+**No-result threshold.** Results scoring below the threshold ``t`` are dropped; when nothing
+remains the system answers "no result". *The answer* to a query is therefore its top K results
+(K: the golden set's ``top_k``, or the query's own) that score at least ``t``; a query is
+*answered* when its best result scores at least ``t``, and *answered correctly* when the answer
+holds at least one of its expected chunks. Over the golden set's queries (answerable: their
+answer is in the corpus) and unanswerable ones, at each threshold:
 
-* ``coverage(t)``  = answerable queries answered ÷ answerable queries;
-* ``precision(t)`` = answerable queries answered ÷ all queries answered (1 when none is).
+* ``coverage(t)``  = answerable queries answered ÷ answerable queries (what ``monitor`` measures
+  live on its probes);
+* ``precision(t)`` = answers holding an expected chunk ÷ all answers given, answerable and
+  unanswerable queries alike (1 when none is given). An answerable query answered without any of
+  its expected chunks is a wrong answer, like an unanswerable query answered at all.
+
+The unanswerable queries (``negatives``):
+
+* ``in-domain`` (default): each golden query again, with its expected chunks removed from the
+  results, so its answer is absent from the corpus. This is the hard case the threshold exists
+  for: a question of the domain whose answer the knowledge base does not hold, where the best
+  remaining chunk is on topic and scores high. (A chunk that also answers the question but is not
+  in its expected list makes that negative look answerable: list such chunks as expected.)
+* ``off-domain``: questions about other subjects (given, or the list shipped in
+  ``recallwatch/ops/data/unanswerable.txt``). They score low against any corpus and are easy to
+  reject, so alone they give a threshold that is too low for in-domain questions.
+* ``both``.
+
+Precision depends on the mix: with in-domain negatives alone, half the questions asked have no
+answer in the corpus.
 
 The chosen point is the lowest ``t`` whose precision reaches the target (most coverage at that
 precision), or the highest ``t`` whose coverage reaches the target. Scores are cosine
@@ -19,7 +40,7 @@ margin (in chunks) above it, printed as the policy's ``noise_ceiling`` section.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,9 +49,11 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from recallwatch.errors import EmbedderMismatchError, InputError, UsageError
+from recallwatch.stores.base import Hits
 
 if TYPE_CHECKING:
     from recallwatch.embedders.base import Embedder, Fingerprint
+    from recallwatch.formats.golden import GoldenSet
     from recallwatch.stores.base import VectorStore
     from recallwatch.suite.model import GateResult
 
@@ -38,7 +61,9 @@ __all__ = [
     "THRESHOLD_META_KEY",
     "UNANSWERABLE_FILE",
     "DomainNoise",
+    "Negatives",
     "NoiseCalibration",
+    "Sample",
     "Target",
     "ThresholdCalibration",
     "calibrate_noise",
@@ -46,6 +71,7 @@ __all__ = [
     "choose",
     "default_unanswerable",
     "read_threshold",
+    "search_excluding",
     "store_threshold",
     "threshold_curve",
 ]
@@ -53,11 +79,24 @@ __all__ = [
 THRESHOLD_META_KEY = "no_result_thresholds"  # {fingerprint probe_hash: calibration dict}
 UNANSWERABLE_FILE = Path(__file__).parent / "data" / "unanswerable.txt"
 Target = Literal["precision", "coverage"]
+Negatives = Literal["in-domain", "off-domain", "both"]
+SampleKind = Literal["answerable", "in-domain", "off-domain"]
 
 
 def default_unanswerable() -> list[str]:
     lines = UNANSWERABLE_FILE.read_text(encoding="utf-8").splitlines()
     return [t.strip() for t in lines if t.strip() and not t.startswith("#")]
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One query as the calibration searched it."""
+
+    query: str  # the golden query's id, or the text of an off-domain query
+    kind: SampleKind
+    top_id: str | None  # the best result (in-domain: once the expected chunks are removed)
+    top_score: float | None  # None: the store returned nothing
+    hit_score: float | None = None  # answerable: best expected chunk in the top K; None: none
 
 
 @dataclass(frozen=True)
@@ -73,6 +112,8 @@ class ThresholdCalibration:
     curve: tuple[tuple[float, float, float], ...]  # (threshold, precision, coverage), ascending t
     fingerprint: dict[str, Any] | None = None
     unanswerable_source: str = ""
+    negatives: Negatives = "in-domain"
+    samples: tuple[Sample, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -80,18 +121,34 @@ class ThresholdCalibration:
         return d
 
 
-def threshold_curve(answerable: Sequence[float] | np.ndarray,
-                    unanswerable: Sequence[float] | np.ndarray) -> list[tuple[float, float, float]]:
-    """(t, precision, coverage) at every distinct top score t, ascending (answer when score ≥ t)."""
-    a = np.sort(np.asarray(answerable, dtype=np.float64))
-    u = np.sort(np.asarray(unanswerable, dtype=np.float64))
-    if a.size == 0:
+def _scores(values: Sequence[float | None] | np.ndarray) -> np.ndarray:
+    """Scores as floats, "nothing" (None) as −inf: never at or above any threshold."""
+    return np.asarray([-np.inf if v is None else v for v in values], dtype=np.float64)
+
+
+def threshold_curve(answered: Sequence[float | None] | np.ndarray,
+                    correct: Sequence[float | None] | np.ndarray,
+                    unanswerable: Sequence[float | None] | np.ndarray,
+                    ) -> list[tuple[float, float, float]]:
+    """(t, precision, coverage) at every distinct score t, ascending.
+
+    Per answerable query, ``answered`` is its best score (answered when ≥ t) and ``correct`` the
+    best score of an expected chunk in its top K (a correct answer when ≥ t; None: no expected
+    chunk is returned); per unanswerable query, ``unanswerable`` is its best score."""
+    top, hit, neg = (np.sort(_scores(v)) for v in (answered, correct, unanswerable))
+    if top.size == 0:
         raise InputError(field="answerable", expected="at least one answerable query", found=0)
+    if hit.size != top.size:
+        raise InputError(field="correct", expected=f"one score per answerable query ({top.size})",
+                         found=hit.size)
+    every = np.concatenate([top, hit, neg])
     out = []
-    for t in np.unique(np.concatenate([a, u])):
-        tp = a.size - int(np.searchsorted(a, t, side="left"))
-        fp = u.size - int(np.searchsorted(u, t, side="left"))
-        out.append((float(t), tp / (tp + fp) if tp + fp else 1.0, tp / a.size))
+    for t in np.unique(every[np.isfinite(every)]):
+        answered_n = top.size - int(np.searchsorted(top, t, side="left"))
+        right = hit.size - int(np.searchsorted(hit, t, side="left"))
+        wrong_neg = neg.size - int(np.searchsorted(neg, t, side="left"))
+        given = answered_n + wrong_neg
+        out.append((float(t), right / given if given else 1.0, answered_n / top.size))
     return out
 
 
@@ -100,6 +157,8 @@ def choose(curve: list[tuple[float, float, float]], target: Target, value: float
     """The point for a target precision (lowest t reaching it) or coverage (highest t)."""
     if not 0.0 <= value <= 1.0:
         raise InputError(field=f"target {target}", expected="a share in [0, 1]", found=value)
+    if not curve:
+        raise InputError(field="scores", expected="at least one query with a result", found=0)
     if target == "precision":
         ok = [p for p in curve if p[1] >= value]
         return (ok[0], True) if ok else (max(curve, key=lambda p: (p[1], p[2])), False)
@@ -107,17 +166,32 @@ def choose(curve: list[tuple[float, float, float]], target: Target, value: float
     return (ok[-1], True) if ok else (curve[0], False)
 
 
-def top_scores(store: VectorStore, vectors: np.ndarray) -> np.ndarray:
-    """The best score of each query (−1, the lowest cosine, when the store returns nothing)."""
-    hits = store.search(vectors, 1)
-    return np.array([float(h.scores[0]) if len(h.ids) else -1.0 for h in hits])
+def search_excluding(store: VectorStore, vectors: np.ndarray, k: int,
+                     exclude: Sequence[Collection[str]]) -> list[Hits]:
+    """The top ``k`` of each query once the ids in its ``exclude`` set are removed. Store filters
+    are equalities only, so the search goes ``k`` + the largest set deep: ``k`` always remain."""
+    if len(exclude) != len(vectors):
+        raise InputError(field="exclude", expected=f"one id set per query ({len(vectors)})",
+                         found=len(exclude))
+    depth = k + max((len(e) for e in exclude), default=0)
+    out = []
+    for h, ex in zip(store.search(vectors, depth), exclude, strict=True):
+        keep = [i for i, cid in enumerate(h.ids) if cid not in ex][:k]
+        out.append(Hits([h.ids[i] for i in keep], np.asarray(h.scores)[keep]))
+    return out
+
+
+def _top(h: Hits) -> tuple[str | None, float | None]:
+    return (h.ids[0], float(h.scores[0])) if h.ids else (None, None)
 
 
 def calibrate_threshold(
-    store: VectorStore, embedder: Embedder, answerable: Sequence[str],
-    unanswerable: Sequence[str] | None = None, *, target: Target = "precision",
-    value: float = 0.95, unanswerable_source: str | None = None,
+    store: VectorStore, embedder: Embedder, golden: GoldenSet,
+    unanswerable: Sequence[str] | None = None, *, negatives: Negatives = "in-domain",
+    target: Target = "precision", value: float = 0.95, unanswerable_source: str | None = None,
 ) -> ThresholdCalibration:
+    """The no-result threshold for ``golden``'s queries on ``store``. ``unanswerable`` are the
+    off-domain queries (default: the shipped list), used when ``negatives`` includes them."""
     from recallwatch.embedders.base import (
         FINGERPRINT_META_KEY,
         Fingerprint,
@@ -125,28 +199,50 @@ def calibrate_threshold(
         fingerprint_of,
     )
 
+    if negatives == "in-domain" and unanswerable is not None:
+        raise UsageError("the unanswerable queries given are off-domain negatives: use them with "
+                         "negatives 'off-domain' or 'both' (--negatives)")
     fp = fingerprint_of(embedder)
     stored = store.get_meta(FINGERPRINT_META_KEY)
     check_fingerprint(Fingerprint.from_dict(stored) if isinstance(stored, dict) else None, fp,
                       index=store.uri)
-    negatives = list(unanswerable) if unanswerable is not None else default_unanswerable()
-    if not negatives:
-        raise InputError(field="unanswerable", expected="at least one query", found=0)
-    pos = top_scores(store, np.asarray(embedder.embed_queries(list(answerable)), np.float32))
-    neg = top_scores(store, np.asarray(embedder.embed_queries(negatives), np.float32))
-    curve = threshold_curve(pos, neg)
+    queries = golden.queries
+    vectors = np.asarray(embedder.embed_queries([q.text for q in queries]), np.float32)
+    ks = [q.top_k or golden.top_k for q in queries]
+    samples = []
+    for q, k, h in zip(queries, ks, store.search(vectors, max(ks)), strict=True):
+        hits = [float(s) for cid, s in zip(h.ids[:k], h.scores[:k]) if cid in q.expected]
+        samples.append(Sample(q.id, "answerable", *_top(h), max(hits) if hits else None))
+    sources = []
+    if negatives != "off-domain":
+        absent = search_excluding(store, vectors, 1, [set(q.expected) for q in queries])
+        samples += [Sample(q.id, "in-domain", *_top(h)) for q, h in zip(queries, absent)]
+        sources.append(f"{len(queries)} in-domain: each golden query with its expected chunks "
+                       "removed from the results")
+    if negatives != "in-domain":
+        off = list(unanswerable) if unanswerable is not None else default_unanswerable()
+        if not off:
+            raise InputError(field="unanswerable", expected="at least one query", found=0)
+        off_vectors = np.asarray(embedder.embed_queries(off), np.float32)
+        samples += [Sample(t, "off-domain", *_top(h))
+                    for t, h in zip(off, store.search(off_vectors, 1))]
+        shipped = f"shipped unrelated-domain list ({UNANSWERABLE_FILE.name})"
+        source = unanswerable_source or ("given" if unanswerable is not None else shipped)
+        sources.append(f"{len(off)} off-domain: {source}")
+    pos = [s for s in samples if s.kind == "answerable"]
+    neg = [s.top_score for s in samples if s.kind != "answerable"]
+    curve = threshold_curve([s.top_score for s in pos], [s.hit_score for s in pos], neg)
     (t, p, c), reached = choose(curve, target, value)
     return ThresholdCalibration(
         t, target, value, p, c, reached, len(pos), len(neg), tuple(curve), fp.to_dict(),
-        unanswerable_source or ("given" if unanswerable is not None else
-                                f"shipped unrelated-domain list ({UNANSWERABLE_FILE.name})"))
+        "; ".join(sources), negatives, tuple(samples))
 
 
 def store_threshold(store: VectorStore, calibration: ThresholdCalibration) -> None:
     if calibration.fingerprint is None:
         raise UsageError("a threshold without an embedder fingerprint cannot be stored")
     entries = dict(store.get_meta(THRESHOLD_META_KEY) or {})
-    record = {k: v for k, v in calibration.to_dict().items() if k != "curve"}
+    record = {k: v for k, v in calibration.to_dict().items() if k not in ("curve", "samples")}
     record["calibrated_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     entries[calibration.fingerprint["probe_hash"]] = record
     store.set_meta(THRESHOLD_META_KEY, entries)

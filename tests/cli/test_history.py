@@ -150,8 +150,24 @@ def test_trend_names_slow_degradation_and_exits_1(tmp_path: Path) -> None:
 def test_trend_without_a_pattern_exits_0(db: Path) -> None:
     r = runner.invoke(app, ["history", "trend", "--history", str(db)])
     assert r.exit_code == 0, r.output
+    assert "mean quality: 100.0 → 90.0 (-10.0) over 2 runs: too few runs to call a trend" \
+        in r.output
     assert "too few runs for a trend (2; at least 5 needed)" in r.output
     assert "no trend pattern" in r.output
+
+
+def test_trend_of_two_runs_94_9_then_100_is_not_called_flat(tmp_path: Path) -> None:
+    from tests.history.helpers import gate_run, golden_set
+
+    g = golden_set(78)
+    with History(tmp_path / "h.db") as h:
+        h.record(gate_run(g, {f"q{i:02d}": {f"q{i:02d}_b": 15} for i in range(4)}))
+        h.record(gate_run(g))
+    r = runner.invoke(app, ["history", "trend", "--history", str(tmp_path / "h.db")])
+    assert r.exit_code == 0, r.output
+    assert ("mean quality: 94.9 → 100.0 (+5.1) over 2 runs: too few runs to call a trend (at "
+            "least 5 needed)") in r.output
+    assert "flat" not in r.output and "+0/run" not in r.output
 
 
 def test_every_command_and_option_is_documented() -> None:

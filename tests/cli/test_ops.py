@@ -209,7 +209,8 @@ def test_calibrate_threshold_with_the_default_embedder_feeds_monitor_coverage(
     assert run("ingest", str(corpus), "--store", store, "--no-progress").exit_code == 0
     out = run("calibrate-threshold", str(golden), "--store", store, "--target-precision", "0.9")
     assert out.exit_code == 0, out.output
-    assert "chosen threshold" in out.stdout and "shipped unrelated-domain list" in out.stdout
+    assert "chosen threshold" in out.stdout
+    assert "3 in-domain: each golden query with its expected chunks removed" in out.stdout
     meta = LanceStore.open(store).get_meta(THRESHOLD_META_KEY)
     (entry,) = meta.values()
     assert entry["fingerprint"]["name"] == "use-multilingual" and entry["target"] == "precision"
@@ -223,6 +224,17 @@ def test_calibrate_threshold_with_the_default_embedder_feeds_monitor_coverage(
     both = run("calibrate-threshold", str(golden), "--store", store, "--target-precision", "0.9",
                "--target-coverage", "0.9")
     assert both.exit_code == 2 and "at most one of" in both.stderr
+    easy = run("calibrate-threshold", str(golden), "--store", store, "--negatives", "off-domain",
+               "--dry-run")
+    assert easy.exit_code == 0 and "40 off-domain: shipped unrelated-domain list" in easy.stdout
+    listed = tmp_path / "off.txt"
+    listed.write_text("receta de paella\n")
+    mixed = run("calibrate-threshold", str(golden), "--store", store, "--negatives", "in-domain",
+                "--unanswerable", str(listed))
+    assert mixed.exit_code == 2
+    assert mixed.stderr.strip().splitlines() == [
+        "Error: the unanswerable queries given are off-domain negatives: use them with negatives "
+        "'off-domain' or 'both' (--negatives)"]
 
 
 def test_every_ops_command_and_option_is_documented() -> None:

@@ -12,6 +12,7 @@ from recallwatch.errors import UsageError
 from recallwatch.formats.golden import GoldenSet
 from recallwatch.formats.policy import Policy
 from recallwatch.history import History, trend
+from recallwatch.history.trend import analyse_series
 from recallwatch.suite.model import GateResult
 from tests.history.helpers import gate_run, golden_set
 
@@ -71,7 +72,33 @@ def test_too_few_runs_never_make_a_trend(tmp_path: Path) -> None:
     _record(tmp_path / "h.db", [_losing(g, n) for n in (0, 4, 8, 12)])
     with History(tmp_path / "h.db") as h:
         t = trend(h)
-    assert t.series["mean_quality"].direction == "flat" and t.patterns == ()
+    assert t.series["mean_quality"].direction == "too_few_runs" and t.patterns == ()
+    assert t.series["mean_quality"].describe().startswith(
+        "mean quality: 100.0 → 70.0 (-30.0) over 4 runs: too few runs to call a trend")
+
+
+def test_two_runs_from_94_9_to_100_show_the_change_not_a_flat_slope(tmp_path: Path) -> None:
+    # the example knowledge base's story: 4 of 78 queries fail, then the fix makes all pass
+    g = golden_set(78)
+    _record(tmp_path / "h.db", [_losing(g, 4), _losing(g, 0)])
+    with History(tmp_path / "h.db") as h:
+        t = trend(h)
+    q = t.series["mean_quality"]
+    assert q.first == pytest.approx(100 * 74 / 78) and q.last == 100.0
+    assert q.slope == pytest.approx(100 / 78 * 4)  # the line through two points: the change
+    assert q.direction == "too_few_runs"
+    assert q.describe() == ("mean quality: 94.9 → 100.0 (+5.1) over 2 runs: too few runs to "
+                            "call a trend (at least 5 needed)")
+    assert t.series["mean_recall"].describe() == (
+        "mean recall: 0.974 → 1.000 (+0.026) over 2 runs: too few runs to call a trend (at "
+        "least 5 needed)")
+
+
+def test_enough_runs_without_a_significant_move_say_so() -> None:
+    s = analyse_series("mean_noise", [1.0, 1.5, 1.0, 1.5, 1.2], [f"r{i}" for i in range(5)])
+    assert s.direction == "flat"
+    assert s.describe().startswith("mean noise: 1.00 → 1.20 (+0.20) over 5 runs; slope ")
+    assert s.describe().endswith(": no significant trend")
 
 
 def test_one_domain_degrading_is_named(tmp_path: Path) -> None:

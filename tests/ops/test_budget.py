@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from recallwatch.errors import InputError
-from recallwatch.ops.budget import BudgetPolicy, error_budget
+from recallwatch.ops.budget import BudgetPolicy, BudgetStatus, error_budget
 
 T0 = datetime(2026, 1, 1)
 
@@ -75,3 +75,19 @@ def test_no_runs_spend_nothing() -> None:
 def test_bad_policies_are_input_errors(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(InputError, match=message):
         BudgetPolicy(**kwargs)  # type: ignore[arg-type]
+
+
+def test_a_recorded_status_reads_back_and_explains_itself() -> None:
+    status = error_budget(runs([0.1, 0.1, 0.99, 0.99, 0.5, 0.99], step=timedelta(days=1)),
+                          BudgetPolicy(0.95, 0.80, None, 3.0), now=T0 + timedelta(days=5))
+    assert BudgetStatus.from_dict(status.to_dict()) == status
+    assert status.explain_consumed() == (
+        "The share of the tolerated shortfall used up: up to 20% of the 4 runs of the last 3 days "
+        "(0.8 runs) may have a recall against exact search under 0.95, and 1 has; at 100% the "
+        "budget is spent and the monitor alarms.")
+    assert "1 bad run in 4 is 1.25 times the 20% allowed" in status.explain_burn_rate()
+    empty = error_budget([], BudgetPolicy(0.95, 0.999, None, 7.0), now=T0)
+    assert empty.explain_burn_rate().endswith("no monitor run in the window yet.")
+    assert "up to 0.1% of the 0 runs" in empty.explain_consumed()  # never rounded to 0%
+    with pytest.raises(KeyError):
+        BudgetStatus.from_dict({"remaining": 0.5})

@@ -11,18 +11,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recallwatch.embedders.base import FINGERPRINT_META_KEY, fingerprint_of
+from recallwatch.embedders.base import FINGERPRINT_META_KEY, Embedder, fingerprint_of
 from recallwatch.embedders.function import CallableEmbedder
-from recallwatch.errors import EmbedderMismatchError, InputError
-from recallwatch.formats.golden import GoldenSet
+from recallwatch.errors import EmbedderMismatchError, InputError, UsageError
+from recallwatch.formats.golden import GoldenSet, load_golden
 from recallwatch.formats.policy import load_policy
 from recallwatch.formats.results import RankedList
 from recallwatch.ops.calibrate import (
+    THRESHOLD_META_KEY,
     calibrate_noise,
     calibrate_threshold,
     choose,
     default_unanswerable,
     read_threshold,
+    search_excluding,
     store_threshold,
     threshold_curve,
 )
@@ -31,9 +33,12 @@ from recallwatch.stores.lancedb import LanceStore
 from recallwatch.suite.gate import run_gate
 from recallwatch.suite.model import GateResult
 
+KB = Path(__file__).resolve().parents[2] / "examples" / "kb"
+
 
 def test_curve_and_choice_on_known_scores() -> None:
-    curve = threshold_curve([0.9, 0.8, 0.7], [0.75, 0.5])
+    tops = [0.9, 0.8, 0.7]
+    curve = threshold_curve(tops, tops, [0.75, 0.5])  # every answer holds its expected chunk
     expected = [(0.5, 3 / 5, 1.0), (0.7, 3 / 4, 1.0), (0.75, 2 / 3, 2 / 3), (0.8, 1.0, 2 / 3),
                 (0.9, 1.0, 1 / 3)]
     assert np.asarray(curve) == pytest.approx(np.asarray(expected))
@@ -44,21 +49,38 @@ def test_curve_and_choice_on_known_scores() -> None:
     assert choose(curve, "coverage", 0.5)[0][0] == 0.8
 
 
+def test_an_answer_without_an_expected_chunk_is_a_wrong_answer() -> None:
+    # q1's top hit (0.9) is expected; q2's top hit (0.8) is not, its expected chunk scores 0.6
+    # inside the top K; q3 has no expected chunk in its top K at all.
+    curve = {t: (p, c) for t, p, c in threshold_curve([0.9, 0.8, 0.7], [0.9, 0.6, None], [])}
+    assert curve[0.6] == pytest.approx((2 / 3, 1.0))  # q2's answer reaches down to its chunk
+    assert curve[0.7] == pytest.approx((1 / 3, 1.0))  # q2 answered without it: wrong; q3 wrong
+    assert curve[0.8] == pytest.approx((1 / 2, 2 / 3))
+    assert curve[0.9] == pytest.approx((1.0, 1 / 3))
+
+
 def test_an_unreachable_target_gives_the_closest_point_and_says_so() -> None:
-    curve = threshold_curve([0.5, 0.6], [0.9])  # every answered set holds the negative
+    curve = threshold_curve([0.5, 0.6], [0.5, 0.6], [0.9])  # every answered set holds the negative
     point, reached = choose(curve, "precision", 0.99)
     assert not reached and point[0] == 0.5  # the best precision there is: 2/3 at t = 0.5
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.floats(-1, 1), min_size=1, max_size=30),
-       st.lists(st.floats(-1, 1), max_size=30))
-def test_curve_matches_a_direct_count(pos: list[float], neg: list[float]) -> None:
-    for t, precision, coverage in threshold_curve(pos, neg):
-        tp = sum(1 for s in pos if s >= t)
-        fp = sum(1 for s in neg if s >= t)
-        assert coverage == pytest.approx(tp / len(pos))
-        assert precision == pytest.approx(tp / (tp + fp) if tp + fp else 1.0)
+@given(st.lists(st.tuples(st.floats(-1, 1), st.one_of(st.none(), st.floats(0, 1))),
+                min_size=1, max_size=30),
+       st.lists(st.one_of(st.none(), st.floats(-1, 1)), max_size=30))
+def test_curve_matches_a_direct_count(pos: list[tuple[float, float | None]],
+                                      neg: list[float | None]) -> None:
+    # an expected chunk scores at most the top score: hit = top - gap
+    tops = [top for top, _ in pos]
+    hits = [None if gap is None else top - gap for top, gap in pos]
+    for t, precision, coverage in threshold_curve(tops, hits, neg):
+        answered = sum(1 for s in tops if s >= t)
+        right = sum(1 for s in hits if s is not None and s >= t)
+        wrong = sum(1 for s in neg if s is not None and s >= t)
+        assert coverage == pytest.approx(answered / len(pos))
+        given = answered + wrong
+        assert precision == pytest.approx(right / given if given else 1.0)
 
 
 def test_shipped_unanswerable_list_is_clean() -> None:
@@ -71,13 +93,21 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return np.asarray(x / np.linalg.norm(x, axis=1, keepdims=True), dtype=np.float32)
 
 
+Toy = tuple[LanceStore, CallableEmbedder, GoldenSet, list[str]]
+
+
+def _golden(expected: dict[str, list[str]], top_k: int = 10) -> GoldenSet:
+    return GoldenSet.from_dict({"name": "toy", "top_k": top_k, "queries": [
+        {"id": t.replace(" ", ""), "text": t, "expected": e} for t, e in expected.items()]})
+
+
 @pytest.fixture
-def kb(tmp_path: Path) -> tuple[LanceStore, CallableEmbedder, list[str], list[str]]:
-    """Answerable queries sit next to a stored chunk; unanswerable ones point elsewhere."""
+def kb(tmp_path: Path) -> Toy:
+    """Answerable query i sits next to stored chunk d{i}; off-domain ones point elsewhere."""
     rng = np.random.default_rng(3)
     dim = 24
     docs = _unit(rng.standard_normal((200, dim)))
-    # the documents live in the first 20 dimensions; unanswerable queries point along the others
+    # the documents live in the first 20 dimensions; off-domain queries point along the others
     docs[:, 20:] = 0
     docs = _unit(docs)
     pos_texts = [f"pos {i}" for i in range(40)]
@@ -97,31 +127,127 @@ def kb(tmp_path: Path) -> tuple[LanceStore, CallableEmbedder, list[str], list[st
     store = LanceStore(tmp_path / "kb", "c")
     store.upsert([Chunk(id=f"d{i}", text="") for i in range(len(docs))], docs)
     store.set_meta(FINGERPRINT_META_KEY, fingerprint_of(emb).to_dict())
-    return store, emb, pos_texts, neg_texts
+    return store, emb, _golden({t: [f"d{i}"] for i, t in enumerate(pos_texts)}), neg_texts
 
 
-def test_threshold_on_separable_data_is_the_lowest_answerable_score(kb: tuple) -> None:  # type: ignore[type-arg]
-    store, emb, pos, neg = kb
-    cal = calibrate_threshold(store, emb, pos, neg, target="precision", value=1.0)
-    pos_top = [h.scores[0] for h in store.search(emb.embed_queries(pos), 1, exact=True)]
+def test_threshold_on_separable_data_is_the_lowest_answerable_score(kb: Toy) -> None:
+    store, emb, golden, neg = kb
+    texts = [q.text for q in golden.queries]
+    cal = calibrate_threshold(store, emb, golden, neg, negatives="off-domain",
+                              target="precision", value=1.0)
+    pos_top = [h.scores[0] for h in store.search(emb.embed_queries(texts), 1, exact=True)]
     neg_top = [h.scores[0] for h in store.search(emb.embed_queries(neg), 1, exact=True)]
     assert max(neg_top) < min(pos_top)  # the construction separates them
     assert cal.threshold == pytest.approx(float(min(pos_top)))
     assert (cal.precision, cal.coverage, cal.reached) == (1.0, 1.0, True)
     assert cal.fingerprint == fingerprint_of(emb).to_dict()
+    assert (cal.answerable, cal.unanswerable, cal.negatives) == (40, 40, "off-domain")
+    assert cal.unanswerable_source == "40 off-domain: given"
 
 
-def test_threshold_is_bound_to_the_embedder_fingerprint(kb: tuple) -> None:  # type: ignore[type-arg]
-    store, emb, pos, neg = kb
+def test_a_top_hit_that_is_not_expected_is_not_a_correct_answer(kb: Toy) -> None:
+    store, emb, _, _ = kb
+    # "pos 0" lands on d0; expecting d1 instead makes its answer hold no expected chunk
+    golden = _golden({"pos 0": ["d1"], "pos 1": ["d1"]}, top_k=1)
+    cal = calibrate_threshold(store, emb, golden, negatives="in-domain", value=1.0)
+    wrong, right = (s for s in cal.samples if s.kind == "answerable")
+    assert (wrong.top_id, wrong.hit_score, right.top_id) == ("d0", None, "d1")
+    assert right.hit_score == right.top_score and wrong.top_score is not None
+    assert all(p <= 0.5 for t, p, c in cal.curve if t <= wrong.top_score)  # 1 right of ≥ 2
+    assert cal.threshold > wrong.top_score and cal.coverage == 0.5
+
+
+def test_in_domain_negatives_search_without_the_expected_chunks(kb: Toy) -> None:
+    store, emb, golden, _ = kb
+    vectors = emb.embed_queries([q.text for q in golden.queries])
+    excluded = [set(q.expected) | {"d100"} for q in golden.queries]
+    full = store.search(vectors, 12)
+    for h, f, ex in zip(search_excluding(store, vectors, 10, excluded), full, excluded,
+                        strict=True):
+        assert len(h.ids) == 10 and not ex & set(h.ids)
+        assert h.ids == [c for c in f.ids if c not in ex][:10]  # the ranking, less the excluded
+    cal = calibrate_threshold(store, emb, golden)
+    negatives = [s for s in cal.samples if s.kind == "in-domain"]
+    assert [s.query for s in negatives] == [q.id for q in golden.queries]
+    assert all(s.top_id not in q.expected for s, q in zip(negatives, golden.queries))
+    with pytest.raises(UsageError, match="off-domain negatives"):
+        calibrate_threshold(store, emb, golden, ["neg 0"], negatives="in-domain")
+    with pytest.raises(InputError, match="one id set per query"):
+        search_excluding(store, vectors, 1, [])
+
+
+def test_threshold_is_bound_to_the_embedder_fingerprint(kb: Toy) -> None:
+    store, emb, golden, _ = kb
     assert read_threshold(store, fingerprint_of(emb)) is None  # none calibrated yet
-    cal = calibrate_threshold(store, emb, pos, neg)
+    cal = calibrate_threshold(store, emb, golden)
     store_threshold(store, cal)
     assert read_threshold(store, fingerprint_of(emb)) == pytest.approx(cal.threshold)
+    (stored,) = store.get_meta(THRESHOLD_META_KEY).values()
+    assert "samples" not in stored and "curve" not in stored  # the figures, not the workings
     other = CallableEmbedder(lambda t: np.ones((len(t), 24)), name="other", dimension=24)
     with pytest.raises(EmbedderMismatchError, match=r"calibrated for toy@0 .* not portable"):
         read_threshold(store, fingerprint_of(other))
     with pytest.raises(EmbedderMismatchError, match="was built with toy"):
-        calibrate_threshold(store, other, pos, neg)
+        calibrate_threshold(store, other, golden)
+
+
+# -- the example knowledge base, real embedder --------------------------------------------------
+@pytest.fixture(scope="module")
+def example_kb(tmp_path_factory: pytest.TempPathFactory) -> tuple[LanceStore, Embedder]:
+    """Version 1 of the example knowledge base (three tables without a description, so some
+    queries miss their expected chunks) in LanceDB, embedded with the default model."""
+    from recallwatch.embedders import get_embedder
+    from recallwatch.ops.ingest import ingest
+
+    store = LanceStore(tmp_path_factory.mktemp("example") / "kb")
+    emb = get_embedder()
+    ingest(KB / "corpus_v1.jsonl", store, emb, embedder_spec="use-multilingual")
+    return store, emb
+
+
+@pytest.mark.slow
+def test_example_kb_answers_without_an_expected_chunk_are_wrong(
+        example_kb: tuple[LanceStore, Embedder]) -> None:
+    store, emb = example_kb
+    golden = load_golden(KB / "golden.yaml")
+    cal = calibrate_threshold(store, emb, golden)
+    pos = {s.query: s for s in cal.samples if s.kind == "answerable"}
+    # the real gate on the same store: a query with recall 0 has no expected chunk in its top K
+    gate = run_gate(golden, store=store, embedder=emb)
+    missed = {q.id for q in gate.queries if q.recall == 0}
+    assert "cuota_autonomos_2000" in missed  # its table has no description in version 1
+    assert {q for q, s in pos.items() if s.hit_score is None} == missed
+    top_not_expected = [s for s in pos.values() if s.top_id not in
+                        next(q.expected for q in golden.queries if q.id == s.query)]
+    assert len(top_not_expected) > len(missed)  # some still hold an expected chunk lower down
+    lowest, precision, coverage = cal.curve[0]
+    answered_negatives = sum(1 for s in cal.samples if s.kind == "in-domain"
+                             and s.top_score is not None and s.top_score >= lowest)
+    assert coverage == 1.0
+    assert precision == pytest.approx((len(pos) - len(missed)) / (len(pos) + answered_negatives))
+
+
+@pytest.mark.slow
+def test_example_kb_in_domain_negatives_exclude_the_answer_and_raise_the_threshold(
+        example_kb: tuple[LanceStore, Embedder]) -> None:
+    store, emb = example_kb
+    golden = load_golden(KB / "golden.yaml")
+    vectors = emb.embed_queries([q.text for q in golden.queries])
+    excluded = [set(q.expected) for q in golden.queries]
+    for h, ex in zip(search_excluding(store, vectors, 10, excluded), excluded, strict=True):
+        assert len(h.ids) == 10 and not ex & set(h.ids)
+    hard = calibrate_threshold(store, emb, golden)
+    easy = calibrate_threshold(store, emb, golden, negatives="off-domain")
+    in_domain = [s for s in hard.samples if s.kind == "in-domain"]
+    assert len(in_domain) == len(golden.queries) == hard.unanswerable
+    assert all(s.top_id not in ex for s, ex in zip(in_domain, excluded, strict=True))
+    off_domain = [float(s.top_score or 0) for s in easy.samples if s.kind == "off-domain"]
+    # with its answer absent, a question of the domain still finds an on-topic chunk: its best
+    # score is far above an unrelated question's, so the threshold must rise to reject it
+    assert np.median([float(s.top_score or 0) for s in in_domain]) > max(off_domain)
+    assert hard.threshold > easy.threshold
+    assert hard.coverage < easy.coverage
+    assert easy.unanswerable_source.startswith("40 off-domain: shipped unrelated-domain list")
 
 
 # -- noise ceiling ---------------------------------------------------------------------------

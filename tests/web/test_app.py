@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -14,6 +15,7 @@ from starlette.testclient import TestClient
 
 from recallwatch.errors import HistoryError
 from recallwatch.history import History
+from recallwatch.ops.budget import BudgetPolicy, error_budget
 from recallwatch.report.html import to_html
 from recallwatch.suite.model import GateResult
 from recallwatch.web import create_app
@@ -119,6 +121,11 @@ def test_trends_show_the_decline(client: TestClient, site: Site) -> None:
               if r.cssselect("td")}
     assert H.text(series["mean_quality"].cssselect("td")[-1]) == "down"
     assert doc.cssselect("ul .badge.warn")  # a pattern is named
+    # a domain that falls 100 → 50 without both tests agreeing is not called "flat"
+    undecided = [H.text(r.cssselect("td")[-1]) for name, r in series.items()
+                 if name.endswith("mean_quality") and H.text(r.cssselect("td")[3]) == "50.000"]
+    assert "no significant trend" in undecided
+    assert "flat" not in H.text(doc.cssselect("table.trend-series")[0])
 
 
 def test_trends_last_bounds(client: TestClient) -> None:
@@ -131,11 +138,46 @@ def test_monitor_indicators_and_records(client: TestClient) -> None:
     doc = get(client, "/monitor")
     cards = {H.text(c.cssselect(".k")[0]).split(" · ")[0]: H.text(c.cssselect(".v")[0])
              for c in doc.cssselect(".indicators .card")}
-    # the latest drift record (i = 5): recall 0.97 - 0.1, p99 14.5, budget 1/6, age 5
+    # the latest drift record (i = 5): recall 0.97 - 0.1, p99 14.5, age 5
     assert cards == {"recall vs exact": "0.87", "p99 latency": "14.5", "throughput": "—",
-                     "coverage": "—", "error budget": "0.1667", "index age": "5"}
+                     "coverage": "—", "error budget": "80%", "index age": "5"}
     assert len(doc.cssselect("table.monitor-records tbody tr")) == 6
     assert "latency.p99_ms" in [H.text(f) for f in doc.cssselect("figcaption")]
+
+
+def test_error_budget_card_shows_consumed_and_burn_rate_explained(client: TestClient) -> None:
+    (card,) = get(client, "/monitor").cssselect(".indicators .card.budget")
+    # the latest record: 2 of its 6 runs missed the target 0.9; 25 % of 10 runs (2.5) may, so
+    # 2 / 2.5 = 80 % consumed; 2 bad in 6 runs against 25 % allowed burns at (2/6) / 0.25 = 1.33
+    assert H.text(card.cssselect(".v.consumed")[0]) == "80%"
+    assert H.text(card.cssselect(".v.burn-rate")[0]) == "1.33"
+    assert H.text(card.cssselect(".explain-consumed")[0]) == (
+        "The share of the tolerated shortfall used up: up to 25% of the last 10 runs (2.5 runs) "
+        "may have a recall against exact search under 0.9, and 2 have; at 100% the budget is "
+        "spent and the monitor alarms.")
+    assert H.text(card.cssselect(".explain-burn-rate")[0]) == (
+        "How fast the budget is being used compared with the allowed pace: 2 bad runs in 6 is "
+        "1.33 times the 25% allowed; at 1 the budget lasts exactly the window, above 1 it runs "
+        "out early.")
+    assert "0.9" not in H.text(card.cssselect(".v")[0])  # not the policy's target
+    assert not card.cssselect(".badge")  # not spent
+
+
+def test_a_spent_budget_from_the_monitor_is_read_whole(tmp_path: Path) -> None:
+    # what `recallwatch monitor --budget-target 0.75` records: the policy comes first
+    policy = BudgetPolicy(target=0.75, slo=0.9, window_runs=30)
+    status = error_budget([(datetime(2026, 1, d), r) for d, r in
+                           ((1, 0.7), (2, 0.8), (3, 0.6), (4, 0.7))], policy)
+    db = tmp_path / "h.db"
+    with History(db) as h:
+        h.record_monitor_run("monitor", {"recall": 0.7, "budget": status.to_dict()},
+                             status="alarm")
+        h.record_monitor_run("load", {"qps": 900.0})  # newer, no budget
+    card = get(TestClient(create_app(db)), "/monitor").cssselect(".card.budget")[0]
+    assert H.text(card.cssselect(".v.consumed")[0]) == "100%"  # 3 bad of 3 allowed
+    assert H.text(card.cssselect(".v.burn-rate")[0]) == "7.50"  # (3/4) / 0.1
+    assert H.text(card.cssselect(".badge")[0]) == "SPENT"
+    assert "under 0.75, and 3 have" in H.text(card.cssselect(".explain-consumed")[0])
 
 
 def test_bench_frontier_and_skipped_files(client: TestClient, site: Site) -> None:
