@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from recallwatch._files import atomic_path
 from recallwatch.errors import InputError, NotInstalledError
 from recallwatch.formats.ann import Metric
 
@@ -152,11 +153,8 @@ def ground_truth(
         ids[start:start + len(xq)] = found
         dist[start:start + len(xq)] = _to_distance(scores, metric)
     if cache is not None:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
-        with tmp.open("wb") as f:
+        with atomic_path(cache) as tmp, tmp.open("wb") as f:
             np.savez(f, ids=ids, distances=dist)
-        tmp.replace(cache)
     return GroundTruth(ids, dist, metric, k, key)
 
 
