@@ -16,7 +16,6 @@ Distances follow the ANN-Benchmarks convention: euclidean for ``l2``, ``1 - cos`
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +33,6 @@ __all__ = [
     "exact_distances",
     "ground_truth",
     "id_recall",
-    "json_hash",
     "normalise",
     "prepare",
     "tie_aware_recall",
@@ -92,12 +90,6 @@ def content_hash(*arrays: np.ndarray, extra: str = "") -> str:
             h.update(flat[start:start + step].data)
     h.update(extra.encode())
     return h.hexdigest()
-
-
-def json_hash(obj: object) -> str:
-    """sha256 of a configuration as canonical JSON (sorted keys): equal settings, equal hash."""
-    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _check(base: np.ndarray, queries: np.ndarray, k: int) -> None:
