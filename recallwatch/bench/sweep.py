@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from recallwatch._hashing import canonical_hash
+from recallwatch._redact import redact_all
 from recallwatch.bench.datasets import Dataset, dataset_from_spec
 from recallwatch.bench.engines import ENGINES, Space, make_engine
 from recallwatch.bench.measure import (
@@ -198,7 +199,7 @@ def load_sweep(path: str | os.PathLike[str]) -> SweepConfig:
         out=None if data.get("out") is None else str(data["out"]),
         source=src,
         base_dir=str(p.parent),
-        raw=_strip(data),
+        raw=redact_all(_strip(data)),  # recorded with the results: no store password
     )
 
 
