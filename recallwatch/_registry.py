@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from recallwatch._redact import redact
 from recallwatch.errors import NotInstalledError, UsageError
 
 T = TypeVar("T")
@@ -66,8 +67,9 @@ class Registry(Generic[T]):
     def get(self, name: str) -> T:
         if name not in self._entries:
             valid = self.names()
-            raise UsageError(
-                f"unknown {self.kind} {name!r}{suggest(name, valid)}; valid: {', '.join(valid)}"
+            raise UsageError(  # the name may be a mistyped URL holding a password
+                f"unknown {self.kind} {redact(name)!r}{suggest(name, valid)}; "
+                f"valid: {', '.join(valid)}"
             )
         if name not in self._loaded:
             entry = self._entries[name]

@@ -18,9 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from recallwatch._hashing import canonical_hash
 from recallwatch.bench.datasets import synthetic, topic_collection
 from recallwatch.bench.quantize import QuantizationStudy, quantization_study
-from recallwatch.bench.truth import content_hash, ground_truth, id_recall, json_hash
+from recallwatch.bench.truth import content_hash, ground_truth, id_recall
 
 __all__ = ["ExperimentConfig", "drift_experiment", "latency_vs_n", "metrics_demo",
            "recall_by_depth", "run_experiments"]
@@ -280,7 +281,7 @@ def run_experiments(out: str | Path, cfg: ExperimentConfig | None = None) -> dic
                                    depths=cfg.rescore_depths)
         res: dict[str, Any] = {
             "config": asdict(cfg),
-            "config_hash": json_hash(asdict(cfg)),
+            "config_hash": canonical_hash(asdict(cfg)),
             "inputs": {"collection_hash": data.hash, "collection": data.source},
             "metrics_demo": metrics_demo(),
             "recall_by_depth": {str(k): v for k, v in

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from recallwatch._files import atomic_path, write_atomic
 from recallwatch.bench.frontier import fastest_at, pareto_mask
 from recallwatch.bench.sweep import SCHEMA_VERSION, ConfigResult, SweepResult
 
@@ -186,13 +187,10 @@ def write_outputs(sweep: SweepResult, out_dir: str | Path) -> list[Path]:
     written = []
     for name, text in (("results.json", json.dumps(sweep_to_dict(sweep), indent=2, default=str)),
                        ("results.csv", sweep_to_csv(sweep))):
-        tmp = out / f".{name}.tmp"
-        tmp.write_text(text + ("\n" if name.endswith(".json") else ""), encoding="utf-8")
-        tmp.replace(out / name)
+        write_atomic(out / name, text + ("\n" if name.endswith(".json") else ""))
         written.append(out / name)
     if sweep.results:
-        tmp = out / ".frontier.tmp.png"
-        plot_frontier(sweep, tmp)
-        tmp.replace(out / "frontier.png")
+        with atomic_path(out / "frontier.png") as tmp:
+            plot_frontier(sweep, tmp)
         written.append(out / "frontier.png")
     return written

@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from recallwatch._hashing import canonical_hash
+from recallwatch._redact import redact_all
 from recallwatch.bench.datasets import Dataset, dataset_from_spec
 from recallwatch.bench.engines import ENGINES, Space, make_engine
 from recallwatch.bench.measure import (
@@ -36,7 +38,6 @@ from recallwatch.bench.measure import (
 from recallwatch.bench.truth import (
     ground_truth,
     id_recall,
-    json_hash,
     prepare,
     tie_aware_recall,
 )
@@ -198,7 +199,7 @@ def load_sweep(path: str | os.PathLike[str]) -> SweepConfig:
         out=None if data.get("out") is None else str(data["out"]),
         source=src,
         base_dir=str(p.parent),
-        raw=_strip(data),
+        raw=redact_all(_strip(data)),  # recorded with the results: no store password
     )
 
 
@@ -344,7 +345,7 @@ def run_sweep(
                     "hash": data.hash, "source": data.source}
     return SweepResult(config.name, dataset_info, config.k, thread_settings(config.threads),
                        machine_info(), config.raw,
-                       json_hash(config.raw),
+                       canonical_hash(config.raw),
                        truth_seconds, results, config.targets, started, finished)
 
 

@@ -16,13 +16,13 @@ Distances follow the ANN-Benchmarks convention: euclidean for ``l2``, ``1 - cos`
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from recallwatch._files import atomic_path
 from recallwatch.errors import InputError, NotInstalledError
 from recallwatch.formats.ann import Metric
 
@@ -33,7 +33,6 @@ __all__ = [
     "exact_distances",
     "ground_truth",
     "id_recall",
-    "json_hash",
     "normalise",
     "prepare",
     "tie_aware_recall",
@@ -93,12 +92,6 @@ def content_hash(*arrays: np.ndarray, extra: str = "") -> str:
     return h.hexdigest()
 
 
-def json_hash(obj: object) -> str:
-    """sha256 of a configuration as canonical JSON (sorted keys): equal settings, equal hash."""
-    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 def _check(base: np.ndarray, queries: np.ndarray, k: int) -> None:
     if base.ndim != 2 or queries.ndim != 2:
         raise InputError(field="vectors", expected="2-D matrices",
@@ -152,11 +145,8 @@ def ground_truth(
         ids[start:start + len(xq)] = found
         dist[start:start + len(xq)] = _to_distance(scores, metric)
     if cache is not None:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
-        with tmp.open("wb") as f:
+        with atomic_path(cache) as tmp, tmp.open("wb") as f:
             np.savez(f, ids=ids, distances=dist)
-        tmp.replace(cache)
     return GroundTruth(ids, dist, metric, k, key)
 
 

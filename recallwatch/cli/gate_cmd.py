@@ -30,7 +30,8 @@ def gate(
     fmt: GateFormat = typer.Option(GateFormat.table, "--format", help="Output on stdout."),
     junit: Path | None = typer.Option(None, "--junit", help="Also write JUnit XML here."),
     report: Path | None = typer.Option(None, "--report", help="Also write report.json, "
-                                       "report.md, junit.xml and report.html into this directory."),
+                                       "report.md, junit.xml and report.html into this directory "
+                                       "(all four or none; an earlier set there is replaced)."),
     embedder: str | None = typer.Option(None, "--embedder", help="Embedder spec for --store "
                                         "(default: the one that built the index)."),
     corpus: Path | None = typer.Option(None, "--corpus", help="With --results: the corpus file, "
@@ -43,8 +44,14 @@ def gate(
     Exit codes: 0 ACCEPT, 1 STOP, 2 usage or input error.
     """
     from recallwatch.errors import InputError
+    from recallwatch.report import check_report_dir, check_report_file
     from recallwatch.suite.gate import gate_from_files
 
+    # Refuse an unusable output path before the run is recorded, not after.
+    if report is not None:
+        check_report_dir(report)
+    if junit is not None:
+        check_report_file(junit)
     day = None
     if run_date is not None:
         try:
@@ -67,26 +74,16 @@ def gate(
 
 def _write_outputs(result: object, fmt: GateFormat, junit: Path | None,
                    report: Path | None) -> None:
-    from recallwatch.report import to_json
-    from recallwatch.report._text import write_atomic
-    from recallwatch.report.junit import to_junit
+    from recallwatch.report import to_json, write_junit, write_report_set
     from recallwatch.report.markdown import to_markdown
     from recallwatch.suite.model import GateResult
 
     if not isinstance(result, GateResult):  # keeps GateResult out of this module's import time
         raise TypeError(type(result).__name__)
-    if junit is not None:
-        write_atomic(junit, to_junit(result))
     if report is not None:
-        write_atomic(report / "report.json", to_json(result))
-        write_atomic(report / "report.md", to_markdown(result))
-        write_atomic(report / "junit.xml", to_junit(result))
-        try:
-            from recallwatch.report.html import to_html
-        except ModuleNotFoundError:
-            pass
-        else:
-            write_atomic(report / "report.html", to_html(result))
+        write_report_set(result, report)
+    if junit is not None:
+        write_junit(result, junit)
     if fmt is GateFormat.json:
         emit(to_json(result))
     elif fmt is GateFormat.markdown:

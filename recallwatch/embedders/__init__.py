@@ -3,7 +3,9 @@
 An embedder is named by a *spec*: ``NAME`` or ``NAME?key=value&key=value`` (URL query syntax), e.g.
 ``e5-small``, ``sentence-transformers?path=/models/minilm``,
 ``openai-http?base_url=http://127.0.0.1:8000/v1&model=m&api_key_env=MY_KEY``. The spec is what an
-ingestion records, so a gate can rebuild the embedder that built the index; it holds no secret.
+ingestion records, so a gate can rebuild the embedder that built the index; it holds no secret:
+a key is named by the environment variable that holds it (``api_key_env``), and a spec is shown
+and stored only through :func:`recallwatch._redact.redact`.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import inspect
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode
 
+from recallwatch._redact import ENV_HINT, is_secret_name, redact
 from recallwatch._registry import Registry, suggest
 from recallwatch.errors import UsageError
 
@@ -113,9 +116,10 @@ def _options_help(factory: object) -> str:
 def _convert(name: str, factory: object, key: str, value: str) -> Any:
     params = _parameters(factory)
     if key not in params:
+        hint = f"; {ENV_HINT}" if is_secret_name(key) else ""
         raise UsageError(
             f"embedder {name!r} has no option {key!r}{suggest(key, list(params))}; "
-            f"{_options_help(factory)}"
+            f"{_options_help(factory)}{hint}"
         )
     annotation = str(params[key].annotation)
     try:
@@ -130,6 +134,6 @@ def _convert(name: str, factory: object, key: str, value: str) -> Any:
     except ValueError:
         raise UsageError(
             f"embedder {name!r} option {key!r}: expected {annotation.split(' ')[0]}, "
-            f"found {value!r}"
+            f"found {redact(value)!r}"
         ) from None
     return value

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from recallwatch._redact import has_secret, redact
 from recallwatch.embedders._batching import BatchedEmbedder, Role
 from recallwatch.errors import EmbedderError, UsageError
 
@@ -33,7 +34,14 @@ class OpenAIHTTPEmbedder(BatchedEmbedder):
     ) -> None:
         super().__init__(batch_size=batch_size, progress=progress)
         if not base_url.startswith(("http://", "https://")):
-            raise UsageError(f"base_url must start with http:// or https://, found {base_url!r}")
+            raise UsageError(f"base_url must start with http:// or https://, "
+                             f"found {redact(base_url)!r}")
+        if has_secret(base_url):
+            # Refused rather than used: the spec is printed in errors and stored with the index.
+            raise UsageError(f"base_url must not hold a password or key, found "
+                             f"{redact(base_url)!r}: put the API key in an environment variable "
+                             "and name it with api_key_env=VAR (a spec recorded with an index "
+                             "never keeps a secret)")
         self.url = base_url.rstrip("/") + "/embeddings"
         self.model = model
         self.api_key_env = api_key_env

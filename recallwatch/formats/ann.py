@@ -20,6 +20,7 @@ from typing import Literal
 
 import numpy as np
 
+from recallwatch._files import atomic_path
 from recallwatch.errors import InputError, NotInstalledError
 
 __all__ = [
@@ -124,8 +125,7 @@ def write_hdf5(path: str | Path, data: AnnDataset) -> None:
     """Write ``data`` in the ANN-Benchmarks layout (the file is replaced atomically)."""
     path = Path(path)
     h5py = _h5py(path)
-    tmp = path.with_name(path.name + ".tmp")
-    with h5py.File(tmp, "w") as f:  # type: ignore[attr-defined]
+    with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:  # type: ignore[attr-defined]
         f.attrs["distance"] = _TO_ATTR[data.metric]
         f.attrs["type"] = "dense"
         f.attrs["point_type"] = "float"
@@ -136,7 +136,6 @@ def write_hdf5(path: str | Path, data: AnnDataset) -> None:
             f.create_dataset("neighbors", data=np.asarray(data.neighbors, dtype=np.int32))
         if data.distances is not None:
             f.create_dataset("distances", data=np.asarray(data.distances, dtype=np.float32))
-    tmp.replace(path)
 
 
 def _check_matrix(arr: np.ndarray, source: str, field: str) -> None:
@@ -205,20 +204,17 @@ def write_vectors(path: str | Path, arr: np.ndarray) -> None:
     if arr.ndim != 2:
         raise InputError(source=str(path), expected="a 2-D matrix", found=f"<shape {arr.shape}>")
     dtype, layout = _FORMATS[suffix]
-    tmp = path.with_name(path.name + ".tmp")
-    if layout == "npy":
-        with tmp.open("wb") as f:
+    with atomic_path(path) as tmp, tmp.open("wb") as f:
+        if layout == "npy":
             np.save(f, arr)
-    else:
+            return
         data = np.ascontiguousarray(arr, dtype=dtype)
         n, d = data.shape
-        with tmp.open("wb") as f:
-            if layout == "bin":
-                np.array([n, d], dtype="<i4").tofile(f)
-                data.tofile(f)
-            else:
-                rows = np.empty((n, 4 + d * data.itemsize), dtype="u1")
-                rows[:, :4] = np.full((n, 1), d, dtype="<i4").view("u1")
-                rows[:, 4:] = data.view("u1").reshape(n, -1)
-                rows.tofile(f)
-    tmp.replace(path)
+        if layout == "bin":
+            np.array([n, d], dtype="<i4").tofile(f)
+            data.tofile(f)
+        else:
+            rows = np.empty((n, 4 + d * data.itemsize), dtype="u1")
+            rows[:, :4] = np.full((n, 1), d, dtype="<i4").view("u1")
+            rows[:, 4:] = data.view("u1").reshape(n, -1)
+            rows.tofile(f)

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import datetime as dt
 import gzip
-import hashlib
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from recallwatch._hashing import canonical_hash
 from recallwatch.errors import InputError
 from recallwatch.formats._structured import LINE_KEY, check_keys, read_text
 from recallwatch.stores.base import Chunk
@@ -189,9 +189,7 @@ def chunk_to_record(chunk: Chunk) -> dict[str, Any]:
 
 def content_hash(chunk: Chunk) -> str:
     """sha256 over every field of the chunk except the hash itself (canonical JSON)."""
-    text = json.dumps(chunk_to_record(chunk), sort_keys=True, separators=(",", ":"),
-                      ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return canonical_hash(chunk_to_record(chunk))
 
 
 def write_corpus(chunks: list[Chunk], path: str | Path) -> None:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from recallwatch._hashing import canonical_hash  # re-exported: the dataset hash's home
 from recallwatch.errors import InputError
 from recallwatch.formats._structured import LINE_KEY, check_keys, line_of, load_structured
 
@@ -16,12 +15,6 @@ __all__ = ["GoldenQuery", "GoldenSet", "canonical_hash", "load_golden"]
 
 _TOP_KEYS = {"name", "version", "top_k", "queries", "description"}
 _QUERY_KEYS = {"id", "text", "expected", "gold", "domain", "tags", "top_k", "language", "source"}
-
-
-def canonical_hash(obj: Any) -> str:
-    """sha256 of the canonical JSON of ``obj`` (sorted keys, no whitespace): stable across runs."""
-    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)

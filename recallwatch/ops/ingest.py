@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from recallwatch._progress import progress
+from recallwatch._redact import redact
 from recallwatch.embedders.base import (
     FINGERPRINT_META_KEY,
     SPEC_META_KEY,
@@ -189,7 +190,7 @@ def ingest(
     if stored is None:
         store.set_meta(FINGERPRINT_META_KEY, fingerprint.to_dict())
     if embedder_spec is not None:
-        store.set_meta(SPEC_META_KEY, embedder_spec)
+        store.set_meta(SPEC_META_KEY, redact(embedder_spec))  # a stored spec keeps no secret
     t_embed = t_write = 0.0
     if todo or report.deleted:
         store.set_meta(IN_PROGRESS_META_KEY, {"started_at": started, "corpus": data.source,

@@ -352,15 +352,15 @@ def run_monitor(
 
 def post_webhook(url: str, payload: dict[str, Any], *, timeout: float = 10.0) -> int:
     """POST ``payload`` as JSON; returns the HTTP status. Failures raise UsageError naming the URL
-    (never its query string, which may hold a token)."""
-    from recallwatch.stores._uri import redact
+    redacted (a webhook URL often carries a token)."""
+    from recallwatch._redact import redact
 
+    shown = redact(url)
     if not url.startswith(("http://", "https://")):
-        raise UsageError(f"--webhook must be an http:// or https:// URL, found {redact(url)!r}")
+        raise UsageError(f"--webhook must be an http:// or https:// URL, found {shown!r}")
     body = json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8")
     req = urllib.request.Request(url, data=body, method="POST",
                                  headers={"Content-Type": "application/json"})
-    shown = url.split("?", 1)[0]
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:  # the scheme is checked above
             return int(resp.status)

@@ -109,7 +109,7 @@ def build_probes(
 
 
 def write_probes(probes: ProbeSet, path: str | Path) -> None:
-    from recallwatch.report._text import write_atomic
+    from recallwatch._files import write_atomic
 
     write_atomic(Path(path), json.dumps(probes.to_dict(), ensure_ascii=False, indent=1) + "\n")
 

@@ -1,14 +1,97 @@
-"""Reports of a gate run: terminal, JSON, Markdown, JUnit XML (HTML lives in report.html)."""
+"""Reports of a gate run: terminal, JSON, Markdown, JUnit XML and HTML.
+
+:func:`write_report_set` writes the four files a CI job keeps (``report.json``, ``report.md``,
+``junit.xml``, ``report.html``) for the gate command and the pytest plugin alike, whole or not
+at all: the set is built in a hidden sibling directory and renamed into place, replacing an
+earlier set there.
+"""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+from recallwatch.errors import InputError
 from recallwatch.suite.model import GateResult
 
-__all__ = ["to_json"]
+__all__ = ["REPORT_FILES", "check_report_dir", "check_report_file", "to_json",
+           "write_junit", "write_report_set"]
+
+REPORT_FILES = ("report.json", "report.md", "junit.xml", "report.html")
 
 
 def to_json(result: GateResult) -> str:
     """The SPEC §6 JSON object, pretty-printed, stable key order."""
     return json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n"
+
+
+def _check_parents(path: Path) -> None:
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise InputError(source=path, expected="a path inside a directory",
+                                 found=f"<{parent} is a file>")
+            return
+
+
+def check_report_dir(path: Path, option: str = "--report") -> None:
+    """Raise InputError unless ``path`` can take a report set: absent, or a directory that holds
+    nothing but an earlier set (which is replaced whole). Run before the gate, so that a bad
+    path stops the run before anything is recorded."""
+    _check_parents(path)
+    if not path.exists():
+        return
+    if not path.is_dir():
+        raise InputError(source=path, expected="a directory", found="<a file>",
+                         hint=f"{option} names the directory that receives "
+                         f"{', '.join(REPORT_FILES)}")
+    other = sorted(p.name for p in path.iterdir() if p.name not in REPORT_FILES)
+    if other:
+        shown = ", ".join(other[:5]) + (", …" if len(other) > 5 else "")
+        raise InputError(f"holds files that are not part of a report set ({shown}), and a new "
+                         "set replaces the directory whole", source=path,
+                         hint=f"give {option} a new directory, or one that holds only a "
+                         "report set")
+
+
+def check_report_file(path: Path, option: str = "--junit") -> None:
+    """Raise InputError unless a report file can be written at ``path``."""
+    _check_parents(path)
+    if path.is_dir():
+        raise InputError(source=path, expected="a file name", found="<a directory>",
+                         hint=f"{option} names the file to write, e.g. gate.xml")
+
+
+def write_report_set(result: GateResult, directory: str | Path, option: str = "--report"
+                     ) -> list[Path]:
+    """Write the report set into ``directory`` whole; returns the files' final paths."""
+    from recallwatch._files import atomic_dir, write_atomic
+    from recallwatch.report.html import to_html
+    from recallwatch.report.junit import to_junit
+    from recallwatch.report.markdown import to_markdown
+
+    target = Path(directory)
+    renderers = {"report.json": to_json, "report.md": to_markdown, "junit.xml": to_junit,
+                 "report.html": to_html}
+    try:
+        with atomic_dir(target, lambda p: check_report_dir(p, option)) as tmp:
+            for name in REPORT_FILES:
+                write_atomic(tmp / name, renderers[name](result))
+    except OSError as exc:
+        raise InputError(f"cannot write the report set: {exc.strerror or exc}",
+                         source=target) from None
+    return [target / name for name in REPORT_FILES]
+
+
+def write_junit(result: GateResult, path: str | Path, option: str = "--junit") -> None:
+    """Write the JUnit XML report alone (replacing ``path`` whole)."""
+    from recallwatch._files import write_atomic
+    from recallwatch.report.junit import to_junit
+
+    target = Path(path)
+    check_report_file(target, option)
+    try:
+        write_atomic(target, to_junit(result))
+    except OSError as exc:
+        raise InputError(f"cannot write the JUnit report: {exc.strerror or exc}",
+                         source=target) from None

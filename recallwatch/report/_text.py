@@ -1,4 +1,4 @@
-"""Making user-provided text (queries, chunk ids, metadata) safe to show, and writing files whole.
+"""Making user-provided text (queries, chunk ids, metadata) safe to show.
 
 Hostile text is shown, never obeyed: ANSI escapes and other control characters become visible
 ``\\x1b`` sequences in every report; each format then applies its own escaping on top.
@@ -6,12 +6,9 @@ Hostile text is shown, never obeyed: ANSI escapes and other control characters b
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
-from pathlib import Path
 
-__all__ = ["md_escape", "visible", "write_atomic"]
+__all__ = ["md_escape", "visible"]
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -31,19 +28,3 @@ def md_escape(text: object) -> str:
     escaped = _MD_SPECIAL.sub(r"\\\1", one_line)
     return escaped.replace("&", "&amp;")
 
-
-def write_atomic(path: str | Path, text: str) -> None:
-    """Write to a temporary file in the same directory, then rename: readers see the old file or
-    the new one, never half of it."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -1,21 +1,20 @@
 """A small JSON key-value file beside a store's data, for adapters without a metadata table.
 
-Writes take an exclusive lock on a sibling ``.lock`` file, write a temporary file, fsync it and
-``os.replace`` it over the old one: a reader sees the old or the new content, never half of it,
-and a writer killed mid-way leaves the old file intact.
+Writes take an exclusive lock on a sibling ``.lock`` file and replace the file whole
+(:func:`recallwatch._files.write_atomic`): a reader sees the old or the new content, never half of
+it, and a writer killed mid-way leaves the old file intact.
 """
 
 from __future__ import annotations
 
 import fcntl
 import json
-import os
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from recallwatch._files import write_atomic
 from recallwatch.errors import StoreError
 
 __all__ = ["MetaFile"]
@@ -63,22 +62,7 @@ class MetaFile:
             text = json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True)
         except (TypeError, ValueError) as exc:
             raise StoreError(f"store metadata must be JSON-serialisable: {exc}") from None
-        fd, tmp = tempfile.mkstemp(prefix=".meta-", dir=self.path.parent)
-        os.fchmod(fd, 0o644)  # mkstemp makes it 0600; the metadata is no secret
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        dir_fd = os.open(self.path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)  # the rename itself survives a crash
-        finally:
-            os.close(dir_fd)
+        write_atomic(self.path, text)
 
     @contextmanager
     def _locked(self) -> Iterator[None]:

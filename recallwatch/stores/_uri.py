@@ -1,10 +1,12 @@
-"""Store URIs: parsing, and the redaction every URI goes through before it is shown or stored."""
+"""Store URIs: parsing. ``redact`` (re-exported from :mod:`recallwatch._redact`) is what every URI
+goes through before it is shown or stored."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit
 
+from recallwatch._redact import redact
 from recallwatch.errors import UsageError
 
 __all__ = ["StoreURI", "parse_store_uri", "redact"]
@@ -48,23 +50,3 @@ def parse_store_uri(uri: str) -> StoreURI:
 
 # Schemes whose "netloc" is part of a local path: lancedb://./kb, lancedb:///abs/kb.
 _FILE_SCHEMES = {"lancedb", "chroma", "milvus", "qdrant+local", "faiss", "hnswlib"}
-
-_SECRET_PARAMS = {"password", "passwd", "pwd", "api_key", "apikey", "token", "secret"}
-
-
-def redact(uri: str) -> str:
-    """The URI with any password (in the authority or a query parameter) replaced by ``***``."""
-    parts = urlsplit(uri)
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, _, hostport = netloc.rpartition("@")
-        user, sep, _password = userinfo.partition(":")
-        netloc = f"{user}:***@{hostport}" if sep else f"{user}@{hostport}"
-    query = "&".join(
-        f"{k}=***" if k.lower() in _SECRET_PARAMS else (f"{k}={v}" if v or "=" in pair else k)
-        for pair in parts.query.split("&") if pair
-        for k, _, v in [pair.partition("=")]
-    )
-    if netloc == parts.netloc and query == parts.query:
-        return uri  # nothing secret: keep it byte for byte (urlunsplit drops an empty "//")
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))

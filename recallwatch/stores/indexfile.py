@@ -14,7 +14,6 @@ from HNSW cleanly); ``exact=True`` ranks the sidecar vectors with numpy; one wri
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from recallwatch._files import atomic_path
 from recallwatch.errors import NotInstalledError, StoreError, UsageError
 from recallwatch.stores._common import (
     NormFilter,
@@ -99,12 +99,11 @@ class _Graph:
         return labels.astype(np.int64), 1.0 - dists
 
     def save(self, path: Path) -> None:
-        tmp = path.with_name(path.name + ".tmp")
-        if self.engine == "faiss":
-            self._faiss.write_index(self.index, str(tmp))
-        else:
-            self.index.save_index(str(tmp))
-        os.replace(tmp, path)
+        with atomic_path(path) as tmp:
+            if self.engine == "faiss":
+                self._faiss.write_index(self.index, str(tmp))
+            else:
+                self.index.save_index(str(tmp))
 
     def load(self, path: Path, count: int) -> None:
         if self.engine == "faiss":
@@ -206,9 +205,8 @@ class IndexFileStore(VersionedStore):
         table_data = pa.table(columns).replace_schema_metadata(
             {"generation": str(version.generation)})
         path = self.dir / f"{table}.parquet"
-        tmp = path.with_name(path.name + ".tmp")
-        pq.write_table(table_data, tmp)
-        os.replace(tmp, path)  # the sidecar is the commit point
+        with atomic_path(path) as tmp:  # the sidecar is the commit point
+            pq.write_table(table_data, tmp)
         version.graph.save(self._graph_path(table, version.generation))
         for old in self.dir.glob(f"{table}.g*.{self._suffix()}"):
             if old.name != self._graph_path(table, version.generation).name:

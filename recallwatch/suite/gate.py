@@ -16,9 +16,10 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 
+from recallwatch._hashing import canonical_hash
 from recallwatch.embedders.base import Embedder
 from recallwatch.errors import Interrupted, UsageError
-from recallwatch.formats.golden import GoldenSet, canonical_hash
+from recallwatch.formats.golden import GoldenSet
 from recallwatch.formats.policy import Policy
 from recallwatch.formats.results import RankedList
 from recallwatch.stores.base import Chunk, VectorStore

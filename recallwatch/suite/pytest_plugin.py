@@ -30,7 +30,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--recallwatch-store", default=None,
                     help="Store URI that every recallwatch_gate call examines.")
     group.addoption("--recallwatch-report", default=None,
-                    help="Directory where each gate writes report.json/report.md/junit.xml.")
+                    help="Directory where each gate writes its report set (report.json, "
+                    "report.md, junit.xml, report.html) into a folder named after the test.")
 
 
 def failure_message(result: GateResult) -> str:
@@ -63,15 +64,14 @@ def recallwatch_gate(request: pytest.FixtureRequest) -> Callable[..., GateResult
                                  policy=policy, embedder=embedder, **options)
         report_dir = request.config.getoption("--recallwatch-report")
         if report_dir:
-            from recallwatch.report import to_json
-            from recallwatch.report._text import write_atomic
-            from recallwatch.report.junit import to_junit
-            from recallwatch.report.markdown import to_markdown
+            from recallwatch.errors import RecallwatchError
+            from recallwatch.report import write_report_set
 
-            out = Path(report_dir) / request.node.name
-            write_atomic(out / "report.json", to_json(result))
-            write_atomic(out / "report.md", to_markdown(result))
-            write_atomic(out / "junit.xml", to_junit(result))
+            try:
+                write_report_set(result, Path(report_dir) / request.node.name,
+                                 "--recallwatch-report")
+            except RecallwatchError as exc:
+                pytest.fail(f"recallwatch gate: {exc}", pytrace=False)
         if result.verdict != "ACCEPT":
             pytest.fail(failure_message(result), pytrace=False)
         return result

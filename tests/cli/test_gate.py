@@ -150,3 +150,104 @@ def test_store_gate_uses_the_embedder_that_built_it_and_refuses_another(tmp_path
     other = gate(str(golden), "--store", store, "--embedder", "e5-small")
     assert other.exit_code == 2
     assert "was built with use-multilingual" in other.stderr and "e5-small" in other.stderr
+
+
+# -- the report set: whole or not at all, and where it may go --------------------------------------
+
+REPORT_SET = ["junit.xml", "report.html", "report.json", "report.md"]
+
+
+def test_report_set_holds_the_four_files_and_replaces_an_earlier_set(
+        files: dict[str, Path]) -> None:
+    out = files["dir"] / "reports"
+    assert gate(str(files["golden"]), "--results", str(files["ok"]), "--report",
+                str(out)).exit_code == 0
+    assert sorted(p.name for p in out.iterdir()) == REPORT_SET
+    assert gate(str(files["golden"]), "--results", str(files["bad"]), "--report",
+                str(out)).exit_code == 1
+    assert sorted(p.name for p in out.iterdir()) == REPORT_SET
+    assert json.loads((out / "report.json").read_text())["verdict"] == "STOP"
+    assert not [p for p in files["dir"].iterdir() if p.name.startswith(".")]
+
+
+def test_a_failing_report_writer_leaves_the_earlier_set_untouched(
+        files: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    import recallwatch.report.html
+
+    out = files["dir"] / "reports"
+    gate(str(files["golden"]), "--results", str(files["ok"]), "--report", str(out))
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    def broken(result: object) -> str:
+        raise RuntimeError("html writer broke")
+
+    monkeypatch.setattr(recallwatch.report.html, "to_html", broken)
+    r = gate(str(files["golden"]), "--results", str(files["bad"]), "--report", str(out))
+    assert r.exit_code == 3 and "html writer broke" in r.stderr
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # still the ACCEPT set
+    fresh = files["dir"] / "fresh"
+    r = gate(str(files["golden"]), "--results", str(files["bad"]), "--report", str(fresh))
+    assert r.exit_code == 3 and not fresh.exists()
+    assert not [p for p in files["dir"].iterdir() if p.name.startswith(".")]
+
+
+def test_a_kill_between_report_files_leaves_no_partial_set(files: dict[str, Path]) -> None:
+    """SIGKILL while the HTML is rendered (after the history commit and the other three files):
+    no report folder appears, and the run is in the history."""
+    import sqlite3
+    import subprocess
+    import sys
+
+    out, db = files["dir"] / "reports", files["dir"] / "history.db"
+    code = (
+        "import os, signal, sys\n"
+        "import recallwatch.report.html as h\n"
+        "h.to_html = lambda result: os.kill(os.getpid(), signal.SIGKILL)\n"
+        "from recallwatch.cli import main\n"
+        f"sys.argv = ['recallwatch', 'gate', {str(files['golden'])!r}, '--results', "
+        f"{str(files['ok'])!r}, '--history', {str(db)!r}, '--report', {str(out)!r}]\n"
+        "main()\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == -9, proc.stderr
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT count(*) FROM runs").fetchone() == (1,)
+    assert not out.exists()
+
+
+def test_report_naming_a_file_is_an_input_error(files: dict[str, Path]) -> None:
+    target = files["dir"] / "out.txt"
+    target.write_text("keep me")
+    db = files["dir"] / "h.db"
+    r = runner.invoke(app, ["gate", str(files["golden"]), "--results", str(files["ok"]),
+                            "--history", str(db), "--report", str(target)])
+    assert r.exit_code == 2
+    assert r.stderr == (f"Error: {target}: expected a directory, found <a file> (--report names "
+                        "the directory that receives report.json, report.md, junit.xml, "
+                        "report.html)\n")
+    assert target.read_text() == "keep me" and not db.exists()  # refused before the run
+
+
+def test_report_directory_holding_other_files_is_refused(files: dict[str, Path]) -> None:
+    r = gate(str(files["golden"]), "--results", str(files["ok"]), "--report", str(files["dir"]))
+    assert r.exit_code == 2
+    assert r.stderr == (f"Error: {files['dir']}: holds files that are not part of a report set "
+                        "(bad.jsonl, golden.yaml, ok.jsonl), and a new set replaces the directory "
+                        "whole (give --report a new directory, or one that holds only a report "
+                        "set)\n")
+    assert sorted(p.name for p in files["dir"].iterdir()) == ["bad.jsonl", "golden.yaml",
+                                                              "ok.jsonl"]
+
+
+def test_report_under_a_file_and_junit_naming_a_directory_are_input_errors(
+        files: dict[str, Path]) -> None:
+    r = gate(str(files["golden"]), "--results", str(files["ok"]), "--report",
+             str(files["ok"] / "sub"))
+    assert r.exit_code == 2
+    assert r.stderr == (f"Error: {files['ok'] / 'sub'}: expected a path inside a directory, "
+                        f"found <{files['ok']} is a file>\n")
+    r = gate(str(files["golden"]), "--results", str(files["ok"]), "--junit", str(files["dir"]))
+    assert r.exit_code == 2
+    assert r.stderr == (f"Error: {files['dir']}: expected a file name, found <a directory> "
+                        "(--junit names the file to write, e.g. gate.xml)\n")

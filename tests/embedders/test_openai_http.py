@@ -6,6 +6,7 @@ import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -131,3 +132,95 @@ def test_unreachable_and_bad_urls() -> None:
     # port 9 on loopback (discard): nothing listens; fails fast, no retries
     with pytest.raises(EmbedderError, match=r"cannot reach http://127.0.0.1:9/v1/embeddings"):
         OpenAIHTTPEmbedder("http://127.0.0.1:9/v1", "m", max_retries=0)
+
+
+# -- a key is never printed or written -------------------------------------------------------------
+
+SECRET = "sk-live-must-never-leak-4711"
+
+
+def _files_holding(root: Path, secret: str) -> list[str]:
+    return [str(p) for p in root.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+
+
+def test_a_key_never_reaches_output_store_history_or_reports(
+    server: _Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The recommended way (api_key_env) works end to end; a key typed into a spec is refused
+    with a redacted message that says where keys belong; the key is in no output and no file."""
+    from typer.testing import CliRunner
+
+    from recallwatch.cli import app
+
+    runner = CliRunner()
+    server.require_key = SECRET
+    monkeypatch.setenv("RW_TEST_KEY", SECRET)
+    corpus, golden = tmp_path / "c.jsonl", tmp_path / "g.json"
+    corpus.write_text("".join(json.dumps({"id": f"c{i}", "text": t}) + "\n"
+                              for i, t in enumerate(TEXTS)), encoding="utf-8")
+    golden.write_text(json.dumps({"name": "g", "queries": [
+        {"id": "q1", "text": "vacaciones", "expected": ["c0"]}]}), encoding="utf-8")
+    store, history, reports = f"lancedb://{tmp_path / 'kb'}?table=chunks", tmp_path / "h.db", \
+        tmp_path / "rep"
+    outputs = []
+
+    def run(*args: str) -> Any:
+        r = runner.invoke(app, list(args))
+        outputs.extend([r.stdout, r.stderr])
+        return r
+
+    good = f"openai-http?base_url={server.url}&model=m&api_key_env=RW_TEST_KEY"
+    assert run("ingest", str(corpus), "--store", store, "--embedder", good,
+               "--no-progress").exit_code == 0
+    r = run("gate", str(golden), "--store", store, "--history", str(history),
+            "--report", str(reports), "--format", "json")
+    assert r.exit_code in (0, 1), r.stderr  # the embedder rebuilt from the recorded spec
+    port = server.url.split(":")[2].split("/")[0]
+    refusals = {
+        f"openai-http?base_url=http://u:{SECRET}@127.0.0.1:{port}/v1&model=m":
+            f"base_url must not hold a password or key, found 'http://u:***@127.0.0.1:{port}/v1'",
+        f"openai-http?base_url={server.url}?api_key={SECRET}&model=m":
+            f"base_url must not hold a password or key, found '{server.url}?api_key=***'",
+    }
+    for spec, message in refusals.items():
+        for command in (["ingest", str(corpus), "--store", store, "--no-progress"],
+                        ["gate", str(golden), "--store", store, "--history", str(history),
+                         "--report", str(tmp_path / "rep2")]):
+            r = run(*command, "--embedder", spec)
+            assert r.exit_code == 2
+            assert r.stderr == (f"Error: {message}: put the API key in an environment variable "
+                                "and name it with api_key_env=VAR (a spec recorded with an "
+                                "index never keeps a secret)\n")
+    r = run("gate", str(golden), "--store", store, "--embedder", f"{good}&api_key={SECRET}")
+    assert r.exit_code == 2
+    assert r.stderr.endswith("; keep secrets in environment variables and name them instead: "
+                             "password_env=VAR in a store URI, api_key_env=VAR in an embedder "
+                             "spec\n")
+    assert not [o for o in outputs if SECRET in o]
+    assert _files_holding(tmp_path, SECRET) == []
+    assert sorted(p.name for p in reports.iterdir()) == [
+        "junit.xml", "report.html", "report.json", "report.md"]
+
+
+def test_a_spec_stored_by_the_api_keeps_no_secret(server: _Server, tmp_path: Path) -> None:
+    """ingest() redacts whatever spec its caller records; a gate rebuilding the embedder from
+    that spec then says what is missing instead of sending '***' as a key."""
+    from recallwatch.embedders import embedder_for_store
+    from recallwatch.ops.ingest import ingest
+    from recallwatch.stores import open_store
+
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"c{i}", "text": t}) + "\n"
+                              for i, t in enumerate(TEXTS)), encoding="utf-8")
+    store = open_store(f"lancedb://{tmp_path / 'kb'}?table=chunks")
+    try:
+        ingest(corpus, store, OpenAIHTTPEmbedder(server.url, "m"),
+               embedder_spec=f"openai-http?base_url={server.url}?key={SECRET}&model=m")
+        with pytest.raises(UsageError) as err:
+            embedder_for_store(store)
+    finally:
+        store.close()
+    assert str(err.value).startswith(
+        f"base_url must not hold a password or key, found '{server.url}?key=***': put the API "
+        "key in an environment variable and name it with api_key_env=VAR")
+    assert _files_holding(tmp_path, SECRET) == []
