@@ -37,11 +37,30 @@ class RecallwatchError(Exception):
     """Base class of every error recallwatch raises on purpose."""
 
 
+_SHOWN = 120  # longest record or found text shown in a message, in characters
+_HEAD, _TAIL = 70, 20  # what a longer one keeps of its start and its end
+
+
+def _shown(value: object, *, described: bool = False) -> str:
+    """``value`` as a message shows it: a string quoted, unless ``described`` lets a ``<...>``
+    description (not a value) stand bare. A text over 120 characters is cut in the middle, with
+    its length, so that a whole offending line (even a decompressed 800 MB one) never floods a
+    terminal or a CI log.
+    """
+    text = value if isinstance(value, str) else repr(value)
+    bare = not isinstance(value, str) or (described and text[:1] == "<" and text[-1:] == ">")
+    note = ""
+    if len(text) > _SHOWN:
+        text, note = f"{text[:_HEAD]}…{text[-_TAIL:]}", f" ({len(text):,} characters)"
+    return (text if bare else repr(text)) + note
+
+
 class InputError(RecallwatchError, ValueError):
     """Bad user input, located as precisely as it can be.
 
     ``str(err)`` reads ``FILE:LINE: record R: field F: expected E, found X (hint)``, leaving out the
-    parts that are unknown.
+    parts that are unknown. A record or found text over 120 characters is shown cut, with its
+    length; the attributes keep it whole.
     """
 
     def __init__(
@@ -68,13 +87,12 @@ class InputError(RecallwatchError, ValueError):
             where = f"{where}:{line}" if where else f"line {line}"
         parts = [where] if where else []
         if record is not None:
-            parts.append(f"record {record!r}")
+            parts.append(f"record {_shown(record)}")
         if field is not None:
             parts.append(f"field {field!r}")
         body = message or ""
         if expected is not None:
-            found_text = found if isinstance(found, str) and found.startswith("<") else repr(found)
-            detail = f"expected {expected}, found {found_text}"
+            detail = f"expected {expected}, found {_shown(found, described=True)}"
             body = f"{body}: {detail}" if body else detail
         if hint:
             body = f"{body} ({hint})"

@@ -1,16 +1,29 @@
-"""TREC qrels (``qid iter docid rel``) and run (``qid Q0 docid rank score tag``) files.
+"""TREC qrels (``qid iter docid rel``) and run (``qid Q0 docid rank score tag``) files, read as
+trec_eval 10 reads them (get_qrels.c, get_trec_results.c).
+
+A line is split on ASCII whitespace (space, tab, CR, LF, VT, FF: C's ``isspace``). Blank lines
+and comment lines (first non-blank character ``#``) are skipped. A qrels line has exactly four
+fields; a run line at least six, text after the run tag being ignored. A grade is a decimal
+integer with an optional sign; a score a finite decimal number. Where recallwatch parts from
+trec_eval (it refuses what trec_eval's ``atol``/``atof`` would read leniently, e.g. a grade
+``0.5`` or a score ``nan``) docs/metrics.md says so.
 
 The happy path never loops over lines in Python: the file is read once (gzip detected by its magic
-bytes, not its name), handed to pyarrow's CSV reader with a single-space delimiter, and only when
-that fails is whitespace normalised and the parse retried. Locating the offending line, with what
-was expected and what was found, happens on the error path only, by re-scanning the bytes.
+bytes, not its name) and handed to pyarrow's CSV reader with a single-space delimiter. Files that
+need more (repeated blanks, comments, text after the run tag, a ``+`` sign) are normalised by
+pyarrow's regex kernels and parsed again, still without a Python loop. Only when that fails too is
+the file re-scanned line by line, to say where and what is wrong; that scan applies the same rules
+(a test holds the three to agreement).
 """
 
 from __future__ import annotations
 
 import gzip
+import io
+import itertools
 import math
 import re
+import zlib
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
@@ -39,32 +52,54 @@ TrecKind = Literal["qrels", "run"]
 
 @dataclass(frozen=True)
 class _Layout:
+    kind: TrecKind
     columns: tuple[str, ...]
     value_column: str  # the numeric column: the grade of a qrels line, the score of a run line
     value_expected: str
     example: str
+    extra_fields_ignored: bool  # trec_eval skips text after a run's tag; a qrels line must end
+
+    @property
+    def value_index(self) -> int:
+        return self.columns.index(self.value_column)
 
 
 _LAYOUTS: dict[TrecKind, _Layout] = {
     "qrels": _Layout(
-        ("qid", "iter", "docid", "rel"), "rel", "an integer relevance grade", "qid 0 docid rel"
+        "qrels",
+        ("qid", "iter", "docid", "rel"),
+        "rel",
+        "an integer relevance grade",
+        "qid 0 docid rel",
+        extra_fields_ignored=False,
     ),
     "run": _Layout(
+        "run",
         ("qid", "Q0", "docid", "rank", "score", "tag"),
         "score",
         "a finite number",
         "qid Q0 docid rank score tag",
+        extra_fields_ignored=True,
     ),
 }
 
 _GZIP_MAGIC = b"\x1f\x8b"
-_SPACES = re.compile(rb"[ \t\f\v]+")
-_EDGES = re.compile(rb"(?m)^ | $| (?=\r$)")
+_BOM = b"\xef\xbb\xbf"
+_TOKEN = re.compile(rb"[^ \t\n\r\x0b\x0c]+")  # a field: a run of non-isspace bytes
+# What Python's int()/float() accept beyond these (1_0, full-width digits, surrounding blanks)
+# pyarrow refuses; what pyarrow accepts beyond them (0x10, nan, inf) trec_eval would not read as
+# meant. These two patterns are the definition; both parsers are held to them.
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_INT64 = range(-(2**63), 2**63)
+_TABS_TO_SPACES = bytes.maketrans(b"\t\x0b\x0c", b"   ")
+_BLANKS_TO_SPACES = bytes.maketrans(b"\t\x0b\x0c\r", b"    ")
+_MAX_BLOCK = 2**31 - 1  # pyarrow's block size is a 32-bit int
 
 
 @dataclass(frozen=True)
 class TrecTable:
-    """The columns of a TREC file that evaluation uses, one entry per non-blank line."""
+    """The columns of a TREC file that evaluation uses, one entry per judgment or result line."""
 
     query_ids: pa.Array  # string
     doc_ids: pa.Array  # string
@@ -83,7 +118,8 @@ def read_qrels(path: str | PathLike[str]) -> TrecTable:
 def read_run(path: str | PathLike[str]) -> TrecTable:
     """Read a TREC run file (plain or gzip): ``qid Q0 docid rank score tag``.
 
-    The rank column is ignored, as trec_eval ignores it: order comes from the scores.
+    The rank column is ignored, as trec_eval ignores it: order comes from the scores. So is any
+    text after the tag.
     """
     return _read(path, "run")
 
@@ -108,146 +144,268 @@ def _read_bytes(path: str | PathLike[str], kind: TrecKind) -> bytes:
     if data[:2] == _GZIP_MAGIC:
         try:
             data = gzip.decompress(data)
-        except (OSError, EOFError) as exc:
+        except (OSError, EOFError, zlib.error) as exc:
             raise InputError(
-                source=p, expected="a complete gzip stream", found=f"<{exc}>"
+                source=p,
+                line=_partial_gunzip(data).count(b"\n") + 1,
+                expected="a complete gzip stream",
+                found=f"<{exc}>",
+                hint="the data ends or breaks on this line",
             ) from None
-    return data
+    # Editors on Windows prepend a byte-order mark; it would otherwise join the first query id.
+    return data[len(_BOM) :] if data.startswith(_BOM) else data
+
+
+def _partial_gunzip(data: bytes) -> bytes:
+    """What a broken gzip file decompresses to before it breaks (error path only)."""
+    out: list[bytes] = []
+    with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
+        try:
+            while piece := stream.read1(1 << 16):  # pieces: a break keeps what came before
+                out.append(piece)
+        except (OSError, EOFError, zlib.error):
+            pass
+    return b"".join(out)
 
 
 def _read(path: str | PathLike[str], kind: TrecKind) -> TrecTable:
     layout = _LAYOUTS[kind]
     source = str(path)
     data = _read_bytes(path, kind)
-    if not data.strip():
+    if not data or data.isspace():  # isspace stops at the first other byte; strip would copy
         raise InputError(
             source=source,
             expected=f"at least one line '{layout.example}'",
             found="<an empty file>",
         )
-    table = _parse(data, layout)
-    if table is None:
-        # Tabs, repeated or trailing blanks: legal TREC whitespace the fast parser cannot split.
-        table = _parse(_normalise(data), layout)
-    if table is None:
+    # trec_eval forbids NUL bytes (its fields are C strings); a NUL is never legal here either.
+    columns = None if b"\0" in data else (_parse_fast(data, layout) or _parse_general(data, layout))
+    if columns is None or (kind == "run" and not np.isfinite(columns[2]).all()):
         raise _locate_error(data, source, layout) or InputError(
-            source=source, expected=f"lines '{layout.example}'", found="<unparseable content>"
+            source=source,
+            expected=f"lines '{layout.example}'",
+            found="<a line recallwatch could not locate>",
+            hint="this is a bug in recallwatch: please report it with the file",
         )
-    qids = table.column("qid").combine_chunks()
-    docids = table.column("docid").combine_chunks()
-    raw = table.column(layout.value_column).combine_chunks()
-    if raw.null_count or _has_empty(qids) or _has_empty(docids):
-        raise _locate_error(data, source, layout) or InputError(
-            source=source, expected=f"lines '{layout.example}'", found="<an empty field>"
-        )
-    values = to_numpy(raw)
-    if kind == "run" and not np.isfinite(values).all():
-        row = int(np.flatnonzero(~np.isfinite(values))[0])
+    qids, docids, values = columns
+    if len(values) == 0:
         raise InputError(
             source=source,
-            line=line_of_record(data, row),
-            field="score",
-            expected="a finite number",
-            found=str(values[row]),
+            expected=f"at least one line '{layout.example}'",
+            found="<only comments and blank lines>",
         )
     return TrecTable(qids, docids, values, source)
 
 
-def _parse(data: bytes, layout: _Layout) -> pa.Table | None:
-    value_type = pa.int64() if layout.value_column == "rel" else pa.float64()
-    try:
-        return pacsv.read_csv(
-            # Arrow-owned memory: the threaded reader may free its input after returning
-            pa.BufferReader(arrow_owned(data)),
-            read_options=pacsv.ReadOptions(column_names=list(layout.columns)),
-            parse_options=pacsv.ParseOptions(
-                delimiter=" ", quote_char=False, double_quote=False, escape_char=False
-            ),
-            convert_options=pacsv.ConvertOptions(
-                column_types={
-                    "qid": pa.string(),
-                    "docid": pa.string(),
-                    layout.value_column: value_type,
-                },
-                include_columns=["qid", "docid", layout.value_column],
-                strings_can_be_null=False,
-                quoted_strings_can_be_null=False,
-            ),
-        )
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
+_Columns = tuple[pa.Array, pa.Array, np.ndarray[Any, Any]]
+
+
+def _parse_fast(data: bytes, layout: _Layout) -> _Columns | None:
+    """The common case, one space or tab between fields: pyarrow's CSV reader alone.
+
+    None when the file needs more than that, never a wrong table: every shape a single-space
+    CSV parse would misread is excluded by a memchr-speed test first, or detected after.
+    """
+    if b"\t" in data or b"\x0b" in data or b"\x0c" in data:
+        data = data.translate(_TABS_TO_SPACES)  # any isspace byte separates fields
+    if b"\r" in data and _has_lone_cr(data):
+        return None  # a lone CR separates fields for trec_eval, lines for pyarrow
+    if layout.kind == "qrels" and _may_hold_hex(data):
+        return None  # pyarrow reads 0x10 as 16, trec_eval's atol as 0: let the strict path judge
+    value_type = pa.int64() if layout.kind == "qrels" else pa.float64()
+    table = _read_csv(data, layout, value_type, every_column=True)
+    if table is None:
         return None
+    # Repeated or edge blanks make empty fields, which a single-space parse would accept.
+    for name in layout.columns:
+        if name != layout.value_column and _has_empty(table.column(name)):
+            return None
+    qids = table.column("qid").combine_chunks()
+    if b"#" in data and pc.any(pc.starts_with(qids, "#")).as_py():
+        return None  # a comment line with as many words as a record
+    values = to_numpy(table.column(layout.value_column))
+    return qids, table.column("docid").combine_chunks(), values
 
 
-def _normalise(data: bytes) -> bytes:
-    return _EDGES.sub(b"", _SPACES.sub(b" ", data))
+def _parse_general(data: bytes, layout: _Layout) -> _Columns | None:
+    """Normalise with pyarrow's (RE2) regex kernels, then parse as the fast path does.
+
+    Comment lines and edge blanks are emptied (lines keep their numbers; the CSV reader skips
+    empty lines), blank runs become one space, and a run line keeps its first six fields.
+    """
+    text = _whole(data.translate(_BLANKS_TO_SPACES))
+    text = pc.replace_substring_regex(text, r"(?m)^ *#[^\n]*|^ +| +$", "")
+    text = pc.replace_substring_regex(text, r"  +", " ")
+    if layout.extra_fields_ignored:
+        fields = len(layout.columns)
+        text = pc.replace_substring_regex(
+            text, rf"(?m)^((?:[^ \n]+ ){{{fields - 1}}}[^ \n]+) [^\n]*", r"\1"
+        )
+    # Grades are read as text so that the one integer grammar decides (pyarrow takes 0x10, not +1).
+    value_type = pa.binary() if layout.kind == "qrels" else pa.float64()
+    table = _read_csv(text[0].as_buffer(), layout, value_type, every_column=False)
+    if table is None:
+        return None
+    raw = table.column(layout.value_column).combine_chunks()
+    if layout.kind == "qrels":
+        grammar = pc.match_substring_regex(raw, rf"^{_INTEGER.pattern}$")
+        if not pc.all(grammar, min_count=0).as_py():
+            return None
+        try:
+            raw = pc.cast(pc.replace_substring(raw, "+", "", max_replacements=1), pa.int64())
+        except pa.ArrowInvalid:  # beyond 64 bits
+            return None
+    return (
+        table.column("qid").combine_chunks(),
+        table.column("docid").combine_chunks(),
+        to_numpy(raw),
+    )
 
 
-def _has_empty(strings: pa.Array) -> bool:
-    return bool(len(strings)) and pc.min(pc.binary_length(strings)).as_py() == 0
+def _whole(data: bytes) -> pa.Array:
+    """The bytes as a one-element binary array for pyarrow's regex kernels.
+
+    Copied into Arrow-owned memory: a kernel may pass its input through unchanged, and what it
+    returns reaches the threaded CSV reader (see ``arrow_owned``).
+    """
+    offsets = np.array([0, len(data)], dtype=np.int64)
+    return pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(), 1, [None, arrow_owned(offsets), arrow_owned(data)]
+    )
 
 
-def _lines(data: bytes) -> list[tuple[int, bytes]]:
-    """(1-based line number, content) of every non-blank line, as pyarrow counts records."""
-    return [(i, line) for i, line in enumerate(data.split(b"\n"), 1) if line.strip()]
+def _may_hold_hex(data: bytes) -> bool:
+    """Whether a field may start with 0x or 0X (memchr for the letter first: the pair is slower)."""
+    return (b"x" in data and b" 0x" in data) or (b"X" in data and b" 0X" in data)
+
+
+def _has_lone_cr(data: bytes) -> bool:
+    """Whether a CR in ``data`` is not followed by LF (one RE2 scan, faster than numpy's)."""
+    return bool(pc.match_substring_regex(_whole(data), r"\r(?:[^\n]|$)")[0].as_py())
+
+
+def _read_csv(
+    data: bytes | pa.Buffer, layout: _Layout, value_type: pa.DataType, *, every_column: bool
+) -> pa.Table | None:
+    types = {name: pa.binary() for name in layout.columns}  # ignored fields: any bytes
+    types.update(qid=pa.string(), docid=pa.string())  # the ids must be UTF-8
+    types[layout.value_column] = value_type
+    include = list(layout.columns) if every_column else ["qid", "docid", layout.value_column]
+    read_options = pacsv.ReadOptions(column_names=list(layout.columns))
+    if not len(data):
+        data = b"\n"  # pyarrow refuses an empty buffer; a file of only comments has no records
+    for _ in range(2):
+        try:
+            return pacsv.read_csv(
+                # Arrow-owned memory: the threaded reader may free its input after returning
+                pa.BufferReader(data if isinstance(data, pa.Buffer) else arrow_owned(data)),
+                read_options=read_options,
+                parse_options=pacsv.ParseOptions(
+                    delimiter=" ", quote_char=False, double_quote=False, escape_char=False
+                ),
+                convert_options=pacsv.ConvertOptions(
+                    column_types=types,
+                    include_columns=include,
+                    null_values=[],  # 'NA' or 'nan' is a value to judge, not a missing one
+                    strings_can_be_null=False,
+                    quoted_strings_can_be_null=False,
+                ),
+            )
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            if "straddl" not in str(exc) or read_options.block_size >= _MAX_BLOCK:
+                return None
+            # A line longer than a block (1 MB) is not an error in itself: one block for all.
+            read_options = pacsv.ReadOptions(
+                column_names=list(layout.columns), block_size=min(len(data) + 1, _MAX_BLOCK)
+            )
+    return None
+
+
+def _has_empty(column: pa.ChunkedArray) -> bool:
+    return bool(len(column)) and pc.min(pc.binary_length(column)).as_py() == 0
+
+
+def _fields(line: bytes) -> list[re.Match[bytes]]:
+    """The fields of one line as trec_eval splits it; none for a blank or comment line."""
+    fields = list(_TOKEN.finditer(line))
+    return [] if fields and fields[0].group().startswith(b"#") else fields
 
 
 def line_of_record(data: bytes | str | PathLike[str], index: int) -> int:
-    """The 1-based line number of the ``index``-th record (0-based), blank lines skipped.
+    """The 1-based line number of the ``index``-th record (0-based), blank and comment lines
+    skipped.
 
     Error path only: it loops over lines. ``data`` is the file's bytes or its path.
     """
     if not isinstance(data, bytes):
         data = _read_bytes(data, "run")
-    return _lines(data)[index][0]
+    records = (number for number, line in enumerate(data.split(b"\n"), 1) if _fields(line))
+    return next(itertools.islice(records, index, None))
 
 
 def _locate_error(data: bytes, source: str, layout: _Layout) -> InputError | None:
     """Re-scan line by line for the first bad line: the slow, precise explanation."""
     n_columns = len(layout.columns)
-    value_index = layout.columns.index(layout.value_column)
-    for number, raw in _lines(data):
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            bad = raw[exc.start : exc.end]
+    for number, line in enumerate(data.split(b"\n"), 1):
+        nul = line.find(b"\0")
+        if nul >= 0:
             return InputError(
                 source=source,
                 line=number,
-                expected="UTF-8 text",
-                found=f"<bytes {bad!r} at column {exc.start + 1}>",
+                expected="text without NUL bytes",
+                found=f"<a NUL byte at column {nul + 1}>",
             )
-        fields = text.split()
-        if len(fields) != n_columns:
+        fields = _fields(line)
+        if not fields:
+            continue
+        if len(fields) < n_columns or (
+            len(fields) > n_columns and not layout.extra_fields_ignored
+        ):
+            text = line.decode("utf-8", "replace").strip()
             return InputError(
                 source=source,
                 line=number,
                 expected=f"{n_columns} whitespace-separated columns '{layout.example}'",
-                found=f"<{len(fields)} columns: {text.strip()!r}>",
+                found=f"<{len(fields)} columns: {text!r}>",
             )
-        value = fields[value_index]
-        if not _valid_value(value, layout):
+        texts: dict[int, str] = {}
+        for index in (0, 2, layout.value_index):
+            field = fields[index]
+            try:
+                texts[index] = field.group().decode("utf-8")
+            except UnicodeDecodeError as exc:
+                bad = field.group()[exc.start : exc.end]
+                return InputError(
+                    source=source,
+                    line=number,
+                    expected="UTF-8 text",
+                    found=f"<bytes {bad!r} at column {field.start() + exc.start + 1}>",
+                )
+        value = texts[layout.value_index]
+        problem = _value_problem(value, layout)
+        if problem is not None:
             return InputError(
                 source=source,
                 line=number,
-                record=fields[0],
+                record=texts[0],
                 field=layout.value_column,
                 expected=layout.value_expected,
                 found=value,
+                hint=problem or None,
             )
     return None
 
 
-def _valid_value(text: str, layout: _Layout) -> bool:
-    if layout.value_column == "rel":
-        try:
-            int(text)
-        except ValueError:
-            return False
-        return True
-    try:
-        return math.isfinite(float(text))
-    except ValueError:
-        return False
+def _value_problem(text: str, layout: _Layout) -> str | None:
+    """None when ``text`` is a valid grade or score; else a hint, "" when none is needed."""
+    if layout.kind == "qrels":
+        if _INTEGER.fullmatch(text):
+            # int() refuses over 4,300 digits; anything past 19 is out of range anyway
+            fits = len(text.lstrip("+-").lstrip("0")) <= 19 and int(text) in _INT64
+            return None if fits else "beyond the 64-bit integer range"
+    elif _DECIMAL.fullmatch(text):
+        return None if math.isfinite(float(text)) else "too large: it overflows to infinity"
+    return "" if text.isascii() else "only the ASCII digits 0-9 count"
 
 
 def write_qrels(

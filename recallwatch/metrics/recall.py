@@ -38,10 +38,12 @@ RCAP = register(
         title="Capped recall at k (the chapter's recall@k)",
         definition="Relevant documents in the top k, divided by min(|rel|, k), so a perfect "
         "top k scores 1 even when a query has more than k relevant documents. This is the "
-        "chapter's `recall_at_k`; it differs from trec_eval's recall on purpose. 0 when |rel| = 0.",
+        "chapter's `recall_at_k`; it differs from trec_eval's recall (`R@k`) on purpose, and is "
+        "trec_eval's relative precision: precision at k while k <= |rel|, recall at k beyond. "
+        "0 when |rel| = 0.",
         cutoff="required",
         params=(REL,),
-        trec_eval="none: trec_eval's `recall.k` divides by |rel| (use `R@k` for that)",
+        trec_eval="`relative_P.k` (`relative_P_k`); not `recall.k`, which divides by |rel|",
         kernel=capped_recall,
     )
 )

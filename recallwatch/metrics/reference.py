@@ -39,8 +39,56 @@ Semantics are trec_eval's with `-c`, for every measure trec_eval shares:
 - **Aggregate.** The arithmetic mean over the evaluated queries.
 - **Errors.** A document twice in one query's run (or qrels) is an error naming both.
 
-Where a definition differs from trec_eval on purpose, its entry says so.
+Where a definition differs from trec_eval on purpose, its entry says so; where reading a TREC
+file does, [Reading TREC files](#reading-trec-files) at the end says so.
 
+"""
+
+# Hand-written: how recallwatch.formats.trec reads files, checked against trec_eval 10's
+# get_qrels.c and get_trec_results.c. tests/formats holds a test for every rule here.
+_TREC_FILES = """
+## Reading TREC files
+
+`recallwatch eval` and `Qrels.from_trec` / `Run.from_trec` read files as trec_eval 10 does:
+
+- Fields are separated by any run of ASCII whitespace: space, tab, CR, LF, vertical tab, form
+  feed (C's `isspace`). CRLF line ends, tabs and padded columns are all fine.
+- A line whose first non-blank character is `#` is a comment. A `#` anywhere else is data, as in
+  MS MARCO v2.1 document ids (`msmarco_v2.1_doc_00_880019750#4_1633802806`).
+- A qrels line has exactly four fields, `qid iter docid rel`; `iter` is ignored.
+- A run line has at least six fields, `qid Q0 docid rank score tag`; `Q0`, `rank` and `tag` are
+  ignored (order comes from the scores), and so is any text after the tag.
+- A gzip file is recognised by its content, whatever its name.
+
+Where recallwatch differs from trec_eval, on purpose:
+
+- **Grades.** trec_eval reads a grade with C's `atol`, which takes the leading digits of
+  anything: `0.5` is 0, `1.0` and `1_0` are 1, `x`, `0x10` and the full-width `１` are 0.
+  recallwatch accepts a decimal integer with an optional sign (`2`, `-1`, `+1`, `007`) within
+  64 bits, and refuses anything else, naming the line.
+- **Scores.** trec_eval reads a score with C's `atof`: `high` is 0, `1,5` is 1, `0x1p3` is 8, and
+  `nan` or `inf` are taken as they are. recallwatch accepts a finite decimal number (`2.5`,
+  `-.5e-3`, `+1`, `1E5`) and refuses NaN, infinities (including overflow such as `1e400`),
+  hexadecimal and partly numeric scores, naming the line.
+- **Blank lines** are skipped in qrels too; trec_eval stops at one with "Malformed line".
+- **Comments in qrels.** trec_eval recognises `#` in qrels only in the first column, and skips
+  one comment line at a time: the second of two comment lines in a row is read as a judgment
+  (and usually refused as malformed). recallwatch skips every comment line, indented or not, as
+  trec_eval does in runs.
+- **Text.** Query and document ids must be UTF-8; trec_eval compares raw bytes. The fields
+  recallwatch ignores (`iter`, `Q0`, `rank`, `tag` and what follows) may hold any bytes.
+- **NUL bytes.** trec_eval documents that a file may contain none, but reads on (a NUL cuts a
+  field short); recallwatch refuses a NUL anywhere, naming the line.
+- **Byte-order mark.** A UTF-8 byte-order mark at the start of a file is dropped; trec_eval would
+  make it part of the first query id.
+- **Empty files.** A file with no judgment or result (empty, or only comments and blank lines)
+  is an error.
+- **Run tag.** trec_eval keeps the tag of the last line as the run's name; recallwatch does not
+  use tags.
+
+Every refusal is one line, `Error: FILE:LINE: record R: field F: expected E, found X (hint)`,
+and exit code 2. A found value longer than 120 characters is shown cut in the middle, with its
+length.
 """
 
 
@@ -76,6 +124,7 @@ def render() -> str:
         if f.aliases:
             parts.append(f"- Also accepted as: {', '.join(f'`{a}`' for a in f.aliases)}\n")
         parts.append(f"- trec_eval: {f.trec_eval}\n")
+    parts.append(_TREC_FILES)
     return "".join(parts)
 
 

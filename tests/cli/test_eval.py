@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -95,9 +96,9 @@ def test_wrong_column_count(tmp_path: Path) -> None:
 
 
 def test_malformed_line_with_extra_blanks_is_located(tmp_path: Path) -> None:
-    message = _bad(tmp_path, b"q1\tQ0  d1 1 2.0 r\n\nq1 Q0 d2 1 2.0 r extra\n")
+    message = _bad(tmp_path, b"q1\tQ0  d1 1 2.0 r\n\n  q1 Q0\td2 1 2.0\n")
     assert "bad.run:3: expected 6 whitespace-separated columns" in message
-    assert "found <7 columns" in message
+    assert "found <5 columns: 'q1 Q0\\td2 1 2.0'>" in message
 
 
 def test_non_numeric_score(tmp_path: Path) -> None:
@@ -161,7 +162,8 @@ def test_non_utf8_bytes(tmp_path: Path) -> None:
 
 def test_truncated_gzip(tmp_path: Path) -> None:
     message = _bad(tmp_path, gzip.compress(RUN.read_bytes())[:-12])
-    assert "bad.run: expected a complete gzip stream" in message
+    where = re.escape(str(tmp_path / "bad.run"))
+    assert re.match(rf"Error: {where}:\d+: expected a complete gzip stream", message)
 
 
 def test_unknown_measure_lists_valid_ones_and_suggests() -> None:

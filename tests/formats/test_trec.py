@@ -130,3 +130,243 @@ def test_scores_are_float64_not_float32(tmp_path: Path) -> None:
     path.write_text("q Q0 a 1 0.1000000001 r\nq Q0 b 2 0.1 r\n")
     values = read_run(path).values
     assert values.dtype == np.float64 and values[0] > values[1]
+
+
+# --- trec_eval 10's reading rules (get_qrels.c, get_trec_results.c) ---------------------------
+
+
+def _write(tmp_path: Path, content: bytes, name: str = "file") -> Path:
+    path = tmp_path / name
+    path.write_bytes(content)
+    return path
+
+
+def test_qrels_comment_lines_as_in_trec_eval_test_files(tmp_path: Path) -> None:
+    # the shape of trec_eval's test/qrels.test.with-comments: comments first, between
+    # records, twice in a row, and '#' inside a document id, which is not a comment
+    path = _write(
+        tmp_path,
+        b"# comment here\n301 0 CR93E-10279 0\n# and comment here\n# another\n"
+        b"301 0 CR#93E-1860 1\n#no space after the hash\n302 0 d#1 2\n# last, no newline",
+    )
+    t = read_qrels(path)
+    assert t.query_ids.to_pylist() == ["301", "301", "302"]
+    assert t.doc_ids.to_pylist() == ["CR93E-10279", "CR#93E-1860", "d#1"]
+    assert t.values.tolist() == [0, 1, 2]
+
+
+def test_run_comments_may_be_indented_and_text_after_the_tag_is_ignored(tmp_path: Path) -> None:
+    # trec_eval's test/results.trunc has "STANDARD more junk at" lines
+    path = _write(
+        tmp_path,
+        b"#run header\n301\tQ0\tFBIS3-27619\t99\t  2.138276\tSTANDARD more junk at\n"
+        b"   \t# indented comment\n"
+        b"301 Q0 msmarco_doc_00#4_1633 1 0.7 tag\n"
+        b"303\tQ0\tFT941-17652\t99\t  1.857372\tSTANDARD end of lines.\n",
+    )
+    t = read_run(path)
+    assert t.query_ids.to_pylist() == ["301", "301", "303"]
+    assert t.doc_ids.to_pylist() == ["FBIS3-27619", "msmarco_doc_00#4_1633", "FT941-17652"]
+    assert t.values.tolist() == [2.138276, 0.7, 1.857372]
+
+
+def test_single_space_file_with_comments_and_extra_fields(tmp_path: Path) -> None:
+    # a comment with exactly six words would parse as a record on the single-space fast path
+    path = _write(tmp_path, b"# Q0 d0 1 9.0 r\nq1 Q0 d1 1 2.5 r and more\nq1 Q0 d2 2 1.5 r\n")
+    t = read_run(path)
+    assert t.doc_ids.to_pylist() == ["d1", "d2"] and t.values.tolist() == [2.5, 1.5]
+
+
+def test_extra_field_in_qrels_is_refused_as_trec_eval_does(tmp_path: Path) -> None:
+    path = _write(tmp_path, b"q1 0 d1 1\nq1 0 d2 1 # judged twice\n")
+    with pytest.raises(InputError) as err:
+        read_qrels(path)
+    assert str(err.value) == (
+        f"{path}:2: expected 4 whitespace-separated columns 'qid 0 docid rel', "
+        "found <7 columns: 'q1 0 d2 1 # judged twice'>"
+    )
+
+
+def test_comment_lines_do_not_count_as_records_in_line_numbers(tmp_path: Path) -> None:
+    data = b"# a\nq 0 a 1\n\n  # b\nq 0 b 1\n#c\nq 0 c 1\n"
+    assert [line_of_record(data, i) for i in range(3)] == [2, 5, 7]
+
+
+def test_duplicate_after_comments_names_the_right_lines(tmp_path: Path) -> None:
+    from recallwatch.metrics import Qrels
+
+    path = _write(tmp_path, b"# header\nq1 0 d1 1\n# between\nq1 0 d1 2\n")
+    with pytest.raises(InputError) as err:
+        Qrels.from_trec(path)
+    assert str(err.value) == (
+        f"{path}:4: record 'q1': field 'docid': duplicate document 'd1' in query 'q1' "
+        "(also on line 2)"
+    )
+
+
+def test_only_comments_is_refused(tmp_path: Path) -> None:
+    path = _write(tmp_path, b"# nothing\n\n# to see\n")
+    with pytest.raises(InputError) as err:
+        read_run(path)
+    assert str(err.value) == (
+        f"{path}: expected at least one line 'qid Q0 docid rank score tag', "
+        "found <only comments and blank lines>"
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "grades"),
+    [
+        (b"q 0 a +1\nq 0 b -1\nq 0 c 007\nq 0 d -0\n", [1, -1, 7, 0]),  # atol reads these
+        (b"q\t0\ta\t+2\n", [2]),
+        (b"q 0 a 9223372036854775807\n", [2**63 - 1]),
+    ],
+)
+def test_grades_trec_eval_reads_as_integers(
+    tmp_path: Path, content: bytes, grades: list[int]
+) -> None:
+    assert read_qrels(_write(tmp_path, content)).values.tolist() == grades
+
+
+@pytest.mark.parametrize(
+    ("grade", "hint"),
+    [
+        ("1_0", ""),  # Python's int() reads 10, atol 1, pyarrow refuses: refused, located
+        ("１", " (only the ASCII digits 0-9 count)"),  # full-width: int() reads 1, atol 0
+        ("٣", " (only the ASCII digits 0-9 count)"),
+        ("0x10", ""),  # pyarrow reads 16, atol 0
+        ("0X1F", ""),
+        ("1.0", ""),
+        ("1e3", ""),
+        ("+-1", ""),
+        ("99999999999999999999", " (beyond the 64-bit integer range)"),
+        ("9223372036854775808", " (beyond the 64-bit integer range)"),
+        ("1" * 5000, " (beyond the 64-bit integer range)"),  # past int()'s 4,300-digit limit
+    ],
+)
+@pytest.mark.parametrize("separator", [b" ", b"\t"])  # the fast path, then the general one
+def test_grades_neither_parser_should_guess_are_refused_on_their_line(
+    tmp_path: Path, grade: str, hint: str, separator: bytes
+) -> None:
+    line = separator.join([b"q1", b"0", b"d2", grade.encode()])
+    path = _write(tmp_path, b"q1 0 d1 1\n" + line + b"\n")
+    with pytest.raises(InputError) as err:
+        read_qrels(path)
+    shown = repr(grade) if len(grade) <= 120 else f"'{grade[:70]}…{grade[-20:]}' (5,000 characters)"
+    assert str(err.value) == (
+        f"{path}:2: record 'q1': field 'rel': expected an integer relevance grade, "
+        f"found {shown}{hint}"
+    )
+
+
+@pytest.mark.parametrize(
+    "score",
+    ["nan", "NaN", "-nan", "inf", "-Infinity", "1e400", "0x1p3", "1_0", "１.5", "1,5", "NA", "."],
+)
+@pytest.mark.parametrize("separator", [b" ", b"\t"])
+def test_scores_that_are_not_finite_decimals_are_refused_on_their_line(
+    tmp_path: Path, score: str, separator: bytes
+) -> None:
+    line = separator.join([b"q1", b"Q0", b"d2", b"2", score.encode(), b"r"])
+    path = _write(tmp_path, b"q1 Q0 d1 1 2.0 r\n" + line + b"\n")
+    with pytest.raises(InputError) as err:
+        read_run(path)
+    assert str(err.value).startswith(
+        f"{path}:2: record 'q1': field 'score': expected a finite number, found {score!r}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("score", "value"),
+    [("+1.5", 1.5), (".5", 0.5), ("5.", 5.0), ("1E5", 1e5), ("-0", -0.0), ("1e-400", 0.0)],
+)
+def test_decimal_scores(tmp_path: Path, score: str, value: float) -> None:
+    path = _write(tmp_path, f"q Q0 d 1 {score} r\n".encode())
+    assert read_run(path).values.tolist() == [value]
+
+
+def test_a_lone_carriage_return_separates_fields_not_lines(tmp_path: Path) -> None:
+    # trec_eval splits on isspace(), CR included; pyarrow would end a line there
+    path = _write(tmp_path, b"q1 0 d1 1\rq1 0 d2 0\n")
+    with pytest.raises(InputError, match=r":1: expected 4 whitespace-separated columns"):
+        read_qrels(path)
+    run = read_run(_write(tmp_path, b"q1\rQ0 d1 1 2.0 r\rq1 Q0 d2 1 1.0 r\n", "run"))
+    assert run.doc_ids.to_pylist() == ["d1"]  # the rest of the line follows the tag
+
+
+def test_byte_order_mark_is_not_part_of_the_first_query_id(tmp_path: Path) -> None:
+    path = _write(tmp_path, b"\xef\xbb\xbfq1 0 d1 1\n")
+    assert read_qrels(path).query_ids.to_pylist() == ["q1"]
+
+
+def test_a_line_longer_than_a_pyarrow_block_is_read(tmp_path: Path) -> None:
+    docid = "d" * 3_000_000
+    path = _write(tmp_path, f"q 0 a 1\nq 0 {docid} 2\nq 0 b 0\n".encode())
+    t = read_qrels(path)
+    assert t.doc_ids.to_pylist() == ["a", docid, "b"]
+
+
+def test_a_megabyte_line_is_cut_in_the_message(tmp_path: Path) -> None:
+    junk = "x" * 1_000_000
+    path = _write(tmp_path, f"q1 0 d1 1\nq1 0 d2 {junk}\n".encode())
+    with pytest.raises(InputError) as err:
+        read_qrels(path)
+    message = str(err.value)
+    assert message == (
+        f"{path}:2: record 'q1': field 'rel': expected an integer relevance grade, "
+        f"found '{'x' * 70}…{'x' * 20}' (1,000,000 characters)"
+    )
+    assert err.value.found == junk  # the attribute keeps it whole
+
+
+def test_a_megabyte_line_with_wrong_columns_is_cut_in_the_message(tmp_path: Path) -> None:
+    junk = "y" * 1_000_000
+    path = _write(tmp_path, f"q1 Q0 {junk}\n".encode())
+    with pytest.raises(InputError) as err:
+        read_run(path)
+    message = str(err.value)
+    assert message.startswith(
+        f"{path}:1: expected 6 whitespace-separated columns 'qid Q0 docid rank score tag', "
+        "found <3 columns: 'q1 Q0 yyy"
+    )
+    assert message.endswith("yyy'> (1,000,021 characters)")
+    assert len(message) < len(str(path)) + 250
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"q1 0 d\x001 1\n", ":1: expected text without NUL bytes, found <a NUL byte at column 7>"),
+        (b"q1 0 d1 1\n# a comment with a \x00\n", ":2: expected text without NUL bytes, found "
+         "<a NUL byte at column 20>"),
+        (b"q1 0 d1 1\nq1\t0\td\xe2\x82\t1\n", ":2: expected UTF-8 text, found "
+         "<bytes b'\\xe2\\x82' at column 7>"),
+    ],
+)
+def test_nul_and_encoding_errors_are_located(tmp_path: Path, content: bytes, message: str) -> None:
+    path = _write(tmp_path, content)
+    with pytest.raises(InputError) as err:
+        read_qrels(path)
+    assert str(err.value) == f"{path}{message}"
+
+
+def test_ignored_fields_may_hold_any_bytes(tmp_path: Path) -> None:
+    # trec_eval never reads iter, Q0, rank or tag; neither does recallwatch
+    path = _write(tmp_path, b"q\xff 0 d 1\n", "qrels")
+    with pytest.raises(InputError, match="expected UTF-8 text"):  # the query id is read
+        read_qrels(path)
+    run = read_run(_write(tmp_path, b"q Q\xff d r\xfe 1.0 t\xe9\n", "run"))
+    assert run.doc_ids.to_pylist() == ["d"]
+
+
+def test_truncated_gzip_names_the_line_where_the_data_ends(tmp_path: Path) -> None:
+    content = b"".join(b"q%d Q0 d%d 1 2.0 r\n" % (i, i) for i in range(50_000))
+    packed = gzip.compress(content)
+    path = _write(tmp_path, packed[: len(packed) // 2])
+    with pytest.raises(InputError) as err:
+        read_run(path)
+    assert err.value.line is not None and 1 < err.value.line < 50_000
+    assert str(err.value) == (
+        f"{path}:{err.value.line}: expected a complete gzip stream, found <Compressed file ended "
+        "before the end-of-stream marker was reached> (the data ends or breaks on this line)"
+    )

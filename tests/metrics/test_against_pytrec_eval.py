@@ -34,6 +34,10 @@ MEASURES = {
     "Rprec": "Rprec",
     "Success@1": "success_1",
     "Success@5": "success_5",
+    # Rcap@k (denominator min(|rel|, k)) is trec_eval's relative_P.k; 20 is past every ranking
+    "Rcap@1": "relative_P_1",
+    "Rcap@5": "relative_P_5",
+    "Rcap@20": "relative_P_20",
 }
 PYTREC_MEASURES = {
     "P.1,5,10",
@@ -45,6 +49,7 @@ PYTREC_MEASURES = {
     "map_cut.5",
     "Rprec",
     "success.1,5",
+    "relative_P.1,5,20",
 }
 
 DOCS = [f"d{i}" for i in range(12)] + ["D1", "d10a", "z", "a"]  # mixed case and lengths
@@ -138,6 +143,18 @@ def test_exp_gain_matches_pytrec_eval_on_transformed_grades(
         for i, qid in enumerate(res.query_ids):
             expected = reference[qid][key] if qid in reference else 0.0
             assert res.per_query[measure][i] == pytest.approx(expected, abs=1e-12)
+
+
+def test_capped_recall_is_relative_precision() -> None:
+    # precision while k <= |rel| (3 here), recall beyond, a short ranking divided by k all the same
+    qrels = {"q": {"a": 1, "b": 2, "c": 1, "x": 0}}
+    run = {"q": {"a": 4.0, "x": 3.0, "b": 2.0, "z": 1.0}}
+    reference = pytrec_eval.RelevanceEvaluator(qrels, {"relative_P.1,2,3,5,10"}).evaluate(run)["q"]
+    asked = [f"Rcap@{k}" for k in (1, 2, 3, 5, 10)]
+    res = evaluate(Qrels.from_dict(qrels), Run.from_dict(run), asked)
+    got = [float(res.per_query[m][0]) for m in res.measures]
+    assert got == [1.0, 0.5, 2 / 3, 2 / 3, 2 / 3]
+    assert got == [reference[f"relative_P_{k}"] for k in (1, 2, 3, 5, 10)]
 
 
 def test_query_with_only_negative_judgments_scores_zero() -> None:
