@@ -2,19 +2,32 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+# Two installs into one .venv, each with its own stamp: the product alone (what the demo and the
+# dashboard use) and everything the tests need (every extra, the dev tools). `make test` after
+# `make demo` installs the rest; a changed pyproject.toml makes either install again.
+DEMO_STAMP := $(VENV)/.installed-demo
+TEST_STAMP := $(VENV)/.installed-test
 
 .PHONY: demo test test-slow test-all lint typecheck bench clean install browser
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+
+$(DEMO_STAMP): pyproject.toml | $(BIN)/python
+	@echo "Installing recallwatch and its dashboard into $(VENV) ..."
+	$(BIN)/pip install --quiet -e '.[web]'
+	touch $@
+
+# [all] includes [web], so a test install also serves the demo.
+$(TEST_STAMP): pyproject.toml | $(BIN)/python
+	@echo "Installing recallwatch with every extra and the test tools into $(VENV) (a few minutes) ..."
 	$(BIN)/pip install --quiet -e '.[all,dev]'
-	touch $(STAMP)
+	touch $@ $(DEMO_STAMP)
 
-install: $(STAMP)
+install: $(TEST_STAMP)
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	bash examples/demo.sh
 
 # The browser tests (dashboard, HTML report) drive Debian's chromium; nothing is downloaded by
@@ -24,24 +37,24 @@ browser:
 	@[ -x /usr/bin/chromium ] || $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium \
 	  || { $(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
 
-test: $(STAMP)
+test: $(TEST_STAMP)
 	@$(MAKE) --no-print-directory browser || echo "warning: chromium could not be installed; browser tests will be skipped"
 	$(BIN)/python -m pytest -m "not slow" -q
 
-test-slow: $(STAMP)
+test-slow: $(TEST_STAMP)
 	$(BIN)/python -m pytest -m slow -q
 
-test-all: $(STAMP)
+test-all: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check recallwatch tests benchmarks examples
 	$(BIN)/mypy
 
-typecheck: $(STAMP)
+typecheck: $(TEST_STAMP)
 	$(BIN)/mypy
 
-bench: $(STAMP)
+bench: $(TEST_STAMP)
 	$(BIN)/python benchmarks/metrics_bench.py
 
 clean:

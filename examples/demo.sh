@@ -32,3 +32,5 @@ if [ "$rc" -ne 0 ]; then echo "demo: expected ACCEPT (exit 0) on version 2, got 
 echo "(exit $rc: ACCEPT — version 2 may be promoted)"
 
 printf "\nReports: %s/v1 and %s/v2\n" "$OUT" "$OUT"; ls "$OUT/v2"
+printf "\nNext: README.md, \"Try it on the example\": the history, the dashboard, your own retriever,\n"
+printf "the operations, on this example (start with: . .venv/bin/activate)\n"

@@ -145,8 +145,14 @@ class LanceIndex:
         ds = self.dataset()
         live = self.state(ds)
         if live is None:
-            raise UsageError(f"{self.store.uri} has no vector index to rebuild (it is searched "
-                             "exactly); an index is built once the table reaches index_threshold")
+            rows, threshold = ds.count_rows(), self.store.index_threshold
+            state = (f"below index_threshold ({threshold:,}), so every search is exact"
+                     if rows < threshold else f"past index_threshold ({threshold:,}), but no "
+                     "write has built the index yet")
+            raise UsageError(f"{self.store.uri} has no vector index to rebuild: its {rows:,} rows "
+                             f"are {state}. The index is built on the write that takes the table "
+                             "past the threshold, which the store URI sets: "
+                             "...?table=NAME&index_threshold=N")
         dim = int(ds.schema.field("vector").type.list_size)
         # The rule LanceStore.build_index applies, on today's row count (an index folded by
         # optimize() no longer reports the parameters it was built with).

@@ -169,5 +169,6 @@ def test_rows_written_between_build_and_switch_stay_searchable(tmp_path: Path) -
 
 def test_reindex_needs_an_index_and_a_lance_store(tmp_path: Path) -> None:
     store, data = small_store(tmp_path / "s", indexed=False)
-    with pytest.raises(UsageError, match="no vector index to rebuild"):
+    with pytest.raises(UsageError, match=r"no vector index to rebuild: its 2,000 rows are below "
+                       r"index_threshold \(1,000,000\), so every search is exact"):
         reindex(store, ProbeSet("p", "1", vectors=data.queries))
