@@ -176,7 +176,7 @@ def check_spec(spec: Any, *, source: str = "", line: int | None = None) -> None:
                              expected="a file path (or URI) as text", found=shown(value))
 
     if form == "synthetic":
-        syn = spec["synthetic"] or {}
+        syn = {} if spec["synthetic"] is None else spec["synthetic"]  # `synthetic:` alone
         if not isinstance(syn, Mapping):
             raise InputError(source=source, line=line, field="dataset.synthetic",
                              expected="a mapping", found=shown(syn))
@@ -227,7 +227,7 @@ def dataset_from_spec(spec: Mapping[str, Any], *, source: str = "", base_dir: Pa
     form = next(f for f in _FORMS if f in spec)
     metric = parse_metric(spec.get("metric", "ip"), source=source, field="dataset.metric")
     if form == "synthetic":
-        syn = {**_SYNTHETIC, **_plain(spec["synthetic"] or {})}
+        syn = {**_SYNTHETIC, **_plain(spec["synthetic"] or {})}  # checked: a mapping or None
         data = synthetic(syn["n"], syn["dim"], topics=syn["topics"], queries=syn["queries"],
                          seed=syn["seed"])
         return Dataset(data.name, data.base, data.queries, metric, source=data.source)

@@ -107,13 +107,13 @@ MAX_CONFIGS = 10_000
 MAX_THREADS = 1024
 
 
-def _grid(spec: Any, source: str, where: str) -> list[dict[str, Any]]:
+def _grid(spec: Any, source: str, where: str, line: int | None) -> list[dict[str, Any]]:
     """``{a: [1, 2], b: 3}`` → every combination: [{a: 1, b: 3}, {a: 2, b: 3}]."""
     if spec is None:
         return [{}]
     if not isinstance(spec, Mapping):
-        raise InputError(source=source, line=line_of(spec), field=where,
-                         expected="a mapping of parameter: value or [values]", found=spec)
+        raise InputError(source=source, line=line, field=where,
+                         expected="a mapping of parameter: value or [values]", found=shown(spec))
     keys = [k for k in spec if k != LINE_KEY]
     values = [v if isinstance(v, list) else [v] for v in (spec[k] for k in keys)]
     for key, vals in zip(keys, values, strict=True):
@@ -189,8 +189,8 @@ def load_sweep(path: str | os.PathLike[str]) -> SweepConfig:
         if not isinstance(name, str) or name not in ENGINES:
             raise InputError(source=src, line=line_of(entry), record=where, field="engine",
                              expected=f"one of {', '.join(ENGINES.names())}", found=shown(name))
-        builds = _grid(entry.get("build"), src, f"{where}.build")
-        queries = _grid(entry.get("query"), src, f"{where}.query")
+        builds = _grid(entry.get("build"), src, f"{where}.build", line_of(entry))
+        queries = _grid(entry.get("query"), src, f"{where}.query", line_of(entry))
         engine = ENGINES.get(name)
         _check_params(engine, "build", entry.get("build"), builds, src, line_of(entry), where)
         _check_params(engine, "query", entry.get("query"), queries, src, line_of(entry), where)
@@ -203,8 +203,9 @@ def load_sweep(path: str | os.PathLike[str]) -> SweepConfig:
                          expected="a list of depths", found=shown(recall_at))
     depths = sorted({bounded(v, 1, MAX_K, source=src, line=line, field="recall_at")
                      for v in recall_at} | {k})
-    timing = data.get("timing") or {}
-    load = data.get("load") or {}
+    # `timing:` alone means the defaults; an empty list is not a mapping
+    timing = {} if data.get("timing") is None else data["timing"]
+    load = {} if data.get("load") is None else data["load"]
     for name, section, keys in (("timing", timing, {"warmup", "single_queries", "batch_repeats"}),
                                 ("load", load, {"threads", "seconds"})):
         if not isinstance(section, dict):

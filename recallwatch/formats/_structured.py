@@ -157,10 +157,14 @@ def load_structured(path: str | Path) -> Any:
         return _parse_json(text, p, None)
     try:
         return yaml.load(text, Loader=_LineLoader)
+    except yaml.reader.ReaderError as exc:  # a control character: located by offset, not mark
+        character = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        raise InputError(f"invalid YAML (control character U+{character:04X} is not allowed)",
+                         source=p, line=text.count("\n", 0, exc.position) + 1) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise InputError(f"invalid YAML ({problem})", source=p, line=line) from None
     except RecursionError:  # the bound above should stop it first; never a traceback
         raise InputError(f"invalid YAML (nested deeper than {MAX_NESTING} levels)",
@@ -302,10 +306,10 @@ def _json_problem_line(text: str) -> int | None:
             if stack:
                 stack.pop()
         elif token == ":" and key is not None and stack and stack[-1] is not None:
-            keys = stack[-1]
-            if key in keys or key == LINE_KEY:
+            name = json.loads(key)  # "\u0061" and "a" are the same key
+            if name in stack[-1] or name == LINE_KEY:
                 return line
-            keys.add(key)
+            stack[-1].add(name)
         key = token if token.startswith('"') else None
     return None
 

@@ -121,7 +121,8 @@ def parse_policy(data: Any, source: Path) -> Policy:
     top_k_raw = data.get("top_k")
     top_k = None if top_k_raw is None else number("top_k", 10, 1, MAX_TOP_K, integer=True)
     ceiling, per_domain = _noise(data.get("noise_ceiling", 0.30), source, line)
-    waivers = data.get("waivers") or {}
+    waivers = data.get("waivers")
+    waivers = {} if waivers is None else waivers  # an empty list is not "no waivers"
     if not isinstance(waivers, dict):
         raise InputError(source=source, line=line, field="waivers",
                          expected="a mapping {query_id: written diagnosis}", found=waivers)
@@ -169,7 +170,8 @@ def _noise(value: Any, source: Path, line: int | None) -> tuple[float, dict[str,
     check_keys(value, _NOISE_KEYS, source=source, record="noise_ceiling")
     sub_line = line_of(value)
     default = _fraction(value.get("default", 0.30), source, sub_line, "noise_ceiling.default")
-    per = value.get("per_domain") or {}
+    per = value.get("per_domain")
+    per = {} if per is None else per
     if not isinstance(per, dict):
         raise InputError(source=source, line=sub_line, field="noise_ceiling.per_domain",
                          expected="a mapping {domain: fraction}", found=per)

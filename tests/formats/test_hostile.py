@@ -252,6 +252,7 @@ def test_yaml_aliases_are_refused_before_they_expand(tmp_path: Path) -> None:
     ("__line__: 3\n", ":1: invalid YAML ('__line__' is a reserved key)"),
     ('a: "\\ud800"\n', ":1: invalid YAML (an unpaired UTF-16 surrogate escape: \\ud800-\\udfff "
      "must come in pairs)"),
+    ("a: 1\nb: \x07\n", ":2: invalid YAML (control character U+0007 is not allowed)"),
 ])
 def test_yaml_values_python_cannot_read(tmp_path: Path, text: str, message: str) -> None:
     p = _write(tmp_path / "x.yaml", text)
