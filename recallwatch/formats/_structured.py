@@ -354,6 +354,8 @@ def text_id(value: Any) -> str | None:
     """An id as text: a non-empty string, an integer or a date (YAML reads ``id: 7`` and
     ``version: 2025-01-31`` as those); None for anything else (a list, a mapping, a boolean, a
     blank string, or a float: YAML reads ``1.10`` as 1.1, so it could not be kept as written)."""
+    if type(value) is str:  # the common case first: results files hold millions of ids
+        return value if value.strip() else None
     if isinstance(value, bool) or not isinstance(value, (str, int, dt.date)):
         return None
     text = str(value)
