@@ -37,7 +37,8 @@ __all__ = [
 
 # Mappings read from YAML carry their 1-based start line under this key (never a valid field name).
 LINE_KEY = "__line__"
-# No recallwatch file nests deeper than 6 levels; the bound keeps recursion far from Python's limit.
+# No recallwatch file needs more than about 6 levels; the bound keeps every reader (and every
+# error message showing a value) far from Python's recursion limit.
 MAX_NESTING = 20
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -67,8 +68,8 @@ def _unreadable(text: str, exc: Exception) -> str:
     setting a user cannot change)."""
     if "integer string conversion" in str(exc):
         return "a number longer than 4300 digits"
-    shown = text if len(text) <= 40 else f"{text[:40]}…"
-    return f"cannot read the value {shown!r}: {exc}"
+    value = text if len(text) <= 40 else f"{text[:40]}…"
+    return f"cannot read the value {value!r}: {exc}"
 
 
 class _LineLoader(yaml.SafeLoader):
@@ -199,6 +200,8 @@ _JSON_NAMES = {list: "an array", str: "a string", int: "a number", float: "a num
 
 
 class _DuplicateKey(Exception):
+    """Raised from inside json's parser: a key seen twice in one object (or the reserved one)."""
+
     def __init__(self, key: str) -> None:
         self.key = key
 

@@ -193,8 +193,6 @@ def _top_k(value: Any, source: Path, line: int | None, record: str | None) -> in
     return top_k
 
 
-
-
 def expected_ids(golden: GoldenSet) -> Sequence[str]:
     """Every chunk id the dataset expects, each once, in first-seen order."""
     return list(dict.fromkeys(cid for q in golden.queries for cid in q.expected))

@@ -157,8 +157,8 @@ def _file_damage(fmt: str, good: str) -> Iterator[Case]:
 
 def golden_yaml_cases() -> Iterator[Case]:
     fmt, q = "golden.yaml", GOLDEN_QUERY_LINE
-    for fld, nullable in (("name", True), ("version", True)):
-        for bad in NOT_TEXT + (["null"] if nullable else []):
+    for fld in ("name", "version"):
+        for bad in [*NOT_TEXT, "null"]:
             yield _text(fmt, f"{fld}={bad}", golden_yaml(top={fld: bad}), 1)
     for fld in ("id", "text", "domain", "language", "source"):
         for bad in NOT_TEXT + ([] if fld == "domain" else ["null"]):
@@ -200,7 +200,7 @@ def golden_json_cases() -> Iterator[Case]:
     doc = {"name": "g", "top_k": 5, "queries": [{"id": "q1", "text": "hola", "expected": ["a"]}]}
 
     def with_query(**changes: object) -> str:
-        query = {**doc["queries"][0], **changes}  # type: ignore[index]
+        query = {**doc["queries"][0], **changes}
         return json.dumps({**doc, "queries": [query]}, indent=1)
 
     # a whole JSON file's mappings carry no lines: the field error names the file only
