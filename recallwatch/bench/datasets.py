@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from recallwatch.bench.engines.base import SEED
 from recallwatch.bench.truth import content_hash
 from recallwatch.errors import InputError, StoreError
+from recallwatch.formats._structured import LINE_KEY, bounded, check_keys, line_of, shown
 from recallwatch.formats.ann import AnnDataset, Metric, parse_metric, read_hdf5, read_vectors
 
 if TYPE_CHECKING:
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Dataset",
+    "check_spec",
     "dataset_from_spec",
     "embed_corpus",
     "export_vectors",
@@ -139,11 +142,72 @@ def embed_corpus(
     return [c.id for c in corpus.chunks], vectors
 
 
-def _int(spec: Mapping[str, Any], key: str, default: int, source: str) -> int:
-    value = spec.get(key, default)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise InputError(source=source, field=key, expected="a positive integer", found=value)
-    return value
+_FORMS = ("synthetic", "hdf5", "base", "store", "corpus")
+_SPEC_KEYS = {*_FORMS, "metric", "queries", "dim", "embedder"}
+_SYNTHETIC = {"n": 10_000, "dim": 128, "topics": 40, "queries": 1000, "seed": 0}
+# Generation holds (n + queries) × dim float64 values at once: 500 million is 4 GB.
+MAX_SYNTHETIC_VALUES = 500_000_000
+MAX_DIM = 65_536
+MAX_ROWS = 10_000_000
+
+
+def check_spec(spec: Any, *, source: str = "", line: int | None = None) -> None:
+    """Every key, type and range of a ``dataset:`` section, before any data is read or made:
+    numbers reach numpy and faiss allocations."""
+    if not isinstance(spec, Mapping):
+        raise InputError(source=source, line=line, field="dataset", expected="a mapping",
+                         found=shown(spec))
+    line = line_of(spec) or line
+    check_keys(dict(spec), _SPEC_KEYS, source=source, record="dataset")
+    forms = [f for f in _FORMS if f in spec]
+    if len(forms) != 1:
+        raise InputError(source=source, line=line, field="dataset",
+                         expected=f"exactly one of {', '.join(_FORMS)}", found=forms or "<none>")
+    form = forms[0]
+
+    def number(where: Mapping[str, Any], key: str, lo: int, hi: int, name: str) -> None:
+        if key in where:
+            bounded(where[key], lo, hi, source=source, line=line_of(where) or line, field=name)
+
+    def path(key: str) -> None:
+        value = spec.get(key)
+        if not isinstance(value, str) or not value.strip():
+            raise InputError(source=source, line=line, field=f"dataset.{key}",
+                             expected="a file path (or URI) as text", found=shown(value))
+
+    if form == "synthetic":
+        syn = {} if spec["synthetic"] is None else spec["synthetic"]  # `synthetic:` alone
+        if not isinstance(syn, Mapping):
+            raise InputError(source=source, line=line, field="dataset.synthetic",
+                             expected="a mapping", found=shown(syn))
+        check_keys(dict(syn), set(_SYNTHETIC), source=source, record="dataset.synthetic")
+        for key, hi in (("n", MAX_ROWS), ("dim", MAX_DIM), ("topics", 100_000),
+                        ("queries", 1_000_000)):
+            number(syn, key, 1, hi, f"dataset.synthetic.{key}")
+        number(syn, "seed", *SEED, "dataset.synthetic.seed")
+        values = {**_SYNTHETIC, **syn}
+        if (values["n"] + values["queries"]) * values["dim"] > MAX_SYNTHETIC_VALUES:
+            raise InputError(source=source, line=line_of(syn) or line, field="dataset.synthetic",
+                             expected=f"(n + queries) × dim at most {MAX_SYNTHETIC_VALUES:,}",
+                             found=(values["n"] + values["queries"]) * values["dim"])
+    else:
+        path(form)
+    number(spec, "dim", 1, MAX_DIM, "dataset.dim")
+    if "metric" in spec:
+        try:
+            parse_metric(spec["metric"], source=source, field="dataset.metric")
+        except InputError as exc:  # the same message, with the line
+            raise InputError(source=source, line=line, field="dataset.metric",
+                             expected=exc.expected, found=shown(exc.found)) from None
+    if spec.get("embedder") is not None:
+        path("embedder")
+    queries = spec.get("queries")
+    if isinstance(queries, Mapping):
+        check_keys(dict(queries), {"sample", "seed"}, source=source, record="dataset.queries")
+        number(queries, "sample", 1, MAX_ROWS, "dataset.queries.sample")
+        number(queries, "seed", *SEED, "dataset.queries.seed")
+    elif queries is not None:
+        path("queries")
 
 
 def dataset_from_spec(spec: Mapping[str, Any], *, source: str = "", base_dir: Path | None = None
@@ -158,22 +222,14 @@ def dataset_from_spec(spec: Mapping[str, Any], *, source: str = "", base_dir: Pa
 
     ``metric`` (ip, l2, cosine) may be given for every form but hdf5.
     """
+    check_spec(spec, source=source)
     root = base_dir or Path(".")
-    forms = [f for f in ("synthetic", "hdf5", "base", "store", "corpus") if f in spec]
-    if len(forms) != 1:
-        raise InputError(source=source, field="dataset", expected="exactly one of synthetic, "
-                         "hdf5, base, store, corpus", found=forms or "<none>")
-    form = forms[0]
+    form = next(f for f in _FORMS if f in spec)
     metric = parse_metric(spec.get("metric", "ip"), source=source, field="dataset.metric")
     if form == "synthetic":
-        syn = spec["synthetic"] or {}
-        if not isinstance(syn, Mapping):
-            raise InputError(source=source, field="dataset.synthetic", expected="a mapping",
-                             found=syn)
-        data = synthetic(_int(syn, "n", 10_000, source), _int(syn, "dim", 128, source),
-                         topics=_int(syn, "topics", 40, source),
-                         queries=_int(syn, "queries", 1000, source),
-                         seed=int(syn.get("seed", 0)))
+        syn = {**_SYNTHETIC, **_plain(spec["synthetic"] or {})}  # checked: a mapping or None
+        data = synthetic(syn["n"], syn["dim"], topics=syn["topics"], queries=syn["queries"],
+                         seed=syn["seed"])
         return Dataset(data.name, data.base, data.queries, metric, source=data.source)
     if form == "hdf5":
         path = root / str(spec["hdf5"])
@@ -200,20 +256,18 @@ def dataset_from_spec(spec: Mapping[str, Any], *, source: str = "", base_dir: Pa
         name = path.stem
     queries = spec.get("queries", {"sample": 1000})
     if isinstance(queries, Mapping):
-        sample = _int(queries, "sample", 1000, source)
-        base, test, ids = hold_out(vectors, sample, int(queries.get("seed", 0)), ids)
+        base, test, ids = hold_out(vectors, queries.get("sample", 1000), queries.get("seed", 0),
+                                   ids)
     else:
         base = np.ascontiguousarray(vectors, dtype=np.float32)
         test = np.ascontiguousarray(read_vectors(root / str(queries)), dtype=np.float32)
     # a store URI may carry a password: only its redacted form is recorded with results
-    shown = name if form == "store" else str(spec[form])
-    return Dataset(name, base, test, metric, ids, {form: shown, "queries": _plain(queries)})
+    recorded = name if form == "store" else str(spec[form])
+    return Dataset(name, base, test, metric, ids, {form: recorded, "queries": _plain(queries)})
 
 
 def _plain(value: Any) -> Any:
     """A YAML value without the line markers the structured reader adds."""
-    from recallwatch.formats._structured import LINE_KEY
-
     if isinstance(value, Mapping):
         return {k: v for k, v in value.items() if k != LINE_KEY}
     return value

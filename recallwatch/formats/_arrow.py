@@ -21,10 +21,13 @@ def arrow_owned(data: bytes | memoryview | np.ndarray[Any, Any]) -> pa.Buffer:
     "terminate called without an active exception" (exit 134) after printing correct output.
     Memory Arrow owns is freed without Python, so the race cannot happen.
     """
-    view = memoryview(data).cast("B")
-    buffer = pa.allocate_buffer(view.nbytes)
-    if view.nbytes:
-        np.frombuffer(buffer, dtype=np.uint8)[:] = np.frombuffer(view, dtype=np.uint8)
+    if isinstance(data, np.ndarray):
+        raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+    else:
+        raw = np.frombuffer(data, dtype=np.uint8)
+    buffer = pa.allocate_buffer(raw.nbytes)
+    if raw.nbytes:
+        np.frombuffer(buffer, dtype=np.uint8)[:] = raw
     return buffer
 
 

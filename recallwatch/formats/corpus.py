@@ -28,7 +28,7 @@ from typing import Any, Literal, get_args
 
 from recallwatch._hashing import canonical_hash
 from recallwatch.errors import InputError
-from recallwatch.formats._structured import LINE_KEY, check_keys, read_text
+from recallwatch.formats._structured import LINE_KEY, check_keys, parse_json_line, read_text
 from recallwatch.stores.base import Chunk
 
 __all__ = [
@@ -51,8 +51,6 @@ GOLD_LABEL = "SINTESIS_CURADA"  # the chapter's label for a curated synthesis (a
 ChunkKind = Literal["text", "table", "list", "faq", "code", "figure", "heading", "other"]
 CHUNK_KINDS: tuple[str, ...] = get_args(ChunkKind)
 
-_JSON_TYPES = {list: "an array", str: "a string", int: "a number", float: "a number",
-               bool: "a boolean", type(None): "null"}
 _OPTIONAL_TEXT = ("content", "doc_id", "domain", "label", "description")
 _FIELDS = {"id", "text", "facets", "valid_from", "valid_to", "kind", *_OPTIONAL_TEXT}
 
@@ -166,7 +164,24 @@ def chunk_from_record(
         domain=optional["domain"], label=optional["label"], facets=facets,
         valid_from=valid_from, valid_to=valid_to, kind=kind, description=optional["description"],
     )
+    for name in ("id", "text", *_OPTIONAL_TEXT):
+        _check_text(getattr(chunk, name), name, where)
+    for key, item in facets.items():
+        _check_text(key, "facets", where)
+        _check_text(item, f"facets.{key}", where)
     return replace(chunk, content_hash=content_hash(chunk))
+
+
+def _check_text(value: str | None, name: str, where: dict[str, Any]) -> None:
+    """Refuse a lone UTF-16 surrogate (JSON lets one through as "\\ud800"): it cannot be hashed,
+    stored or shown as UTF-8."""
+    if value is None:
+        return
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(field=name, expected="valid Unicode text",
+                         found="<an unpaired UTF-16 surrogate>", **where) from None
 
 
 def chunk_to_record(chunk: Chunk) -> dict[str, Any]:
@@ -232,16 +247,7 @@ def _jsonl_records(
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw)
-            if not isinstance(obj, dict):
-                raise InputError(source=p, line=number, expected="a JSON object",
-                                 found=f"<{_JSON_TYPES.get(type(obj), 'a value')}>")
-        except json.JSONDecodeError as exc:
-            err = InputError(f"invalid JSON ({exc.msg})", source=p, line=number)
-            if not collect:
-                raise err from None
-            rejected.append(Rejection(str(p), number, None, str(err)))
-            continue
+            obj = parse_json_line(raw, p, number)
         except InputError as err:
             if not collect:
                 raise
@@ -274,10 +280,30 @@ def _parquet_records(p: Path) -> Iterator[tuple[int | None, dict[str, Any]]]:
         table = pq.read_table(p)
     except Exception as exc:  # pyarrow raises several types for a corrupt or foreign file
         raise InputError(source=p, expected="a Parquet file", found=f"<{type(exc).__name__}>",
-                         hint=str(exc).splitlines()[0][:200]) from None
+                         hint=(str(exc).splitlines() or [""])[0][:200] or None) from None
+    try:
+        rows = table.to_pylist()
+    except Exception as exc:  # invalid UTF-8 in a string column, an out-of-range timestamp…
+        raise InputError(source=p, line=_first_bad_row(table), expected="values Python can read",
+                         found=f"<{type(exc).__name__}: {str(exc)[:120]}>") from None
     # Parquet has no lines: a record's "line" is its 1-based row number.
-    for number, row in enumerate(table.to_pylist(), start=1):
+    for number, row in enumerate(rows, start=1):
         yield number, {k: v for k, v in row.items() if v is not None}
+
+
+def _first_bad_row(table: Any) -> int:
+    """1-based number of the first row that pyarrow cannot convert (binary search on prefixes:
+    the error path only)."""
+    good, bad = 0, int(table.num_rows)  # the first `good` rows convert; the first `bad` do not
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        try:
+            table.slice(0, mid).to_pylist()
+        except Exception:
+            bad = mid
+        else:
+            good = mid
+    return bad
 
 
 def _facets(value: Any, where: dict[str, Any]) -> dict[str, str]:
@@ -286,7 +312,7 @@ def _facets(value: Any, where: dict[str, Any]) -> dict[str, str]:
     if isinstance(value, str):  # Parquet writers often keep nested objects as JSON text
         try:
             value = json.loads(value)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # bad JSON, an over-long number, deep nesting
             raise InputError(field="facets", expected="an object of strings (or its JSON text)",
                              found=value, **where) from None
     if isinstance(value, list) and all(isinstance(p, tuple | list) and len(p) == 2 for p in value):
@@ -294,6 +320,8 @@ def _facets(value: Any, where: dict[str, Any]) -> dict[str, str]:
     if not isinstance(value, dict):
         raise InputError(field="facets", expected="an object of strings", found=value, **where)
     for key, item in value.items():
+        if not isinstance(key, str):
+            raise InputError(field="facets", expected="text keys", found=key, **where)
         if not isinstance(item, str):
             raise InputError(field=f"facets.{key}", expected="a string", found=item, **where)
     return dict(value)

@@ -9,9 +9,20 @@ from typing import Any
 
 from recallwatch._hashing import canonical_hash  # re-exported: the dataset hash's home
 from recallwatch.errors import InputError
-from recallwatch.formats._structured import LINE_KEY, check_keys, line_of, load_structured
+from recallwatch.formats._structured import (
+    bounded,
+    check_keys,
+    line_of,
+    load_structured,
+    shown,
+    text_id,
+)
 
-__all__ = ["GoldenQuery", "GoldenSet", "canonical_hash", "load_golden"]
+__all__ = ["MAX_TOP_K", "GoldenQuery", "GoldenSet", "canonical_hash", "load_golden"]
+
+# A gate scores the top K by hand-written expectations; beyond this a K is a typo, and it would
+# reach the store as a search depth.
+MAX_TOP_K = 10_000
 
 _TOP_KEYS = {"name", "version", "top_k", "queries", "description"}
 _QUERY_KEYS = {"id", "text", "expected", "gold", "domain", "tags", "top_k", "language", "source"}
@@ -84,12 +95,12 @@ def _parse(data: Any, source: Path) -> GoldenSet:
                          found=type(data).__name__)
     check_keys(data, _TOP_KEYS, source=source)
     name = _string(data.get("name", source.stem), source, line_of(data), None, "name")
-    version = str(data.get("version", "1"))
+    version = _string(data.get("version", "1"), source, line_of(data), None, "version")
     top_k = _top_k(data.get("top_k", 10), source, line_of(data), None)
     raw_queries = data.get("queries")
     if not isinstance(raw_queries, list) or not raw_queries:
         raise InputError(source=source, line=line_of(data), field="queries",
-                         expected="a non-empty list of queries", found=_describe(raw_queries))
+                         expected="a non-empty list of queries", found=shown(raw_queries))
     queries: list[GoldenQuery] = []
     seen: dict[str, int | None] = {}
     for index, raw in enumerate(raw_queries, start=1):
@@ -108,13 +119,12 @@ def _parse(data: Any, source: Path) -> GoldenSet:
 def _parse_query(raw: Any, source: Path, index: int) -> GoldenQuery:
     if not isinstance(raw, dict):
         raise InputError(source=source, record=f"#{index}", expected="a query mapping",
-                         found=_describe(raw))
+                         found=shown(raw))
     line = line_of(raw)
-    qid_raw = raw.get("id")
-    if qid_raw is None or isinstance(qid_raw, (dict, list, bool)) or str(qid_raw).strip() == "":
+    qid = text_id(raw.get("id"))
+    if qid is None:
         raise InputError(source=source, line=line, record=f"#{index}", field="id",
-                         expected="a non-empty query id", found=_describe(qid_raw))
-    qid = str(qid_raw)
+                         expected="a non-empty query id", found=shown(raw.get("id")))
     check_keys(raw, _QUERY_KEYS, source=source, record=qid)
     text = _string(raw.get("text"), source, line, qid, "text")
     expected = _ids(raw.get("expected"), source, line, qid, "expected", required=True)
@@ -141,11 +151,12 @@ def _parse_query(raw: Any, source: Path, index: int) -> GoldenQuery:
 
 
 def _string(value: Any, source: Path, line: int | None, record: str | None, fld: str) -> str:
-    bad_type = not isinstance(value, (str, int, float)) or isinstance(value, bool)
-    if bad_type or not str(value).strip():
+    text = text_id(value)
+    if text is None:
         raise InputError(source=source, line=line, record=record, field=fld,
-                         expected="a non-empty string", found=_describe(value))
-    return str(value)
+                         expected="a non-empty string", found=shown(value),
+                         hint=_QUOTE_HINT if isinstance(value, float) else None)
+    return text
 
 
 def _ids(value: Any, source: Path, line: int | None, record: str, fld: str, *,
@@ -153,29 +164,26 @@ def _ids(value: Any, source: Path, line: int | None, record: str, fld: str, *,
     if not isinstance(value, list) or (required and not value):
         what = "a non-empty list of chunk ids" if required else "a list of strings"
         raise InputError(source=source, line=line, record=record, field=fld, expected=what,
-                         found=_describe(value))
+                         found=shown(value))
     out = []
     for item in value:
-        if isinstance(item, (dict, list, bool)) or item is None or str(item).strip() == "":
+        text = text_id(item)
+        if text is None:
             raise InputError(source=source, line=line, record=record, field=fld,
-                             expected="non-empty strings", found=_describe(item))
-        out.append(str(item))
+                             expected="non-empty strings", found=shown(item),
+                             hint=_QUOTE_HINT if isinstance(item, float) else None)
+        out.append(text)
     return out
 
 
+# A YAML number is read as a number: 1.10 would silently become "1.1".
+_QUOTE_HINT = "quote it, so that it is read as written"
+
+
 def _top_k(value: Any, source: Path, line: int | None, record: str | None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(source=source, line=line, record=record, field="top_k",
-                         expected="an integer >= 1", found=_describe(value))
-    return value
-
-
-def _describe(value: Any) -> Any:
-    if value is None:
-        return "<nothing>"
-    if isinstance(value, dict):
-        return {k: v for k, v in value.items() if k != LINE_KEY}
-    return value
+    top_k: int = bounded(value, 1, MAX_TOP_K, source=source, line=line, record=record,
+                         field="top_k")
+    return top_k
 
 
 def expected_ids(golden: GoldenSet) -> Sequence[str]:

@@ -12,10 +12,24 @@ from pathlib import Path
 from typing import Any
 
 from recallwatch.errors import InputError
-from recallwatch.formats._structured import LINE_KEY, check_keys, line_of, load_structured
-from recallwatch.formats.golden import canonical_hash
+from recallwatch.formats._structured import (
+    LINE_KEY,
+    bounded,
+    check_keys,
+    line_of,
+    load_structured,
+    shown,
+    text_id,
+)
+from recallwatch.formats.golden import MAX_TOP_K, canonical_hash
+from recallwatch.stores._common import FILTER_FIELDS
 
-__all__ = ["Policy", "SearchSettings", "load_policy"]
+__all__ = ["MAX_BOOST", "MAX_SEARCH_DEPTH", "Policy", "SearchSettings", "load_policy"]
+
+# The search depth reaches the store as k: a typo of a few digits must not allocate gigabytes.
+MAX_SEARCH_DEPTH = 100_000
+# Scores are cosine similarities in [-1, 1]: a boost beyond ±10 only hides a typo.
+MAX_BOOST = 10.0
 
 _KEYS = {
     "top_k", "recall_floor", "min_mean_quality", "noise_ceiling", "gold_failures_allowed",
@@ -52,6 +66,7 @@ class Policy:
     min_group_quality: float | None = None  # optional: no domain's mean quality below this
     search: SearchSettings = field(default_factory=SearchSettings)
     source: str | None = None
+    search_line: int | None = field(default=None, compare=False)  # for errors about `search`
 
     def ceiling_for(self, domain: str | None) -> float:
         if domain is not None and domain in self.noise_ceiling_per_domain:
@@ -100,32 +115,30 @@ def parse_policy(data: Any, source: Path) -> Policy:
     line = line_of(data)
 
     def number(key: str, default: float, lo: float, hi: float, *, integer: bool = False) -> Any:
-        value = data.get(key, default)
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if integer:
-            ok = ok and isinstance(value, int)
-        if not ok or not (lo <= value <= hi):
-            kind = "an integer" if integer else "a number"
-            raise InputError(source=source, line=line, field=key,
-                             expected=f"{kind} in [{lo:g}, {hi:g}]", found=value)
-        return value
+        return bounded(data.get(key, default), lo, hi, source=source, line=line, field=key,
+                       integer=integer)
 
     top_k_raw = data.get("top_k")
-    top_k = None if top_k_raw is None else number("top_k", 10, 1, 10_000, integer=True)
+    top_k = None if top_k_raw is None else number("top_k", 10, 1, MAX_TOP_K, integer=True)
     ceiling, per_domain = _noise(data.get("noise_ceiling", 0.30), source, line)
-    waivers = data.get("waivers") or {}
+    waivers = data.get("waivers")
+    waivers = {} if waivers is None else waivers  # an empty list is not "no waivers"
     if not isinstance(waivers, dict):
         raise InputError(source=source, line=line, field="waivers",
                          expected="a mapping {query_id: written diagnosis}", found=waivers)
     clean_waivers: dict[str, str] = {}
-    for qid, reason in waivers.items():
-        if qid == LINE_KEY:
+    for key, reason in waivers.items():
+        if key == LINE_KEY:
             continue
+        qid = text_id(key)
+        if qid is None:
+            raise InputError(source=source, line=line_of(waivers), field="waivers",
+                             expected="query ids as keys", found=key)
         if not isinstance(reason, str) or not reason.strip():
-            raise InputError(source=source, line=line_of(waivers), record=str(qid),
+            raise InputError(source=source, line=line_of(waivers), record=qid,
                              field="waivers", expected="a written diagnosis (non-empty text)",
-                             found=reason)
-        clean_waivers[str(qid)] = reason.strip()
+                             found=shown(reason))
+        clean_waivers[qid] = reason.strip()
     group = data.get("min_group_quality")
     return Policy(
         top_k=top_k,
@@ -138,8 +151,9 @@ def parse_policy(data: Any, source: Path) -> Policy:
         waivers=clean_waivers,
         min_group_quality=None if group is None else float(
             number("min_group_quality", 0.0, 0.0, 100.0)),
-        search=_search(data.get("search"), source),
+        search=_search(data.get("search"), source, line),
         source=str(source),
+        search_line=line_of(data.get("search")) or line,
     )
 
 
@@ -156,7 +170,8 @@ def _noise(value: Any, source: Path, line: int | None) -> tuple[float, dict[str,
     check_keys(value, _NOISE_KEYS, source=source, record="noise_ceiling")
     sub_line = line_of(value)
     default = _fraction(value.get("default", 0.30), source, sub_line, "noise_ceiling.default")
-    per = value.get("per_domain") or {}
+    per = value.get("per_domain")
+    per = {} if per is None else per
     if not isinstance(per, dict):
         raise InputError(source=source, line=sub_line, field="noise_ceiling.per_domain",
                          expected="a mapping {domain: fraction}", found=per)
@@ -166,32 +181,63 @@ def _noise(value: Any, source: Path, line: int | None) -> tuple[float, dict[str,
     }
 
 
-def _search(value: Any, source: Path) -> SearchSettings:
+def _search(value: Any, source: Path, line: int | None) -> SearchSettings:
     if value is None:
         return SearchSettings()
     if not isinstance(value, dict):
-        raise InputError(source=source, field="search", expected="a mapping", found=value)
+        raise InputError(source=source, line=line, field="search", expected="a mapping",
+                         found=value)
     check_keys(value, _SEARCH_KEYS, source=source, record="search")
-    line = line_of(value)
-    depth = value.get("depth", 100)
-    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
-        raise InputError(source=source, line=line, field="search.depth",
-                         expected="an integer >= 1", found=depth)
-    flt = {str(k): (v if isinstance(v, list) else str(v))
-           for k, v in (value.get("filter") or {}).items() if k != LINE_KEY}
+    line = line_of(value) or line
+    depth = bounded(value.get("depth", 100), 1, MAX_SEARCH_DEPTH, source=source, line=line,
+                    field="search.depth")
+    return SearchSettings(depth=depth, filter=_filter(value.get("filter"), source, line),
+                          boost=_boost(value.get("boost"), source, line))
+
+
+def _filter(value: Any, source: Path, line: int | None) -> dict[str, str | list[str]]:
+    """Equality (a string) or IN (a list of strings) on the metadata columns every store has."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InputError(source=source, line=line, field="search.filter",
+                         expected="a mapping {field: value or [values]}", found=value)
+    line = line_of(value) or line
+    out: dict[str, str | list[str]] = {}
+    for fld, wanted in value.items():
+        if fld == LINE_KEY:
+            continue
+        if fld not in FILTER_FIELDS:
+            raise InputError(source=source, line=line, field=f"search.filter.{fld}",
+                             expected=f"a filterable field: {', '.join(FILTER_FIELDS)}",
+                             found=fld)
+        values = wanted if isinstance(wanted, list) else [wanted]
+        if not values or not all(isinstance(v, str) and v.strip() for v in values):
+            raise InputError(source=source, line=line, field=f"search.filter.{fld}",
+                             expected="a non-empty string or a non-empty list of them",
+                             found=shown(wanted))
+        out[fld] = wanted
+    return out
+
+
+def _boost(value: Any, source: Path, line: int | None) -> dict[str, dict[str, float]]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InputError(source=source, line=line, field="search.boost",
+                         expected="a mapping {field: {value: score added}}", found=value)
+    line = line_of(value) or line
     boost: dict[str, dict[str, float]] = {}
-    for fld, table in (value.get("boost") or {}).items():
+    for fld, table in value.items():
         if fld == LINE_KEY:
             continue
         if not isinstance(table, dict):
             raise InputError(source=source, line=line, field=f"search.boost.{fld}",
                              expected="a mapping {value: score added}", found=table)
-        boost[str(fld)] = {}
-        for k, v in table.items():
-            if k == LINE_KEY:
-                continue
-            if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise InputError(source=source, line=line, field=f"search.boost.{fld}.{k}",
-                                 expected="a number", found=v)
-            boost[str(fld)][str(k)] = float(v)
-    return SearchSettings(depth=depth, filter=flt, boost=boost)
+        boost[str(fld)] = {
+            str(k): float(bounded(v, -MAX_BOOST, MAX_BOOST, source=source,
+                                  line=line_of(table) or line, field=f"search.boost.{fld}.{k}",
+                                  integer=False))
+            for k, v in table.items() if k != LINE_KEY
+        }
+    return boost

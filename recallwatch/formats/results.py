@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from recallwatch.errors import InputError
-from recallwatch.formats._structured import check_keys, iter_jsonl, line_of
+from recallwatch.formats._structured import check_keys, iter_jsonl, line_of, shown, text_id
 
 __all__ = ["RankedList", "load_results"]
 
@@ -27,11 +27,10 @@ def load_results(path: str | Path) -> dict[str, RankedList]:
     first_line: dict[str, int | None] = {}
     for obj in iter_jsonl(p):
         line = line_of(obj)
-        qid = obj.get("query_id")
-        if qid is None or isinstance(qid, (dict, list, bool)) or str(qid) == "":
+        qid = text_id(obj.get("query_id"))
+        if qid is None:
             raise InputError(source=p, line=line, field="query_id", expected="a query id",
-                             found="<nothing>" if qid is None else qid)
-        qid = str(qid)
+                             found=shown(obj.get("query_id")))
         check_keys(obj, {"query_id", "results"}, source=p, record=qid)
         if qid in out:
             raise InputError("duplicate query_id", source=p, line=line, record=qid,
@@ -39,7 +38,7 @@ def load_results(path: str | Path) -> dict[str, RankedList]:
         results = obj.get("results")
         if not isinstance(results, list):
             raise InputError(source=p, line=line, record=qid, field="results",
-                             expected="a list of {id, score}", found=results)
+                             expected="a list of {id, score}", found=shown(results))
         ids: list[str] = []
         scores: list[float] = []
         seen: set[str] = set()
@@ -47,15 +46,14 @@ def load_results(path: str | Path) -> dict[str, RankedList]:
             if not isinstance(item, dict):
                 raise InputError(source=p, line=line, record=qid, field=f"results[{pos}]",
                                  expected="an object {id, score}", found=item)
-            cid, score = item.get("id"), item.get("score")
-            if cid is None or isinstance(cid, (dict, list, bool)):
+            cid, score = text_id(item.get("id")), item.get("score")
+            if cid is None:
                 raise InputError(source=p, line=line, record=qid, field=f"results[{pos}].id",
-                                 expected="a chunk id", found="<nothing>" if cid is None else cid)
+                                 expected="a non-empty chunk id", found=shown(item.get("id")))
             if (isinstance(score, bool) or not isinstance(score, (int, float))
                     or not math.isfinite(score)):
                 raise InputError(source=p, line=line, record=qid, field=f"results[{pos}].score",
-                                 expected="a finite number", found=score)
-            cid = str(cid)
+                                 expected="a finite number", found=shown(score))
             if cid in seen:
                 raise InputError(f"chunk {cid!r} appears twice in the results", source=p,
                                  line=line, record=qid, field=f"results[{pos}].id")

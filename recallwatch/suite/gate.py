@@ -18,7 +18,7 @@ from pathlib import Path
 
 from recallwatch._hashing import canonical_hash
 from recallwatch.embedders.base import Embedder
-from recallwatch.errors import Interrupted, UsageError
+from recallwatch.errors import InputError, Interrupted, UsageError
 from recallwatch.formats.golden import GoldenSet
 from recallwatch.formats.policy import Policy
 from recallwatch.formats.results import RankedList
@@ -129,6 +129,13 @@ def run_gate(
             embedder = embedder_for_store(store)
         source = StoreSource(store, embedder, policy.search)
     elif results is not None:
+        if policy.search.filter and not corpus:
+            raise InputError(
+                "a results file carries no chunk metadata, so search.filter cannot be applied",
+                source=policy.source, line=policy.search_line, field="search.filter",
+                hint="filter in the system that wrote the results and remove search.filter, or "
+                "give --corpus FILE to check failures against the filter",
+            )
         source = ResultsSource(results, corpus or {}, str(results_name))
     return Gate(golden, policy, run_date).run(source)
 

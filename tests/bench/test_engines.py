@@ -81,7 +81,8 @@ def test_unknown_or_mistyped_parameters_are_refused() -> None:
     with pytest.raises(UsageError, match=r"'hnswlib': unknown build parameter 'ef'; valid: M, "):
         make_engine("hnswlib", ef=10)
     engine = make_engine("faiss-ivf")
-    with pytest.raises(UsageError, match=r"query parameter 'nprobe' expects int, found '8'"):
+    with pytest.raises(UsageError, match=r"query parameter 'nprobe' expects an integer in "
+                                         r"\[1, 1000000\], found '8'"):
         engine.set_query_params({"nprobe": "8"})
 
 

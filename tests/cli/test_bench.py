@@ -45,8 +45,8 @@ def test_bench_bad_sweep_is_one_error_line_and_exit_2(tmp_path: Path) -> None:
     sweep.write_text(SWEEP.replace("k: 10", "k: ten"), encoding="utf-8")
     result = CliRunner().invoke(app, ["bench", str(sweep)])
     assert result.exit_code == 2
-    assert result.stderr.strip() == (f"Error: {sweep}:1: field 'k': expected a positive integer, "
-                                     "found 'ten'")
+    assert result.stderr.strip() == (f"Error: {sweep}:1: field 'k': expected an integer in "
+                                     "[1, 10000], found 'ten'")
 
 
 def test_quantize_on_synthetic_vectors(tmp_path: Path) -> None:

@@ -7,27 +7,85 @@ returns; ``-1`` pads a row with fewer than k answers.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 import numpy as np
 
 from recallwatch.errors import UsageError
+from recallwatch.formats._structured import number_text
 
-__all__ = ["Engine", "Memory", "Param", "Space", "resolve_params"]
+__all__ = [
+    "CANDIDATES",
+    "CELLS",
+    "DEGREE",
+    "SEED",
+    "Engine",
+    "Memory",
+    "Param",
+    "Space",
+    "param_problem",
+    "resolve_params",
+]
 
 Space = Literal["ip", "l2"]
 
 
 @dataclass(frozen=True)
 class Param:
-    """One build or query parameter an engine accepts."""
+    """One build or query parameter an engine accepts, with the range its library survives.
+
+    Numbers reach C++ code that aborts or crashes on some values (hnswlib ``M: 0`` segfaults,
+    faiss ``nbits: 0`` divides by zero), so every number declares its bounds and every string
+    its choices; the sweep reader checks them before any index is built.
+    """
 
     name: str
     kind: type
     default: Any
     help: str = ""
+    lo: float | None = None
+    hi: float | None = None
+    choices: tuple[str, ...] = ()
+    # extra check on an accepted value: what was expected, or None when it is fine
+    check: Callable[[Any], str | None] | None = None
+
+    def expected(self) -> str:
+        if self.choices:
+            return f"one of {', '.join(self.choices)}"
+        kind = {int: "an integer", float: "a number", bool: "true or false",
+                str: "a string"}.get(self.kind, self.kind.__name__)
+        if self.lo is not None and self.hi is not None:
+            return f"{kind} in [{number_text(self.lo)}, {number_text(self.hi)}]"
+        return kind
+
+    def problem(self, value: Any) -> str | None:
+        """What was expected, if ``value`` is not acceptable; None when it is."""
+        if value is None and self.default is None:  # optional, like the store engine's uri
+            return None
+        if isinstance(value, bool) and self.kind is not bool:
+            return self.expected()
+        numeric = self.kind is float and isinstance(value, int)
+        if not (isinstance(value, self.kind) or numeric):
+            return self.expected()
+        if self.lo is not None and not self.lo <= value:  # NaN fails here
+            return self.expected()
+        if self.hi is not None and not value <= self.hi:
+            return self.expected()
+        if self.choices and value not in self.choices:
+            return self.expected()
+        return self.check(value) if self.check is not None else None
+
+
+# Bounds shared by the engines, as (lo, hi): beyond them a library crashes, aborts or allocates
+# without limit. Graph degree (HNSW M, usearch connectivity): below 2 a graph degenerates and
+# hnswlib/faiss crash; candidate lists (ef, efSearch, expansion); IVF cells (nlist, nprobe);
+# random seeds (hnswlib takes an unsigned 32-bit one).
+DEGREE = (2, 1024)
+CANDIDATES = (1, 100_000)
+CELLS = (1, 1_000_000)
+SEED = (0, 2**32 - 1)
 
 
 @dataclass(frozen=True)
@@ -38,28 +96,41 @@ class Memory:
     how: str
 
 
+def param_problem(
+    declared: Sequence[Param], given: Mapping[str, Any], *, open_param: Param | None = None
+) -> tuple[str, str, Any] | None:
+    """The first bad parameter in ``given`` as (name, expected, found), or None. An engine
+    that passes names through to its library declares ``open_param`` for every value."""
+    known = {p.name: p for p in declared}
+    for name, value in given.items():
+        param = known.get(name, open_param)
+        if param is None:
+            return name, f"one of {', '.join(known) or 'no parameters'}", "<unknown name>"
+        expected = param.problem(value)
+        if expected is not None:
+            return name, expected, value
+    return None
+
+
 def resolve_params(
     engine: str, declared: Sequence[Param], given: Mapping[str, Any], stage: str
 ) -> dict[str, Any]:
-    """``given`` checked against ``declared`` (names and types), defaults filled in."""
+    """``given`` checked against ``declared`` (names, types, ranges), defaults filled in."""
     known = {p.name: p for p in declared}
     unknown = sorted(set(given) - set(known))
     if unknown:
         valid = ", ".join(known) or "none"
         raise UsageError(f"engine {engine!r}: unknown {stage} parameter {unknown[0]!r}; "
                          f"valid: {valid}")
+    bad = param_problem(declared, given)
+    if bad is not None:
+        name, expected, found = bad
+        raise UsageError(f"engine {engine!r}: {stage} parameter {name!r} expects {expected}, "
+                         f"found {found!r}")
     out: dict[str, Any] = {}
     for p in declared:
         value = given.get(p.name, p.default)
-        if value is None:
-            out[p.name] = None
-            continue
-        ok = (isinstance(value, p.kind) and not (p.kind is int and isinstance(value, bool))) or (
-            p.kind is float and isinstance(value, int) and not isinstance(value, bool))
-        if not ok:
-            raise UsageError(f"engine {engine!r}: {stage} parameter {p.name!r} expects "
-                             f"{p.kind.__name__}, found {value!r}")
-        out[p.name] = float(value) if p.kind is float else value
+        out[p.name] = None if value is None else float(value) if p.kind is float else value
     return out
 
 
@@ -70,6 +141,8 @@ class Engine:
     description: ClassVar[str] = ""
     build_params: ClassVar[tuple[Param, ...]] = ()
     query_params: ClassVar[tuple[Param, ...]] = ()
+    # for engines that pass query parameter names through to their library (faiss factory)
+    open_query_param: ClassVar[Param | None] = None
     # True for engines that reach a store adapter: the sweep adds the concurrent load test
     is_store: ClassVar[bool] = False
 

@@ -3,12 +3,22 @@ and binary sign codes in an ``IndexBinaryFlat`` with exact rescoring of the top 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
-from recallwatch.bench.engines.base import Engine, Memory, Param, Space
+from recallwatch.bench.engines.base import (
+    CANDIDATES,
+    CELLS,
+    DEGREE,
+    Engine,
+    Memory,
+    Param,
+    Space,
+    param_problem,
+)
 from recallwatch.errors import UsageError
 
 __all__ = [
@@ -20,6 +30,25 @@ __all__ = [
     "FaissIVFPQ",
     "FaissSQ",
 ]
+
+
+# Numbers inside a factory string that crash faiss when out of range (HNSW0 aborts, PQ8x0
+# divides by zero): (pattern, what, lo, hi).
+_FACTORY_NUMBERS = (
+    (re.compile(r"HNSW(\d+)"), "HNSW graph degree", *DEGREE),
+    (re.compile(r"IVF(\d+)"), "IVF cell count", *CELLS),
+    (re.compile(r"PQ(\d+)"), "PQ sub-quantizer count", 1, 1024),
+    (re.compile(r"PQ\d+x(\d+)"), "PQ bits per code", 1, 16),
+)
+
+
+def _factory_problem(factory: str) -> str | None:
+    for pattern, what, lo, hi in _FACTORY_NUMBERS:
+        for match in pattern.finditer(factory):
+            digits = match.group(1)
+            if len(digits) > 9 or not lo <= int(digits) <= hi:
+                return f"a factory string whose {what} is in [{lo}, {hi}]"
+    return None
 
 
 def _faiss() -> Any:
@@ -45,9 +74,14 @@ class _Faiss(Engine):
             raise UsageError(f"engine {self.name!r}: faiss rejects {self.factory()!r}: "
                              f"{str(exc).strip().splitlines()[-1]}") from exc
         self._before_add()
-        if not self.index.is_trained:
-            self.index.train(base)
-        self.index.add(base)
+        try:
+            if not self.index.is_trained:
+                self.index.train(base)
+            self.index.add(base)
+        except RuntimeError as exc:  # too few points for nlist, m not dividing the dimension…
+            raise UsageError(f"engine {self.name!r}: faiss cannot build {self.factory()!r} on "
+                             f"{base.shape[0]} vectors of dimension {base.shape[1]}: "
+                             f"{str(exc).strip().splitlines()[-1]}") from exc
         self._apply_query()
 
     def _before_add(self) -> None:
@@ -88,8 +122,8 @@ class FaissFlat(_Faiss):
 class FaissIVF(_Faiss):
     name = "faiss-ivf"
     description = "inverted lists over k-means cells, full vectors (IVF-Flat)"
-    build_params = (Param("nlist", int, 256, "number of k-means cells"),)
-    query_params = (Param("nprobe", int, 1, "cells visited per query"),)
+    build_params = (Param("nlist", int, 256, "number of k-means cells", *CELLS),)
+    query_params = (Param("nprobe", int, 1, "cells visited per query", *CELLS),)
 
     def factory(self) -> str:
         return f"IVF{self.params['nlist']},Flat"
@@ -99,11 +133,11 @@ class FaissIVFPQ(_Faiss):
     name = "faiss-ivfpq"
     description = "IVF cells with product-quantised codes (IVF-PQ)"
     build_params = (
-        Param("nlist", int, 256, "number of k-means cells"),
-        Param("m", int, 16, "sub-quantizers (must divide the dimension)"),
-        Param("nbits", int, 8, "bits per sub-quantizer code"),
+        Param("nlist", int, 256, "number of k-means cells", *CELLS),
+        Param("m", int, 16, "sub-quantizers (must divide the dimension)", 1, 1024),
+        Param("nbits", int, 8, "bits per sub-quantizer code", 1, 16),
     )
-    query_params = (Param("nprobe", int, 1, "cells visited per query"),)
+    query_params = (Param("nprobe", int, 1, "cells visited per query", *CELLS),)
 
     def factory(self) -> str:
         return f"IVF{self.params['nlist']},PQ{self.params['m']}x{self.params['nbits']}"
@@ -113,10 +147,10 @@ class FaissHNSW(_Faiss):
     name = "faiss-hnsw"
     description = "HNSW graph over full vectors"
     build_params = (
-        Param("M", int, 32, "graph degree"),
-        Param("efConstruction", int, 40, "candidate list while building"),
+        Param("M", int, 32, "graph degree", *DEGREE),
+        Param("efConstruction", int, 40, "candidate list while building", *CANDIDATES),
     )
-    query_params = (Param("efSearch", int, 16, "candidate list while searching"),)
+    query_params = (Param("efSearch", int, 16, "candidate list while searching", *CANDIDATES),)
 
     def factory(self) -> str:
         return f"HNSW{self.params['M']},Flat"
@@ -129,27 +163,30 @@ class FaissSQ(_Faiss):
     name = "faiss-sq"
     description = ("flat scan over scalar-quantised vectors (fp16, or int8 with "
                    "per-dimension ranges)")
-    build_params = (Param("type", str, "int8", "fp16 or int8"),)
+    build_params = (Param("type", str, "int8", "fp16 or int8", choices=("fp16", "int8")),)
     _CODES: ClassVar[dict[str, str]] = {"fp16": "SQfp16", "int8": "SQ8"}
 
     def factory(self) -> str:
-        code = self._CODES.get(self.params["type"])
-        if code is None:
-            raise UsageError(f"engine {self.name!r}: build parameter 'type' expects fp16 or int8, "
-                             f"found {self.params['type']!r}")
-        return code
+        return self._CODES[self.params["type"]]
 
 
 class FaissFactory(_Faiss):
     name = "faiss"
     description = "any faiss index_factory string; query parameters as faiss ParameterSpace names"
-    build_params = (Param("factory", str, "Flat", "e.g. 'IVF1024,PQ32' or 'OPQ16,IVF256,SQ8'"),)
+    build_params = (Param("factory", str, "Flat", "e.g. 'IVF1024,PQ32' or 'OPQ16,IVF256,SQ8'",
+                          check=_factory_problem),)
+    # faiss validates the names itself (ParameterSpace raises on an unknown one); the values
+    # are checked here (nprobe 0 fails inside search)
+    open_query_param = Param("value", float, 1, "a ParameterSpace value", 1, CELLS[1])
 
     def factory(self) -> str:
         return str(self.params["factory"])
 
     def set_query_params(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        # faiss validates the names itself (ParameterSpace raises on an unknown one)
+        bad = param_problem((), params, open_param=self.open_query_param)
+        if bad is not None:
+            raise UsageError(f"engine {self.name!r}: query parameter {bad[0]!r} expects "
+                             f"{bad[1]}, found {bad[2]!r}")
         self.query = dict(params)
         try:
             self._apply_query()
@@ -162,7 +199,8 @@ class FaissFactory(_Faiss):
 class FaissBinary(Engine):
     name = "faiss-binary"
     description = "sign bits in IndexBinaryFlat (Hamming), then exact rescoring of the top R"
-    query_params = (Param("R", int, 0, "candidates rescored exactly (0: Hamming order alone)"),)
+    query_params = (Param("R", int, 0, "candidates rescored exactly (0: Hamming order alone)",
+                          0, CELLS[1]),)
 
     def build(self, base: np.ndarray, space: Space, ids: Sequence[str] | None = None) -> None:
         from recallwatch.bench.quantize import BinaryIndex

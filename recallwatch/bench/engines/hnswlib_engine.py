@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from recallwatch.bench.engines.base import Engine, Memory, Param, Space
+from recallwatch.bench.engines.base import CANDIDATES, DEGREE, SEED, Engine, Memory, Param, Space
 
 __all__ = ["Hnswlib"]
 
@@ -16,11 +16,11 @@ class Hnswlib(Engine):
     name = "hnswlib"
     description = "hnswlib HNSW graph"
     build_params = (
-        Param("M", int, 16, "graph degree"),
-        Param("ef_construction", int, 200, "candidate list while building"),
-        Param("seed", int, 100, "random seed of the level generator"),
+        Param("M", int, 16, "graph degree", *DEGREE),
+        Param("ef_construction", int, 200, "candidate list while building", *CANDIDATES),
+        Param("seed", int, 100, "random seed of the level generator", *SEED),
     )
-    query_params = (Param("ef", int, 10, "candidate list while searching"),)
+    query_params = (Param("ef", int, 10, "candidate list while searching", *CANDIDATES),)
     index: Any = None
 
     def build(self, base: np.ndarray, space: Space, ids: Sequence[str] | None = None) -> None:

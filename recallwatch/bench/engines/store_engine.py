@@ -23,7 +23,7 @@ class StoreEngine(Engine):
         Param("uri", str, None, "store URI, e.g. lancedb://./bench?table=vectors"),
         Param("populate", bool, True,
               "upsert the dataset's vectors first (false: the dataset is the store's own export)"),
-        Param("batch", int, 5000, "vectors per upsert call"),
+        Param("batch", int, 5000, "vectors per upsert call", 1, 1_000_000),
     )
     query_params = (Param("exact", bool, False, "bypass the store's ANN index"),)
     is_store = True

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from recallwatch.bench.engines.base import Engine, Memory, Param, Space
+from recallwatch.bench.engines.base import CANDIDATES, DEGREE, Engine, Memory, Param, Space
 
 __all__ = ["Usearch"]
 
@@ -16,11 +16,13 @@ class Usearch(Engine):
     name = "usearch"
     description = "usearch HNSW (f32, f16 or i8 storage)"
     build_params = (
-        Param("connectivity", int, 16, "graph degree (M)"),
-        Param("expansion_add", int, 128, "candidate list while building"),
-        Param("dtype", str, "f32", "stored scalar type: f32, f16 or i8"),
+        Param("connectivity", int, 16, "graph degree (M)", *DEGREE),
+        Param("expansion_add", int, 128, "candidate list while building", *CANDIDATES),
+        Param("dtype", str, "f32", "stored scalar type: f32, f16 or i8",
+              choices=("f32", "f16", "i8")),
     )
-    query_params = (Param("expansion_search", int, 64, "candidate list while searching"),)
+    query_params = (Param("expansion_search", int, 64, "candidate list while searching",
+                          *CANDIDATES),)
     index: Any = None
 
     def build(self, base: np.ndarray, space: Space, ids: Sequence[str] | None = None) -> None:
