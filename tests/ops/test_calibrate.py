@@ -94,7 +94,7 @@ def kb(tmp_path: Path) -> tuple[LanceStore, CallableEmbedder, list[str], list[st
         return np.stack([table.get(t, docs[0]) for t in texts])
 
     emb = CallableEmbedder(fn, name="toy", dimension=dim)
-    store = LanceStore(tmp_path / "kb", "c")
+    store = LanceStore(tmp_path / "kb", "c", create=True)
     store.upsert([Chunk(id=f"d{i}", text="") for i in range(len(docs))], docs)
     store.set_meta(FINGERPRINT_META_KEY, fingerprint_of(emb).to_dict())
     return store, emb, pos_texts, neg_texts

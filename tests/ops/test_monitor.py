@@ -36,7 +36,7 @@ def small_store(path: Path, *, indexed: bool = True, index_type: str = "IVF_PQ"
     threshold = 1000 if indexed else 10**6
     tuning = "&nprobes=2&refine_factor=2" if index_type == "IVF_PQ" else ""
     store = LanceStore.open(f"lancedb://{path}?table=t&index_type={index_type}{tuning}"
-                            f"&index_threshold={threshold}")
+                            f"&index_threshold={threshold}", create=True)
     store.upsert([Chunk(id=f"c{i:04d}", text="") for i in range(2000)], data.base)
     store.set_meta(FINGERPRINT_META_KEY, FP.to_dict())
     return store, data

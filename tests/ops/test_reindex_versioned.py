@@ -194,7 +194,7 @@ def test_failed_verification_switches_nothing(adapter: Adapter) -> None:
 def test_refusals_name_what_to_do(tmp_path: Path) -> None:
     from recallwatch.stores import open_store
 
-    store = open_store(f"faiss://{tmp_path}/idx")
+    store = open_store(f"faiss://{tmp_path}/idx", create=True)
     chunks, vectors, queries = clustered(300)
     store.upsert(chunks, vectors)
     probes = ProbeSet("p", "1", vectors=queries)
@@ -211,7 +211,7 @@ def test_refusals_name_what_to_do(tmp_path: Path) -> None:
 def test_rollback_refuses_when_production_moved_since(tmp_path: Path) -> None:
     from recallwatch.stores import open_store
 
-    store = open_store(f"hnswlib://{tmp_path}/idx")
+    store = open_store(f"hnswlib://{tmp_path}/idx", create=True)
     chunks, vectors, queries = clustered(300)
     store.upsert(chunks, vectors)
     store.promote(store.current_version())
@@ -227,7 +227,7 @@ def test_rollback_refuses_when_production_moved_since(tmp_path: Path) -> None:
 def test_a_copy_with_other_content_is_not_switched(tmp_path: Path) -> None:
     from recallwatch.stores import open_store
 
-    store = open_store(f"faiss://{tmp_path}/idx")
+    store = open_store(f"faiss://{tmp_path}/idx", create=True)
     assert isinstance(store, VersionedStore)
     chunks, vectors, _ = clustered(300)
     store.upsert(chunks, vectors)
@@ -247,7 +247,7 @@ def test_a_copy_with_other_content_is_not_switched(tmp_path: Path) -> None:
 def test_a_reindexed_version_inherits_the_gate_verdict(tmp_path: Path) -> None:
     from recallwatch.stores import open_store
 
-    store = open_store(f"faiss://{tmp_path}/idx")
+    store = open_store(f"faiss://{tmp_path}/idx", create=True)
     chunks, vectors, queries = clustered(300)
     store.upsert(chunks, vectors)
     v1 = store.current_version()
@@ -286,7 +286,7 @@ def test_cli_reindex_and_rollback_on_index_files(tmp_path: Path) -> None:
     from recallwatch.stores import open_store
 
     uri = f"hnswlib://{tmp_path}/idx"
-    store = open_store(uri)
+    store = open_store(uri, create=True)
     chunks, vectors, queries = clustered(300)
     store.upsert(chunks, vectors)
     store.promote(store.current_version())
@@ -321,7 +321,7 @@ def test_pgvector_view_readers_and_index_parameters(
     from recallwatch.stores import open_store
 
     weak_uri = postgres_server.uri("viewkb", "index=ivfflat&lists=200&probes=1")
-    store = open_store(weak_uri)
+    store = open_store(weak_uri, create=True)
     assert isinstance(store, VersionedStore)
     chunks, vectors, queries = clustered()
     store.upsert(chunks, vectors)
