@@ -153,10 +153,13 @@ def dataset_from_spec(spec: Mapping[str, Any], *, source: str = "", base_dir: Pa
     - ``synthetic: {n, dim, topics, queries, seed}``
     - ``hdf5: FILE`` (ANN-Benchmarks; its ``distance`` attribute gives the metric)
     - ``base: FILE`` with ``queries: FILE`` or ``queries: {sample: N, seed: S}`` (held out)
-    - ``store: URI`` (its own vectors; ``dim`` when the adapter has no ``vectors()``)
+    - ``store: URI`` (its own vectors; ``dim`` when the adapter has no ``vectors()``; the metric
+      defaults to cosine, the stores' own; sampled queries are held out of the base, and the
+      ``store`` engine searches past them)
     - ``corpus: FILE`` with ``embedder: NAME`` (documents embedded here)
 
-    ``metric`` (ip, l2, cosine) may be given for every form but hdf5.
+    ``metric`` (ip, l2, cosine) may be given for every form but hdf5 (default ip; cosine for a
+    store).
     """
     root = base_dir or Path(".")
     forms = [f for f in ("synthetic", "hdf5", "base", "store", "corpus") if f in spec]
@@ -164,7 +167,9 @@ def dataset_from_spec(spec: Mapping[str, Any], *, source: str = "", base_dir: Pa
         raise InputError(source=source, field="dataset", expected="exactly one of synthetic, "
                          "hdf5, base, store, corpus", found=forms or "<none>")
     form = forms[0]
-    metric = parse_metric(spec.get("metric", "ip"), source=source, field="dataset.metric")
+    # a store scores by cosine (the VectorStore contract): its truth must too, unless told
+    metric = parse_metric(spec.get("metric", "cosine" if form == "store" else "ip"),
+                          source=source, field="dataset.metric")
     if form == "synthetic":
         syn = spec["synthetic"] or {}
         if not isinstance(syn, Mapping):
