@@ -158,6 +158,7 @@ def test_reindex_switches_atomically_and_rollback_restores(adapter: Adapter) -> 
     done = rollback(store)
     assert done["version"] == v1
     assert store.production_version() == v1 == store.current_version()
+    assert [v.version for v in store.versions() if v.production] == [v1]  # listed as production
     assert store.content_hashes() == hashes
     assert [h.ids for h in store.search(queries, K)] == before_ids  # the old index serves again
     last = store.get_meta(INDEX_BUILDS_META_KEY)[-1]
