@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import difflib
 import functools
 import json
 import re
@@ -232,10 +233,13 @@ def missing_location(uri: str, engine: str, path: Path, is_store: Callable[[Path
     """The error for a store path that does not exist (or holds no store of this engine), with
     the closest sibling that does."""
     try:
-        siblings = [p.name for p in path.parent.iterdir() if p != path and is_store(p)]
+        names = sorted(p.name for p in path.parent.iterdir() if p != path)
     except OSError:
-        siblings = []
-    return StoreError(f"{uri}: no {engine} store at {path}{suggest(path.name, sorted(siblings))}")
+        names = []
+    # only the names close enough to suggest are looked into (a directory may hold thousands)
+    close = difflib.get_close_matches(path.name, names, n=5, cutoff=0.6)
+    stores = [name for name in close if is_store(path.parent / name)]
+    return StoreError(f"{uri}: no {engine} store at {path}{suggest(path.name, stores)}")
 
 
 def top_k(ids: Sequence[str], scores: np.ndarray, k: int) -> Hits:
