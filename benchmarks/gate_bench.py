@@ -125,7 +125,7 @@ def main() -> None:
     out["generate_seconds"] = time.perf_counter() - t0
 
     embedder = USEEmbedder()
-    store = LanceStore(kb, index_threshold=args.index_threshold)
+    store = LanceStore(kb, index_threshold=args.index_threshold, create=True)
     corpus = read_corpus(src)  # read once; both ingestions get the parsed corpus
     first = ingest(corpus, store, embedder, batch_size=args.batch_size, show_progress=True)
     written = len(first.added) + len(first.updated)

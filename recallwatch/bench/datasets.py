@@ -217,15 +217,20 @@ def dataset_from_spec(spec: Mapping[str, Any], *, source: str = "", base_dir: Pa
     - ``synthetic: {n, dim, topics, queries, seed}``
     - ``hdf5: FILE`` (ANN-Benchmarks; its ``distance`` attribute gives the metric)
     - ``base: FILE`` with ``queries: FILE`` or ``queries: {sample: N, seed: S}`` (held out)
-    - ``store: URI`` (its own vectors; ``dim`` when the adapter has no ``vectors()``)
+    - ``store: URI`` (its own vectors; ``dim`` when the adapter has no ``vectors()``; the metric
+      defaults to cosine, the stores' own; sampled queries are held out of the base, and the
+      ``store`` engine searches past them)
     - ``corpus: FILE`` with ``embedder: NAME`` (documents embedded here)
 
-    ``metric`` (ip, l2, cosine) may be given for every form but hdf5.
+    ``metric`` (ip, l2, cosine) may be given for every form but hdf5 (default ip; cosine for a
+    store).
     """
     check_spec(spec, source=source)
     root = base_dir or Path(".")
     form = next(f for f in _FORMS if f in spec)
-    metric = parse_metric(spec.get("metric", "ip"), source=source, field="dataset.metric")
+    # a store scores by cosine (the VectorStore contract): its truth must too, unless told
+    metric = parse_metric(spec.get("metric", "cosine" if form == "store" else "ip"),
+                          source=source, field="dataset.metric")
     if form == "synthetic":
         syn = {**_SYNTHETIC, **_plain(spec["synthetic"] or {})}  # checked: a mapping or None
         data = synthetic(syn["n"], syn["dim"], topics=syn["topics"], queries=syn["queries"],

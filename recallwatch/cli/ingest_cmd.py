@@ -49,7 +49,7 @@ def ingest(
     from recallwatch.ops.ingest import ingest as run_ingest
     from recallwatch.stores import open_store
 
-    vector_store = open_store(store)
+    vector_store = open_store(store, create=True)  # ingesting may create the store
     try:
         spec = embedder or vector_store.get_meta(SPEC_META_KEY) or DEFAULT_EMBEDDER
         progress = sys.stderr.isatty() if show_progress is None else show_progress

@@ -7,7 +7,11 @@ One :func:`run_monitor` call measures, for a probe set on a store:
 * **latency** p50/p99 of the live search, one probe per call (what a user waits for);
 * **coverage**: the share of probes with at least one result scoring at or above the no-result
   threshold calibrated for the store's embedder (``recallwatch calibrate-threshold``), if any;
-* **index age**: time since the live index was (re)built;
+* **index health**: the live index must exist where one was built, and answer: a vector index
+  LanceDB no longer lists (it ignores entries it cannot read, and every search silently becomes a
+  flat scan), or a live search that fails, is an alarm;
+* **index age**: time since the live index was trained (folding rows in with ``optimize`` does not
+  make it younger);
 * **data drift**: rows written since the index was trained against the rows it was trained on —
   the cosine distance between their mean embeddings, and the share of new vectors farther from
   every IVF centroid than 95 % of the trained rows are (the baseline share is 5 % by
@@ -15,7 +19,8 @@ One :func:`run_monitor` call measures, for a probe set on a store:
   faiss k-means centroids of the trained rows;
 * **error budget** over this and earlier monitor runs (:mod:`recallwatch.ops.budget`).
 
-It alarms when recall < floor or the error budget is spent. The CLI turns an alarm into exit code 1
+It alarms when the index is missing or cannot answer, recall < floor, or the error budget is
+spent. The CLI turns an alarm into exit code 1
 and an optional webhook POST.
 """
 
@@ -34,6 +39,7 @@ import numpy as np
 from recallwatch.errors import InputError, NotInstalledError, StoreError, UsageError
 from recallwatch.ops.budget import BudgetPolicy, BudgetStatus, error_budget
 from recallwatch.ops.probes import ProbeSet
+from recallwatch.stores._common import engine_message
 
 if TYPE_CHECKING:
     from recallwatch.embedders.base import Fingerprint
@@ -47,6 +53,7 @@ __all__ = [
     "MonitorReport",
     "drift_signal",
     "index_build",
+    "index_problem",
     "post_webhook",
     "probe_vectors",
     "recall_vs_exact",
@@ -96,9 +103,12 @@ def probe_vectors(probes: ProbeSet, store: VectorStore) -> tuple[np.ndarray, Fin
 
 def recall_vs_exact(
     store: VectorStore, vectors: np.ndarray, k: int, *, exact_store: VectorStore | None = None,
+    failures: list[str] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, list[int]]:
     """Per probe: recall@k of ``store``'s live search against exact search (on ``exact_store``,
-    default the same store), the live latency in seconds, and the live result counts."""
+    default the same store), the live latency in seconds, and the live result counts. With a
+    ``failures`` list, a live search that fails (StoreError) counts as finding nothing and its
+    message is added there; without, it is raised."""
     from recallwatch.bench.truth import id_recall
 
     if k < 1:
@@ -106,11 +116,18 @@ def recall_vs_exact(
     live, seconds = [], np.empty(len(vectors), dtype=np.float64)
     for i, row in enumerate(vectors):
         t0 = time.perf_counter()
-        live.append(store.search(row[None, :], k)[0].ids)
+        try:
+            live.append(store.search(row[None, :], k)[0].ids)
+        except StoreError as exc:
+            if failures is None:
+                raise
+            failures.append(str(exc))
+            live.append([])
         seconds[i] = time.perf_counter() - t0
     exact = [h.ids for h in (exact_store or store).search(vectors, k, exact=True)]
     vocab: dict[str, int] = {}
-    width = max(1, k)
+    # no wider than the longest answer: k may exceed the rows there are (the stores clamp it)
+    width = max(1, max((len(ids) for ids in (*live, *exact)), default=0))
 
     def encode(rows: list[list[str]]) -> np.ndarray:
         out = np.full((len(rows), width), -1, dtype=np.int64)
@@ -130,22 +147,57 @@ def record_index_build(store: VectorStore, record: dict[str, Any]) -> None:
 
 
 def index_build(store: VectorStore) -> dict[str, Any] | None:
-    """When the live index was built and on which version it was trained: the last build this
-    package recorded if it still names the live index, else what the engine reports."""
+    """When the live index was trained and on which version: the last build this package
+    recorded if it still names the live index, else what the engine reports. None when the store
+    has no index (LanceDB: none that LanceDB lists)."""
     from recallwatch.ops._lance_index import LanceIndex, is_lance
 
     lance_view = is_lance(store) and not getattr(store, "read_only", False)
     state = LanceIndex(store).state() if lance_view else None  # type: ignore[arg-type]
+    if lance_view and state is None:
+        return None
     builds = store.get_meta(INDEX_BUILDS_META_KEY) or []
     last = builds[-1] if builds else None
     if last is not None and (state is None or set(last.get("uuids", [])) == set(state.uuids)):
         return dict(last)
     if state is None:
         return None
-    return {"built_at": None if state.created_at is None else state.created_at.isoformat(),
-            "trained_version": state.trained_version, "uuids": list(state.uuids),
-            "kind": "engine", "indexed_rows": state.indexed_rows,
+    trained_at = None if state.trained_at is None else state.trained_at.isoformat()
+    if trained_at is None:  # the training commit was cleaned up: a build recorded for it
+        trained_at = next((b.get("built_at") for b in reversed(builds)
+                           if b.get("trained_version") == state.trained_version), None)
+    return {"built_at": trained_at, "trained_version": state.trained_version,
+            "uuids": list(state.uuids), "kind": "engine", "indexed_rows": state.indexed_rows,
             "unindexed_rows": state.unindexed_rows}
+
+
+def index_problem(store: VectorStore) -> str | None:
+    """Why the store's ANN index cannot serve although one was built, or None. LanceDB skips an
+    index entry it cannot read (logging "Index … has version 1, which is not supported") and
+    then searches every row: the result is still right, so recall alone never shows it."""
+    from recallwatch.ops._lance_index import LanceIndex, is_lance
+
+    if not is_lance(store) or getattr(store, "read_only", False):
+        return None
+    lx = LanceIndex(store)  # type: ignore[arg-type]
+    try:
+        if lx.state() is not None:
+            return None
+    except StoreError as exc:  # listed, but its files cannot be read
+        cause = exc.__cause__ or exc
+        return (f"the vector index cannot be read: its files are damaged or missing "
+                f"({engine_message(cause)})")
+    ignored = lx.ignored()
+    if ignored:
+        return (f"the vector index {ignored[0].name!r} is unusable: LanceDB does not list it "
+                "(it cannot read its entry), so every search scans all rows; `recallwatch "
+                "reindex` builds a new one")
+    builds = store.get_meta(INDEX_BUILDS_META_KEY) or []
+    if builds and builds[-1].get("uuids"):
+        last = builds[-1]
+        return (f"the vector index is missing: LanceDB lists none, but the last {last['kind']} "
+                f"({last.get('at')}) left one; every search scans all rows")
+    return None
 
 
 # -- data drift ------------------------------------------------------------------------------
@@ -289,7 +341,15 @@ def run_monitor(
         raise InputError(field="floor", expected="a recall in [0, 1]", found=floor)
     now = now or datetime.now(UTC)
     vectors, fp = probe_vectors(probes, store)
-    recalls, seconds, _ = recall_vs_exact(store, vectors, k)
+    alarms = []
+    problem = index_problem(store)
+    if problem is not None:
+        alarms.append(problem)
+    failures: list[str] = []
+    recalls, seconds, _ = recall_vs_exact(store, vectors, k, failures=failures)
+    if failures:
+        alarms.append(f"the live search fails ({len(failures)} of {len(vectors)} probes): "
+                      f"{failures[0]}")
     recall = float(recalls.mean())
     notes: list[str] = []
 
@@ -303,7 +363,7 @@ def run_monitor(
         notes.append("coverage: no no-result threshold calibrated for this embedder "
                      "(recallwatch calibrate-threshold)")
 
-    build = index_build(store)
+    build = None if problem else index_build(store)
     age = None
     if build is not None and build.get("built_at"):
         age = max(0.0, (now - datetime.fromisoformat(build["built_at"])).total_seconds())
@@ -313,7 +373,7 @@ def run_monitor(
             drift = drift_signal(store, str(build["trained_version"]))
         except StoreError as exc:
             notes.append(f"drift: {exc}")
-    elif build is None:
+    elif build is None and problem is None:
         notes.append("index: the store reports no ANN index (searches are exact)")
 
     status = None
@@ -326,7 +386,6 @@ def run_monitor(
                     past.append((datetime.fromisoformat(run.created_at), run.payload["recall"]))
         status = error_budget([*past, (now, recall)], budget, now=now)
 
-    alarms = []
     if recall < floor:
         alarms.append(f"recall@{k} vs exact search is {recall:.3f}, under the floor {floor:g}")
     if status is not None and status.spent:

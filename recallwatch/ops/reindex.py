@@ -98,10 +98,12 @@ class _Lance:
 
     def __init__(self, store: VectorStore) -> None:
         from recallwatch.ops._lance_index import LanceIndex
+        from recallwatch.ops.monitor import index_build
 
         self.store = store
         self.lx = LanceIndex(store)  # type: ignore[arg-type]
         self.live = self.lx.state()
+        self.live_build = index_build(store)  # when the live index was trained
         self.staged: Any = None
         self.built_on = 0
 
@@ -116,9 +118,10 @@ class _Lance:
         self.lx.tag(PREVIOUS_TAG, self.built_on)
         version = self.lx.publish(self.staged)
         live, new = self.live, self.lx.state()
+        # the segments' manifest entries as they are, so a rollback restores exactly this index
         previous = None if live is None else {
             "name": live.name, "segments": list(live.segments), "uuids": list(live.uuids),
-            "built_at": None if live.created_at is None else live.created_at.isoformat(),
+            "built_at": (self.live_build or {}).get("built_at"),
             "trained_version": live.trained_version}
         # A CreateIndex commit changes no row: version N holds the data of version N - 1.
         return str(version), str(version - 1), {

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 __all__ = ["STORES", "open_store"]
 
-# scheme -> "module:callable(uri) -> VectorStore"
+# scheme -> "module:callable(uri, *, create) -> VectorStore"
 STORES: Registry[object] = Registry("store scheme")
 STORES.register("lancedb", "recallwatch.stores.lancedb:LanceStore.open",
                 description="LanceDB on local disk (the embedded default): lancedb://PATH?table=NAME")
@@ -33,8 +33,13 @@ STORES.register("hnswlib", "recallwatch.stores.indexfile:IndexFileStore", extra=
                 description="hnswlib index files + Parquet sidecar: hnswlib://DIR")
 
 
-def open_store(uri: str) -> VectorStore:
-    """Open the store a URI names, e.g. ``lancedb://./kb?table=chunks``."""
+def open_store(uri: str, *, create: bool = False) -> VectorStore:
+    """Open the store a URI names, e.g. ``lancedb://./kb?table=chunks``.
+
+    Opening a store to read it never creates anything: a store or table that does not exist is a
+    :class:`~recallwatch.errors.StoreError` listing the ones that do. ``create=True`` (what
+    ``recallwatch ingest`` passes) opens a store that may not exist yet, for writing: it is
+    created, empty, where the URI says."""
     scheme = urlsplit(uri).scheme
     if not scheme:
         raise UsageError(
@@ -42,5 +47,5 @@ def open_store(uri: str) -> VectorStore:
             f"known schemes: {', '.join(STORES.names())}"
         )
     opener = STORES.get(scheme)
-    store: VectorStore = opener(uri)  # type: ignore[operator]
+    store: VectorStore = opener(uri, create=create)  # type: ignore[operator]
     return store

@@ -20,16 +20,19 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import difflib
 import functools
 import json
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime
-from typing import Any, ClassVar, Concatenate, ParamSpec, TypeAlias, TypeVar
+from pathlib import Path
+from typing import Any, ClassVar, Concatenate, ParamSpec, Protocol, TypeAlias, TypeVar
 
 import numpy as np
 
+from recallwatch._registry import suggest
 from recallwatch.errors import InputError, RecallwatchError, StoreError, UsageError
 from recallwatch.stores.base import Chunk, Filter, Hits, IndexVersion
 
@@ -43,9 +46,15 @@ __all__ = [
     "check_vectors",
     "chunk_from_row",
     "chunk_matches",
+    "clamp_k",
     "cosine_scores",
+    "engine_message",
+    "guarded",
+    "missing_location",
+    "missing_table",
     "normalise_filter",
     "row_from_chunk",
+    "store_names",
     "top_k",
 ]
 
@@ -58,6 +67,7 @@ FILTER_FIELDS: tuple[str, ...] = ("doc_id", "domain", "label", "kind")
 
 _STATE_KEY = "__recallwatch_versions__"
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,47}$")
+_PHYSICAL_RE = re.compile(r"^(.+)__(?:v\d+|meta)$")
 
 
 def check_name(name: str | None, *, what: str, uri: str) -> str:
@@ -189,6 +199,49 @@ def check_k(k: int) -> None:
         raise UsageError(f"k must be a positive integer, found {k!r}")
 
 
+# Every engine accepts a k this small whatever the row count; counting rows costs a query on some
+# (a full scan in PostgreSQL), so only a deeper k is compared with the count.
+_UNCOUNTED_K = 1000
+
+
+def clamp_k(k: int, count: Callable[[], int]) -> int:
+    """``k`` checked, and never more than the ``count()`` rows there are. Asking for more than
+    exists is harmless to the caller, but engines allocate k result slots or reject a k beyond
+    their limit, so a depth like 3,000,000,000 must never reach them."""
+    check_k(k)
+    return k if k <= _UNCOUNTED_K else min(k, count())
+
+
+# -- stores that do not exist: reading never creates them -------------------------------------
+def store_names(names: Iterable[str]) -> list[str]:
+    """The store names behind an engine's physical tables: ``kb__v3`` and ``kb__meta`` are the
+    versions and pointers of store ``kb`` (see the module docstring)."""
+    return sorted({m.group(1) for n in names if (m := _PHYSICAL_RE.match(n))})
+
+
+def missing_table(uri: str, what: str, name: str, present: Sequence[str]) -> StoreError:
+    """The error for a table (collection) that does not exist: the ones that do, and the closest.
+    Opening a store to read it never creates it (only ``recallwatch ingest`` creates a store)."""
+    shown = ", ".join(present[:20]) + (f" and {len(present) - 20} more" if len(present) > 20
+                                       else "")
+    listing = f"{what}s present: {shown}" if present else f"there is no {what} yet"
+    return StoreError(f"{uri}: no {what} {name!r}{suggest(name, list(present))}; {listing}")
+
+
+def missing_location(uri: str, engine: str, path: Path, is_store: Callable[[Path], bool]
+                     ) -> StoreError:
+    """The error for a store path that does not exist (or holds no store of this engine), with
+    the closest sibling that does."""
+    try:
+        names = sorted(p.name for p in path.parent.iterdir() if p != path)
+    except OSError:
+        names = []
+    # only the names close enough to suggest are looked into (a directory may hold thousands)
+    close = difflib.get_close_matches(path.name, names, n=5, cutoff=0.6)
+    stores = [name for name in close if is_store(path.parent / name)]
+    return StoreError(f"{uri}: no {engine} store at {path}{suggest(path.name, stores)}")
+
+
 def top_k(ids: Sequence[str], scores: np.ndarray, k: int) -> Hits:
     """The k best of one score row, ties broken by id ascending so results are reproducible."""
     order = sorted(range(len(ids)), key=lambda i: (-float(scores[i]), ids[i]))[:k]
@@ -201,12 +254,19 @@ def _hits(ids: list[str], scores: Iterable[float]) -> Hits:
     return top_k(ids, np.asarray(list(scores), dtype=np.float32), len(ids))
 
 
+class _Engine(Protocol):
+    _engine_errors: ClassVar[tuple[type[BaseException], ...]]
+
+    @property
+    def uri(self) -> str: ...
+
+
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
-_S = TypeVar("_S", bound="VersionedStore")
+_S = TypeVar("_S", bound=_Engine)
 
 
-def _guarded(method: Callable[Concatenate[_S, _P], _R]) -> Callable[Concatenate[_S, _P], _R]:
+def guarded(method: Callable[Concatenate[_S, _P], _R]) -> Callable[Concatenate[_S, _P], _R]:
     """Turn the engine client's own exceptions into a StoreError naming the store and the call,
     so a lost connection or a refused request reaches the user as one clean line."""
     @functools.wraps(method)
@@ -216,9 +276,18 @@ def _guarded(method: Callable[Concatenate[_S, _P], _R]) -> Callable[Concatenate[
         except RecallwatchError:
             raise
         except self._engine_errors as exc:
-            message = " ".join(str(exc).split()) or type(exc).__name__
-            raise StoreError(f"{self._uri}: {method.__name__} failed: {message}") from exc
+            raise StoreError(f"{self.uri}: {method.__name__} failed: {engine_message(exc)}"
+                             ) from exc
     return wrapper
+
+
+_RUST_SOURCE = re.compile(r",? \S+\.rs:\d+:\d+")
+
+
+def engine_message(exc: BaseException) -> str:
+    """An engine's exception as one line for a user: whitespace folded, and without the Rust
+    source locations that LanceDB appends (``…/lance-io/src/local.rs:273:40``)."""
+    return " ".join(_RUST_SOURCE.sub("", str(exc)).split()) or type(exc).__name__
 
 
 class VersionedStore(ABC):
@@ -380,7 +449,7 @@ class VersionedStore(ABC):
     def _check_vectors(self, vectors: np.ndarray, rows: int | None, what: str) -> np.ndarray:
         return check_vectors(vectors, rows, what, self._state["dim"])
 
-    @_guarded
+    @guarded
     def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
         arr = self._check_vectors(vectors, len(chunks), "vectors")
         if not chunks:
@@ -414,13 +483,13 @@ class VersionedStore(ABC):
                 chunk, int(stored[0]["ingested_version"]) if stored and same else version))
         self._write(table, rows, arr[keep])
 
-    @_guarded
+    @guarded
     def delete(self, ids: Sequence[str]) -> None:
         table = self._writable()
         if ids and self._has_table():
             self._remove(table, list(ids))
 
-    @_guarded
+    @guarded
     def search(
         self, vectors: np.ndarray, k: int, *, filter: Filter | None = None, exact: bool = False
     ) -> list[Hits]:
@@ -428,12 +497,15 @@ class VersionedStore(ABC):
         arr = self._check_vectors(vectors, None, "query vectors")
         norm = normalise_filter(filter)
         self._reload_state()
-        if not self._has_table() or len(arr) == 0:
+        table = self._table()
+        if self._has_table() and len(arr):
+            k = clamp_k(k, lambda: self._count(table))
+        if not self._has_table() or len(arr) == 0 or k == 0:
             return [Hits([], np.zeros(0, dtype=np.float32)) for _ in range(len(arr))]
-        found = self._query(self._table(), arr, k, norm, exact)
+        found = self._query(table, arr, k, norm, exact)
         return [_hits(ids, scores) for ids, scores in found]
 
-    @_guarded
+    @guarded
     def score_of(self, vectors: np.ndarray, ids: Sequence[Sequence[str]]) -> list[dict[str, float]]:
         arr = self._check_vectors(vectors, len(ids), "query vectors")
         self._reload_state()
@@ -454,7 +526,7 @@ class VersionedStore(ABC):
             out.append({i: float(s) for i, s in zip(present, scores, strict=True)})
         return out
 
-    @_guarded
+    @guarded
     def get(self, ids: Sequence[str]) -> dict[str, Chunk]:
         self._reload_state()
         if not self._has_table() or not ids:
@@ -462,7 +534,7 @@ class VersionedStore(ABC):
         rows, _ = self._fetch(self._table(), list(ids))
         return {str(r["id"]): chunk_from_row(r) for r in rows}
 
-    @_guarded
+    @guarded
     def chunks(self, *, doc_ids: Sequence[str] | None = None) -> list[Chunk]:
         self._reload_state()
         if not self._has_table():
@@ -470,12 +542,12 @@ class VersionedStore(ABC):
         rows, _ = self._scan(self._table(), doc_ids)
         return sorted((chunk_from_row(r) for r in rows), key=lambda c: c.id)
 
-    @_guarded
+    @guarded
     def count(self) -> int:
         self._reload_state()
         return self._count(self._table()) if self._has_table() else 0
 
-    @_guarded
+    @guarded
     def versions(self) -> list[IndexVersion]:
         self._reload_state()
         prod = self._state["production"]
@@ -489,7 +561,7 @@ class VersionedStore(ABC):
             for v, created in sorted(self._state["created"].items(), key=lambda kv: int(kv[0]))
         ]
 
-    @_guarded
+    @guarded
     def current_version(self) -> str:
         self._reload_state()
         return str(self._version())
@@ -501,7 +573,7 @@ class VersionedStore(ABC):
             raise StoreError(f"{self._uri}: no version {version!r}; versions: {known}")
         return int(version)
 
-    @_guarded
+    @guarded
     def checkout(self, version: str) -> VersionedStore:
         number = self._parse_version(version)
         view = copy.copy(self)
@@ -509,7 +581,7 @@ class VersionedStore(ABC):
         view._pinned = number
         return view
 
-    @_guarded
+    @guarded
     def promote(self, version: str) -> None:
         number = self._parse_version(version)
 
@@ -527,7 +599,7 @@ class VersionedStore(ABC):
             self._meta_set(_STATE_KEY, state)
         self._state = state
 
-    @_guarded
+    @guarded
     def rollback_to(self, version: str) -> None:
         """Make ``version`` production again (a rollback), in the same atomic switch as
         ``promote``. When the current version is the production being replaced (nothing was
@@ -544,7 +616,7 @@ class VersionedStore(ABC):
 
         self._switch_to(number, self._changed_state(back))
 
-    @_guarded
+    @guarded
     def discard(self, version: str, *, current: str) -> None:
         """Drop ``version``, which was never production (a reindex copy that failed its
         verification); if it is current, ``current`` (the version it was copied from) becomes
@@ -563,13 +635,13 @@ class VersionedStore(ABC):
         self._commit_state(self._changed_state(drop))
         self._drop_table(self._table(number))
 
-    @_guarded
+    @guarded
     def production_version(self) -> str | None:
         self._reload_state()
         prod = self._state["production"]
         return None if prod is None else str(prod)
 
-    @_guarded
+    @guarded
     def ids_since(self, version: str) -> list[str]:
         number = self._parse_version(version)
         if not self._has_table():
@@ -577,7 +649,7 @@ class VersionedStore(ABC):
         rows = self._narrow_scan(self._table(), ("id", "ingested_version"))
         return sorted(str(r["id"]) for r in rows if int(r["ingested_version"]) > number)
 
-    @_guarded
+    @guarded
     def vectors(self, ids: Sequence[str]) -> np.ndarray:
         """The stored vectors of ``ids``, in that order (monitor, benchmarks). Qdrant stores
         cosine vectors normalised, so it returns them normalised."""
@@ -591,7 +663,7 @@ class VersionedStore(ABC):
         picked: np.ndarray = stored[[where[i] for i in ids]]
         return picked
 
-    @_guarded
+    @guarded
     def content_hashes(self) -> dict[str, str]:
         """id -> content_hash of every chunk of the current version (ingestion's change check)."""
         self._reload_state()
@@ -600,7 +672,7 @@ class VersionedStore(ABC):
         rows = self._narrow_scan(self._table(), ("id", "content_hash"))
         return {str(r["id"]): str(r.get("content_hash") or "") for r in rows}
 
-    @_guarded
+    @guarded
     def seal(self) -> None:
         """Close the current version to writes: the next write continues in a copy. An ingestion
         seals when it completes, so a version is what one ingestion left, as with LanceDB, and a
@@ -610,19 +682,19 @@ class VersionedStore(ABC):
         if str(cur) in self._state["created"] and cur not in self._state["sealed"]:
             self._commit_state(self._changed_state(lambda state: state["sealed"].append(cur)))
 
-    @_guarded
+    @guarded
     def new_version(self) -> str:
         """Seal the current version and continue in a copy of it (a reindex builds there)."""
         self.seal()  # saved: _writable reloads the pointers before it decides to copy
         self._writable(self._state["dim"])
         return self.current_version()
 
-    @_guarded
+    @guarded
     def get_meta(self, key: str) -> Any:
         self._check_meta_key(key)
         return self._meta_get(key)
 
-    @_guarded
+    @guarded
     def set_meta(self, key: str, value: Any) -> None:
         self._check_meta_key(key)
         try:

@@ -35,6 +35,14 @@ def parse_store_uri(uri: str) -> StoreURI:
         port = parts.port
     except ValueError as exc:
         raise UsageError(f"store URI {redact(uri)!r}: invalid port ({exc})") from exc
+    local = parts.scheme in _FILE_SCHEMES and (
+        parts.scheme != "milvus" or parts.path.endswith(".db"))  # Milvus: Lite file or server
+    if local and "@" in parts.netloc:
+        # user:password@ would become part of the local path (a directory named after them)
+        raise UsageError(
+            f"store URI {redact(uri)!r}: a {parts.scheme}:// store is a local path and takes no "
+            f"user name or password (write {parts.scheme}://./PATH for a relative path "
+            "containing '@')")
     params = dict(parse_qsl(parts.query, keep_blank_values=True))
     return StoreURI(
         scheme=parts.scheme,

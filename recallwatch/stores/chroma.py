@@ -17,13 +17,21 @@ from typing import Any
 import numpy as np
 
 from recallwatch.errors import NotInstalledError, StoreError
-from recallwatch.stores._common import NormFilter, Row, VersionedStore, check_name
+from recallwatch.stores._common import (
+    NormFilter,
+    Row,
+    VersionedStore,
+    check_name,
+    missing_location,
+    missing_table,
+    store_names,
+)
 from recallwatch.stores._uri import parse_store_uri, redact
 
 try:
     import chromadb
     from chromadb.config import Settings
-    from chromadb.errors import ChromaError
+    from chromadb.errors import ChromaError, NotFoundError
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise NotInstalledError(f"the Chroma adapter ({exc.name})", "chroma") from exc
 
@@ -45,31 +53,46 @@ def _where(filter: NormFilter | None, doc_ids: Sequence[str] | None = None) -> A
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
+def _is_chroma(path: Path) -> bool:
+    return (path / "chroma.sqlite3").is_file()
+
+
 class ChromaStore(VersionedStore):
     scheme = "chroma"
     native_exact = False
     _engine_errors = (ChromaError, ValueError)
 
-    def __init__(self, uri: str) -> None:
+    def __init__(self, uri: str, *, create: bool = False) -> None:
         parsed = parse_store_uri(uri)
         shown = redact(uri)
         name = check_name(parsed.param("collection"), what="collection", uri=shown)
         if not parsed.path:
             raise StoreError(f"store URI {shown!r}: expected chroma://PATH?collection=NAME")
+        path = Path(parsed.path)
+        # The client creates its directory and database file: only open it where a store is
+        # (or, for writing, may be made).
+        if not create and not _is_chroma(path):
+            raise missing_location(shown, "Chroma", path, _is_chroma)
         try:
-            Path(parsed.path).mkdir(parents=True, exist_ok=True)
+            path.mkdir(parents=True, exist_ok=True)
             # Telemetry off: recallwatch never talks to the network on its own.
             self._client = chromadb.PersistentClient(
-                path=str(Path(parsed.path).resolve()),
-                settings=Settings(anonymized_telemetry=False))
-            self._metas = self._client.get_or_create_collection(f"{name}__meta")
+                path=str(path.resolve()), settings=Settings(anonymized_telemetry=False))
+            if create:
+                self._metas = self._client.get_or_create_collection(f"{name}__meta")
+            else:
+                try:
+                    self._metas = self._client.get_collection(f"{name}__meta")
+                except NotFoundError:
+                    present = store_names(c.name for c in self._client.list_collections())
+                    raise missing_table(shown, "collection", name, present) from None
         except (ChromaError, OSError) as exc:
             raise StoreError(f"{shown}: cannot open Chroma: {exc}") from None
         super().__init__(shown, name)
 
     @classmethod
-    def open(cls, uri: str) -> ChromaStore:
-        return cls(uri)
+    def open(cls, uri: str, *, create: bool = False) -> ChromaStore:
+        return cls(uri, create=create)
 
     def _collection(self, table: str) -> Any:
         return self._client.get_collection(table)

@@ -32,6 +32,7 @@ from recallwatch.stores._common import (
     VersionedStore,
     chunk_matches,
     cosine_scores,
+    missing_location,
     top_k,
 )
 from recallwatch.stores._meta import MetaFile
@@ -121,10 +122,17 @@ class _Version:
     where: dict[str, int] = field(default_factory=dict)
 
 
+_META_FILE = "store.meta.json"  # pointers and metadata: written with the first version
+
+
+def _is_index_store(path: Path) -> bool:
+    return (path / _META_FILE).is_file()
+
+
 class IndexFileStore(VersionedStore):
     native_exact = False
 
-    def __init__(self, uri: str) -> None:
+    def __init__(self, uri: str, *, create: bool = False) -> None:
         parsed = parse_store_uri(uri)
         shown = redact(uri)
         if parsed.scheme not in ("faiss", "hnswlib"):
@@ -141,18 +149,20 @@ class IndexFileStore(VersionedStore):
             params[name] = int(raw)
         self.m, self.ef_construction, self.ef = params["m"], params["ef_construction"], params["ef"]
         self.dir = Path(parsed.path)
+        if not create and not _is_index_store(self.dir):
+            raise missing_location(shown, f"{self.engine} index", self.dir, _is_index_store)
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(f"{shown}: cannot create {self.dir}: {exc.strerror}") from None
-        self._metafile = MetaFile(self.dir / "store.meta.json")
+        self._metafile = MetaFile(self.dir / _META_FILE)
         self._cache: dict[str, _Version] = {}
         self._lock = threading.RLock()
         super().__init__(shown, "index")
 
     @classmethod
-    def open(cls, uri: str) -> IndexFileStore:
-        return cls(uri)
+    def open(cls, uri: str, *, create: bool = False) -> IndexFileStore:
+        return cls(uri, create=create)
 
     # ---- files -------------------------------------------------------------------------------
     def _suffix(self) -> str:

@@ -15,6 +15,10 @@ Scores are cosine similarities recomputed exactly (float64) from the stored vect
 an ANN index decides *which* chunks come back, never their score. Ties rank as every adapter ranks
 them (``stores._common.top_k``).
 
+Opening a store never creates it unless it is opened for writing (``create=True``, what
+``recallwatch ingest`` passes): a missing directory or table is a StoreError naming the tables that
+exist. LanceDB's own exceptions (a damaged table, a refused query) reach the caller as StoreError.
+
 Versions are LanceDB table versions (one per write). ``promote`` sets the ``production`` tag, which
 also protects that version from cleanup. Store metadata (embedder fingerprint, ingestion reports)
 lives in ``PATH/.recallwatch/NAME.meta.json``, replaced atomically under a file lock.
@@ -27,17 +31,21 @@ import json
 import math
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast, get_args
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast, get_args
 
 import numpy as np
 import pyarrow as pa
 
 from recallwatch.errors import StoreError, UsageError
 from recallwatch.stores._common import (
-    check_k,
     check_unique_ids,
     check_vectors,
     chunk_from_row,
+    clamp_k,
+    engine_message,
+    guarded,
+    missing_location,
+    missing_table,
     normalise_filter,
     top_k,
 )
@@ -65,16 +73,23 @@ _REINDEX_UNINDEXED_SHARE = 0.2
 class LanceStore:
     """A VectorStore over one LanceDB table."""
 
+    # what LanceDB and pylance raise (Rust errors arrive as OSError, ValueError or RuntimeError)
+    _engine_errors: ClassVar[tuple[type[BaseException], ...]] = (
+        OSError, ValueError, RuntimeError, pa.ArrowException)
+
     def __init__(
         self, path: str | Path, table: str = "chunks", *, index_threshold: int = 50_000,
         index_type: IndexType = "IVF_HNSW_SQ", nprobes: int | None = None, ef: int | None = None,
         refine_factor: int | None = None, uri: str | None = None, version: int | None = None,
+        create: bool = False,
     ) -> None:
         if index_type not in _INDEX_TYPES:
             raise UsageError(f"index_type must be one of {', '.join(_INDEX_TYPES)}, "
                              f"found {index_type!r}")
-        if index_threshold < 1:
-            raise UsageError(f"index_threshold must be at least 1, found {index_threshold}")
+        for name, value in (("index_threshold", index_threshold), ("nprobes", nprobes),
+                            ("ef", ef), ("refine_factor", refine_factor)):
+            if value is not None and value < 1:
+                raise UsageError(f"{name} must be at least 1, found {value}")
         import lancedb
 
         self.path = Path(path).expanduser()
@@ -87,17 +102,28 @@ class LanceStore:
             10 if index_type == "IVF_PQ" else None)
         self._raw_uri = uri or f"lancedb://{self.path}?table={table}"
         self._pinned = version  # a read-only view of a past version
-        self.path.mkdir(parents=True, exist_ok=True)
-        self._db: DBConnection = lancedb.connect(str(self.path))
-        self._tbl: LanceTable | None = None
-        self._meta = MetaFile(self.path / ".recallwatch" / f"{table}.meta.json")
-        if version is not None:
-            self._tbl = self._open(version)
-            if self._tbl is None:
-                raise StoreError(f"{self.uri} has no table {table!r}, so no version {version}")
+        create = create and version is None
+        try:
+            if create:
+                self.path.mkdir(parents=True, exist_ok=True)
+            elif not self.path.is_dir():
+                raise missing_location(self.uri, "LanceDB", self.path, _holds_tables)
+            # connect() creates a missing directory: only reached when it exists or may be made
+            self._db: DBConnection = lancedb.connect(str(self.path))
+            self._tbl: LanceTable | None = None
+            self._meta = MetaFile(self.path / ".recallwatch" / f"{table}.meta.json")
+            if not create:
+                self._tbl = self._open(version)
+                if self._tbl is None:
+                    raise missing_table(self.uri, "table", table, self._table_names())
+        except self._engine_errors as exc:
+            if isinstance(exc, UsageError):
+                raise
+            raise StoreError(f"{self.uri}: cannot open {self.path}: {engine_message(exc)}"
+                             ) from None
 
     @classmethod
-    def open(cls, uri: str) -> LanceStore:
+    def open(cls, uri: str, *, create: bool = False) -> LanceStore:
         parsed = parse_store_uri(uri)
         if parsed.scheme != "lancedb":
             raise UsageError(f"not a lancedb:// URI: {redact(uri)!r}")
@@ -115,7 +141,7 @@ class LanceStore:
             index_threshold=_int_param(p, "index_threshold", 50_000, uri),
             index_type=p.get("index_type", "IVF_HNSW_SQ"),  # type: ignore[arg-type]
             nprobes=_int_param(p, "nprobes", None, uri), ef=_int_param(p, "ef", None, uri),
-            refine_factor=_int_param(p, "refine_factor", None, uri), uri=uri,
+            refine_factor=_int_param(p, "refine_factor", None, uri), uri=uri, create=create,
         )
 
     # -- identity ------------------------------------------------------------------------------
@@ -132,6 +158,7 @@ class LanceStore:
         return f"LanceStore({self.uri!r}{at})"
 
     # -- writes --------------------------------------------------------------------------------
+    @guarded
     def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
         """Insert or replace chunks by id, in one commit (one new version)."""
         self._writable("upsert")
@@ -149,6 +176,7 @@ class LanceStore:
              .execute(data))
         self._maybe_index()
 
+    @guarded
     def delete(self, ids: Sequence[str]) -> None:
         self._writable("delete")
         tbl = self._table()
@@ -158,32 +186,21 @@ class LanceStore:
             tbl.delete(f"id IN ({_sql_list(batch)})")
 
     # -- reads ---------------------------------------------------------------------------------
+    @guarded
     def search(
         self, vectors: np.ndarray, k: int, *, filter: Filter | None = None, exact: bool = False
     ) -> list[Hits]:
-        check_k(k)
         queries = self._queries(vectors)
         tbl = self._table()
-        if tbl is None:
+        k = clamp_k(k, lambda: 0 if tbl is None else int(tbl.count_rows()))
+        if tbl is None or k == 0:
             return [Hits([], np.empty(0, dtype=np.float32)) for _ in range(len(queries))]
         where = _where(filter)
         out: list[Hits] = []
         # Several queries per LanceDB call (one scan of the data for all of them when exact).
         for start in range(0, len(queries), _QUERY_BATCH):
             block = queries[start:start + _QUERY_BATCH]
-            vq = cast("LanceVectorQueryBuilder", tbl.search(list(block), query_type="vector"))
-            builder = vq.distance_type("cosine").limit(k)
-            if where:
-                builder = builder.where(where, prefilter=True)
-            if exact:
-                builder = builder.bypass_vector_index()
-            else:
-                if self.nprobes is not None:
-                    builder = builder.nprobes(self.nprobes)
-                if self.ef is not None:
-                    builder = builder.ef(self.ef)
-                if self.refine_factor is not None:
-                    builder = builder.refine_factor(self.refine_factor)
+            builder = self._vector_query(tbl, block, k, where, exact)
             result = builder.select(["id", "vector", "_distance"]).to_arrow()
             ids = result.column("id").to_pylist()
             stored = _vectors(result.column("vector"))
@@ -194,6 +211,36 @@ class LanceStore:
                 out.append(top_k([ids[i] for i in rows], _cosine(row, stored[rows]), len(rows)))
         return out
 
+    @guarded
+    def query_plan(self, vector: np.ndarray, k: int = 10, *, exact: bool = False) -> str:
+        """LanceDB's physical plan for the query ``search`` runs (the ANN parameters it passes,
+        e.g. ``minimum_nprobes=8``, appear in it)."""
+        queries = self._queries(vector)
+        tbl = self._table()
+        if tbl is None:
+            return ""
+        k = clamp_k(k, lambda: int(tbl.count_rows()))
+        return str(self._vector_query(tbl, queries[:1], max(k, 1), None, exact)
+                   .explain_plan(verbose=True))
+
+    def _vector_query(self, tbl: LanceTable, block: np.ndarray, k: int, where: str | None,
+                      exact: bool) -> LanceVectorQueryBuilder:
+        """The one LanceDB query every search runs: cosine, k, the filter, the ANN parameters."""
+        vq = cast("LanceVectorQueryBuilder", tbl.search(list(block), query_type="vector"))
+        builder = vq.distance_type("cosine").limit(k)
+        if where:
+            builder = builder.where(where, prefilter=True)
+        if exact:
+            return builder.bypass_vector_index()
+        if self.nprobes is not None:
+            builder = builder.nprobes(self.nprobes)
+        if self.ef is not None:
+            builder = builder.ef(self.ef)
+        if self.refine_factor is not None:
+            builder = builder.refine_factor(self.refine_factor)
+        return builder
+
+    @guarded
     def score_of(self, vectors: np.ndarray, ids: Sequence[Sequence[str]]) -> list[dict[str, float]]:
         queries = self._queries(vectors)
         if len(ids) != len(queries):
@@ -210,6 +257,7 @@ class LanceStore:
             out.append({i: float(s) for i, s in zip(present, scores, strict=True)})
         return out
 
+    @guarded
     def get(self, ids: Sequence[str]) -> dict[str, Chunk]:
         tbl = self._table()
         if tbl is None or not ids:
@@ -220,6 +268,7 @@ class LanceStore:
                 out[row["id"]] = chunk_from_row(row)
         return out
 
+    @guarded
     def chunks(self, *, doc_ids: Sequence[str] | None = None) -> list[Chunk]:
         tbl = self._table()
         if tbl is None:
@@ -232,10 +281,12 @@ class LanceStore:
             found.extend(chunk_from_row(r) for r in self._rows(tbl, where))
         return sorted(found, key=lambda c: c.id)
 
+    @guarded
     def count(self) -> int:
         tbl = self._table()
         return 0 if tbl is None else int(tbl.count_rows())
 
+    @guarded
     def vectors(self, ids: Sequence[str]) -> np.ndarray:
         """The stored vectors of ``ids``, in that order (monitor, benchmarks' export), as every
         versioned adapter gives them."""
@@ -246,6 +297,7 @@ class LanceStore:
             raise StoreError(f"{self.uri}: no stored chunk {shown or '(no id given)'}")
         return np.stack([fetched[i] for i in ids]).astype(np.float32, copy=False)
 
+    @guarded
     def content_hashes(self) -> dict[str, str]:
         """id -> content_hash of every chunk: one narrow scan (ingestion's change detection)."""
         tbl = self._table()
@@ -256,6 +308,7 @@ class LanceStore:
                         strict=True))
 
     # -- versions ------------------------------------------------------------------------------
+    @guarded
     def versions(self) -> list[IndexVersion]:
         tbl = self._table(latest=True)
         if tbl is None:
@@ -272,16 +325,19 @@ class LanceStore:
                                     meta))
         return out
 
+    @guarded
     def current_version(self) -> str:
         tbl = self._table()
         return "0" if tbl is None else str(tbl.version)
 
+    @guarded
     def checkout(self, version: str) -> LanceStore:
         number = self._version_number(version)
         return LanceStore(self.path, self.table_name, index_threshold=self.index_threshold,
                           index_type=self.index_type, nprobes=self.nprobes, ef=self.ef,
                           refine_factor=self.refine_factor, uri=self._raw_uri, version=number)
 
+    @guarded
     def promote(self, version: str) -> None:
         number = self._version_number(version)
         tbl = self._table(latest=True)
@@ -291,6 +347,7 @@ class LanceStore:
         else:
             tbl.tags.create(_PRODUCTION_TAG, number)
 
+    @guarded
     def production_version(self) -> str | None:
         tbl = self._table(latest=True)
         if tbl is None:
@@ -298,6 +355,7 @@ class LanceStore:
         info = tbl.tags.list().get(_PRODUCTION_TAG)
         return None if info is None else str(info["version"])
 
+    @guarded
     def ids_since(self, version: str) -> list[str]:
         """Chunks added or changed (another content hash) after ``version``; removals excluded."""
         number = self._version_number(version, allow_zero=True)
@@ -308,9 +366,11 @@ class LanceStore:
         return sorted(i for i, h in now.items() if before.get(i) != h)
 
     # -- metadata ------------------------------------------------------------------------------
+    @guarded
     def get_meta(self, key: str) -> Any:
         return self._meta.get(key)
 
+    @guarded
     def set_meta(self, key: str, value: Any) -> None:
         self._meta.set(key, value)
 
@@ -321,6 +381,16 @@ class LanceStore:
     def _writable(self, what: str) -> None:
         if self._pinned is not None:
             raise StoreError(f"{what}: {self.uri} is a read-only view of version {self._pinned}")
+
+    def _table_names(self) -> list[str]:
+        names: list[str] = []
+        token: str | None = None
+        while True:
+            page = self._db.list_tables(page_token=token)
+            names.extend(page.tables)
+            token = page.page_token
+            if not token:
+                return sorted(names)
 
     def _open(self, version: int | None = None) -> LanceTable | None:
         try:
@@ -395,6 +465,7 @@ class LanceStore:
                 return
         self.build_index()
 
+    @guarded
     def build_index(self) -> None:
         """(Re)build the ANN index on all rows now, whatever the threshold."""
         self._writable("build_index")
@@ -425,19 +496,31 @@ class LanceStore:
         # HNSW does the fine search inside each partition: few, large partitions.
         return {"num_partitions": max(1, rows // 100_000)}
 
+    @guarded
     def has_index(self) -> bool:
         tbl = self._table()
         return tbl is not None and any("vector" in i.columns for i in tbl.list_indices())
+
+
+def _holds_tables(path: Path) -> bool:
+    """Whether ``path`` is a LanceDB database directory (it holds ``NAME.lance`` tables)."""
+    try:
+        return path.is_dir() and any(p.suffix == ".lance" for p in path.iterdir())
+    except OSError:
+        return False
 
 
 def _int_param(params: dict[str, str], key: str, default: int | None, uri: str) -> Any:
     if key not in params:
         return default
     try:
-        return int(params[key])
+        value = int(params[key])
     except ValueError:
         raise UsageError(f"store URI {redact(uri)!r}: {key} must be an integer, "
                          f"found {params[key]!r}") from None
+    if value < 1:  # LanceDB would take 0 or a negative number and fail deep inside a query
+        raise UsageError(f"store URI {redact(uri)!r}: {key} must be at least 1, found {value}")
+    return value
 
 
 def _batches(items: list[str], size: int) -> Iterator[list[str]]:

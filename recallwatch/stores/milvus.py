@@ -19,7 +19,15 @@ from typing import Any
 import numpy as np
 
 from recallwatch.errors import NotInstalledError, StoreError, UsageError
-from recallwatch.stores._common import NormFilter, Row, VersionedStore, check_name
+from recallwatch.stores._common import (
+    NormFilter,
+    Row,
+    VersionedStore,
+    check_name,
+    missing_location,
+    missing_table,
+    store_names,
+)
 from recallwatch.stores._credentials import resolve_secret
 from recallwatch.stores._uri import parse_store_uri, redact
 
@@ -36,6 +44,7 @@ _TEXT = ("text", "content", "doc_id", "domain", "label", "facets", "valid_from",
 _FIELDS = ["id", *_TEXT, "ingested_version"]
 _MAX_VARCHAR = 65535
 _BATCH = 1000
+_MAX_TOPK = 16384  # Milvus refuses a deeper search
 
 
 def _int(parsed: Any, name: str, default: int) -> int:
@@ -61,7 +70,7 @@ class MilvusStore(VersionedStore):
     native_exact = False
     _engine_errors = (MilvusException,)
 
-    def __init__(self, uri: str) -> None:
+    def __init__(self, uri: str, *, create: bool = False) -> None:
         parsed = parse_store_uri(uri)
         shown = redact(uri)
         name = check_name(parsed.param("collection"), what="collection", uri=shown)
@@ -69,6 +78,11 @@ class MilvusStore(VersionedStore):
         self.ef_construction = _int(parsed, "ef_construction", 64)
         self.ef = _int(parsed, "ef", 64)
         self.lite = parsed.path.endswith(".db")
+        # Milvus Lite creates its database (a file, or a directory in Milvus Lite 3): only open
+        # it where one is, or may be made.
+        if self.lite and not create and not Path(parsed.path).exists():
+            raise missing_location(shown, "Milvus Lite", Path(parsed.path),
+                                   lambda p: p.suffix == ".db" and p.exists())
         try:
             if self.lite:
                 Path(parsed.path).parent.mkdir(parents=True, exist_ok=True)
@@ -81,6 +95,10 @@ class MilvusStore(VersionedStore):
             self._meta_collection = f"{name}__meta"
             self._loaded: set[str] = set()
             if not self._client.has_collection(self._meta_collection):
+                if not create:
+                    present = store_names(self._client.list_collections())
+                    self._client.close()
+                    raise missing_table(shown, "collection", name, present)
                 self._client.create_collection(
                     self._meta_collection, dimension=2, id_type="string", max_length=512)
             self._ready(self._meta_collection)
@@ -89,8 +107,8 @@ class MilvusStore(VersionedStore):
         super().__init__(shown, name)
 
     @classmethod
-    def open(cls, uri: str) -> MilvusStore:
-        return cls(uri)
+    def open(cls, uri: str, *, create: bool = False) -> MilvusStore:
+        return cls(uri, create=create)
 
     def _ready(self, table: str) -> None:
         # After a server restart collections come back released: load each once before use.
@@ -137,6 +155,9 @@ class MilvusStore(VersionedStore):
     ) -> list[tuple[list[str], list[float]]]:
         if exact:
             return self._exact_by_export(table, vectors, k, filter)
+        if k > _MAX_TOPK:
+            raise StoreError(f"{self._uri}: Milvus returns at most {_MAX_TOPK} results per query; "
+                             f"asked for {k} (search with exact=True, or a smaller k)")
         self._ready(table)
         out: list[tuple[list[str], list[float]]] = []
         for start in range(0, len(vectors), _BATCH):

@@ -20,7 +20,14 @@ from typing import Any, Literal
 import numpy as np
 
 from recallwatch.errors import NotInstalledError, StoreError, UsageError
-from recallwatch.stores._common import NormFilter, Row, VersionedStore, check_name
+from recallwatch.stores._common import (
+    NormFilter,
+    Row,
+    VersionedStore,
+    check_name,
+    missing_table,
+    store_names,
+)
 from recallwatch.stores._credentials import resolve_secret
 from recallwatch.stores._uri import parse_store_uri, redact
 
@@ -41,6 +48,7 @@ _COLUMNS = ("id", "text", "content", "doc_id", "domain", "label", "facets", "val
 _SELECT = sql.SQL(", ").join(sql.Identifier(c) for c in _COLUMNS)
 # A write of at least this many rows drops the ANN index (rebuilt in bulk when next needed).
 _BULK_ROWS = 1000
+_MAX_EF_SEARCH = 1000  # the largest hnsw.ef_search pgvector accepts
 
 
 def _int_param(uri: Any, name: str, default: int) -> int:
@@ -57,7 +65,7 @@ class PgVectorStore(VersionedStore):
     scheme = "postgresql"
     _engine_errors = (psycopg.Error,)
 
-    def __init__(self, uri: str) -> None:
+    def __init__(self, uri: str, *, create: bool = False) -> None:
         parsed = parse_store_uri(uri)
         shown = redact(uri)
         name = check_name(parsed.param("table"), what="table", uri=shown)
@@ -75,23 +83,17 @@ class PgVectorStore(VersionedStore):
         # One connection serves every thread; transactions must not interleave on it.
         self._lock = threading.RLock()
         dbname = parsed.path.lstrip("/") or None
+        present: list[str] | None = None
         try:
             self._conn = psycopg.connect(
                 host=parsed.host or None, port=parsed.port, user=parsed.username, dbname=dbname,
                 password=secret.value if secret else None, autocommit=True,
                 application_name="recallwatch", connect_timeout=10,
             )
-            self._conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-            register_vector(self._conn)
-            found = self._conn.execute(
-                "SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
-            # Iterative index scans arrived in pgvector 0.8; older servers reject the setting.
-            version = tuple(int(p) for p in str(found[0] if found else "0").split(".")[:2])
-            self.iterative_scan = version >= (0, 8)
-            self._conn.execute(
-                sql.SQL("CREATE TABLE IF NOT EXISTS {} (key text PRIMARY KEY, value jsonb)")
-                .format(sql.Identifier(f"{name}__meta"))
-            )
+            if not create:
+                present = self._missing(name)
+            if present is None:
+                self._open(name, create)
         except psycopg.Error as exc:
             if hasattr(self, "_conn"):
                 self._conn.close()
@@ -100,11 +102,39 @@ class PgVectorStore(VersionedStore):
             if secret and secret.value:
                 message = message.replace(secret.value, "***")
             raise StoreError(f"{shown}: cannot connect to PostgreSQL: {message}") from None
+        if present is not None:
+            self._conn.close()
+            raise missing_table(shown, "table", name, present)
         super().__init__(shown, name)
 
+    def _missing(self, name: str) -> list[str] | None:
+        """None when store ``name`` exists here, else the stores that do (read, never created)."""
+        found = self._conn.execute("SELECT to_regclass(%s)", [f'"{name}__meta"']).fetchone()
+        if found is not None and found[0] is not None:
+            return None
+        tables = self._conn.execute(
+            "SELECT relname FROM pg_class WHERE relkind IN ('r', 'p')"
+            " AND pg_table_is_visible(oid)").fetchall()
+        return store_names(str(t[0]) for t in tables)
+
+    def _open(self, name: str, create: bool) -> None:
+        if create:
+            self._conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        register_vector(self._conn)
+        found = self._conn.execute(
+            "SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+        # Iterative index scans arrived in pgvector 0.8; older servers reject the setting.
+        version = tuple(int(p) for p in str(found[0] if found else "0").split(".")[:2])
+        self.iterative_scan = version >= (0, 8)
+        if create:
+            self._conn.execute(
+                sql.SQL("CREATE TABLE IF NOT EXISTS {} (key text PRIMARY KEY, value jsonb)")
+                .format(sql.Identifier(f"{name}__meta"))
+            )
+
     @classmethod
-    def open(cls, uri: str) -> PgVectorStore:
-        return cls(uri)
+    def open(cls, uri: str, *, create: bool = False) -> PgVectorStore:
+        return cls(uri, create=create)
 
     # ---- helpers -------------------------------------------------------------------------------
     @staticmethod
@@ -235,10 +265,11 @@ class PgVectorStore(VersionedStore):
             self._ensure_index(table)
         with self._tx(), self._conn.cursor() as cur:
             if not exact:
-                # HNSW returns at most ef_search rows: widen it when the caller asks deeper.
+                # HNSW returns at most ef_search rows: widen it when the caller asks deeper, up to
+                # pgvector's ceiling (beyond it the iterative scan continues the search).
                 cur.execute("SELECT set_config('hnsw.ef_search', %s, true),"
                             " set_config('ivfflat.probes', %s, true)",
-                            [str(max(self.ef_search, k)), str(self.probes)])
+                            [str(min(max(self.ef_search, k), _MAX_EF_SEARCH)), str(self.probes)])
                 if self.iterative_scan:
                     cur.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', true),"
                                 " set_config('ivfflat.iterative_scan', 'relaxed_order', true)")

@@ -18,7 +18,15 @@ from typing import Any
 import numpy as np
 
 from recallwatch.errors import NotInstalledError, StoreError, UsageError
-from recallwatch.stores._common import NormFilter, Row, VersionedStore, check_name
+from recallwatch.stores._common import (
+    NormFilter,
+    Row,
+    VersionedStore,
+    check_name,
+    missing_location,
+    missing_table,
+    store_names,
+)
 from recallwatch.stores._credentials import resolve_secret
 from recallwatch.stores._uri import parse_store_uri, redact
 
@@ -39,12 +47,16 @@ def _point_id(chunk_id: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, chunk_id))
 
 
+def _is_local_qdrant(path: Path) -> bool:
+    return (path / "meta.json").is_file()
+
+
 class QdrantStore(VersionedStore):
     scheme = "qdrant"
     # transport errors (httpx, grpc) and the client's response errors
     _engine_errors = (UnexpectedResponse, ResponseHandlingException, OSError, RuntimeError)
 
-    def __init__(self, uri: str) -> None:
+    def __init__(self, uri: str, *, create: bool = False) -> None:
         parsed = parse_store_uri(uri)
         shown = redact(uri)
         self.local = parsed.scheme == "qdrant+local"
@@ -55,6 +67,9 @@ class QdrantStore(VersionedStore):
         else:
             path, name = "", parsed.path.strip("/")
         name = check_name(name, what="collection", uri=shown)  # before any client is opened
+        # Local mode creates its directory: only open it where a store is (or may be made).
+        if self.local and not create and not _is_local_qdrant(Path(path)):
+            raise missing_location(shown, "Qdrant local", Path(path), _is_local_qdrant)
         try:
             if self.local:
                 Path(path).mkdir(parents=True, exist_ok=True)
@@ -72,18 +87,24 @@ class QdrantStore(VersionedStore):
             raise StoreError(f"{shown}: cannot open Qdrant: {exc}") from None
         self._meta_collection = f"{name}__meta"
         try:
-            if not self._client.collection_exists(self._meta_collection):
+            exists = self._client.collection_exists(self._meta_collection)
+            if not exists and create:
                 self._client.create_collection(
                     self._meta_collection,
                     vectors_config=qm.VectorParams(size=1, distance=qm.Distance.DOT))
+            elif not exists:
+                present = store_names(c.name for c in self._client.get_collections().collections)
         except Exception as exc:  # the client raises transport errors of several libraries
             self._client.close()
             raise StoreError(f"{shown}: cannot reach Qdrant: {exc}") from None
+        if not exists and not create:
+            self._client.close()
+            raise missing_table(shown, "collection", name, present)
         super().__init__(shown, name)
 
     @classmethod
-    def open(cls, uri: str) -> QdrantStore:
-        return cls(uri)
+    def open(cls, uri: str, *, create: bool = False) -> QdrantStore:
+        return cls(uri, create=create)
 
     @staticmethod
     def _filter(

@@ -115,6 +115,9 @@ class MemoryStore:
     def chunks(self, *, doc_ids: Sequence[str] | None = None) -> list[Chunk]:
         return [Chunk(id=i, text=i) for i in self.ids]
 
+    def count(self) -> int:
+        return len(self.ids)
+
     def score_of(self, vectors: np.ndarray, ids: Sequence[Sequence[str]]
                  ) -> list[dict[str, float]]:
         pos = {name: j for j, name in enumerate(self.ids)}

@@ -34,7 +34,8 @@ def make_store(path: Path, *, indexed: bool) -> tuple[str, Path]:
     params = "index_threshold=1000&index_type=IVF_PQ&nprobes=1&refine_factor=1" if indexed \
         else "index_threshold=1000000"
     uri = f"lancedb://{path}?table=t&{params}"
-    LanceStore.open(uri).upsert([Chunk(id=f"c{i:04d}", text="") for i in range(2000)], data.base)
+    LanceStore.open(uri, create=True).upsert(
+        [Chunk(id=f"c{i:04d}", text="") for i in range(2000)], data.base)
     probes = path.parent / f"{path.name}-probes.npy"
     np.save(probes, data.queries)
     return uri, probes

@@ -152,7 +152,7 @@ def kb(tmp_path: Path) -> Iterator[KB]:
     from recallwatch.stores import open_store
 
     uri = f"lancedb://{tmp_path}/kb?table=chunks"
-    store = open_store(uri)
+    store = open_store(uri, create=True)
     base = KB(tmp_path, uri, store, toy_embedder(), GoldenSet.from_dict(KB_GOLDEN))
     base.ingest(BASE_CORPUS, "base")
     try:

@@ -124,7 +124,7 @@ def kb(tmp_path: Path) -> Toy:
         return np.stack([table.get(t, docs[0]) for t in texts])
 
     emb = CallableEmbedder(fn, name="toy", dimension=dim)
-    store = LanceStore(tmp_path / "kb", "c")
+    store = LanceStore(tmp_path / "kb", "c", create=True)
     store.upsert([Chunk(id=f"d{i}", text="") for i in range(len(docs))], docs)
     store.set_meta(FINGERPRINT_META_KEY, fingerprint_of(emb).to_dict())
     return store, emb, _golden({t: [f"d{i}"] for i, t in enumerate(pos_texts)}), neg_texts

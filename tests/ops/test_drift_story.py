@@ -54,7 +54,7 @@ def drifted(tmp_path_factory: pytest.TempPathFactory) -> Drifted:
     path = tmp_path_factory.mktemp("drift")
     rng = np.random.default_rng(18)
     old_centres = rng.standard_normal((20, DIM)) * 3
-    store = LanceStore.open(uri_of(path))
+    store = LanceStore.open(uri_of(path), create=True)
     store.upsert(chunks("old", OLD), topic_collection(old_centres, OLD, rng))  # builds the index
     assert store.has_index()
     return Drifted(uri_of(path), path, topic_collection(old_centres, 100, rng),

@@ -77,7 +77,7 @@ def test_round_trip_with_the_default_model(tmp_path: Path) -> None:
         {"id": "ret", "text": "Tabla de retenciones del IRPF", "kind": "table",
          "valid_from": "2025-01-01", "valid_to": "2025-12-31"},
     ])
-    store = LanceStore(tmp_path / "kb")
+    store = LanceStore(tmp_path / "kb", create=True)
     use = USEEmbedder()
     report = ingest(src, store, use, embedder_spec="use-multilingual")
     assert (len(report.added), report.unchanged, report.rejected) == (3, 0, [])
@@ -91,7 +91,7 @@ def test_round_trip_with_the_default_model(tmp_path: Path) -> None:
 
 def test_idempotent_updates_and_prune(tmp_path: Path) -> None:
     src = write_corpus(tmp_path / "kb.jsonl", records(50))
-    store = LanceStore(tmp_path / "kb")
+    store = LanceStore(tmp_path / "kb", create=True)
     emb = Counting()
     first = ingest(src, store, emb, batch_size=8, commit_every=20)
     assert len(first.added) == 50 and store.count() == 50 and len(emb.embedded) == 50
@@ -127,7 +127,7 @@ def test_rejections_block_promotion_until_resolved(tmp_path: Path) -> None:
     good = records(5)
     src = write_corpus(tmp_path / "kb.jsonl", [*good, {"id": "bad", "text": ""},
                                                {"id": "x", "text": "t", "kind": "tabla"}])
-    store = LanceStore(tmp_path / "kb")
+    store = LanceStore(tmp_path / "kb", create=True)
     report = ingest(src, store, Counting())
     assert len(report.added) == 5 and [r.id for r in report.rejected] == ["bad", "x"]
     assert not report.promotable and report.to_dict()["counts"]["rejected"] == 2
@@ -149,7 +149,7 @@ def test_rejections_block_promotion_until_resolved(tmp_path: Path) -> None:
 
 
 def test_strict_and_all_rejected_are_input_errors(tmp_path: Path) -> None:
-    store = LanceStore(tmp_path / "kb")
+    store = LanceStore(tmp_path / "kb", create=True)
     src = write_corpus(tmp_path / "kb.jsonl", [*records(3), {"id": "bad", "text": ""}])
     with pytest.raises(InputError, match=r"kb\.jsonl:4: record 'bad': field 'text'"):
         ingest(src, store, Counting(), strict=True)
@@ -161,7 +161,7 @@ def test_strict_and_all_rejected_are_input_errors(tmp_path: Path) -> None:
 
 def test_another_embedder_is_refused_before_writing(tmp_path: Path) -> None:
     src = write_corpus(tmp_path / "kb.jsonl", records(4))
-    store = LanceStore(tmp_path / "kb")
+    store = LanceStore(tmp_path / "kb", create=True)
     ingest(src, store, Counting())
     other = CallableEmbedder(lambda t: hashed_vectors(t)[:, :8], name="hashed", version="2")
     write_corpus(src, records(6))
@@ -185,7 +185,7 @@ _KILLED_SCRIPT = textwrap.dedent("""
                for t in texts]
         return np.asarray(out, dtype=np.float32) - 127.5
 
-    store = LanceStore(sys.argv[2])
+    store = LanceStore(sys.argv[2], create=True)
     ingest(sys.argv[1], store, CallableEmbedder(fn, name="hashed", version="1", dimension=16),
            batch_size=10, commit_every=40)
 """)

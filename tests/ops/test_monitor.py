@@ -6,22 +6,32 @@ from __future__ import annotations
 
 import http.server
 import json
+import shutil
 import threading
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
 from recallwatch.bench.datasets import Dataset, synthetic
+from recallwatch.cli import app
 from recallwatch.embedders.base import FINGERPRINT_META_KEY, Fingerprint
 from recallwatch.errors import EmbedderMismatchError, StoreError, UsageError
 from recallwatch.history import History
-from recallwatch.ops._lance_index import LanceIndex
+from recallwatch.ops._lance_index import IndexState, LanceIndex
 from recallwatch.ops.budget import BudgetPolicy
 from recallwatch.ops.calibrate import ThresholdCalibration, store_threshold
-from recallwatch.ops.monitor import post_webhook, recall_vs_exact, run_monitor
+from recallwatch.ops.monitor import (
+    index_build,
+    index_problem,
+    post_webhook,
+    recall_vs_exact,
+    run_monitor,
+)
 from recallwatch.ops.probes import ProbeSet
 from recallwatch.ops.reindex import reindex, rollback
 from recallwatch.stores.base import Chunk
@@ -30,14 +40,14 @@ from recallwatch.stores.lancedb import LanceStore
 FP = Fingerprint("toy", "1", 16, "a" * 64)
 
 
-def small_store(path: Path, *, indexed: bool = True, index_type: str = "IVF_PQ"
+def small_store(path: Path, *, indexed: bool = True, index_type: str = "IVF_PQ", n: int = 2000
                 ) -> tuple[LanceStore, Dataset]:
-    data = synthetic(2000, 16, topics=8, queries=40, seed=1)
-    threshold = 1000 if indexed else 10**6
+    data = synthetic(n, 16, topics=8, queries=40, seed=1)
+    threshold = n // 2 if indexed else 10**6
     tuning = "&nprobes=2&refine_factor=2" if index_type == "IVF_PQ" else ""
     store = LanceStore.open(f"lancedb://{path}?table=t&index_type={index_type}{tuning}"
-                            f"&index_threshold={threshold}")
-    store.upsert([Chunk(id=f"c{i:04d}", text="") for i in range(2000)], data.base)
+                            f"&index_threshold={threshold}", create=True)
+    store.upsert([Chunk(id=f"c{i:04d}", text="") for i in range(n)], data.base)
     store.set_meta(FINGERPRINT_META_KEY, FP.to_dict())
     return store, data
 
@@ -129,26 +139,122 @@ def test_webhook_posts_json_to_a_local_server(server: tuple[str, list[dict[str, 
     assert "s3cret" not in str(err.value)
 
 
-@pytest.mark.parametrize("index_type", ["IVF_PQ", "IVF_HNSW_SQ"])
-def test_reindex_switches_and_rollback_restores(tmp_path: Path, index_type: str) -> None:
-    store, data = small_store(tmp_path / "s", index_type=index_type)
+@pytest.mark.parametrize(("index_type", "n"), [("IVF_PQ", 2000), ("IVF_HNSW_SQ", 2000),
+                                              ("IVF_PQ", 200)])  # under 256 rows: one list
+def test_reindex_switches_and_rollback_restores(tmp_path: Path, index_type: str, n: int) -> None:
+    store, data = small_store(tmp_path / "s", index_type=index_type, n=n)
     probes = ProbeSet("p", "1", vectors=data.queries)
     lx = LanceIndex(store)
     old = lx.state()
-    assert old is not None
+    assert old is not None and old.trained_at is not None
+    before = [h.ids for h in store.search(data.queries, 10)]
     result = reindex(store, probes, k=10, floor=0.0)
     assert result.switched and int(result.version) > int(result.built_on_version)
     new = lx.state()
-    assert new is not None and new.uuids != old.uuids and new.unindexed_rows == 0
+    assert new is not None and new.uuids != old.uuids
+    assert new.unindexed_rows == old.unindexed_rows  # (LanceDB indexes no row of a tiny IVF_PQ)
     # the switched index answers what the verified candidate answered
     assert recall_vs_exact(store, data.queries, 10)[0].mean() == pytest.approx(
         result.recall_candidate)
-    rollback(store)
-    assert lx.state() is not None and lx.state().uuids == old.uuids  # type: ignore[union-attr]
-    assert recall_vs_exact(store, data.queries, 10)[0].mean() == pytest.approx(
-        result.recall_before)
+    done = rollback(store)
+    # LanceDB itself lists exactly the old index again, and searching through it answers as
+    # before (an index it ignored would list nothing and scan every row)
+    listed = LanceStore.open(store.uri)._table().list_indices()  # type: ignore[union-attr]
+    assert [i.index_uuid for i in listed] == list(old.uuids)
+    assert [h.ids for h in store.search(data.queries, 10)] == before
+    restored = lx.state()
+    assert restored is not None and restored.uuids == old.uuids
+    assert restored.trained_at == old.trained_at  # its age is its own, not the rollback's
+    assert index_problem(store) is None and done["version"] == store.current_version()
+    report = run_monitor(store, probes, k=10, floor=0.0)
+    assert report.alarms == () and report.index is not None
+    assert report.index["built_at"] == old.trained_at.isoformat()
     with pytest.raises(StoreError, match="no previous index"):
         rollback(store)
+
+
+def _as_before_the_fix(store: LanceStore, previous: IndexState) -> None:
+    """The rollback commit recallwatch made before it kept the index details: the old index's
+    segments re-added without them, replacing the live index."""
+    import lance
+    from lance.bitmap import Bitmap
+    from lance.dataset import Index
+
+    lx = LanceIndex(store)
+    ds, live = lx.dataset(), lx.state()
+    assert live is not None
+
+    def bare(state: IndexState) -> list[Index]:
+        return [Index(uuid=s["uuid"], name=state.name, fields=s["fields"],
+                      dataset_version=s["dataset_version"], fragment_ids=Bitmap(s["fragment_ids"]),
+                      index_version=s["index_version"]) for s in state.segments]
+
+    op = lance.LanceOperation.CreateIndex(new_indices=bare(previous), removed_indices=bare(live))
+    lance.LanceDataset.commit(ds, op, read_version=ds.version)
+
+
+def test_monitor_alarms_on_an_index_lancedb_ignores_and_reindex_repairs_it(
+    tmp_path: Path,
+) -> None:
+    store, data = small_store(tmp_path / "s", n=200)
+    probes = ProbeSet("p", "1", vectors=data.queries)
+    previous = LanceIndex(store).state()
+    assert previous is not None
+    assert reindex(store, probes, k=10, floor=0.0).switched
+    _as_before_the_fix(store, previous)
+    assert store._table().list_indices() == []  # type: ignore[union-attr]
+    report = run_monitor(store, probes, k=10, floor=0.0)  # recall alone looks perfect
+    assert report.recall == 1.0 and report.index is None
+    assert report.alarms == ("the vector index 'vector_idx' is unusable: LanceDB does not list "
+                             "it (it cannot read its entry), so every search scans all rows; "
+                             "`recallwatch reindex` builds a new one",)
+    np.save(tmp_path / "p.npy", data.queries)
+    out = CliRunner().invoke(app, ["monitor", "--store", store.uri, "--probes",
+                                   str(tmp_path / "p.npy"), "--floor", "0", "--no-history"])
+    assert out.exit_code == 1, out.output
+    assert "\nALARM: the vector index 'vector_idx' is unusable: LanceDB does not list it" in \
+        out.stdout
+    assert reindex(store, probes, k=10, floor=0.0).switched
+    assert len(store._table().list_indices()) == 1  # type: ignore[union-attr]
+    assert run_monitor(store, probes, k=10, floor=0.0).alarms == ()
+
+
+def test_monitor_alarms_when_the_live_index_cannot_answer(tmp_path: Path) -> None:
+    store, data = small_store(tmp_path / "s")
+    for files in (tmp_path / "s" / "t.lance" / "_indices").iterdir():
+        shutil.rmtree(files)
+    np.save(tmp_path / "p.npy", data.queries)
+    out = CliRunner().invoke(app, ["monitor", "--store", store.uri, "--probes",
+                                   str(tmp_path / "p.npy"), "--floor", "0", "--no-history"])
+    assert out.exit_code == 1, out.output
+    alarms = [line for line in out.stdout.splitlines() if line.startswith("ALARM: ")]
+    assert alarms[0].startswith("ALARM: the vector index cannot be read: its files are damaged "
+                                "or missing (Failed to get index statistics for index vector_idx")
+    assert alarms[1].startswith(f"ALARM: the live search fails (40 of 40 probes): {store.uri}: "
+                                "search failed: lance error: ")
+    assert "index.idx" in alarms[1] and ".rs:" not in out.stdout and "Traceback" not in out.output
+
+
+@pytest.mark.parametrize("compaction", ["fold", "optimize"])
+def test_index_age_is_the_time_it_was_trained(tmp_path: Path, compaction: str) -> None:
+    store, data = small_store(tmp_path / "s")
+    lx = LanceIndex(store)
+    trained = lx.state()
+    assert trained is not None and trained.trained_at is not None
+    store.upsert([Chunk(id=f"new{i}", text="") for i in range(40)], data.queries)
+    if compaction == "fold":  # what recallwatch's drift story runs: LanceDB's optimize_indices
+        lx.fold_new_rows()
+    else:  # LanceDB's own optimize: compaction and index folding
+        store._table().optimize()  # type: ignore[union-attr]
+    folded = lx.state()
+    assert folded is not None and folded.uuids != trained.uuids  # the segments were rewritten
+    assert folded.created_at is not None and folded.created_at > trained.trained_at
+    assert folded.trained_version == trained.trained_version
+    build = index_build(store)
+    assert build is not None and build["built_at"] == trained.trained_at.isoformat()
+    report = run_monitor(store, ProbeSet("p", "1", vectors=data.queries), floor=0.0,
+                         now=trained.trained_at + timedelta(hours=2))
+    assert report.index_age_seconds == 7200.0
 
 
 def test_rows_written_between_build_and_switch_stay_searchable(tmp_path: Path) -> None:

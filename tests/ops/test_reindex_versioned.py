@@ -158,6 +158,7 @@ def test_reindex_switches_atomically_and_rollback_restores(adapter: Adapter) -> 
     done = rollback(store)
     assert done["version"] == v1
     assert store.production_version() == v1 == store.current_version()
+    assert [v.version for v in store.versions() if v.production] == [v1]  # listed as production
     assert store.content_hashes() == hashes
     assert [h.ids for h in store.search(queries, K)] == before_ids  # the old index serves again
     last = store.get_meta(INDEX_BUILDS_META_KEY)[-1]
@@ -194,7 +195,7 @@ def test_failed_verification_switches_nothing(adapter: Adapter) -> None:
 def test_refusals_name_what_to_do(tmp_path: Path) -> None:
     from recallwatch.stores import open_store
 
-    store = open_store(f"faiss://{tmp_path}/idx")
+    store = open_store(f"faiss://{tmp_path}/idx", create=True)
     chunks, vectors, queries = clustered(300)
     store.upsert(chunks, vectors)
     probes = ProbeSet("p", "1", vectors=queries)
@@ -211,7 +212,7 @@ def test_refusals_name_what_to_do(tmp_path: Path) -> None:
 def test_rollback_refuses_when_production_moved_since(tmp_path: Path) -> None:
     from recallwatch.stores import open_store
 
-    store = open_store(f"hnswlib://{tmp_path}/idx")
+    store = open_store(f"hnswlib://{tmp_path}/idx", create=True)
     chunks, vectors, queries = clustered(300)
     store.upsert(chunks, vectors)
     store.promote(store.current_version())
@@ -227,7 +228,7 @@ def test_rollback_refuses_when_production_moved_since(tmp_path: Path) -> None:
 def test_a_copy_with_other_content_is_not_switched(tmp_path: Path) -> None:
     from recallwatch.stores import open_store
 
-    store = open_store(f"faiss://{tmp_path}/idx")
+    store = open_store(f"faiss://{tmp_path}/idx", create=True)
     assert isinstance(store, VersionedStore)
     chunks, vectors, _ = clustered(300)
     store.upsert(chunks, vectors)
@@ -247,7 +248,7 @@ def test_a_copy_with_other_content_is_not_switched(tmp_path: Path) -> None:
 def test_a_reindexed_version_inherits_the_gate_verdict(tmp_path: Path) -> None:
     from recallwatch.stores import open_store
 
-    store = open_store(f"faiss://{tmp_path}/idx")
+    store = open_store(f"faiss://{tmp_path}/idx", create=True)
     chunks, vectors, queries = clustered(300)
     store.upsert(chunks, vectors)
     v1 = store.current_version()
@@ -286,7 +287,7 @@ def test_cli_reindex_and_rollback_on_index_files(tmp_path: Path) -> None:
     from recallwatch.stores import open_store
 
     uri = f"hnswlib://{tmp_path}/idx"
-    store = open_store(uri)
+    store = open_store(uri, create=True)
     chunks, vectors, queries = clustered(300)
     store.upsert(chunks, vectors)
     store.promote(store.current_version())
@@ -321,7 +322,7 @@ def test_pgvector_view_readers_and_index_parameters(
     from recallwatch.stores import open_store
 
     weak_uri = postgres_server.uri("viewkb", "index=ivfflat&lists=200&probes=1")
-    store = open_store(weak_uri)
+    store = open_store(weak_uri, create=True)
     assert isinstance(store, VersionedStore)
     chunks, vectors, queries = clustered()
     store.upsert(chunks, vectors)

@@ -17,6 +17,7 @@ import pytest
 
 from recallwatch.errors import InputError, StoreError, UsageError
 from recallwatch.stores import open_store
+from recallwatch.stores._uri import redact
 from recallwatch.stores.base import Chunk, VectorStore
 
 DIM = 16
@@ -29,10 +30,15 @@ class Adapter:
     name: str
     uri: Callable[[str], str]  # collection/table name -> store URI
     restart: Callable[[], None] = field(default=lambda: None)  # restart the server, if any
+    # what exists where the stores live (files, or the database's tables), to prove a read
+    # creates nothing
+    footprint: Callable[[], set[str]] = field(default=set)
+    name_of: Callable[[str], str] = field(default=lambda t: t)  # the name the engine shows
     opened: list[VectorStore] = field(default_factory=list)
 
-    def open(self, table: str = "kb") -> VectorStore:
-        store = open_store(self.uri(table))
+    def open(self, table: str = "kb", *, create: bool = True) -> VectorStore:
+        """A store to write (created when missing), or with ``create=False`` one to read."""
+        store = open_store(self.uri(table), create=create)
         self.opened.append(store)
         return store
 
@@ -249,7 +255,7 @@ def check_reopen_after_restart(adapter: Adapter) -> None:
     store.close()
     adapter.opened.remove(store)
     adapter.restart()
-    again = adapter.open("persist")
+    again = adapter.open("persist", create=False)  # reading what was written
     assert again.uri == uri
     assert again.count() == N
     assert again.production_version() == version == again.current_version()
@@ -271,6 +277,55 @@ def check_bad_input(adapter: Adapter) -> None:
     with pytest.raises(UsageError, match="positive integer"):
         store.search(vectors[:1], 0)
     assert store.count() == N  # nothing half-written
+
+
+def _close(adapter: Adapter, store: VectorStore) -> None:
+    # Qdrant's local mode admits one client per directory at a time
+    store.close()
+    adapter.opened.remove(store)
+
+
+def check_reading_never_creates(adapter: Adapter) -> None:
+    # nothing there at all: the error names the store, and nothing is created by looking
+    before = adapter.footprint()
+    with pytest.raises(StoreError) as nothing:
+        adapter.open("absent", create=False)
+    assert str(nothing.value).startswith(f"{redact(adapter.uri('absent'))}: no ")
+    assert adapter.footprint() == before
+    # a store beside it: a misspelt name lists what exists and suggests the closest
+    store, _, _ = _loaded(adapter, "chunks")
+    _close(adapter, store)
+    before = adapter.footprint()
+    with pytest.raises(StoreError) as typo:
+        adapter.open("chunk", create=False)
+    message = str(typo.value)
+    assert message.startswith(f"{redact(adapter.uri('chunk'))}: no ")
+    assert f"(did you mean {adapter.name_of('chunks')!r}?)" in message
+    assert adapter.footprint() == before
+    # the store that exists opens to read; a store opened to write is created
+    again = adapter.open("chunks", create=False)
+    assert again.count() == N
+    _close(adapter, again)
+    fresh = adapter.open("fresh")
+    fresh.upsert(*corpus(3))
+    _close(adapter, fresh)
+    assert adapter.open("fresh", create=False).count() == 3
+
+
+def check_k_deeper_than_the_store(adapter: Adapter) -> None:
+    # asking for more results than exist returns what exists; no depth reaches the engine raw
+    store, chunks, vectors = _loaded(adapter)
+    legal = sum(c.domain == "legal" for c in chunks)
+    for k in (N + 1, 3_000_000_000, 10**11):
+        for hits in store.search(vectors[:3], k, exact=True):
+            assert len(hits.ids) == N
+        for hits in store.search(vectors[:3], k):
+            assert 0 < len(hits.ids) == len(set(hits.ids)) <= N
+        for hits in store.search(vectors[:2], k, filter={"domain": "legal"}, exact=True):
+            assert len(hits.ids) == legal
+    _close(adapter, store)
+    empty = adapter.open("empty")
+    assert [h.ids for h in empty.search(vectors[:2], 3_000_000_000)] == [[], []]
 
 
 CHECKS: dict[str, Callable[[Adapter], None]] = {

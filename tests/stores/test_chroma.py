@@ -17,7 +17,7 @@ from recallwatch.stores.chroma import ChromaStore
 
 def test_exact_comes_from_exported_vectors(tmp_path: Path) -> None:
     assert ChromaStore.native_exact is False
-    store = ChromaStore(f"chroma://{tmp_path}/c?collection=kb")
+    store = ChromaStore(f"chroma://{tmp_path}/c?collection=kb", create=True)
     chunks, vectors = corpus(300)
     store.upsert(chunks, vectors)
     q = np.random.default_rng(6).normal(size=(10, vectors.shape[1])).astype(np.float32)
@@ -28,7 +28,7 @@ def test_exact_comes_from_exported_vectors(tmp_path: Path) -> None:
 
 
 def test_production_is_a_pointer_not_a_collection(tmp_path: Path) -> None:
-    store = ChromaStore(f"chroma://{tmp_path}/c?collection=kb")
+    store = ChromaStore(f"chroma://{tmp_path}/c?collection=kb", create=True)
     chunks, vectors = corpus(20)
     store.upsert(chunks[:10], vectors[:10])
     store.promote(store.current_version())

@@ -41,6 +41,28 @@ def _drop_chroma_clients() -> None:
     SharedSystemClient.clear_system_cache()
 
 
+def _files(root: Path) -> Callable[[], set[str]]:
+    """Every path under ``root``: what an embedded engine has created there."""
+    return lambda: {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+def _pg_relations(server: PostgresServer) -> Callable[[], set[str]]:
+    """Every table, view, index and extension of the test database."""
+    import psycopg
+
+    from .conftest import PG_PASSWORD
+
+    def footprint() -> set[str]:
+        with psycopg.connect(host="127.0.0.1", port=server.port, user="postgres",
+                             dbname="postgres", password=PG_PASSWORD) as conn:
+            rows = conn.execute("SELECT relname FROM pg_class WHERE relnamespace ="
+                                " 'public'::regnamespace UNION SELECT 'extension ' || extname"
+                                " FROM pg_extension").fetchall()
+        return {str(r[0]) for r in rows}
+
+    return footprint
+
+
 def _need(module: str) -> None:
     if importlib.util.find_spec(module) is None:
         pytest.skip(f"{module} is not installed (or, for lancedb, the adapter has not landed)")
@@ -51,12 +73,16 @@ def adapter(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Adapter]
     name: str = request.param
     _need(_NEEDS[name])
     restart: Callable[[], None] = lambda: None  # noqa: E731 - embedded engines: reopen is the restart
+    footprint = _files(tmp_path)
+    name_of: Callable[[str], str] = lambda t: t  # noqa: E731
     if name == "pgvector":
         server: PostgresServer = request.getfixturevalue("postgres_server")
         request.getfixturevalue("pg_env")
         prefix = f"t{next(_tables)}"
         uri: Callable[[str], str] = lambda t: server.uri(f"{prefix}_{t}")  # noqa: E731
+        name_of = lambda t: f"{prefix}_{t}"  # noqa: E731
         restart = server.restart
+        footprint = _pg_relations(server)
     elif name == "qdrant-local":
         uri = lambda t: f"qdrant+local://{tmp_path}/qdrant/{t}"  # noqa: E731
     elif name == "milvus-lite":
@@ -71,7 +97,7 @@ def adapter(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Adapter]
         uri = lambda t: f"{name}://{tmp_path}/{t}"  # noqa: E731
     else:
         uri = lambda t: f"lancedb://{tmp_path}/lance?table={t}"  # noqa: E731
-    handle = Adapter(name, uri, restart)
+    handle = Adapter(name, uri, restart, footprint, name_of)
     yield handle
     for store in handle.opened:
         store.close()

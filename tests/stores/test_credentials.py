@@ -39,7 +39,7 @@ def _assert_no_secret(text: str, secret: str = PG_PASSWORD) -> None:
 def test_password_from_pgpassword(postgres_server: PostgresServer, monkeypatch: pytest.MonkeyPatch,
                                   everything_logged: pytest.LogCaptureFixture) -> None:
     monkeypatch.setenv("PGPASSWORD", PG_PASSWORD)
-    store = open_store(postgres_server.uri("cred_env"))
+    store = open_store(postgres_server.uri("cred_env"), create=True)
     store.set_meta("k", 1)
     assert store.get_meta("k") == 1
     _assert_no_secret(store.uri)
@@ -51,7 +51,7 @@ def test_password_from_pgpassword(postgres_server: PostgresServer, monkeypatch: 
 def test_password_from_named_variable(postgres_server: PostgresServer,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MY_PG_SECRET", PG_PASSWORD)
-    store = open_store(postgres_server.uri("cred_var", "password_env=MY_PG_SECRET"))
+    store = open_store(postgres_server.uri("cred_var", "password_env=MY_PG_SECRET"), create=True)
     assert store.count() == 0
     assert store.uri.endswith("password_env=MY_PG_SECRET")  # the name is shown, not the value
     store.close()
@@ -67,7 +67,7 @@ def test_password_from_credentials_file(postgres_server: PostgresServer, tmp_pat
         f'["postgresql://postgres@127.0.0.1:{postgres_server.port}"]\npassword = "{PG_PASSWORD}"\n'
     )
     monkeypatch.setenv("RECALLWATCH_CREDENTIALS", str(creds))
-    store = open_store(postgres_server.uri("cred_file"))
+    store = open_store(postgres_server.uri("cred_file"), create=True)
     assert store.count() == 0
     store.close()
 
@@ -76,7 +76,7 @@ def test_inline_password_works_but_is_never_shown(
     postgres_server: PostgresServer, everything_logged: pytest.LogCaptureFixture,
 ) -> None:
     uri = postgres_server.uri("cred_inline").replace("postgres@", f"postgres:{PG_PASSWORD}@")
-    store = open_store(uri)
+    store = open_store(uri, create=True)
     assert ":***@" in store.uri
     _assert_no_secret(store.uri)
     for version in store.versions():

@@ -22,7 +22,7 @@ def engine(request: pytest.FixtureRequest) -> str:
 
 
 def test_layout_is_sidecar_plus_graph_per_version(engine: str, tmp_path: Path) -> None:
-    store = open_store(f"{engine}://{tmp_path}/ix")
+    store = open_store(f"{engine}://{tmp_path}/ix", create=True)
     chunks, vectors = corpus(40)
     store.upsert(chunks[:20], vectors[:20])
     store.promote("1")
@@ -35,7 +35,7 @@ def test_layout_is_sidecar_plus_graph_per_version(engine: str, tmp_path: Path) -
 
 
 def test_missing_graph_is_rebuilt_from_the_sidecar(engine: str, tmp_path: Path) -> None:
-    store = open_store(f"{engine}://{tmp_path}/ix")
+    store = open_store(f"{engine}://{tmp_path}/ix", create=True)
     chunks, vectors = corpus(200)
     store.upsert(chunks, vectors)
     q = np.random.default_rng(3).normal(size=(5, vectors.shape[1])).astype(np.float32)
@@ -51,7 +51,7 @@ def test_missing_graph_is_rebuilt_from_the_sidecar(engine: str, tmp_path: Path) 
 
 
 def test_corrupt_sidecar_is_a_store_error(engine: str, tmp_path: Path) -> None:
-    store = open_store(f"{engine}://{tmp_path}/ix")
+    store = open_store(f"{engine}://{tmp_path}/ix", create=True)
     chunks, vectors = corpus(10)
     store.upsert(chunks, vectors)
     store.close()

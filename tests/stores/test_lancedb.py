@@ -4,13 +4,16 @@ agreement with exact search, exact rescoring, tags, persistence, the metadata fi
 from __future__ import annotations
 
 import json
+import re
 import threading
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
+from recallwatch.cli import app
 from recallwatch.errors import StoreError, UsageError
 from recallwatch.stores import open_store
 from recallwatch.stores.base import Chunk, VectorStore
@@ -30,12 +33,12 @@ def _clustered(n: int, dim: int = 32, seed: int = 3) -> tuple[list[Chunk], np.nd
 
 
 def test_uri_options(tmp_path: Path) -> None:
-    store = open_store(f"lancedb://{tmp_path}/kb")
+    store = open_store(f"lancedb://{tmp_path}/kb", create=True)
     assert isinstance(store, LanceStore) and isinstance(store, VectorStore)
     assert store.table_name == "chunks" and store.index_threshold == 50_000
     assert store.uri == f"lancedb://{tmp_path}/kb"
     tuned = open_store(f"lancedb://{tmp_path}/kb?table=t2&index_threshold=10&index_type=IVF_PQ"
-                       "&nprobes=4&ef=64")
+                       "&nprobes=4&ef=64", create=True)
     assert isinstance(tuned, LanceStore)
     assert (tuned.table_name, tuned.index_threshold, tuned.index_type, tuned.nprobes, tuned.ef) \
         == ("t2", 10, "IVF_PQ", 4, 64)
@@ -49,8 +52,65 @@ def test_uri_options(tmp_path: Path) -> None:
         open_store("lancedb://")
 
 
+def test_gate_on_a_wrong_path_or_table_is_its_own_error_and_creates_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    LanceStore(tmp_path / "kb", create=True).upsert(*corpus(5))
+    golden = tmp_path / "golden.json"
+    golden.write_text(json.dumps({"name": "g", "queries": [
+        {"id": "q1", "text": "vacaciones", "expected": ["c0001"]}]}))
+    monkeypatch.chdir(tmp_path)
+    before = sorted(tmp_path.rglob("*"))
+
+    def gate(uri: str) -> tuple[int, str]:
+        out = CliRunner().invoke(app, ["gate", str(golden), "--store", uri, "--no-history"])
+        assert "Traceback" not in out.output
+        return out.exit_code, out.stderr
+
+    assert gate("lancedb://kbx?table=chunks") == (
+        2, "Error: lancedb://kbx?table=chunks: no LanceDB store at kbx (did you mean 'kb'?)\n")
+    assert gate("lancedb://kb?table=chunk") == (
+        2, "Error: lancedb://kb?table=chunk: no table 'chunk' (did you mean 'chunks'?); tables "
+           "present: chunks\n")
+    # user:password@ would have been a directory named after them
+    assert gate("lancedb://rw:s3cret@kbx?table=chunks") == (
+        2, "Error: store URI 'lancedb://rw:***@kbx?table=chunks': a lancedb:// store is a local "
+           "path and takes no user name or password (write lancedb://./PATH for a relative path "
+           "containing '@')\n")
+    assert sorted(tmp_path.rglob("*")) == before  # nothing created by reading
+
+
+def test_lancedb_errors_are_one_store_error_line(tmp_path: Path) -> None:
+    chunks, vectors = corpus(20)
+    LanceStore(tmp_path / "kb", create=True).upsert(chunks, vectors)
+    for data in (tmp_path / "kb" / "chunks.lance" / "data").iterdir():
+        data.unlink()  # a damaged table: LanceDB raises its own errors
+    uri = f"lancedb://{tmp_path}/kb"
+    store = open_store(uri)
+    with pytest.raises(StoreError) as search:
+        store.search(vectors[:1], 5)
+    assert re.fullmatch(rf"{re.escape(uri)}: search failed: lance error: Not found: \S+\.lance",
+                        str(search.value))  # one line, without LanceDB's Rust source locations
+    with pytest.raises(StoreError, match=rf"^{re.escape(uri)}: get failed: .*Not found: "):
+        store.get([chunks[0].id])
+    np.save(tmp_path / "p.npy", vectors[:3])
+    out = CliRunner().invoke(app, ["monitor", "--store", uri, "--probes", str(tmp_path / "p.npy"),
+                                   "--no-history"])
+    assert out.exit_code == 2, out.output
+    assert out.stderr.startswith(f"Error: {uri}: search failed: lance error: Not found: ")
+    assert out.stderr.count("\n") == 1 and "Traceback" not in out.output
+
+
+def test_bad_ann_parameters_are_refused_before_lancedb_sees_them(tmp_path: Path) -> None:
+    LanceStore(tmp_path / "kb", create=True).upsert(*corpus(5))
+    with pytest.raises(UsageError, match=r"nprobes must be at least 1, found 0$"):
+        open_store(f"lancedb://{tmp_path}/kb?nprobes=0")
+    with pytest.raises(UsageError, match="refine_factor must be at least 1, found -2"):
+        LanceStore(tmp_path / "kb", refine_factor=-2)
+
+
 def test_empty_store_answers_without_a_table(tmp_path: Path) -> None:
-    store = LanceStore(tmp_path / "kb")
+    store = LanceStore(tmp_path / "kb", create=True)
     assert store.count() == 0 and store.versions() == [] and store.current_version() == "0"
     assert store.production_version() is None and store.chunks() == [] and store.get(["x"]) == {}
     hits = store.search(np.ones((2, 8), dtype=np.float32), 5)
@@ -62,7 +122,7 @@ def test_empty_store_answers_without_a_table(tmp_path: Path) -> None:
 def test_ann_index_agrees_with_exact_search(tmp_path: Path, index_type: str) -> None:
     chunks, vectors = _clustered(1200)
     store = open_store(f"lancedb://{tmp_path}/kb?index_threshold=1000&index_type={index_type}"
-                       "&nprobes=64&ef=200")
+                       "&nprobes=64&ef=200", create=True)
     assert isinstance(store, LanceStore)
     store.upsert(chunks[:600], vectors[:600])
     assert not store.has_index()  # below the threshold: flat search only
@@ -80,7 +140,7 @@ def test_ann_index_agrees_with_exact_search(tmp_path: Path, index_type: str) -> 
 
 def test_index_is_rebuilt_when_much_data_is_unindexed(tmp_path: Path) -> None:
     chunks, vectors = _clustered(700)
-    store = LanceStore(tmp_path / "kb", index_threshold=300)
+    store = LanceStore(tmp_path / "kb", index_threshold=300, create=True)
     store.upsert(chunks[:300], vectors[:300])
     assert store.has_index()
     store.upsert(chunks[300:340], vectors[300:340])  # 40 of 340 unindexed (12 %): kept
@@ -95,7 +155,7 @@ def test_index_is_rebuilt_when_much_data_is_unindexed(tmp_path: Path) -> None:
 
 def test_scores_are_exact_cosine_and_agree_with_score_of_exactly(tmp_path: Path) -> None:
     chunks, vectors = corpus(60)
-    store = LanceStore(tmp_path / "kb")
+    store = LanceStore(tmp_path / "kb", create=True)
     store.upsert(chunks, vectors)
     q = np.random.default_rng(1).normal(size=(3, vectors.shape[1])).astype(np.float32)
     for row, hits in zip(q, store.search(q, 60, exact=True), strict=True):
@@ -107,7 +167,7 @@ def test_scores_are_exact_cosine_and_agree_with_score_of_exactly(tmp_path: Path)
 
 
 def test_ties_rank_by_id_and_filters_quote_values(tmp_path: Path) -> None:
-    store = LanceStore(tmp_path / "kb")
+    store = LanceStore(tmp_path / "kb", create=True)
     same = np.tile(np.array([[1.0, 0.0, 0.0]], dtype=np.float32), (4, 1))
     chunks = [Chunk(id=i, text=i, domain=d) for i, d in
               [("b", "o'brien"), ("a", "o'brien"), ("d", "x"), ("c", "o'brien")]]
@@ -121,7 +181,7 @@ def test_ties_rank_by_id_and_filters_quote_values(tmp_path: Path) -> None:
 
 def test_versions_tags_and_read_only_views(tmp_path: Path) -> None:
     chunks, vectors = corpus(30)
-    store = LanceStore(tmp_path / "kb")
+    store = LanceStore(tmp_path / "kb", create=True)
     store.upsert(chunks[:20], vectors[:20])
     v1 = store.current_version()
     store.upsert([replace(chunks[0], text="cambiado", content_hash="new")], vectors[:1])
@@ -149,7 +209,7 @@ def test_versions_tags_and_read_only_views(tmp_path: Path) -> None:
 
 def test_persistence_across_processes_and_meta_file(tmp_path: Path) -> None:
     chunks, vectors = corpus(10)
-    first = LanceStore(tmp_path / "kb", table="t")
+    first = LanceStore(tmp_path / "kb", table="t", create=True)
     first.upsert(chunks, vectors)
     first.set_meta("report", {"ok": True, "ñ": [1, 2]})
     first.close()
@@ -170,7 +230,7 @@ def test_persistence_across_processes_and_meta_file(tmp_path: Path) -> None:
 
 
 def test_concurrent_meta_writers_lose_nothing(tmp_path: Path) -> None:
-    stores = [LanceStore(tmp_path / "kb") for _ in range(4)]
+    stores = [LanceStore(tmp_path / "kb", create=True) for _ in range(4)]
 
     def write(n: int) -> None:
         for i in range(15):

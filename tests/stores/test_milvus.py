@@ -23,7 +23,7 @@ def db(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 
 def test_alias_follows_production(db: Path) -> None:
-    store = MilvusStore(f"milvus://{db}?collection=kb")
+    store = MilvusStore(f"milvus://{db}?collection=kb", create=True)
     chunks, vectors = corpus(30)
     store.upsert(chunks[:10], vectors[:10])
     store.promote(store.current_version())

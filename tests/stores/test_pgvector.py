@@ -30,7 +30,7 @@ def _close_stores() -> Iterator[None]:
 
 
 def _store(server: PostgresServer, query: str = "") -> PgVectorStore:
-    store = PgVectorStore(server.uri(f"pg{next(_names)}", query))
+    store = PgVectorStore(server.uri(f"pg{next(_names)}", query), create=True)
     _open.append(store)
     return store
 

@@ -21,7 +21,7 @@ from recallwatch.stores.qdrant import QdrantStore
 
 
 def test_alias_follows_production(tmp_path: Path) -> None:
-    store = QdrantStore(f"qdrant+local://{tmp_path}/q/kb")
+    store = QdrantStore(f"qdrant+local://{tmp_path}/q/kb", create=True)
     chunks, vectors = corpus(30)
     store.upsert(chunks[:10], vectors[:10])
     store.promote(store.current_version())
@@ -42,7 +42,7 @@ def test_alias_follows_production(tmp_path: Path) -> None:
 @pytest.mark.filterwarnings("ignore:unclosed file:ResourceWarning")
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_local_storage_admits_one_client(tmp_path: Path) -> None:
-    first = open_store(f"qdrant+local://{tmp_path}/q/kb")
+    first = open_store(f"qdrant+local://{tmp_path}/q/kb", create=True)
     with pytest.raises(StoreError, match="cannot open Qdrant"):
         open_store(f"qdrant+local://{tmp_path}/q/kb")
     first.close()
@@ -59,12 +59,12 @@ def test_unreachable_server_is_a_store_error_without_the_key(
         port = sock.getsockname()[1]
     monkeypatch.setenv("QDRANT_API_KEY", "qdrant-Key-123")
     with pytest.raises(StoreError, match="cannot reach Qdrant") as err:
-        open_store(f"qdrant://127.0.0.1:{port}/kb")
+        open_store(f"qdrant://127.0.0.1:{port}/kb", create=True)
     assert "qdrant-Key-123" not in str(err.value)
 
 
 def test_local_mode_search_is_exact_either_way(tmp_path: Path) -> None:
-    store = QdrantStore(f"qdrant+local://{tmp_path}/q/kb")
+    store = QdrantStore(f"qdrant+local://{tmp_path}/q/kb", create=True)
     chunks, vectors = corpus(200)
     store.upsert(chunks, vectors)
     q = np.random.default_rng(5).normal(size=(5, vectors.shape[1])).astype(np.float32)

@@ -38,7 +38,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> VectorStore:
         json.dumps({"id": i, "text": t, "domain": "rrhh",
                     "label": "SINTESIS_CURADA" if i == "vac_gold" else "NORMA"}) + "\n"
         for i, t in TEXTS.items()), encoding="utf-8")
-    s = open_store(f"lancedb://{path / 'db'}?table=chunks")
+    s = open_store(f"lancedb://{path / 'db'}?table=chunks", create=True)
     ingest(corpus, s, get_embedder(), embedder_spec="use-multilingual")
     return s
 
