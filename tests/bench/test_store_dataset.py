@@ -14,10 +14,10 @@ from recallwatch.stores.base import Chunk
 from recallwatch.stores.lancedb import LanceStore
 
 
-def _store(path: Path, n: int, *, index: str = "") -> str:
-    """n clustered vectors, deliberately not normalised (the stores rank by cosine)."""
+def _store(path: Path, n: int, *, index: str = "", clustered: bool = True) -> str:
+    """n vectors, clustered or not, deliberately not normalised (the stores rank by cosine)."""
     rng = np.random.default_rng(3)
-    centres = rng.normal(size=(30, 16)) * 3
+    centres = rng.normal(size=(30, 16)) * (3 if clustered else 0)
     vectors = (centres[rng.integers(0, 30, n)] + rng.normal(size=(n, 16))) * rng.uniform(
         0.5, 2.0, size=(n, 1))
     uri = f"lancedb://{path}?table=t{index}"
@@ -61,7 +61,8 @@ def test_exact_search_of_the_store_on_its_own_sampled_queries_has_recall_one(
 
 def test_nprobes_of_an_ivf_pq_store_reaches_lancedb(tmp_path: Path) -> None:
     params = "&index_type=IVF_PQ&index_threshold=1000&refine_factor=1"
-    uri = _store(tmp_path / "kb", 4000, index=params)
+    # no clusters: a query's neighbours spread over many IVF lists, so probing one must miss some
+    uri = _store(tmp_path / "kb", 4000, index=params, clustered=False)
     store = LanceStore.open(uri)
     assert store.has_index()
     lists = store.index_parameters(4000, 16)["num_partitions"]
