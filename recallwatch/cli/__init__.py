@@ -64,7 +64,11 @@ _COMMAND_MODULES = [
     "ingest_cmd",
     "history_cmd",
     "bench_cmd",
-    "ops_cmd",
+    "monitor_cmd",
+    "reindex_cmd",
+    "promote_cmd",
+    "calibrate_cmd",
+    "groups_cmd",
     "serve_cmd",
 ]
 
