@@ -4,20 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
-from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from recallwatch.history import History
     from recallwatch.stores.base import VectorStore
-
-DEFAULT_HISTORY = Path(".recallwatch/history.db")
-
-
-class TableJson(str, Enum):
-    table = "table"
-    json = "json"
 
 
 def emit(text: str) -> None:

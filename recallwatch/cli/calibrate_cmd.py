@@ -8,19 +8,26 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from recallwatch.cli._common import TableJson, emit, emit_json, open_store
+from recallwatch.cli._common import emit, emit_json, open_store
+from recallwatch.cli._options import (
+    EmbedderSpec,
+    GoldenArg,
+    NoiseFormat,
+    NoiseFormatOption,
+    PolicyFile,
+    ResultsFile,
+    StoreURI,
+    StoreURIOrNone,
+    TableJson,
+    TableJsonFormat,
+)
 
 if TYPE_CHECKING:
     from recallwatch.suite.model import GateResult
-
-
-class NoiseFormat(str, Enum):
-    yaml = "yaml"
-    json = "json"
 
 
 class NegativesChoice(str, Enum):
@@ -30,31 +37,30 @@ class NegativesChoice(str, Enum):
 
 
 def calibrate_threshold(
-    golden: Path = typer.Argument(..., help="Golden set: the answerable queries and the chunks "
-                                  "that answer them."),
-    store: str = typer.Option(..., "--store", help="Store URI."),
-    negatives: NegativesChoice | None = typer.Option(
-        None, "--negatives", help="Unanswerable queries to calibrate against. in-domain: each "
-        "golden query searched with its expected chunks removed, so its answer is absent (the "
-        "hard case); off-domain: questions about other subjects (--unanswerable, or a shipped "
-        "list), easy to reject; both. Default: in-domain, or both with --unanswerable."),
-    unanswerable: Path | None = typer.Option(None, "--unanswerable", help="Off-domain "
-                                             "unanswerable queries (.txt or .jsonl); default: "
-                                             "the shipped list of queries from unrelated "
-                                             "domains."),
-    target_precision: float | None = typer.Option(None, "--target-precision", help="Lowest "
-                                                  "threshold reaching this precision."),
-    target_coverage: float | None = typer.Option(None, "--target-coverage", help="Highest "
-                                                 "threshold keeping this coverage."),
-    embedder: str | None = typer.Option(None, "--embedder", help="Embedder spec (default: the "
-                                        "one recorded in the store at ingestion)."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Do not store the threshold."),
-    fmt: TableJson = typer.Option(TableJson.table, "--format", help="Output on stdout."),
+    golden: GoldenArg,
+    store: StoreURI,
+    negatives: Annotated[NegativesChoice | None, typer.Option(
+        "--negatives", help="Unanswerable queries to calibrate against. in-domain: each golden "
+        "query searched with its expected chunks removed, so its answer is absent (the hard "
+        "case); off-domain: questions about other subjects (--unanswerable, or a shipped list), "
+        "easy to reject; both. Default: in-domain, or both with --unanswerable.")] = None,
+    unanswerable: Annotated[Path | None, typer.Option(
+        "--unanswerable", help="Off-domain unanswerable queries (.txt or .jsonl); default: the "
+        "shipped list of queries from unrelated domains.")] = None,
+    target_precision: Annotated[float | None, typer.Option(
+        "--target-precision", help="Lowest threshold reaching this precision.")] = None,
+    target_coverage: Annotated[float | None, typer.Option(
+        "--target-coverage", help="Highest threshold keeping this coverage.")] = None,
+    embedder: EmbedderSpec = None,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Do not store the threshold.")] = False,
+    fmt: TableJsonFormat = TableJson.table,
 ) -> None:
     """The no-result threshold: results scoring below it are dropped, and a query left with
-    nothing gets "no result". Prints precision (share of answers that hold an expected chunk)
-    and coverage (share of answerable queries answered) at each threshold, and the chosen point,
-    stored in the store's metadata under the embedder's fingerprint."""
+    nothing gets "no result". The golden set's queries are the answerable ones. Prints
+    precision (share of answers that hold an expected chunk) and coverage (share of answerable
+    queries answered) at each threshold, and the chosen point, stored in the store's metadata
+    under the embedder's fingerprint."""
     from recallwatch.embedders import embedder_from_spec
     from recallwatch.embedders.base import SPEC_META_KEY
     from recallwatch.errors import UsageError
@@ -113,13 +119,13 @@ def _gate_result(golden: Path, store: str | None, results: Path | None,
 
 
 def calibrate_noise(
-    golden: Path = typer.Argument(..., help="Golden set."),
-    store: str | None = typer.Option(None, "--store", help="Store URI."),
-    results: Path | None = typer.Option(None, "--results", help="Results file, instead of "
-                                        "--store."),
-    policy: Path | None = typer.Option(None, "--policy", help="Policy file (YAML)."),
-    margin: int = typer.Option(1, "--margin", help="Chunks of noise allowed above the baseline."),
-    fmt: NoiseFormat = typer.Option(NoiseFormat.yaml, "--format", help="Output on stdout."),
+    golden: GoldenArg,
+    store: StoreURIOrNone = None,
+    results: ResultsFile = None,
+    policy: PolicyFile = None,
+    margin: Annotated[int, typer.Option(
+        "--margin", help="Chunks of noise allowed above the baseline.")] = 1,
+    fmt: NoiseFormatOption = NoiseFormat.yaml,
 ) -> None:
     """From a full gate run: the noise of the healthy queries per domain and a suggested
     ceiling, as a policy YAML snippet."""

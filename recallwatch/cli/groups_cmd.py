@@ -7,31 +7,40 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from recallwatch.cli._common import DEFAULT_HISTORY, TableJson, emit, emit_json, existing_history
+from recallwatch.cli._common import emit, emit_json, existing_history
+from recallwatch.cli._options import (
+    DEFAULT_HISTORY,
+    GoldenOption,
+    HistoryPath,
+    PolicyFile,
+    TableJson,
+    TableJsonFormat,
+)
 
 if TYPE_CHECKING:
     from recallwatch.suite.model import GateResult
 
 
 def groups(
-    run: str = typer.Argument(..., help="A run id (or latest, accepted…) from the history, or "
-                              "a gate report JSON file."),
-    by: str = typer.Option(..., "--by", help="Golden field: domain, tags, language, source…"),
-    metric: str = typer.Option("quality", "--metric", help="quality, recall, precision, rr, "
-                               "ndcg, noise or passed."),
-    golden: Path | None = typer.Option(None, "--golden", help="Golden set (for fields other "
-                                       "than domain and tags)."),
-    policy: Path | None = typer.Option(None, "--policy", help="Flag groups below the policy's "
-                                       "min_group_quality."),
-    history: Path = typer.Option(DEFAULT_HISTORY, "--history", help="Run history (SQLite)."),
-    fmt: TableJson = typer.Option(TableJson.table, "--format", help="Output on stdout."),
+    run: Annotated[str, typer.Argument(
+        help="A run id (or latest, accepted…) from the history, or a gate report JSON file.")],
+    by: Annotated[str, typer.Option(
+        "--by", help="Golden field: domain, tags, language, source…")],
+    metric: Annotated[str, typer.Option(
+        "--metric", help="Per-query value compared across groups: quality, recall, precision, "
+        "rr, ndcg, noise or passed.")] = "quality",
+    golden: GoldenOption = None,
+    policy: PolicyFile = None,
+    history: HistoryPath = DEFAULT_HISTORY,
+    fmt: TableJsonFormat = TableJson.table,
 ) -> None:
     """A metric of a gate run by group, with each group's gap to the overall mean and a
-    bootstrap 95 % interval of the gap."""
+    bootstrap 95 % interval of the gap. Fields other than domain and tags are read from
+    --golden; with --policy, groups below its min_group_quality are flagged."""
     from recallwatch.formats.golden import load_golden
     from recallwatch.formats.policy import load_policy
     from recallwatch.ops.groups import group_gaps

@@ -6,12 +6,20 @@ run, unreadable history…).
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from recallwatch.cli._common import DEFAULT_HISTORY, TableJson, emit, emit_json, existing_history
+from recallwatch.cli._common import emit, emit_json, existing_history
+from recallwatch.cli._options import (
+    DEFAULT_HISTORY,
+    BoundedAlpha,
+    DatasetName,
+    HistoryPath,
+    StoreURIOrNone,
+    TableJson,
+    TableJsonFormat,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -22,14 +30,7 @@ history_app = typer.Typer(
 )
 
 _RUN_HELP = "A run id, a unique prefix of one, or latest / previous / accepted."
-
-
-def _history_opt() -> Any:
-    return typer.Option(DEFAULT_HISTORY, "--history", help="Run history database (SQLite).")
-
-
-def _format_opt() -> Any:
-    return typer.Option(TableJson.table, "--format", help="Output on stdout.")
+RunRef = Annotated[str, typer.Argument(help=_RUN_HELP)]
 
 
 def _when(created_at: str) -> str:
@@ -45,10 +46,11 @@ def _console() -> Console:
 
 @history_app.command("list")
 def list_runs(
-    history: Path = _history_opt(),
-    dataset: str | None = typer.Option(None, "--dataset", help="Only runs of this dataset name."),
-    limit: int = typer.Option(50, "--limit", min=1, help="At most this many runs, newest first."),
-    fmt: TableJson = _format_opt(),
+    history: HistoryPath = DEFAULT_HISTORY,
+    dataset: DatasetName = None,
+    limit: Annotated[int, typer.Option(
+        "--limit", min=1, help="At most this many runs, newest first.")] = 50,
+    fmt: TableJsonFormat = TableJson.table,
 ) -> None:
     """Recorded gate runs, newest first."""
     with existing_history(history) as h:
@@ -77,9 +79,9 @@ def list_runs(
 
 @history_app.command("show")
 def show(
-    run: str = typer.Argument(..., help=_RUN_HELP),
-    history: Path = _history_opt(),
-    fmt: TableJson = _format_opt(),
+    run: RunRef,
+    history: HistoryPath = DEFAULT_HISTORY,
+    fmt: TableJsonFormat = TableJson.table,
 ) -> None:
     """One run's full report, as the gate printed it (comparison with its baselines included)."""
     from recallwatch.report import to_json
@@ -96,14 +98,16 @@ def show(
 
 @history_app.command("compare")
 def compare(
-    run_a: str = typer.Argument(..., help=f"The baseline. {_RUN_HELP}"),
-    run_b: str = typer.Argument(..., help=f"The candidate. {_RUN_HELP}"),
-    history: Path = _history_opt(),
-    store: str | None = typer.Option(None, "--store", help="The store both runs searched: names "
-                                     "the chunks ingested since A that now bury B's expected."),
-    fmt: TableJson = _format_opt(),
+    run_a: Annotated[str, typer.Argument(help=f"The baseline. {_RUN_HELP}")],
+    run_b: Annotated[str, typer.Argument(help=f"The candidate. {_RUN_HELP}")],
+    history: HistoryPath = DEFAULT_HISTORY,
+    store: StoreURIOrNone = None,
+    fmt: TableJsonFormat = TableJson.table,
 ) -> None:
-    """B against A: newly failing / passing queries, rank changes, paired tests, who buried it."""
+    """B against A: newly failing / passing queries, rank changes, paired tests, who buried it.
+
+    With --store (the store both runs searched) it names the chunks ingested since A that now
+    outrank B's expected ones."""
     from recallwatch.history._record import ingested_since
     from recallwatch.history.compare import compare_runs
 
@@ -165,15 +169,15 @@ def _print_comparison(c: dict[str, Any], a: str, b: str) -> None:
 
 @history_app.command("trend")
 def trend_cmd(
-    history: Path = _history_opt(),
-    dataset: str | None = typer.Option(None, "--dataset", help="Dataset name (default: the "
-                                       "latest run's)."),
-    last: int = typer.Option(20, "--last", min=2, help="Number of runs to analyse."),
-    alpha: float = typer.Option(0.05, "--alpha", min=0.0, max=1.0,
-                                help="Significance level of both trend tests."),
-    fmt: TableJson = _format_opt(),
+    history: HistoryPath = DEFAULT_HISTORY,
+    dataset: DatasetName = None,
+    last: Annotated[int, typer.Option(
+        "--last", min=2, help="Number of runs to analyse.")] = 20,
+    alpha: BoundedAlpha = 0.05,
+    fmt: TableJsonFormat = TableJson.table,
 ) -> None:
-    """Slow degradation, per-domain trends and noise creeping up over the last N comparable runs.
+    """Slow degradation, per-domain trends and noise creeping up over the last N comparable runs
+    of one golden set (--dataset; default: the latest run's).
 
     Exit code 1 when a pattern is found (an alarm a scheduled job can act on), else 0.
     """

@@ -7,17 +7,23 @@ Exit codes: 0 healthy / written, 1 alarm (monitor), 2 usage or input error.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from recallwatch.cli._common import (
+from recallwatch.cli._common import emit, emit_json, open_store, recording_history
+from recallwatch.cli._options import (
     DEFAULT_HISTORY,
+    Depth,
+    GoldenOption,
+    HistoryPath,
+    NoHistory,
+    ProbesFile,
+    RecallFloor,
+    Seed,
+    StoreURI,
     TableJson,
-    emit,
-    emit_json,
-    open_store,
-    recording_history,
+    TableJsonFormat,
 )
 
 if TYPE_CHECKING:
@@ -67,16 +73,19 @@ def _monitor_text(r: MonitorReport) -> str:
 
 
 def probes(
-    out: Path = typer.Argument(..., help="Probe-set file to write (JSON)."),
-    golden: Path | None = typer.Option(None, "--golden", help="Golden set: its queries."),
-    queries: Path | None = typer.Option(None, "--queries", help="Logged queries (.txt one per "
-                                        "line, or .jsonl with a text field)."),
-    sample: int | None = typer.Option(None, "--sample", help="Draw this many logged queries."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the sample."),
-    name: str = typer.Option("probes", "--name", help="Probe-set name."),
-    version: str = typer.Option("1", "--version", help="Probe-set version."),
+    out: Annotated[Path, typer.Argument(help="Probe-set file to write (JSON).")],
+    golden: GoldenOption = None,
+    queries: Annotated[Path | None, typer.Option(
+        "--queries", help="Logged queries (.txt one per line, or .jsonl with a text "
+        "field).")] = None,
+    sample: Annotated[int | None, typer.Option(
+        "--sample", help="Draw this many logged queries.")] = None,
+    seed: Seed = 0,
+    name: Annotated[str, typer.Option("--name", help="Probe-set name.")] = "probes",
+    version: Annotated[str, typer.Option("--version", help="Probe-set version.")] = "1",
 ) -> None:
-    """Build a versioned probe set from a golden set and/or a sample of logged queries."""
+    """Build a versioned probe set from the queries of a golden set (--golden) and/or a random
+    sample of logged queries (--queries, --sample, drawn with --seed)."""
     from recallwatch.formats.golden import load_golden
     from recallwatch.ops.probes import build_probes, read_logged_queries, write_probes
 
@@ -88,27 +97,28 @@ def probes(
 
 
 def monitor(
-    store: str = typer.Option(..., "--store", help="Store URI, e.g. lancedb://kb?table=chunks."),
-    probes_file: Path = typer.Option(..., "--probes", help="Probe set (.json from `recallwatch "
-                                     "probes`, .txt/.jsonl logged queries, or .npy vectors)."),
-    k: int = typer.Option(10, "--k", help="Depth of recall@k."),
-    floor: float = typer.Option(0.95, "--floor", help="Alarm when recall@k vs exact is below."),
-    history: Path = typer.Option(DEFAULT_HISTORY, "--history", help="Run history (SQLite)."),
-    no_history: bool = typer.Option(False, "--no-history", help="Do not record the run."),
-    webhook: str | None = typer.Option(None, "--webhook", help="POST the report as JSON here "
-                                       "when the monitor alarms."),
-    budget_target: float | None = typer.Option(None, "--budget-target", help="Error-budget "
-                                               "objective: recall@k ≥ this (default: --floor)."),
-    budget_slo: float = typer.Option(0.90, "--budget-slo", help="Share of runs in the window "
-                                     "that must meet the objective."),
-    budget_window: int | None = typer.Option(None, "--budget-window", help="Window: the last N "
-                                             "monitor runs (default 30)."),
-    budget_days: float | None = typer.Option(None, "--budget-days", help="Window: the last D "
-                                             "days, instead of --budget-window."),
-    fmt: TableJson = typer.Option(TableJson.table, "--format", help="Output on stdout."),
+    store: StoreURI,
+    probes_file: ProbesFile,
+    k: Depth = 10,
+    floor: RecallFloor = 0.95,
+    history: HistoryPath = DEFAULT_HISTORY,
+    no_history: NoHistory = False,
+    webhook: Annotated[str | None, typer.Option(
+        "--webhook", help="POST the report as JSON here when the monitor alarms.")] = None,
+    budget_target: Annotated[float | None, typer.Option(
+        "--budget-target", help="Error-budget objective: recall@k ≥ this (default: "
+        "--floor).")] = None,
+    budget_slo: Annotated[float, typer.Option(
+        "--budget-slo", help="Share of runs in the window that must meet the "
+        "objective.")] = 0.90,
+    budget_window: Annotated[int | None, typer.Option(
+        "--budget-window", help="Window: the last N monitor runs (default 30).")] = None,
+    budget_days: Annotated[float | None, typer.Option(
+        "--budget-days", help="Window: the last D days, instead of --budget-window.")] = None,
+    fmt: TableJsonFormat = TableJson.table,
 ) -> None:
     """Recall of the live index vs exact search, latency, coverage, index age, data drift and
-    the error budget. Exit 1 (and the webhook) on an alarm."""
+    the error budget. Exit 1 (and the webhook) on an alarm, e.g. recall below --floor."""
     from recallwatch.ops.budget import BudgetPolicy
     from recallwatch.ops.monitor import post_webhook, run_monitor
     from recallwatch.ops.probes import load_probes

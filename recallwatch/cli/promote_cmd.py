@@ -6,34 +6,42 @@ the evidence. Exit codes: 0 promoted, 1 refused, 2 usage or input error.
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import Annotated
 
 import typer
 
-from recallwatch.cli._common import DEFAULT_HISTORY, TableJson, emit, emit_json
+from recallwatch.cli._common import emit, emit_json, open_store
+from recallwatch.cli._options import (
+    DEFAULT_HISTORY,
+    GoldenOption,
+    HistoryPath,
+    PolicyFile,
+    StoreURI,
+    TableJson,
+    TableJsonFormat,
+)
 
 
 def promote_cmd(
-    store: str = typer.Option(..., "--store", help="Store URI, e.g. lancedb://kb?table=chunks."),
-    version: str | None = typer.Option(None, "--version", help="Index version to promote "
-                                       "(default: the store's current version)."),
-    golden: Path | None = typer.Option(None, "--golden", help="The current golden set (default: "
-                                       "the one of the latest gate run on this store)."),
-    policy: Path | None = typer.Option(None, "--policy", help="The current policy file (default: "
-                                       "with --golden, the chapter's defaults; without it, the "
-                                       "policy of the latest gate run on this store)."),
-    history: Path = typer.Option(DEFAULT_HISTORY, "--history",
-                                 help="Run history database (SQLite)."),
-    fmt: TableJson = typer.Option(TableJson.table, "--format", help="Output on stdout."),
+    store: StoreURI,
+    version: Annotated[str | None, typer.Option(
+        "--version", help="Index version to promote (default: the store's current "
+        "version).")] = None,
+    golden: GoldenOption = None,
+    policy: PolicyFile = None,
+    history: HistoryPath = DEFAULT_HISTORY,
+    fmt: TableJsonFormat = TableJson.table,
 ) -> None:
     """Mark an index version as production, only if an ACCEPTed gate run of the current golden
     set and policy exists on exactly that version and its ingestion left nothing unresolved.
+
+    The current golden set and policy are --golden and --policy; without --golden, those of the
+    latest gate run on this store; with --golden but no --policy, the default thresholds.
 
     Exit codes: 0 promoted, 1 refused (every missing condition is named), 2 usage or input error.
     """
     from recallwatch.history import History
     from recallwatch.history.promote import PromoteDecision, promote
-    from recallwatch.stores import open_store
 
     dataset_hash = policy_hash = None
     if golden is not None:

@@ -7,38 +7,36 @@ input error.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import typer
 
-from recallwatch.cli._common import (
+from recallwatch.cli._common import emit, emit_json, open_store, recording_history
+from recallwatch.cli._options import (
     DEFAULT_HISTORY,
+    Depth,
+    HistoryPath,
+    NoHistory,
+    ProbesFile,
+    RecallFloor,
+    StoreURI,
     TableJson,
-    emit,
-    emit_json,
-    open_store,
-    recording_history,
+    TableJsonFormat,
 )
 
 
 def reindex(
-    store: str = typer.Option(..., "--store", help="Store URI (any adapter: lancedb://, "
-                              "postgresql://, qdrant://, milvus://, chroma://, faiss://, "
-                              "hnswlib://). The new index is built with the URI's index "
-                              "parameters."),
-    probes_file: Path = typer.Option(..., "--probes", help="Probe set that verifies the new "
-                                     "index before the switch."),
-    k: int = typer.Option(10, "--k", help="Depth of recall@k."),
-    floor: float = typer.Option(0.95, "--floor", help="Switch only when the new index's "
-                                "recall@k vs exact is at least this."),
-    history: Path = typer.Option(DEFAULT_HISTORY, "--history", help="Run history (SQLite)."),
-    no_history: bool = typer.Option(False, "--no-history", help="Do not record the reindex."),
-    fmt: TableJson = typer.Option(TableJson.table, "--format", help="Output on stdout."),
+    store: StoreURI,
+    probes_file: ProbesFile,
+    k: Depth = 10,
+    floor: RecallFloor = 0.95,
+    history: HistoryPath = DEFAULT_HISTORY,
+    no_history: NoHistory = False,
+    fmt: TableJsonFormat = TableJson.table,
 ) -> None:
-    """Build a new index in the background, verify it, and switch atomically (exit 1: the new
-    index missed the floor and the current one keeps serving). LanceDB: one index commit; other
-    adapters: a copy of production with a fresh index, promoted by the engine's view, alias or
-    pointer switch once verified and checked to hold the same content."""
+    """Build a new index in the background, verify it on the probes, and switch atomically (exit
+    1: the new index missed --floor and the current one keeps serving). Any adapter; the new
+    index is built with the URI's index parameters. LanceDB: one index commit; other adapters:
+    a copy of production with a fresh index, promoted by the engine's view, alias or pointer
+    switch once verified and checked to hold the same content."""
     from recallwatch.ops.probes import load_probes
     from recallwatch.ops.reindex import reindex as run
 
@@ -63,9 +61,9 @@ def reindex(
 
 
 def rollback(
-    store: str = typer.Option(..., "--store", help="Store URI (any adapter with reindex)."),
-    history: Path = typer.Option(DEFAULT_HISTORY, "--history", help="Run history (SQLite)."),
-    no_history: bool = typer.Option(False, "--no-history", help="Do not record the rollback."),
+    store: StoreURI,
+    history: HistoryPath = DEFAULT_HISTORY,
+    no_history: NoHistory = False,
 ) -> None:
     """Put back the index the last reindex replaced (one atomic commit on LanceDB; on the other
     adapters production moves back to the previous version, which was kept)."""

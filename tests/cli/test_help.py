@@ -1,0 +1,82 @@
+"""The help a user reads: each shared option says one thing, declared once."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, get_args
+
+import typer.main
+
+from recallwatch.cli import _options, app
+
+# The same flag naming different things in different commands. Each entry says why the flag
+# cannot share one help text; any other flag used by two commands must.
+HOMONYMS = {
+    "--version": "the program's version (root), a probe set's version (probes), the index "
+                 "version to promote (promote)",
+    "--metric": "a vector similarity (quantize) vs the per-query value compared (groups)",
+    "--queries": "logged query texts (probes) vs query vectors (quantize)",
+    "--sample": "how many logged queries to draw (probes) vs vectors to hold out (quantize)",
+}
+
+
+def _commands() -> list[tuple[str, Any]]:
+    """Every command and group of the app, with its full name, the root first."""
+    out: list[tuple[str, Any]] = []
+
+    def walk(path: str, cmd: Any) -> None:
+        out.append((path, cmd))
+        for name, sub in getattr(cmd, "commands", {}).items():
+            walk(f"{path} {name}", sub)
+
+    walk("recallwatch", typer.main.get_command(app))
+    return out
+
+
+def _flags() -> dict[str, dict[str, set[str]]]:
+    """flag -> help text -> the commands that declare it with that help."""
+    flags: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for path, cmd in _commands():
+        for param in cmd.params:
+            for flag in (*param.opts, *param.secondary_opts):
+                if flag.startswith("-"):
+                    flags[flag][param.help or ""].add(path)
+    return flags
+
+
+def _declared_in_options() -> dict[str, set[str]]:
+    """flag -> the help texts the aliases of recallwatch.cli._options give it."""
+    declared: dict[str, set[str]] = defaultdict(set)
+    for name in _options.__all__:
+        args = get_args(getattr(_options, name))
+        for info in args[1:]:
+            # in Annotated, typer takes the first flag as the (not allowed) default: it is one
+            decls = [info.default, *(info.param_decls or ())]
+            for decl in decls:
+                if isinstance(decl, str) and decl.startswith("-"):
+                    declared[decl].add(info.help)
+    return declared
+
+
+def test_no_flag_is_declared_with_two_help_texts() -> None:
+    clashes = {flag: {text: sorted(paths) for text, paths in helps.items()}
+               for flag, helps in _flags().items()
+               if len(helps) > 1 and flag not in HOMONYMS}
+    assert not clashes, f"one flag, several help texts (declare it in cli/_options.py): {clashes}"
+
+
+def test_homonyms_are_real() -> None:
+    # an entry that no longer names different things is dropped, so the exception cannot rot
+    flags = _flags()
+    for flag in HOMONYMS:
+        assert len(flags[flag]) > 1, f"{flag} now has one help text: remove it from HOMONYMS"
+
+
+def test_shared_options_come_from_the_options_module() -> None:
+    declared = _declared_in_options()
+    for flag, helps in _flags().items():
+        commands = set().union(*helps.values())
+        if len(commands) < 2 or flag in HOMONYMS:
+            continue
+        assert set(helps) <= declared.get(flag, set()), (
+            f"{flag} is used by {sorted(commands)} but not declared once in cli/_options.py")
