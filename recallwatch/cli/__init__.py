@@ -45,11 +45,28 @@ class _Group(TyperGroup):
             ctx.exit(3)
 
 
+# One sentence per word the commands use, so their help can be read without other documents.
+_HELP = """Does your vector search still find what it must? Acceptance gate, rank metrics, ANN
+benchmarks and index operations.
+
+\b
+Words used in the commands:
+  golden set: queries, each with the chunks it must find in its top K.
+  Gold chunk: a curated synthesis that must never be missed.
+  policy: the gate's thresholds, in a YAML file (defaults without one).
+  noise ceiling: the share of a query's top K allowed to score below the
+    worst-scoring chunk it expects.
+  waiver: a written diagnosis, in the policy, that excuses a failing query.
+  probe set: queries whose live results are compared with exact search.
+
+Exit codes: 0 success or ACCEPT, 1 STOP, alarm or refusal, 2 usage or input error, 3 internal
+error.
+"""
+
 app = typer.Typer(
     cls=_Group,
     name="recallwatch",
-    help="Does your vector search still find what it must? Acceptance gate, rank metrics, "
-    "ANN benchmarks and index operations.",
+    help=_HELP,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,

@@ -71,8 +71,8 @@ def quantize(
     sample: Annotated[int, typer.Option(
         "--sample", min=1, help="Queries held out of BASE when --queries is not given.")] = 1000,
     synthetic: Annotated[str | None, typer.Option(
-        "--synthetic", help="Instead of BASE, the chapter's collection: NxD, e.g. "
-        "20000x128.")] = None,
+        "--synthetic", help="Instead of BASE, N synthetic vectors of dimension D clustered around "
+        "random topics: NxD, e.g. 20000x128.")] = None,
     metric: Annotated[str, typer.Option(
         "--metric", help="Similarity of the vectors: ip, l2 or cosine (an .hdf5 file brings "
         "its own).")] = "ip",
@@ -85,7 +85,7 @@ def quantize(
     fmt: TableJsonFormat = TableJson.table,
 ) -> None:
     """float32 / float16 / int8 / binary: bytes per vector and recall@k against float32, and
-    binary screening + exact rescoring over R (the chapter's table 18.1 and figure 18.7).
+    binary screening of the whole collection followed by exact rescoring of its top R.
 
     --seed draws the held-out queries (or the synthetic data); with --out it writes
     quantization.json and quantization.md there."""
@@ -132,8 +132,9 @@ def quantize(
 
 
 def experiments(out: RequiredOutDir) -> None:
-    """Reproduce the chapter's experiments (figures 18.1–18.3, 18.5–18.7, tables 18.1–18.2 and
-    the one-query evaluation report) with fixed seeds, into --out with experiments.json."""
+    """Run the reference experiments with fixed seeds: figures and tables of the metrics, recall
+    by depth k, latency against collection size, drift and reindex, quantization and binary
+    rescoring, written into --out with experiments.json (the configuration of every number)."""
     from recallwatch.bench.experiments import run_experiments
 
     result = run_experiments(out)

@@ -127,8 +127,9 @@ def calibrate_noise(
         "--margin", help="Chunks of noise allowed above the baseline.")] = 1,
     fmt: NoiseFormatOption = NoiseFormat.yaml,
 ) -> None:
-    """From a full gate run: the noise of the healthy queries per domain and a suggested
-    ceiling, as a policy YAML snippet."""
+    """From a full gate run: the noise of the healthy queries per domain and a suggested noise
+    ceiling for each (the share of the top K allowed to score below the query's worst expected
+    chunk), as a policy YAML snippet."""
     from recallwatch.ops.calibrate import calibrate_noise as run
 
     cal = run(_gate_result(golden, store, results, policy), margin=margin)

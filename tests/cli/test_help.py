@@ -1,8 +1,9 @@
-"""The help a user reads: each shared option says one thing, declared once; every command
-module loads (or fails loudly), and --help stays light."""
+"""The help a user reads: each shared option says one thing, declared once; no help sends the
+reader to a book; every command module loads (or fails loudly), and --help stays light."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from collections import defaultdict
@@ -11,6 +12,7 @@ from typing import Any, get_args
 
 import pytest
 import typer.main
+from typer.testing import CliRunner
 
 from recallwatch.cli import _options, app
 
@@ -123,3 +125,36 @@ def test_the_help_of_every_command_imports_nothing_heavy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+# References to documents a user of the command does not have: the book the product implements
+# (its chapters, listings, figures and tables numbered like 18.7, its seeds/ files) and the spec.
+BOOK = re.compile(r"chapter|cap[ií]tulo|(?-i:\bSPEC\b)|§|\bseeds/|\bseed (?:text|file|chapter)"
+                  r"|\b(?:figure|table|listing)s? \d+\.\d", re.IGNORECASE)
+# A word the root help defines, and a pattern that finds it in a command's help.
+TERMS = {"Gold chunk": r"\bGold\b", "waiver": r"\bwaiver", "noise ceiling": r"noise ceiling",
+         "golden set": r"\bgolden\b", "probe set": r"\bprobe"}
+
+
+def _help(words: list[str]) -> str:
+    r = CliRunner().invoke(app, [*words, "--help"], terminal_width=100)
+    assert r.exit_code == 0, r.output
+    return r.output
+
+
+@pytest.mark.parametrize("path", [p for p, _ in _commands()])
+def test_help_needs_no_book(path: str) -> None:
+    text = _help(path.split()[1:])
+    found = BOOK.findall(text)
+    assert not found, f"`{path} --help` refers to {found}: say the rule, not where it is written"
+    # a list numbered "2." without its "1." reads as a fragment of something else
+    numbers = re.findall(r"(?m)^\s*(\d+)\.\s", text)
+    assert not numbers or numbers[0] == "1", f"`{path} --help` numbers a list from {numbers[0]}"
+
+
+def test_words_the_commands_use_are_defined_in_the_root_help() -> None:
+    root = _help([])
+    every = " ".join(_help(p.split()[1:]) for p, _ in _commands()[1:])
+    for term, pattern in TERMS.items():
+        if re.search(pattern, every):
+            assert f"{term}:" in root, f"the commands say {term!r}: define it in the root --help"
