@@ -1,18 +1,43 @@
-"""Option types and helpers shared by commands (kept light: no heavy imports)."""
+"""Helpers shared by commands (kept light: heavy modules are imported inside the functions)."""
 
 from __future__ import annotations
 
+import json
 import sys
-from enum import Enum
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-DEFAULT_HISTORY = Path(".recallwatch/history.db")
-
-
-class TableJson(str, Enum):
-    table = "table"
-    json = "json"
+if TYPE_CHECKING:
+    from recallwatch.history import History
+    from recallwatch.stores.base import VectorStore
 
 
 def emit(text: str) -> None:
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def emit_json(obj: Any) -> None:
+    emit(json.dumps(obj, ensure_ascii=False, indent=2, default=str))
+
+
+def open_store(uri: str) -> VectorStore:
+    """An existing store, for reading or operating on it (never created here)."""
+    from recallwatch.stores import open_store as _open
+
+    return _open(uri)
+
+
+def recording_history(path: Path, off: bool) -> History | None:
+    """The history an operation records into, or None with ``--no-history``."""
+    if off:
+        return None
+    from recallwatch.history import History
+
+    return History(path)
+
+
+def existing_history(path: Path) -> History:
+    """The history to read: a missing file is an error, never a new empty history."""
+    from recallwatch.history import History
+
+    return History(path, create=False)
