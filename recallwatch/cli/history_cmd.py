@@ -253,7 +253,7 @@ def promote_cmd(
     Exit codes: 0 promoted, 1 refused (every missing condition is named), 2 usage or input error.
     """
     from recallwatch.history import History
-    from recallwatch.history.promote import PromoteDecision, promote
+    from recallwatch.ops.promote import PromoteDecision, promote
     from recallwatch.stores import open_store
 
     dataset_hash = policy_hash = None
