@@ -212,7 +212,7 @@ def test_a_spec_stored_by_the_api_keeps_no_secret(server: _Server, tmp_path: Pat
     corpus = tmp_path / "c.jsonl"
     corpus.write_text("".join(json.dumps({"id": f"c{i}", "text": t}) + "\n"
                               for i, t in enumerate(TEXTS)), encoding="utf-8")
-    store = open_store(f"lancedb://{tmp_path / 'kb'}?table=chunks")
+    store = open_store(f"lancedb://{tmp_path / 'kb'}?table=chunks", create=True)
     try:
         ingest(corpus, store, OpenAIHTTPEmbedder(server.url, "m"),
                embedder_spec=f"openai-http?base_url={server.url}?key={SECRET}&model=m")
