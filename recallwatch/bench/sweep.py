@@ -46,15 +46,8 @@ from recallwatch.bench.truth import (
     tie_aware_recall,
 )
 from recallwatch.errors import InputError
-from recallwatch.formats._structured import (
-    LINE_KEY,
-    bounded,
-    check_keys,
-    line_of,
-    load_structured,
-    shown,
-    text_id,
-)
+from recallwatch.formats.fields import bounded, check_keys, line_of, shown, text_id
+from recallwatch.formats.structured import LINE_KEY, load_structured
 
 __all__ = [
     "ConfigResult",

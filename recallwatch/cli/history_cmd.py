@@ -69,7 +69,7 @@ def list_runs(
     if fmt is TableJson.json:
         _json({"runs": [r.to_dict() for r in runs]})
         return
-    from recallwatch.report._text import visible
+    from recallwatch.report import visible
 
     # One line per run, like `git log --oneline`: readable in any width, greppable, and the run
     # id first and whole, to paste into `history show`.
@@ -117,7 +117,7 @@ def compare(
     fmt: TableJson = _format_opt(),
 ) -> None:
     """B against A: newly failing / passing queries, rank changes, paired tests, who buried it."""
-    from recallwatch.history._record import ingested_since
+    from recallwatch.history import ingested_since
     from recallwatch.history.compare import compare_runs
 
     with _open(history) as h:
@@ -147,7 +147,7 @@ def _print_comparison(c: dict[str, Any], a: str, b: str) -> None:
     from rich.text import Text
 
     from recallwatch.history.compare import TESTED_METRICS
-    from recallwatch.report._text import visible
+    from recallwatch.report import visible
 
     console = _console()
     console.print(Text(visible(f"{b} vs {a}: {c['summary']}"), style="bold"))
@@ -207,7 +207,7 @@ def _print_trend(t: Any) -> None:
     from rich.text import Text
 
     from recallwatch.history.trend import MIN_RUNS, explain_tests
-    from recallwatch.report._text import visible
+    from recallwatch.report import visible
 
     console = _console()
     console.print(Text(visible(
@@ -284,7 +284,7 @@ def promote_cmd(
     if fmt is TableJson.json:
         _json(decision.to_dict())
     else:
-        from recallwatch.report._text import visible
+        from recallwatch.report import visible
 
         for note in decision.notes:
             emit(visible(f"note: {note}"))

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from recallwatch.errors import InputError
-from recallwatch.formats._structured import LINE_KEY, check_keys, parse_json_line, read_text
+from recallwatch.formats.fields import check_keys
+from recallwatch.formats.structured import LINE_KEY, parse_json_line, read_text
 from recallwatch.records import OPTIONAL_TEXT_FIELDS as _OPTIONAL_TEXT
 from recallwatch.records import Chunk, chunk_to_record, content_hash
 
@@ -52,7 +53,6 @@ GOLD_LABEL = "SINTESIS_CURADA"  # the chapter's label for a curated synthesis (a
 ChunkKind = Literal["text", "table", "list", "faq", "code", "figure", "heading", "other"]
 CHUNK_KINDS: tuple[str, ...] = get_args(ChunkKind)
 
-_OPTIONAL_TEXT = ("content", "doc_id", "domain", "label", "description")
 _FIELDS = {"id", "text", "facets", "valid_from", "valid_to", "kind", *_OPTIONAL_TEXT}
 
 

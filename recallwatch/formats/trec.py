@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from recallwatch.errors import InputError
-from recallwatch.formats._arrow import arrow_owned, to_numpy
+from recallwatch.formats.arrow import arrow_owned, to_numpy
 
 __all__ = [
     "TrecKind",

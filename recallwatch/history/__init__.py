@@ -14,7 +14,12 @@ The history records and compares; promoting a version changes a store, so it is 
 :func:`recallwatch.ops.promote`.
 """
 
-from recallwatch.history._record import baselines, compare_with_baselines, record_gate_run
+from recallwatch.history._record import (
+    baselines,
+    compare_with_baselines,
+    ingested_since,
+    record_gate_run,
+)
 from recallwatch.history._schema import MIGRATIONS, SCHEMA_VERSION
 from recallwatch.history._store import History, MonitorRun, RunSummary
 from recallwatch.history.compare import compare_runs, config_differences
@@ -33,6 +38,7 @@ __all__ = [
     "compare_runs",
     "compare_with_baselines",
     "config_differences",
+    "ingested_since",
     "record_gate_run",
     "trend",
 ]

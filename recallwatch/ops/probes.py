@@ -133,7 +133,7 @@ def load_probes(path: str | Path) -> ProbeSet:
         if not texts:
             raise InputError(source=p, expected="at least one query", found="an empty file")
         return ProbeSet(p.stem, "1", tuple(texts), source=str(p))
-    from recallwatch.formats._structured import load_structured
+    from recallwatch.formats.structured import load_structured
 
     data = load_structured(p)
     if not isinstance(data, dict) or not isinstance(data.get("probes"), list) or not data["probes"]:

@@ -15,7 +15,7 @@ from typing import Any
 from recallwatch.errors import RecallwatchError
 from recallwatch.history import History, MonitorRun
 from recallwatch.ops.budget import BudgetStatus
-from recallwatch.report._plots import Chart, Series, lines, scatter
+from recallwatch.report.plots import Chart, Series, lines, scatter
 
 __all__ = ["INDICATORS", "bench_view", "flatten", "monitor_view", "trends_view"]
 
