@@ -14,8 +14,9 @@ import numpy as np
 from recallwatch.bench.engines.base import SEED
 from recallwatch.bench.truth import content_hash
 from recallwatch.errors import InputError, StoreError
-from recallwatch.formats._structured import LINE_KEY, bounded, check_keys, line_of, shown
 from recallwatch.formats.ann import AnnDataset, Metric, parse_metric, read_hdf5, read_vectors
+from recallwatch.formats.fields import bounded, check_keys, line_of, shown
+from recallwatch.formats.structured import LINE_KEY
 
 if TYPE_CHECKING:
     from recallwatch.stores.base import VectorStore

@@ -58,7 +58,7 @@ def list_runs(
     if fmt is TableJson.json:
         emit_json({"runs": [r.to_dict() for r in runs]})
         return
-    from recallwatch.report._text import visible
+    from recallwatch.report import visible
 
     # One line per run, like `git log --oneline`: readable in any width, greppable, and the run
     # id first and whole, to paste into `history show`.
@@ -108,7 +108,7 @@ def compare(
 
     With --store (the store both runs searched) it names the chunks ingested since A that now
     outrank B's expected ones."""
-    from recallwatch.history._record import ingested_since
+    from recallwatch.history import ingested_since
     from recallwatch.history.compare import compare_runs
 
     with existing_history(history) as h:
@@ -138,7 +138,7 @@ def _print_comparison(c: dict[str, Any], a: str, b: str) -> None:
     from rich.text import Text
 
     from recallwatch.history.compare import TESTED_METRICS
-    from recallwatch.report._text import visible
+    from recallwatch.report import visible
 
     console = _console()
     console.print(Text(visible(f"{b} vs {a}: {c['summary']}"), style="bold"))
@@ -198,7 +198,7 @@ def _print_trend(t: Any) -> None:
     from rich.text import Text
 
     from recallwatch.history.trend import MIN_RUNS, explain_tests
-    from recallwatch.report._text import visible
+    from recallwatch.report import visible
 
     console = _console()
     console.print(Text(visible(

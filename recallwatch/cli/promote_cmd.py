@@ -41,7 +41,7 @@ def promote_cmd(
     Exit codes: 0 promoted, 1 refused (every missing condition is named), 2 usage or input error.
     """
     from recallwatch.history import History
-    from recallwatch.history.promote import PromoteDecision, promote
+    from recallwatch.ops.promote import PromoteDecision, promote
 
     dataset_hash = policy_hash = None
     if golden is not None:
@@ -71,7 +71,7 @@ def promote_cmd(
     if fmt is TableJson.json:
         emit_json(decision.to_dict())
     else:
-        from recallwatch.report._text import visible
+        from recallwatch.report import visible
 
         for note in decision.notes:
             emit(visible(f"note: {note}"))

@@ -8,15 +8,21 @@
   ACCEPT of its golden set and policy, then record it in one transaction;
 * :class:`History` — the SQLite file: runs, per-query rows, monitor records, migrations;
 * :func:`compare_runs` — two runs: regressions, rank changes, paired tests, who buried what;
-* :func:`trend` — slow degradation, per-domain trends and noise creeping up over N runs;
-* :func:`promote` — production only for an ACCEPTed, cleanly ingested version.
+* :func:`trend` — slow degradation, per-domain trends and noise creeping up over N runs.
+
+The history records and compares; promoting a version changes a store, so it is an operation:
+:func:`recallwatch.ops.promote`.
 """
 
-from recallwatch.history._record import baselines, compare_with_baselines, record_gate_run
+from recallwatch.history._record import (
+    baselines,
+    compare_with_baselines,
+    ingested_since,
+    record_gate_run,
+)
 from recallwatch.history._schema import MIGRATIONS, SCHEMA_VERSION
 from recallwatch.history._store import History, MonitorRun, RunSummary
 from recallwatch.history.compare import compare_runs, config_differences
-from recallwatch.history.promote import PromoteDecision, check_promotion, promote
 from recallwatch.history.trend import SeriesTrend, Trend, TrendPattern, trend
 
 __all__ = [
@@ -24,17 +30,15 @@ __all__ = [
     "SCHEMA_VERSION",
     "History",
     "MonitorRun",
-    "PromoteDecision",
     "RunSummary",
     "SeriesTrend",
     "Trend",
     "TrendPattern",
     "baselines",
-    "check_promotion",
     "compare_runs",
     "compare_with_baselines",
     "config_differences",
-    "promote",
+    "ingested_since",
     "record_gate_run",
     "trend",
 ]

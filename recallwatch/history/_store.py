@@ -18,9 +18,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from recallwatch._redact import redact
 from recallwatch.errors import HistoryError, UsageError
 from recallwatch.history._schema import check_schema, migrate
-from recallwatch.stores._uri import redact
 from recallwatch.suite.model import GateResult
 
 __all__ = ["BaselinesMoved", "History", "MonitorRun", "RunSummary"]

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from recallwatch.errors import InputError
 from recallwatch.formats import trec
-from recallwatch.formats._arrow import strings, to_numpy
+from recallwatch.formats.arrow import strings, to_numpy
 
 __all__ = ["Qrels", "Run"]
 

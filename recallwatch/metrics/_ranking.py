@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from recallwatch.formats._arrow import to_numpy
+from recallwatch.formats.arrow import to_numpy
 from recallwatch.metrics._data import uniform_blocks
 
 if TYPE_CHECKING:

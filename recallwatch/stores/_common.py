@@ -34,6 +34,7 @@ import numpy as np
 
 from recallwatch._registry import suggest
 from recallwatch.errors import InputError, RecallwatchError, StoreError, UsageError
+from recallwatch.records import FILTER_FIELDS
 from recallwatch.stores.base import Chunk, Filter, Hits, IndexVersion
 
 __all__ = [
@@ -62,8 +63,6 @@ __all__ = [
 Row: TypeAlias = dict[str, Any]
 # A validated filter: column -> allowed values (one value = equality, several = IN).
 NormFilter: TypeAlias = dict[str, tuple[str, ...]]
-
-FILTER_FIELDS: tuple[str, ...] = ("doc_id", "domain", "label", "kind")
 
 _STATE_KEY = "__recallwatch_versions__"
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,47}$")

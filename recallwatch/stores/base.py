@@ -1,4 +1,5 @@
-"""The VectorStore protocol every adapter implements, and the records it exchanges.
+"""The VectorStore protocol every adapter implements, and the records it exchanges (a
+:class:`~recallwatch.records.Chunk` is defined below the stores and re-exported here).
 
 Scores are similarities: higher is closer (cosine similarity for normalised vectors). An adapter
 whose engine returns distances converts them, so the gate's noise rule reads the same everywhere.
@@ -8,33 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+
+from recallwatch.records import Chunk
 
 __all__ = ["Chunk", "Filter", "Hits", "IndexVersion", "VectorStore"]
 
 # Equality filters on metadata columns: {"domain": "legal"} or {"domain": ["legal", "rrhh"]}.
 Filter = Mapping[str, str | Sequence[str]]
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """One retrievable unit of a knowledge base (the corpus format's record)."""
-
-    id: str
-    text: str  # the representation field: what is embedded and searched
-    content: str | None = None  # the raw content shown to a reader
-    doc_id: str | None = None
-    domain: str | None = None
-    label: str | None = None  # e.g. SINTESIS_CURADA marks a Gold chunk
-    facets: Mapping[str, str] = field(default_factory=dict)
-    valid_from: date | None = None
-    valid_to: date | None = None
-    kind: str = "text"  # text, table, …
-    description: str | None = None
-    content_hash: str = ""
 
 
 @dataclass(frozen=True)

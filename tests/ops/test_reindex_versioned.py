@@ -17,10 +17,10 @@ from typer.testing import CliRunner
 from recallwatch.cli import app
 from recallwatch.errors import StoreError, UsageError
 from recallwatch.history import History, record_gate_run
-from recallwatch.history.promote import check_promotion
 from recallwatch.ops._versioned_index import VersionedIndex, content_difference
 from recallwatch.ops.monitor import INDEX_BUILDS_META_KEY, index_build, run_monitor
 from recallwatch.ops.probes import ProbeSet
+from recallwatch.ops.promote import check_promotion
 from recallwatch.ops.reindex import (
     REINDEX_META_KEY,
     reindex,

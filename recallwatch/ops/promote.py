@@ -21,10 +21,11 @@ Otherwise nothing changes in the store and every missing condition is named.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from recallwatch.history._store import History, RunSummary
-from recallwatch.stores.base import VectorStore
+if TYPE_CHECKING:  # annotations only: importing recallwatch.ops stays light
+    from recallwatch.history import History, RunSummary
+    from recallwatch.stores.base import VectorStore
 
 __all__ = ["PromoteDecision", "check_promotion", "promote"]
 
