@@ -1,12 +1,12 @@
 """Words a user can read without the book the method comes from.
 
-The README, the docs (docs/cli-reference.md is generated from the CLI and checked with it), the
-example knowledge base, the strings and templates of the package outside recallwatch/cli/, and
-what the gate prints on the example's STOP run (terminal, Markdown, JUnit, HTML) carry no
-reference to a chapter, the product spec's sections or the source texts: a user has read none of
-them. The README's "Acknowledgements" section is the one place that names the source. The terms
-of art (Gold, waiver, noise ceiling) are explained where the README first uses them, and a
-diagnosis names its cause instead of a bare step number.
+The README, the changelog, the docs (docs/cli-reference.md is generated from the CLI and checked
+with it), the example knowledge base, the strings and templates of the package outside
+recallwatch/cli/, and what the gate prints on the example's STOP run (terminal, Markdown, JUnit,
+HTML) carry no reference to a chapter, the product spec's sections or the source texts: a user has
+read none of them. The README's "Acknowledgements" section is the one place that names the
+source. The terms of art (Gold, waiver, noise ceiling) are explained where the README first uses
+them, and a diagnosis names its cause instead of a bare step number.
 """
 
 from __future__ import annotations
@@ -90,11 +90,12 @@ def test_the_readme_names_the_source_once_in_its_acknowledgements() -> None:
 
 @pytest.mark.parametrize(
     "path",
-    [p for p in sorted((ROOT / "docs").glob("*.md")) if p.name != "cli-reference.md"]
+    [ROOT / "CHANGELOG.md"]
+    + [p for p in sorted((ROOT / "docs").glob("*.md")) if p.name != "cli-reference.md"]
     + text_files(ROOT / "examples"),
     ids=lambda p: str(p.relative_to(ROOT)),
 )
-def test_docs_and_example_have_no_book_references(path: Path) -> None:
+def test_changelog_docs_and_example_have_no_book_references(path: Path) -> None:
     found = book_references(path.read_text(encoding="utf-8"))
     assert not found, f"{path.relative_to(ROOT)}: {found}"
 
