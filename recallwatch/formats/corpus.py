@@ -46,7 +46,7 @@ __all__ = [
     "write_corpus",
 ]
 
-GOLD_LABEL = "SINTESIS_CURADA"  # the chapter's label for a curated synthesis (a Gold chunk)
+GOLD_LABEL = "SINTESIS_CURADA"  # Spanish for "curated synthesis": the label of a Gold chunk
 
 # Closed on purpose: the diagnosis reads `kind` (a table without prose), so a typo ("tabel")
 # must be an error with a suggestion, not a chunk silently treated as text.

@@ -1,4 +1,4 @@
-"""The golden dataset (SPEC §6): queries with the chunk ids they must retrieve."""
+"""The golden dataset: queries with the chunk ids they must retrieve."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The acceptance policy (SPEC §2, §6): every threshold of the gate, written down and hashed.
+"""The acceptance policy: every threshold of the gate, written down and hashed.
 
-An absent file means the chapter's defaults. A ``search`` section (depth, filter, boost) describes
+An absent file means the default rules. A ``search`` section (depth, filter, boost) describes
 how the system is queried; it is part of the run's configuration hash, not of the policy hash.
 """
 

@@ -1,4 +1,4 @@
-"""Results files from any external search system (SPEC §6): one JSON line per query,
+"""Results files from any external search system: one JSON line per query,
 ``{"query_id": id, "results": [{"id": chunk_id, "score": float}, …]}`` in rank order."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Operations on a live index: the chapter's loop ingest → index → serve → monitor → reindex.
+"""Operations on a live index, in the loop ingest → index → serve → monitor → reindex.
 
 * :mod:`~recallwatch.ops.ingest` — corpus into a store, idempotent, resumable, gated;
 * :mod:`~recallwatch.ops.probes` — versioned probe sets (golden and/or logged queries, or vectors);

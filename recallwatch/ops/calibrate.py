@@ -1,4 +1,4 @@
-"""Calibrations: the no-result score threshold, and the noise ceiling per domain (SPEC §2).
+"""Calibrations: the no-result score threshold, and the noise ceiling per domain.
 
 **No-result threshold.** Results scoring below the threshold ``t`` are dropped; when nothing
 remains the system answers "no result". *The answer* to a query is therefore its top K results

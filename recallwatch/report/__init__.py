@@ -23,7 +23,7 @@ REPORT_FILES = ("report.json", "report.md", "junit.xml", "report.html")
 
 
 def to_json(result: GateResult) -> str:
-    """The SPEC §6 JSON object, pretty-printed, stable key order."""
+    """The gate's JSON object (docs/gate.md), pretty-printed, stable key order."""
     return json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n"
 
 

@@ -27,7 +27,7 @@ from markupsafe import Markup
 from recallwatch._version import __version__
 from recallwatch.report import plots
 from recallwatch.report._text import visible
-from recallwatch.suite.model import GateResult, QueryResult
+from recallwatch.suite.model import CAUSE_ORDER, GateResult, QueryResult
 from recallwatch.suite.score import SCORE_TOLERANCE
 
 __all__ = ["content_security_policy", "environment", "json_script", "render", "run_view", "to_html"]
@@ -94,6 +94,9 @@ def environment(*extra: Path) -> jinja2.Environment:
     env.globals["inline_js"] = Markup(script)
     env.globals["csp"] = content_security_policy(script)
     env.globals["version"] = __version__
+    env.globals["cause_order"] = CAUSE_ORDER
+    env.globals["gold_title"] = ("expects a Gold chunk: a curated synthesis the team wrote, which "
+                                 "must never be missed")
     return env
 
 

@@ -19,7 +19,7 @@ from recallwatch.report.plots import Chart, Series, lines, scatter
 
 __all__ = ["INDICATORS", "bench_view", "flatten", "monitor_view", "trends_view"]
 
-# The chapter's dashboard groups the monitor page leads with (retrieval quality, latency,
+# The indicator groups the monitor page leads with (retrieval quality, latency,
 # throughput, coverage, index health), found by the words in a payload's field names (the ops
 # layer's records are free-form JSON): (title, words any of which a field name has, the better
 # direction). The error budget is not among them: its record holds several numbers (the policy's

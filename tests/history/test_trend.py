@@ -43,8 +43,8 @@ def test_slow_degradation_is_named_as_silent_staleness(tmp_path: Path) -> None:
     assert q.tau == pytest.approx(stats.kendalltau(np.arange(len(values)), values).statistic)
     assert q.direction == "down" and q.first == 100.0 and q.last == pytest.approx(87.5)
     assert [p.name for p in t.patterns] == ["slow_degradation"]
-    assert "silent staleness" in t.patterns[0].message
-    assert "desynchronised sources" in t.patterns[0].message
+    assert "content going stale unnoticed" in t.patterns[0].message
+    assert "sources out of sync" in t.patterns[0].message
 
 
 def test_one_big_drop_is_a_step_not_slow_degradation(tmp_path: Path) -> None:
@@ -114,7 +114,7 @@ def test_one_domain_degrading_is_named(tmp_path: Path) -> None:
     assert all(d in (None, "legal") for _, d in named)
     msg = next(p.message for p in t.patterns if p.name == "domain_degradation")
     assert msg.startswith("domain legal degrading: mean quality 100.0 → 70.0 over 7 runs")
-    assert "not of the global index" in msg
+    assert "not at the index as a whole" in msg
 
 
 def test_noise_creeping_up_with_recall_green(tmp_path: Path) -> None:

@@ -90,7 +90,7 @@ def test_query_page_drill_down(client: TestClient, site: Site) -> None:
     assert H.text(d[0].cssselect("code.qid")[0]) == " ".join(failing.id.split())
     assert len(d[0].cssselect("table.topk tr.noise")) == failing.noise
     assert [H.text(b) for b in d[0].cssselect(".diag b")] == \
-        [f"{x.step}. {x.cause}" for x in failing.diagnosis]
+        [x.title for x in failing.diagnosis]
     # what changed since the previous run: the pushed-out chunk's rank
     prev = run.comparison["previous"]  # type: ignore[index]
     if failing.id in prev["rank_changes"]:
