@@ -101,7 +101,8 @@ def export_vectors(
 ) -> tuple[list[str], np.ndarray]:
     """Every chunk id of a store and its vector, through the VectorStore protocol.
 
-    An adapter with a ``vectors(ids) -> ndarray`` method is asked directly. Otherwise each vector
+    An adapter that declares :class:`~recallwatch.stores.base.SupportsVectors` is asked
+    directly. Otherwise each vector
     is read back through ``score_of`` with the d basis vectors as queries: for a store that
     scores by inner product this returns the stored components (for cosine, the normalised
     vector), so it needs ``dim`` and is slow on large stores.
@@ -109,9 +110,10 @@ def export_vectors(
     ids = [c.id for c in store.chunks()]
     if not ids:
         raise StoreError(f"store {store.uri} holds no chunks to export")
-    direct = getattr(store, "vectors", None)
-    if callable(direct):
-        return ids, np.asarray(direct(ids), dtype=np.float32)
+    from recallwatch.stores.base import SupportsVectors
+
+    if isinstance(store, SupportsVectors):
+        return ids, np.asarray(store.vectors(ids), dtype=np.float32)
     if dim is None:
         raise InputError(field="dim", expected="the vector dimension (this store has no "
                          "vectors() method, so vectors are read back through score_of)",

@@ -22,7 +22,7 @@ from recallwatch.formats._structured import (
     text_id,
 )
 from recallwatch.formats.golden import MAX_TOP_K, canonical_hash
-from recallwatch.stores._common import FILTER_FIELDS
+from recallwatch.stores.base import FILTER_FIELDS
 
 __all__ = ["MAX_BOOST", "MAX_SEARCH_DEPTH", "Policy", "SearchSettings", "load_policy"]
 
