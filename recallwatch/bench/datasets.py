@@ -16,6 +16,7 @@ from recallwatch.bench.truth import content_hash
 from recallwatch.errors import InputError, StoreError
 from recallwatch.formats._structured import LINE_KEY, bounded, check_keys, line_of, shown
 from recallwatch.formats.ann import AnnDataset, Metric, parse_metric, read_hdf5, read_vectors
+from recallwatch.vectors import normalise
 
 if TYPE_CHECKING:
     from recallwatch.stores.base import VectorStore
@@ -59,9 +60,7 @@ def topic_collection(
 ) -> np.ndarray:
     """n points around randomly chosen topic centres (unit noise), normalised (listing 18.12)."""
     topic = rng.integers(0, centres.shape[0], n)
-    vecs = centres[topic] + rng.standard_normal((n, centres.shape[1]))
-    out = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
-    return np.asarray(out, dtype=np.float32)
+    return normalise(centres[topic] + rng.standard_normal((n, centres.shape[1])))
 
 
 def synthetic(
