@@ -157,7 +157,9 @@ class SupportsContentHashes(Protocol):
     scan, without reading vectors or texts (ingestion's change detection). Every built-in
     adapter."""
 
-    def content_hashes(self) -> dict[str, str]: ...
+    def content_hashes(self) -> dict[str, str]:
+        """id -> content hash of every chunk of the current version."""
+        ...
 
 
 @runtime_checkable
@@ -167,7 +169,9 @@ class SupportsSeal(Protocol):
     place. The adapters that build versions themselves (pgvector, Qdrant, Milvus, Chroma,
     faiss/hnswlib index files); LanceDB makes a version of every write and needs no seal."""
 
-    def seal(self) -> None: ...
+    def seal(self) -> None:
+        """Close the current version to writes (a no-op when it already is)."""
+        ...
 
 
 @runtime_checkable
@@ -268,7 +272,9 @@ class SupportsReindex(Protocol):
     copy production into a new version with a fresh index and switch their view, alias or
     pointer."""
 
-    def stage_index(self) -> StagedIndex: ...
+    def stage_index(self) -> StagedIndex:
+        """Build a new index of the production data where no reader sees it."""
+        ...
 
     def restore_index(self, previous: Mapping[str, Any], current: Mapping[str, Any]) -> str:
         """Put back the index ``previous`` (a :attr:`PublishedIndex.previous`) in one atomic
