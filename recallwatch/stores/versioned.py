@@ -218,13 +218,24 @@ class VersionedStore(ABC, SupportsVectors, SupportsContentHashes, SupportsSeal,
         edit could be lost to a reload or tear a copy. With ``switch``, the engine's production
         switch to that table commits together with the pointers (one transaction where the
         engine has them)."""
-        with self._atomic(), self._meta_lock():
-            state = copy.deepcopy(self._meta_get(_STATE_KEY) or self._state)
+        def edit(stored: dict[str, Any] | None) -> dict[str, Any]:
+            state = copy.deepcopy(stored or self._state)
             change(state)
+            return state
+
+        self._state = self._locked_update(_STATE_KEY, edit, switch=switch)
+
+    def _locked_update(self, key: str, change: Callable[[Any], Any], *,
+                       switch: str | None = None) -> Any:
+        """The one read-modify-write of a metadata value (the pointers, or a key of
+        ``update_meta``): read, change, write, all under the metadata lock; with ``switch``, the
+        engine's production switch to that table happens inside the same transaction."""
+        with self._atomic(), self._meta_lock():
+            new = change(self._meta_get(key))
             if switch is not None:
                 self._switch_production(switch)
-            self._meta_set(_STATE_KEY, state)
-        self._state = state
+            self._meta_set(key, new)
+        return new
 
     def _has_table(self) -> bool:
         return str(self._version()) in self._state["created"]
@@ -515,11 +526,13 @@ class VersionedStore(ABC, SupportsVectors, SupportsContentHashes, SupportsSeal,
     @guarded
     def update_meta(self, key: str, change: Callable[[Any], Any]) -> Any:
         self._check_meta_key(key)
-        with self._meta_lock():
-            new = change(self._meta_get(key))
+
+        def checked(old: Any) -> Any:
+            new = change(old)
             _check_json(key, new)
-            self._meta_set(key, new)
-        return new
+            return new
+
+        return self._locked_update(key, checked)
 
     def _check_meta_key(self, key: str) -> None:
         if not isinstance(key, str) or not key or key.startswith("__"):
