@@ -37,6 +37,7 @@ LAYERS: dict[str, int] = {
     "recallwatch._hashing": 0,
     "recallwatch._redact": 0,
     "recallwatch.records": 0,
+    "recallwatch.vectors": 0,
     "recallwatch.formats": 1,
     "recallwatch.metrics": 2,
     "recallwatch.stats": 3,
@@ -57,15 +58,9 @@ LAYERS: dict[str, int] = {
     "recallwatch.suite.pytest_plugin": 13,
 }
 
-# Until the i13-st13 branch lands (it splits stores/_common.py and moves ops/_lance_index.py and
-# ops/_versioned_index.py into stores/), these modules outside stores/ import the private
-# recallwatch.stores._common. The private-module rule only: every other rule still applies to
-# them. Delete this allowlist on that merge (the test fails on an entry no import uses).
-PRIVATE_ALLOWED: set[tuple[str, str]] = {
-    ("recallwatch/ops/_lance_index.py", "recallwatch.stores._common"),
-    ("recallwatch/ops/_versioned_index.py", "recallwatch.stores._common"),
-    ("recallwatch/ops/monitor.py", "recallwatch.stores._common"),
-}
+# Imports of another package's private module that are allowed anyway, each with its reason.
+# Empty: keep it so (the test fails on an entry no import uses).
+PRIVATE_ALLOWED: set[tuple[str, str]] = set()
 
 _TARGET = re.compile(r"^(recallwatch(?:\.\w+)+):\w+$")  # a registry's "module:attribute"
 

@@ -120,8 +120,9 @@ def monitor(
     """Recall of the live index vs exact search, latency, coverage, index age, data drift and
     the error budget. Exit 1 (and the webhook) on an alarm, e.g. recall below --floor."""
     from recallwatch.ops.budget import BudgetPolicy
-    from recallwatch.ops.monitor import post_webhook, run_monitor
+    from recallwatch.ops.monitor import run_monitor
     from recallwatch.ops.probes import load_probes
+    from recallwatch.ops.webhook import post_webhook
 
     window = budget_window if budget_window is not None or budget_days is not None else 30
     policy = BudgetPolicy(target=floor if budget_target is None else budget_target,

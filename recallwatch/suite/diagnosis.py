@@ -13,11 +13,10 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-import numpy as np
-
 from recallwatch.formats.policy import SearchSettings
 from recallwatch.stores.base import Chunk
 from recallwatch.suite.model import Diagnosis, Pattern, QueryResult
+from recallwatch.vectors import cosine_pairs
 
 __all__ = ["DiagnosisContext", "diagnose", "patterns", "prose_words"]
 
@@ -225,7 +224,7 @@ def halves_similarity(chunks: Sequence[Chunk], embed: Any) -> dict[str, float]:
     if vectors is None:
         return {}
     n = len(pairs)
-    sims = np.sum(vectors[:n] * vectors[n:], axis=1)
+    sims = cosine_pairs(vectors[:n], vectors[n:])
     return {p[0]: float(s) for p, s in zip(pairs, sims)}
 
 
