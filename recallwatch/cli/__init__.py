@@ -65,6 +65,7 @@ _COMMAND_MODULES = [
     "history_cmd",
     "bench_cmd",
     "ops_cmd",
+    "online_cmd",
     "serve_cmd",
 ]
 
