@@ -35,6 +35,7 @@ __all__ = [
     "Judgment",
     "JudgmentSet",
     "agreement_with_qrels",
+    "check_cuts",
     "grade",
     "judgments_from_fit",
     "provenance_path",
@@ -95,7 +96,9 @@ class JudgmentSet:
         return out
 
 
-def _check_cuts(cuts: Sequence[float]) -> tuple[float, ...]:
+def check_cuts(cuts: Sequence[float]) -> tuple[float, ...]:
+    """The cut points as a tuple, or UsageError when they are not three increasing numbers in
+    (0, 1)."""
     values = tuple(float(c) for c in cuts)
     if len(values) != 3 or not all(0.0 < c < 1.0 for c in values) \
             or not all(a < b for a, b in itertools.pairwise(values)):
@@ -108,7 +111,7 @@ def grade(relevance: Any, cuts: Sequence[float] = DEFAULT_CUTS) -> Any:
     """Grades 0–3 of relevance estimates (array or scalar): how many cut points are ≤ it."""
     import numpy as np
 
-    return np.searchsorted(np.asarray(_check_cuts(cuts)), relevance, side="right")
+    return np.searchsorted(np.asarray(check_cuts(cuts)), relevance, side="right")
 
 
 def judgments_from_fit(fit: ClickModelFit, *, min_impressions: int = DEFAULT_MIN_IMPRESSIONS,
@@ -119,7 +122,7 @@ def judgments_from_fit(fit: ClickModelFit, *, min_impressions: int = DEFAULT_MIN
 
     if min_impressions < 1:
         raise UsageError(f"the minimum number of impressions must be >= 1, got {min_impressions}")
-    cuts = _check_cuts(cuts)
+    cuts = check_cuts(cuts)
     counts = fit.counts
     keep = np.flatnonzero(counts.impressions >= min_impressions)
     grades = grade(fit.relevance[keep], cuts)

@@ -15,7 +15,7 @@ from typing import Literal, Protocol
 
 from recallwatch._registry import Registry
 from recallwatch.truth.click_models._counts import ClickCounter, ClickCounts, ClickRecord
-from recallwatch.truth.click_models._fit import ClickModelFit, jeffreys_interval
+from recallwatch.truth.click_models._fit import ClickModelFit, wilson_interval
 
 __all__ = [
     "CLICK_MODELS",
@@ -25,7 +25,7 @@ __all__ = [
     "ClickRecord",
     "ModelName",
     "fit",
-    "jeffreys_interval",
+    "wilson_interval",
 ]
 
 ModelName = Literal["dctr", "pbm", "ubm", "dbn"]
@@ -48,7 +48,7 @@ CLICK_MODELS.register("dbn", "recallwatch.truth.click_models.dbn:fit",
 
 
 def fit(counts: ClickCounts, model: str = "pbm", *, level: float = 0.95, max_iter: int = 1000,
-        tol: float = 1e-6) -> ClickModelFit:
+        tol: float = 1e-4) -> ClickModelFit:
     """Fit the named click model to the counts. ``max_iter``/``tol`` bound the EM models (PBM,
     UBM); the closed-form ones ignore them. An unknown name lists the valid ones."""
     from recallwatch.errors import UsageError

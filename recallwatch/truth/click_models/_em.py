@@ -18,6 +18,7 @@ Every iteration is a handful of ``bincount`` calls over the cells; the log-likel
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -63,26 +64,39 @@ def fit_examination_model(
     seen_pair = pair_n > 0
     seen_context = context_n > 0
 
+    work = np.empty((3, n.size))  # scratch rows reused by every step: no per-step allocation
+
     def step(theta: Array) -> tuple[Array, float]:
         """One EM step from θ = (α, γ); also the log-likelihood at θ."""
-        alpha, gamma = theta[:n_pairs], theta[n_pairs:]
-        a = alpha[pair]
-        g = gamma[context]
-        p = a * g
-        denom = np.maximum(1.0 - p, _EPS)
-        post_a = c + miss * a * (1.0 - g) / denom
-        post_e = c + miss * g * (1.0 - a) / denom
+        a, g, p = work
+        np.take(theta[:n_pairs], pair, out=a)
+        np.take(theta[n_pairs:], context, out=g)
+        np.multiply(a, g, out=p)
+        ll = _log_likelihood(p, c, miss)
+        # (n − c) / (1 − αγ) once; then P(A | no click) = α − αγ and P(E | no click) = γ − αγ
+        # over it: α (1 − γ) / (1 − αγ) and γ (1 − α) / (1 − αγ)
+        a -= p
+        g -= p
+        np.subtract(1.0, p, out=p)
+        np.maximum(p, _EPS, out=p)
+        np.divide(miss, p, out=p)
+        a *= p
+        a += c
+        g *= p
+        g += c
         out = theta.copy()
-        new_alpha, new_gamma = out[:n_pairs], out[n_pairs:]
-        np.divide(np.bincount(pair, weights=post_a, minlength=n_pairs), pair_n,
-                  out=new_alpha, where=seen_pair)
-        np.divide(np.bincount(context, weights=post_e, minlength=n_contexts), context_n,
-                  out=new_gamma, where=seen_context)
-        new_gamma[0] = 1.0
-        return out, _log_likelihood(p, c, miss)
+        np.divide(np.bincount(pair, weights=a, minlength=n_pairs), pair_n,
+                  out=out[:n_pairs], where=seen_pair)
+        np.divide(np.bincount(context, weights=g, minlength=n_contexts), context_n,
+                  out=out[n_pairs:], where=seen_context)
+        out[n_pairs] = 1.0
+        return out, ll
 
     def loglik(theta: Array) -> float:
-        return _log_likelihood(theta[:n_pairs][pair] * theta[n_pairs:][context], c, miss)
+        p = work[2]
+        np.take(theta[:n_pairs], pair, out=p)
+        p *= theta[n_pairs:][context]
+        return _log_likelihood(p, c, miss)
 
     theta = np.full(n_pairs + n_contexts, 0.5)
     theta[n_pairs] = 1.0
@@ -90,10 +104,9 @@ def fit_examination_model(
     converged = False
     evaluations = 0
     while evaluations < max_iter:
-        theta1, ll = step(theta)
+        theta1, ll = step(theta)  # ll: the log-likelihood at the start of this cycle
+        trace.append(ll)
         evaluations += 1
-        if not trace:
-            trace.append(ll)
         candidate = theta1
         if evaluations < max_iter:
             theta2, _ = step(theta1)
@@ -101,21 +114,23 @@ def fit_examination_model(
             candidate = theta2
             r = theta1 - theta
             v = theta2 - theta1 - r
-            v_norm = float(np.linalg.norm(v))
+            v_norm = math.sqrt(float((v * v).sum()))
             if v_norm > 0.0 and evaluations < max_iter:
-                s = min(-1.0, -float(np.linalg.norm(r)) / v_norm)
+                s = min(-1.0, -math.sqrt(float((r * r).sum())) / v_norm)
                 jump = np.clip(theta - 2.0 * s * r + s * s * v, 0.0, 1.0)
                 jump[n_pairs] = 1.0
                 stabilised, _ = step(jump)
                 evaluations += 1
-                if loglik(stabilised) >= loglik(theta2):
+                # keep the extrapolation only if it did not lose likelihood; EM's own double
+                # step never does, so the likelihood at each cycle's start never decreases
+                if loglik(stabilised) >= ll:
                     candidate = stabilised
         moved = float(np.max(np.abs(candidate - theta), initial=0.0))
         theta = candidate
-        trace.append(loglik(theta))
         if moved < tol:
             converged = True
             break
+    trace.append(loglik(theta))
     alpha, gamma = theta[:n_pairs], theta[n_pairs:]
     # Fisher information of α (γ taken as known) as an equivalent number of Bernoulli trials:
     # I(α) α (1 − α) = Σ n γ (1 − α) / (1 − α γ); for DCTR (γ = 1) it is the impressions.
@@ -129,4 +144,5 @@ def fit_examination_model(
 
 def _log_likelihood(p: Array, c: Array, miss: Array) -> float:
     p = np.clip(p, _EPS, 1.0 - _EPS)
-    return float(np.sum(c * np.log(p)) + np.sum(miss * np.log1p(-p)))
+    # elementwise and sum, not np.dot: BLAS threads stall on a busy machine for no gain here
+    return float((c * np.log(p)).sum() + (miss * np.log1p(-p)).sum())

@@ -9,7 +9,7 @@ import numpy as np
 
 from recallwatch.truth.click_models._counts import Array, ClickCounts
 
-__all__ = ["ClickModelFit", "jeffreys_interval"]
+__all__ = ["ClickModelFit", "wilson_interval"]
 
 
 @dataclass(frozen=True)
@@ -53,34 +53,34 @@ class ClickModelFit:
 
 
 _INTERVALS = {
-    "dctr": "Jeffreys interval of clicks over impressions",
-    "pbm": "Jeffreys interval with the effective number of examinations from the Fisher "
+    "dctr": "Wilson interval of clicks over impressions",
+    "pbm": "Wilson interval with the effective number of examinations from the Fisher "
            "information (examination probabilities taken as known)",
-    "ubm": "Jeffreys interval with the effective number of examinations from the Fisher "
+    "ubm": "Wilson interval with the effective number of examinations from the Fisher "
            "information (examination probabilities taken as known)",
-    "dbn": "product of the Jeffreys intervals of attractiveness and satisfaction, each at "
+    "dbn": "product of the Wilson intervals of attractiveness and satisfaction, each at "
            "1 - (1 - level) / 2 (Bonferroni: joint coverage at least level)",
 }
 
 
-def jeffreys_interval(successes: Array, trials: Array, level: float) -> tuple[Array, Array]:
-    """Two-sided Jeffreys interval (Beta(k + 1/2, n - k + 1/2) quantiles) of a proportion.
+def wilson_interval(successes: Array, trials: Array, level: float) -> tuple[Array, Array]:
+    """Two-sided Wilson score interval of a proportion (Wilson 1927), vectorised, closed form.
 
-    ``successes`` may be fractional (effective counts). Where ``trials`` is 0 the interval is
-    [0, 1]. As Brown, Cai & DasGupta (2001) recommend, the lower bound is 0 when k = 0 and the
-    upper 1 when k = n; with fractional counts, when k rounds to 0 (to n), i.e. k < 1/2
-    (k > n - 1/2), so that an estimate of almost 0 is not left below its own interval.
+    ``successes`` may be fractional (effective counts). The interval always holds the estimate
+    k / n, stays within [0, 1] and behaves near 0 and 1, where the textbook normal interval
+    does not (Brown, Cai & DasGupta 2001 recommend it). Where ``trials`` is 0 it is [0, 1].
     """
-    from scipy.special import betaincinv
+    from scipy.special import ndtri
 
-    k = np.asarray(successes, dtype=np.float64)
     n = np.asarray(trials, dtype=np.float64)
-    k = np.clip(k, 0.0, n)
-    tail = (1.0 - level) / 2.0
-    with np.errstate(invalid="ignore", divide="ignore"):
-        low = betaincinv(k + 0.5, n - k + 0.5, tail)
-        high = betaincinv(k + 0.5, n - k + 0.5, 1.0 - tail)
-    low = np.where(k < 0.5, 0.0, low)
-    high = np.where(k > n - 0.5, 1.0, high)
+    k = np.clip(np.asarray(successes, dtype=np.float64), 0.0, n)
+    z = float(ndtri(1.0 - (1.0 - level) / 2.0))
+    safe = np.where(n > 0.0, n, 1.0)
+    p = k / safe
+    z2n = z * z / safe
+    centre = (p + z2n / 2.0) / (1.0 + z2n)
+    half = z * np.sqrt(p * (1.0 - p) / safe + z2n / (4.0 * safe)) / (1.0 + z2n)
     empty = n <= 0.0
-    return np.where(empty, 0.0, low), np.where(empty, 1.0, high)
+    low = np.where(empty, 0.0, np.clip(centre - half, 0.0, 1.0))
+    high = np.where(empty, 1.0, np.clip(centre + half, 0.0, 1.0))
+    return low, high

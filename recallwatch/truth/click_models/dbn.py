@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from recallwatch.truth.click_models._counts import ClickCounts
-from recallwatch.truth.click_models._fit import ClickModelFit, jeffreys_interval
+from recallwatch.truth.click_models._fit import ClickModelFit, wilson_interval
 
 __all__ = ["fit"]
 
@@ -36,8 +36,8 @@ def fit(counts: ClickCounts, *, level: float = 0.95, max_iter: int = 0,
         attract = np.where(examined > 0, clicks / examined, 0.0)
         satisfy = np.where(clicks > 0, last / clicks, 0.0)
     each = 1.0 - (1.0 - level) / 2.0
-    a_low, a_high = jeffreys_interval(clicks, examined, each)
-    s_low, s_high = jeffreys_interval(last, clicks, each)
+    a_low, a_high = wilson_interval(clicks, examined, each)
+    s_low, s_high = wilson_interval(last, clicks, each)
     return ClickModelFit(
         model="dbn", counts=counts, relevance=attract * satisfy, effective_n=examined,
         ci_low=a_low * s_low, ci_high=a_high * s_high, level=level, iterations=0,

@@ -11,7 +11,7 @@ import time
 import numpy as np
 
 from recallwatch.truth.click_models._counts import ClickCounts
-from recallwatch.truth.click_models._fit import ClickModelFit, jeffreys_interval
+from recallwatch.truth.click_models._fit import ClickModelFit, wilson_interval
 
 __all__ = ["fit"]
 
@@ -24,7 +24,7 @@ def fit(counts: ClickCounts, *, level: float = 0.95, max_iter: int = 0,
     c = counts.clicks.astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         relevance = np.where(n > 0, c / n, 0.0)
-    low, high = jeffreys_interval(c, n, level)
+    low, high = wilson_interval(c, n, level)
     p = np.clip(relevance, 1e-12, 1 - 1e-12)
     ll = float(np.sum(c * np.log(p) + (n - c) * np.log1p(-p)))
     return ClickModelFit(

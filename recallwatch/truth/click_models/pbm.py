@@ -11,13 +11,13 @@ import numpy as np
 
 from recallwatch.truth.click_models._counts import ClickCounts
 from recallwatch.truth.click_models._em import fit_examination_model
-from recallwatch.truth.click_models._fit import ClickModelFit, jeffreys_interval
+from recallwatch.truth.click_models._fit import ClickModelFit, wilson_interval
 
 __all__ = ["fit"]
 
 
 def fit(counts: ClickCounts, *, level: float = 0.95, max_iter: int = 1000,
-        tol: float = 1e-6) -> ClickModelFit:
+        tol: float = 1e-4) -> ClickModelFit:
     """Fit PBM by EM on the (pair, rank) cells (the previous-click context summed out)."""
     r = counts.max_rank
     key = counts.cell_pair * r + (counts.cell_rank - 1)
@@ -26,7 +26,7 @@ def fit(counts: ClickCounts, *, level: float = 0.95, max_iter: int = 1000,
     c = np.bincount(inverse, weights=counts.cell_c)
     em = fit_examination_model(cells // r, cells % r, n, c, n_pairs=counts.n_pairs,
                                n_contexts=r, max_iter=max_iter, tol=tol)
-    low, high = jeffreys_interval(em.alpha * em.effective_n, em.effective_n, level)
+    low, high = wilson_interval(em.alpha * em.effective_n, em.effective_n, level)
     seen = np.bincount(cells % r, weights=n, minlength=r) > 0
     last = int(np.flatnonzero(seen)[-1]) + 1 if seen.any() else 0
     return ClickModelFit(

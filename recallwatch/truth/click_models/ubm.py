@@ -12,13 +12,13 @@ import numpy as np
 
 from recallwatch.truth.click_models._counts import ClickCounts
 from recallwatch.truth.click_models._em import fit_examination_model
-from recallwatch.truth.click_models._fit import ClickModelFit, jeffreys_interval
+from recallwatch.truth.click_models._fit import ClickModelFit, wilson_interval
 
 __all__ = ["fit"]
 
 
 def fit(counts: ClickCounts, *, level: float = 0.95, max_iter: int = 1000,
-        tol: float = 1e-6) -> ClickModelFit:
+        tol: float = 1e-4) -> ClickModelFit:
     """Fit UBM by EM on the (pair, rank, previous-click rank) cells."""
     slot = counts.cell_rank * (counts.cell_rank - 1) // 2 + counts.cell_prev
     r = counts.max_rank
@@ -26,7 +26,7 @@ def fit(counts: ClickCounts, *, level: float = 0.95, max_iter: int = 1000,
     em = fit_examination_model(counts.cell_pair, slot, counts.cell_n, counts.cell_c,
                                n_pairs=counts.n_pairs, n_contexts=n_contexts,
                                max_iter=max_iter, tol=tol)
-    low, high = jeffreys_interval(em.alpha * em.effective_n, em.effective_n, level)
+    low, high = wilson_interval(em.alpha * em.effective_n, em.effective_n, level)
     seen = np.bincount(slot, weights=counts.cell_n, minlength=n_contexts) > 0
     table = [
         {"rank": int(rk), "previous_click": int(prev), "examination": round(float(em.gamma[s]), 6)}
