@@ -12,7 +12,9 @@ who label at random with the same label frequencies would reach, below 0 is wors
 
     kappa = 1 − Σ w O / Σ w E.
 
-Unweighted kappa uses ``w[i, j] = 1`` whenever ``i ≠ j``. Quadratic weights, the default, are
+Unweighted kappa uses ``w[i, j] = 1`` whenever ``i ≠ j``. Its interval is a percentile
+bootstrap over the items (seeded, so the same labels give the same interval): kappa on a few
+dozen items is uncertain, and the interval says how much. Quadratic weights, the default, are
 the usual choice for relevance grades 0–3 (confusing 0 with 3 costs nine times confusing 2
 with 3). Kappa is undefined (NaN) when chance disagreement is zero, i.e. both raters used one
 and the same category throughout.
@@ -30,7 +32,9 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["Agreement", "Weights", "agreement", "confusion_matrix", "weighted_kappa"]
+__all__ = [
+    "Agreement", "Weights", "agreement", "confusion_matrix", "kappa_interval", "weighted_kappa",
+]
 
 Weights = Literal["quadratic", "linear", "unweighted"]
 WEIGHTS: tuple[Weights, ...] = get_args(Weights)
@@ -79,25 +83,35 @@ def confusion_matrix(a: npt.ArrayLike, b: npt.ArrayLike, *,
     return np.bincount(xi * k + yi, minlength=k * k).reshape(k, k)
 
 
-def _kappa_from_confusion(counts: np.ndarray, weights: Weights) -> float:
+def _disagreement_weights(k: int, weights: Weights) -> np.ndarray:
     import numpy as np
 
     if weights not in WEIGHTS:
         raise UsageError(f"unknown kappa weights {weights!r}; valid: {', '.join(WEIGHTS)}")
-    k = counts.shape[0]
-    observed = counts / counts.sum()
-    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0))
     i, j = np.indices((k, k))
-    if weights == "linear":
-        w = np.abs(i - j).astype(np.float64)
-    elif weights == "quadratic":
-        w = ((i - j) ** 2).astype(np.float64)
-    else:
-        w = (i != j).astype(np.float64)
-    chance = float((w * expected).sum())
-    if chance == 0.0:
-        return float("nan")
-    return 1.0 - float((w * observed).sum()) / chance
+    distance: np.ndarray = np.abs(i - j).astype(np.float64)
+    if weights == "quadratic":
+        distance = distance * distance
+    elif weights == "unweighted":
+        distance = np.minimum(distance, 1.0)
+    return distance
+
+
+def _kappas(counts: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Kappa of each confusion matrix in ``counts`` (shape [..., K, K]); NaN where undefined."""
+    import numpy as np
+
+    observed = counts / counts.sum(axis=(-2, -1), keepdims=True)
+    expected = observed.sum(axis=-1)[..., :, None] * observed.sum(axis=-2)[..., None, :]
+    chance = (w * expected).sum(axis=(-2, -1))
+    disagreement = (w * observed).sum(axis=(-2, -1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(chance > 0.0, 1.0 - disagreement / np.where(chance > 0, chance, 1.0),
+                        np.nan)
+
+
+def _kappa_from_confusion(counts: np.ndarray, weights: Weights) -> float:
+    return float(_kappas(counts, _disagreement_weights(counts.shape[0], weights)))
 
 
 def weighted_kappa(a: npt.ArrayLike, b: npt.ArrayLike, *, weights: Weights = "quadratic",
@@ -119,24 +133,65 @@ class Agreement:
     confusion: list[list[int]]
     rater_a: str = "a"
     rater_b: str = "b"
+    ci: tuple[float, float] | None = None  # bootstrap interval of kappa
+    ci_level: float = 0.95
 
     def to_dict(self) -> dict[str, Any]:
         import math
 
-        return {"pairs": self.n, "kappa": self.kappa if math.isfinite(self.kappa) else None,
-                "weights": self.weights, "exact_agreement": self.exact,
+        def num(x: float) -> float | None:
+            return x if math.isfinite(x) else None
+
+        return {"pairs": self.n, "kappa": num(self.kappa),
+                "ci": None if self.ci is None else [num(self.ci[0]), num(self.ci[1])],
+                "ci_level": self.ci_level, "weights": self.weights,
+                "exact_agreement": self.exact,
                 "categories": self.categories, "rows": self.rater_a, "columns": self.rater_b,
                 "confusion": self.confusion}
 
 
+def kappa_interval(a: npt.ArrayLike, b: npt.ArrayLike, *, weights: Weights = "quadratic",
+                   categories: Sequence[int] | None = None, level: float = 0.95,
+                   n_resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of weighted kappa, items resampled with replacement.
+    Resamples where kappa is undefined are left out; (NaN, NaN) if all are."""
+    import numpy as np
+
+    if not 0.0 < level < 1.0:
+        raise UsageError(f"the interval level must be strictly between 0 and 1, got {level}")
+    x, y, cats = _labels(a, b, categories)
+    index = {c: i for i, c in enumerate(cats)}
+    k = len(cats)
+    cell = np.array([index[u] * k + index[v] for u, v in zip(x.tolist(), y.tolist())])
+    rng = np.random.default_rng(seed)
+    w = _disagreement_weights(k, weights)
+    values = []
+    for start in range(0, n_resamples, 500):  # blocks bound the memory of the resample matrix
+        draws = rng.integers(0, cell.size, (min(500, n_resamples - start), cell.size))
+        picked = cell[draws]
+        counts = np.zeros((picked.shape[0], k * k))
+        np.add.at(counts, (np.arange(picked.shape[0])[:, None], picked), 1.0)
+        values.append(_kappas(counts.reshape(-1, k, k), w))
+    kappas = np.concatenate(values)
+    kappas = kappas[np.isfinite(kappas)]
+    if kappas.size == 0:
+        return float("nan"), float("nan")
+    tail = (1.0 - level) / 2.0
+    low, high = np.quantile(kappas, [tail, 1.0 - tail])
+    return float(low), float(high)
+
+
 def agreement(a: npt.ArrayLike, b: npt.ArrayLike, *, weights: Weights = "quadratic",
               categories: Sequence[int] | None = None, rater_a: str = "a",
-              rater_b: str = "b") -> Agreement:
-    """Kappa, exact agreement and confusion matrix of two raters' grades of the same items."""
+              rater_b: str = "b", level: float = 0.95, seed: int = 0) -> Agreement:
+    """Kappa (with its bootstrap interval), exact agreement and confusion matrix of two raters'
+    grades of the same items."""
     import numpy as np
 
     x, y, cats = _labels(a, b, categories)
     counts = confusion_matrix(x, y, categories=cats)
+    ci = kappa_interval(x, y, weights=weights, categories=cats, level=level, seed=seed)
     return Agreement(n=int(x.size), kappa=_kappa_from_confusion(counts, weights),
                      weights=weights, exact=float(np.mean(x == y)), categories=cats,
-                     confusion=counts.tolist(), rater_a=rater_a, rater_b=rater_b)
+                     confusion=counts.tolist(), rater_a=rater_a, rater_b=rater_b, ci=ci,
+                     ci_level=level)

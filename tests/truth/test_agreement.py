@@ -8,7 +8,12 @@ import numpy as np
 import pytest
 
 from recallwatch.errors import InputError, UsageError
-from recallwatch.truth.agreement import agreement, confusion_matrix, weighted_kappa
+from recallwatch.truth.agreement import (
+    agreement,
+    confusion_matrix,
+    kappa_interval,
+    weighted_kappa,
+)
 
 
 def test_hand_computed_example() -> None:
@@ -60,3 +65,16 @@ def test_agreement_record_and_errors() -> None:
         weighted_kappa([0, 2], [0, 1], categories=[0, 1])
     with pytest.raises(UsageError, match="unknown kappa weights"):
         weighted_kappa([0, 1], [0, 1], weights="cubic")  # type: ignore[arg-type]
+
+
+def test_kappa_interval_is_seeded_holds_the_estimate_and_narrows() -> None:
+    rng = np.random.default_rng(1)
+    a = rng.integers(0, 4, 400)
+    b = np.where(rng.random(400) < 0.7, a, rng.integers(0, 4, 400))
+    kappa = weighted_kappa(a, b)
+    small = kappa_interval(a[:40], b[:40])
+    large = kappa_interval(a, b)
+    assert large[0] < kappa < large[1]
+    assert large[1] - large[0] < small[1] - small[0]
+    assert kappa_interval(a, b) == large  # same seed, same interval
+    assert agreement(a, b).ci == large
