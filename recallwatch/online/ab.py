@@ -296,10 +296,11 @@ def readout(table: UnitTable, config: ABConfig, *, source: str = "<log>") -> ABR
                          f"{', '.join(table.variants)}")
     treatment = next(v for v in table.variants if v != control)
     c_index, t_index = table.variants.index(control), table.variants.index(treatment)
-    counts = {v: int(np.sum(table.variant == i)) for i, v in enumerate(table.variants)}
-    share = _expected_share(config, table.variants)
-    observed = np.array([counts[v] for v in table.variants], dtype=np.float64)
-    expected = observed.sum() * np.array([share[v] for v in table.variants])
+    order = [control, treatment]
+    counts = {v: int(np.sum(table.variant == table.variants.index(v))) for v in order}
+    share = {v: _expected_share(config, table.variants)[v] for v in order}
+    observed = np.array([counts[v] for v in order], dtype=np.float64)
+    expected = observed.sum() * np.array([share[v] for v in order])
     srm_p = float(stats.chisquare(observed, expected).pvalue) if observed.sum() else 1.0
     srm_ok = srm_p >= config.srm_alpha
 
@@ -361,11 +362,11 @@ def readout(table: UnitTable, config: ABConfig, *, source: str = "<log>") -> ABR
     if not srm_ok:
         blocked = True
         shares = ", ".join(f"{v} {counts[v]} ({counts[v] / observed.sum():.1%}, expected "
-                           f"{share[v]:.1%})" for v in table.variants)
+                           f"{share[v]:.1%})" for v in order)
         reasons.append(f"sample-ratio mismatch: {config.unit}s per variant {shares}, chi-square "
                        f"p = {srm_p:.2g} < {config.srm_alpha:g}; the split or the logging is "
                        "broken, so no difference can be trusted")
-    small = [v for v in table.variants if counts[v] < config.min_units]
+    small = [v for v in order if counts[v] < config.min_units]
     if small:
         blocked = True
         reasons.append("too few units: " + ", ".join(f"{v} has {counts[v]} {config.unit}s"
@@ -395,10 +396,15 @@ def readout(table: UnitTable, config: ABConfig, *, source: str = "<log>") -> ABR
                 reasons.append(f"{res.name}: no significant difference yet; about "
                                f"{res.units_still_needed} more {config.unit}s per variant are "
                                f"needed to detect a {config.min_effect:.0%} change")
+            elif res.verdict == "no difference" and res.relative_mde is not None:
+                reasons.append(f"{res.name}: no significant difference, and a change of "
+                               f"{config.min_effect:.0%} would have been detected (the "
+                               f"smallest detectable is {res.relative_mde:.1%})")
     return ABReadout(
         config=config, control=control, treatment=treatment, units=counts,
-        impressions=dict(table.impressions), mixed_units=table.mixed_units, srm_p_value=srm_p,
-        srm_ok=srm_ok, expected_share=share, metrics=metrics, verdict=overall, reasons=reasons,
+        impressions={v: table.impressions.get(v, 0) for v in order},
+        mixed_units=table.mixed_units, srm_p_value=srm_p, srm_ok=srm_ok, expected_share=share,
+        metrics=metrics, verdict=overall, reasons=reasons,
     )
 
 
