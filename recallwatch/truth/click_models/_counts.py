@@ -34,7 +34,10 @@ Array = np.ndarray[Any, Any]
 #: look past the second page). Raise it with ``ClickCounter(max_rank=…)`` up to 1000.
 DEFAULT_MAX_RANK = 50
 _SLOT_BITS = 20  # cell key = pair << 20 | slot, slot = r (r - 1) / 2 + previous-click rank
-_MERGE_ROWS = 4_000_000  # merge pending per-batch tables past this many rows (bounded memory)
+# Per-batch cell tables wait in a list and are merged (concatenated, summed by cell) once they
+# hold this many rows, or twice the merged table's, whichever is more: memory stays a small
+# multiple of the number of distinct cells, and merging costs amortised O(1) per row.
+_MERGE_ROWS = 1_000_000
 
 
 class ClickRecord(Protocol):
@@ -99,6 +102,7 @@ class ClickCounter:
         self._per_pair = np.zeros((4, 0), dtype=np.int64)  # impressions, clicks, examined, last
         self._pending: list[tuple[Array, Array, Array]] = []
         self._pending_rows = 0
+        self._merged_rows = 0
         self._n_impressions = 0
 
     # -- input ---------------------------------------------------------------------------------
@@ -176,7 +180,7 @@ class ClickCounter:
         cc = np.bincount(cinv, weights=c_valid, minlength=ucells.size).astype(np.int64)
         self._pending.append((ucells, cn.astype(np.int64), cc))
         self._pending_rows += ucells.size
-        if self._pending_rows > _MERGE_ROWS:
+        if self._pending_rows > max(_MERGE_ROWS, 2 * self._merged_rows):
             self._merge()
 
     def _pair_ids(self, unique_keys: Array) -> Array:
@@ -195,7 +199,7 @@ class ClickCounter:
         merged = (ukeys, np.bincount(inv, weights=n).astype(np.int64),
                   np.bincount(inv, weights=c).astype(np.int64))
         self._pending = [merged]
-        self._pending_rows = ukeys.size
+        self._pending_rows = self._merged_rows = ukeys.size
 
     # -- output --------------------------------------------------------------------------------
 
