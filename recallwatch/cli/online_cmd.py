@@ -64,7 +64,9 @@ def clicks(
                                  "shown deeper than this."),
     fmt: TableJson = typer.Option(TableJson.table, "--format", help="Output on stdout."),
 ) -> None:
-    """Fit a click model to an interaction log and turn it into graded judgments (0-3)."""
+    """Fit a click model to an interaction log and turn it into graded judgments (0-3): the
+    relevance of each (query, result) pair with its position bias removed, for pairs shown
+    often enough."""
     from recallwatch import __version__
     from recallwatch.online import InteractionLog
     from recallwatch.truth.click_models import CLICK_MODELS, ClickCounter, fit
@@ -188,7 +190,9 @@ def ab(
                                     "sample-ratio test's p is below this."),
     fmt: TableJson = typer.Option(TableJson.table, "--format", help="Output on stdout."),
 ) -> None:
-    """A/B readout: per-variant metrics with intervals clustered by unit, SRM check, MDE."""
+    """A/B readout: metrics per variant with confidence intervals clustered by the randomised
+    unit, a sample-ratio mismatch (SRM) check that blocks the readout when the split is off, the
+    minimum detectable effect (MDE) and the units still needed, and a verdict."""
     from recallwatch.errors import UsageError
     from recallwatch.online import ABConfig, InteractionLog, aggregate_units, readout
     from recallwatch.online.ab import METRIC_NAMES
@@ -241,7 +245,8 @@ def interleave(
     alpha: float = typer.Option(0.05, "--alpha", help="Significance level of the sign test."),
     fmt: TableJson = typer.Option(TableJson.table, "--format", help="Output on stdout."),
 ) -> None:
-    """Score team-draft interleaved impressions: wins per ranker and a binomial sign test."""
+    """Score team-draft interleaving (both rankers' results mixed in one list, each result
+    tagged with its ranker): impressions won by each ranker and a binomial sign test."""
     from recallwatch.online import InteractionLog, score_interleaving
 
     source = InteractionLog(log)
@@ -287,7 +292,8 @@ def judge(
                                     "qrels here (and OUT.provenance.json beside it)."),
     fmt: TableJson = typer.Option(TableJson.table, "--format", help="Output on stdout."),
 ) -> None:
-    """Optional LLM judge: measured against human labels first, refused below --min-kappa."""
+    """Optional LLM judge (any OpenAI-compatible chat endpoint) grading (query, passage) pairs
+    0-3: measured against human judgments first (weighted kappa), refused below --min-kappa."""
     from recallwatch import __version__
     from recallwatch.errors import UsageError
     from recallwatch.truth.agreement import WEIGHTS
