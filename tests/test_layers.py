@@ -38,6 +38,7 @@ LAYERS: dict[str, int] = {
     "recallwatch._redact": 0,
     "recallwatch.records": 0,
     "recallwatch.vectors": 0,
+    "recallwatch._http": 0,
     "recallwatch.formats": 1,
     "recallwatch.metrics": 2,
     "recallwatch.stats": 3,

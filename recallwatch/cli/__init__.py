@@ -88,6 +88,7 @@ _COMMAND_MODULES = (
     "promote_cmd",
     "calibrate_cmd",
     "groups_cmd",
+    "online_cmd",
     "serve_cmd",
 )
 

@@ -28,6 +28,8 @@ __all__ = [
     "GoldenArg",
     "GoldenOption",
     "HistoryPath",
+    "HumanQrels",
+    "HumanQrelsOrNone",
     "Measures",
     "MinOneDepth",
     "NoHistory",
@@ -35,6 +37,7 @@ __all__ = [
     "NoiseFormatOption",
     "OutDir",
     "PolicyFile",
+    "Power",
     "ProbesFile",
     "RecallFloor",
     "RequiredOutDir",
@@ -121,6 +124,16 @@ Measures = Annotated[list[str], typer.Option(
 _ALPHA_HELP = "Significance level of the tests."
 Alpha = Annotated[float, typer.Option("--alpha", help=_ALPHA_HELP)]
 BoundedAlpha = Annotated[float, typer.Option("--alpha", min=0.0, max=1.0, help=_ALPHA_HELP)]
+
+Power = Annotated[float, typer.Option(
+    "--power", min=0.0, max=1.0,
+    help="Statistical power (the chance of detecting a real effect) for the sample-size "
+    "estimates.")]
+
+_QRELS_HELP = ("Human judgments (TREC qrels) to measure the labels against (weighted kappa; "
+               "agreement between two sets of grades, 1 = perfect, 0 = chance).")
+HumanQrels = Annotated[Path, typer.Option("--qrels", help=_QRELS_HELP)]
+HumanQrelsOrNone = Annotated[Path | None, typer.Option("--qrels", help=_QRELS_HELP)]
 
 Seed = Annotated[int, typer.Option(
     "--seed", help="Seed of the random draws: the same seed gives the same result.")]

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from recallwatch.cli._common import emit
-from recallwatch.cli._options import Alpha, Measures, Seed, TableJson, TableJsonFormat
+from recallwatch.cli._options import Alpha, Measures, Power, Seed, TableJson, TableJsonFormat
 
 if TYPE_CHECKING:
     from recallwatch.stats import Comparison
@@ -43,8 +43,7 @@ def compare(
         "--ci", help="Bootstrap interval method.")] = CIChoice.bca,
     tie_tolerance: Annotated[float, typer.Option(
         "--tie-tolerance", help="Per-query differences within this count as ties.")] = 1e-9,
-    power: Annotated[float, typer.Option(
-        "--power", help="Power for the queries-needed estimate.")] = 0.8,
+    power: Power = 0.8,
     fmt: TableJsonFormat = TableJson.table,
 ) -> None:
     """Compare run B against run A on the same judged queries, with a paired significance test.

@@ -24,6 +24,10 @@ HOMONYMS = {
     "--metric": "a vector similarity (quantize) vs the per-query value compared (groups)",
     "--queries": "logged query texts (probes) vs query vectors (quantize)",
     "--sample": "how many logged queries to draw (probes) vs vectors to hold out (quantize)",
+    "--out": "a directory of result files (bench, experiments, quantize) vs the qrels file to "
+             "write (online clicks, online judge)",
+    "--model": "the click model to fit (online clicks) vs the LLM's name at its endpoint "
+               "(online judge)",
 }
 
 
