@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from recallwatch.cli._common import DEFAULT_HISTORY, emit
+from recallwatch.cli._common import DEFAULT_HISTORY, HISTORY_HELP, emit
 
 
 class GateFormat(str, Enum):
@@ -25,7 +25,7 @@ def gate(
                                         "external search system, instead of --store."),
     policy: Path | None = typer.Option(None, "--policy", help="Policy file (YAML); absent = the "
                                        "chapter's defaults."),
-    history: Path = typer.Option(DEFAULT_HISTORY, "--history", help="Run history (SQLite)."),
+    history: str = typer.Option(str(DEFAULT_HISTORY), "--history", help=HISTORY_HELP),
     no_history: bool = typer.Option(False, "--no-history", help="Do not record the run."),
     fmt: GateFormat = typer.Option(GateFormat.table, "--format", help="Output on stdout."),
     junit: Path | None = typer.Option(None, "--junit", help="Also write JUnit XML here."),

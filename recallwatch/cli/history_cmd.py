@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from recallwatch.cli._common import DEFAULT_HISTORY, TableJson, emit
+from recallwatch.cli._common import DEFAULT_HISTORY, HISTORY_HELP, TableJson, emit
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -28,14 +28,14 @@ _RUN_HELP = "A run id, a unique prefix of one, or latest / previous / accepted."
 
 
 def _history_opt() -> Any:
-    return typer.Option(DEFAULT_HISTORY, "--history", help="Run history database (SQLite).")
+    return typer.Option(str(DEFAULT_HISTORY), "--history", help=HISTORY_HELP)
 
 
 def _format_opt() -> Any:
     return typer.Option(TableJson.table, "--format", help="Output on stdout.")
 
 
-def _open(path: Path) -> History:
+def _open(path: str) -> History:
     from recallwatch.history import History
 
     return History(path, create=False)
@@ -58,7 +58,7 @@ def _console() -> Console:
 
 @history_app.command("list")
 def list_runs(
-    history: Path = _history_opt(),
+    history: str = _history_opt(),
     dataset: str | None = typer.Option(None, "--dataset", help="Only runs of this dataset name."),
     limit: int = typer.Option(50, "--limit", min=1, help="At most this many runs, newest first."),
     fmt: TableJson = _format_opt(),
@@ -73,7 +73,7 @@ def list_runs(
 
     # One line per run, like `git log --oneline`: readable in any width, greppable, and the run
     # id first and whole, to paste into `history show`.
-    lines = [f"{len(runs)} run(s) in {visible(history)}"]
+    lines = [f"{len(runs)} run(s) in {visible(h.location)}"]
     if runs:
         lines.append(f"{'run':<23}  {'when (UTC)':<16}  {'verdict':<7}  {'quality':>7}  "
                      f"{'recall':>6}  {'failing':>9}  dataset, index version")
@@ -91,7 +91,7 @@ def list_runs(
 @history_app.command("show")
 def show(
     run: str = typer.Argument(..., help=_RUN_HELP),
-    history: Path = _history_opt(),
+    history: str = _history_opt(),
     fmt: TableJson = _format_opt(),
 ) -> None:
     """One run's full report, as the gate printed it (comparison with its baselines included)."""
@@ -111,7 +111,7 @@ def show(
 def compare(
     run_a: str = typer.Argument(..., help=f"The baseline. {_RUN_HELP}"),
     run_b: str = typer.Argument(..., help=f"The candidate. {_RUN_HELP}"),
-    history: Path = _history_opt(),
+    history: str = _history_opt(),
     store: str | None = typer.Option(None, "--store", help="The store both runs searched: names "
                                      "the chunks ingested since A that now bury B's expected."),
     fmt: TableJson = _format_opt(),
@@ -178,7 +178,7 @@ def _print_comparison(c: dict[str, Any], a: str, b: str) -> None:
 
 @history_app.command("trend")
 def trend_cmd(
-    history: Path = _history_opt(),
+    history: str = _history_opt(),
     dataset: str | None = typer.Option(None, "--dataset", help="Dataset name (default: the "
                                        "latest run's)."),
     last: int = typer.Option(20, "--last", min=2, help="Number of runs to analyse."),
@@ -244,7 +244,7 @@ def promote_cmd(
     policy: Path | None = typer.Option(None, "--policy", help="The current policy file (default: "
                                        "with --golden, the chapter's defaults; without it, the "
                                        "policy of the latest gate run on this store)."),
-    history: Path = _history_opt(),
+    history: str = _history_opt(),
     fmt: TableJson = _format_opt(),
 ) -> None:
     """Mark an index version as production, only if an ACCEPTed gate run of the current golden
@@ -253,6 +253,7 @@ def promote_cmd(
     Exit codes: 0 promoted, 1 refused (every missing condition is named), 2 usage or input error.
     """
     from recallwatch.history import History
+    from recallwatch.history._backend import is_postgresql
     from recallwatch.history.promote import PromoteDecision, promote
     from recallwatch.stores import open_store
 
@@ -269,7 +270,7 @@ def promote_cmd(
         policy_hash = load_policy(policy).hash
     vector_store = open_store(store)
     try:
-        if not history.exists():
+        if not is_postgresql(history) and not Path(history).exists():
             decision = PromoteDecision(
                 vector_store.uri, version or vector_store.current_version(), dataset_hash or "",
                 policy_hash or "", None,

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from recallwatch.cli._common import DEFAULT_HISTORY, TableJson, emit
+from recallwatch.cli._common import DEFAULT_HISTORY, HISTORY_HELP, TableJson, emit
 
 if TYPE_CHECKING:
     from recallwatch.ops.monitor import MonitorReport
@@ -42,7 +42,7 @@ def _open(uri: str) -> VectorStore:
     return open_store(uri)
 
 
-def _history(path: Path, off: bool) -> Any:
+def _history(path: str, off: bool) -> Any:
     if off:
         return None
     from recallwatch.history import History
@@ -119,7 +119,7 @@ def monitor(
                                      "probes`, .txt/.jsonl logged queries, or .npy vectors)."),
     k: int = typer.Option(10, "--k", help="Depth of recall@k."),
     floor: float = typer.Option(0.95, "--floor", help="Alarm when recall@k vs exact is below."),
-    history: Path = typer.Option(DEFAULT_HISTORY, "--history", help="Run history (SQLite)."),
+    history: str = typer.Option(str(DEFAULT_HISTORY), "--history", help=HISTORY_HELP),
     no_history: bool = typer.Option(False, "--no-history", help="Do not record the run."),
     webhook: str | None = typer.Option(None, "--webhook", help="POST the report as JSON here "
                                        "when the monitor alarms."),
@@ -171,7 +171,7 @@ def reindex(
     k: int = typer.Option(10, "--k", help="Depth of recall@k."),
     floor: float = typer.Option(0.95, "--floor", help="Switch only when the new index's "
                                 "recall@k vs exact is at least this."),
-    history: Path = typer.Option(DEFAULT_HISTORY, "--history", help="Run history (SQLite)."),
+    history: str = typer.Option(str(DEFAULT_HISTORY), "--history", help=HISTORY_HELP),
     no_history: bool = typer.Option(False, "--no-history", help="Do not record the reindex."),
     fmt: TableJson = typer.Option(TableJson.table, "--format", help="Output on stdout."),
 ) -> None:
@@ -204,7 +204,7 @@ def reindex(
 
 def rollback(
     store: str = typer.Option(..., "--store", help="Store URI (any adapter with reindex)."),
-    history: Path = typer.Option(DEFAULT_HISTORY, "--history", help="Run history (SQLite)."),
+    history: str = typer.Option(str(DEFAULT_HISTORY), "--history", help=HISTORY_HELP),
     no_history: bool = typer.Option(False, "--no-history", help="Do not record the rollback."),
 ) -> None:
     """Put back the index the last reindex replaced (one atomic commit on LanceDB; on the other
@@ -335,7 +335,7 @@ def groups(
                                        "than domain and tags)."),
     policy: Path | None = typer.Option(None, "--policy", help="Flag groups below the policy's "
                                        "min_group_quality."),
-    history: Path = typer.Option(DEFAULT_HISTORY, "--history", help="Run history (SQLite)."),
+    history: str = typer.Option(str(DEFAULT_HISTORY), "--history", help=HISTORY_HELP),
     fmt: TableJson = typer.Option(TableJson.table, "--format", help="Output on stdout."),
 ) -> None:
     """A metric of a gate run by group, with each group's gap to the overall mean and a
@@ -361,7 +361,7 @@ def groups(
     emit("\n".join(lines))
 
 
-def _load_run(ref: str, history: Path) -> GateResult:
+def _load_run(ref: str, history: str) -> GateResult:
     from recallwatch.errors import InputError
     from recallwatch.suite.model import GateResult
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import typer
 
-from recallwatch.cli._common import DEFAULT_HISTORY
+from recallwatch.cli._common import DEFAULT_HISTORY, HISTORY_HELP
 
 
 def is_loopback(host: str) -> bool:
@@ -52,8 +52,8 @@ def _listen(host: str, port: int) -> socket.socket:
 def register(app: typer.Typer) -> None:
     @app.command("serve")
     def serve(
-        history: Path = typer.Option(DEFAULT_HISTORY, "--history",
-                                     help="Run history database (SQLite), opened read-only."),
+        history: str = typer.Option(str(DEFAULT_HISTORY), "--history",
+                                    help=f"{HISTORY_HELP} Opened read-only."),
         host: str = typer.Option("127.0.0.1", "--host",
                                  help="Address to bind; anything but loopback is warned about."),
         port: int = typer.Option(8000, "--port", min=0, max=65535,
@@ -80,7 +80,9 @@ def register(app: typer.Typer) -> None:
                        "can reach this address sees every query, chunk id and store URI of the "
                        "history (it has no authentication). Use --host 127.0.0.1 unless you "
                        "mean it.", err=True)
-        typer.echo(f"recallwatch dashboard on http://{shown}:{bound}/ (history {history}, "
+        from recallwatch.stores._uri import redact
+
+        typer.echo(f"recallwatch dashboard on http://{shown}:{bound}/ (history {redact(history)}, "
                    "read-only); Ctrl+C to stop", err=True)
         server = uvicorn.Server(uvicorn.Config(web_app, log_level="warning", access_log=False))
         # uvicorn shuts down cleanly, then re-raises the Ctrl+C it captured: for a server that
