@@ -104,7 +104,7 @@ def migrate(db: Backend) -> list[str]:
     db.begin_write()
     try:
         db.bootstrap()
-        db.execute(_BOOKKEEPING)
+        db.execute(db.ddl(_BOOKKEEPING))
         applied = {int(v): str(n) for v, n in
                    db.execute("SELECT version, name FROM schema_migrations")}
         known = {i + 1: name for i, (name, _) in enumerate(MIGRATIONS)}
