@@ -182,7 +182,7 @@ def test_every_command_and_option_is_documented() -> None:
     promote_app.command()(promote_cmd)
     commands["promote"] = typer.main.get_command(promote_app)
     assert set(commands) == {"history list", "history show", "history compare", "history trend",
-                             "promote"}
+                             "history copy", "promote"}
     for name, cmd in commands.items():
         assert f"recallwatch {name}" in docs, name
         for param in cmd.params:
