@@ -101,12 +101,12 @@ class PostgresBackend(Backend):
                                  str(_IDLE_IN_TRANSACTION_MS)),
                                 ("default_transaction_read_only", "on" if read_only else "off")):
                 conn.execute("SELECT set_config(%s, %s, false)", (name, value))
+            if (read_only or not create) and not backend.has_table("schema_migrations"):
+                raise HistoryError(f"no run history at {shown} (run the gate first, or name "
+                                   "the database with --history)")
             if read_only:
                 check_schema(backend)
             else:
-                if not create and not backend.has_table("schema_migrations"):
-                    raise HistoryError(f"no run history at {shown} (run the gate first, or name "
-                                       "the database with --history)")
                 migrate(backend)
         except psycopg.Error as exc:
             what = "connect to" if backend is None else "open the run history in"

@@ -94,8 +94,7 @@ def test_missing_history_is_an_error_for_readers(tmp_path: Path) -> None:
 def test_an_empty_database_is_a_missing_history_for_readers(pg_databases: Any) -> None:
     uri = pg_databases()
     for read_only in (False, True):
-        with pytest.raises(HistoryError, match=f"no run history at {uri}|{uri}: the run "
-                           r"history's schema \(0 migrations"):
+        with pytest.raises(HistoryError, match=f"^no run history at {uri} "):
             History(uri, create=False, read_only=read_only)
     History(uri).close()  # a writer creates it
     History(uri, create=False).close()
