@@ -10,8 +10,9 @@ DDL is written for SQLite; a PostgreSQL backend translates its column types
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from recallwatch.errors import HistoryError
 
@@ -100,21 +101,16 @@ def migrate(db: Backend) -> list[str]:
     """Apply the migrations ``db`` lacks, in one write transaction (SQLite ``BEGIN IMMEDIATE``,
     PostgreSQL the history's advisory lock); return their names. A database recording a
     migration this code does not know is refused (a newer recallwatch wrote it)."""
-    source = db.location
+    known = {i + 1: name for i, (name, _) in enumerate(MIGRATIONS)}
+    # Up to date (the usual case): nothing to write, so no writer's lock to wait for.
+    if dict(_known_only(applied_migrations(db), known, db.location)) == known:
+        return []
     db.begin_write()
     try:
         db.bootstrap()
         db.execute(db.ddl(_BOOKKEEPING))
-        applied = {int(v): str(n) for v, n in
-                   db.execute("SELECT version, name FROM schema_migrations")}
-        known = {i + 1: name for i, (name, _) in enumerate(MIGRATIONS)}
-        for version, name in sorted(applied.items()):
-            if known.get(version) != name:
-                raise HistoryError(
-                    f"{source}: schema migration {version} {name!r} is unknown to this "
-                    f"recallwatch (it knows up to {SCHEMA_VERSION} {MIGRATIONS[-1][0]!r}); "
-                    "it was written by a newer version: upgrade recallwatch"
-                )
+        applied = dict(_known_only(
+            db.execute("SELECT version, name FROM schema_migrations"), known, db.location))
         done = []
         for version, (name, ddl) in enumerate(MIGRATIONS, start=1):
             if version in applied:
@@ -131,6 +127,20 @@ def migrate(db: Backend) -> list[str]:
         db.rollback()
         raise
     return done
+
+
+def _known_only(rows: Sequence[tuple[Any, ...]], known: dict[int, str],
+                source: str) -> list[tuple[int, str]]:
+    """``rows`` of schema_migrations as (version, name); refused if one is not ours."""
+    out = [(int(v), str(n)) for v, n in rows]
+    for version, name in out:
+        if known.get(version) != name:
+            raise HistoryError(
+                f"{source}: schema migration {version} {name!r} is unknown to this "
+                f"recallwatch (it knows up to {SCHEMA_VERSION} {MIGRATIONS[-1][0]!r}); "
+                "it was written by a newer version: upgrade recallwatch"
+            )
+    return out
 
 
 def applied_migrations(db: Backend) -> list[tuple[int, str]]:
