@@ -65,6 +65,7 @@ class Backend:
             self.conn.cursor().executemany(self.sql(statement), rows)
 
     def has_table(self, name: str) -> bool:
+        """Whether the history's database (PostgreSQL: its schema) holds table ``name``."""
         raise NotImplementedError
 
     def columns(self, table: str) -> list[str]:
