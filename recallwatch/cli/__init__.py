@@ -82,6 +82,7 @@ _COMMAND_MODULES = (
     "compare_cmd",
     "ingest_cmd",
     "history_cmd",
+    "history_copy_cmd",  # adds `history copy` to the group history_cmd registers
     "bench_cmd",
     "monitor_cmd",
     "reindex_cmd",

@@ -27,7 +27,7 @@ def open_store(uri: str) -> VectorStore:
     return _open(uri)
 
 
-def recording_history(path: Path, off: bool) -> History | None:
+def recording_history(path: str | Path, off: bool) -> History | None:
     """The history an operation records into, or None with ``--no-history``."""
     if off:
         return None
@@ -36,7 +36,7 @@ def recording_history(path: Path, off: bool) -> History | None:
     return History(path)
 
 
-def existing_history(path: Path) -> History:
+def existing_history(path: str | Path) -> History:
     """The history to read: a missing file is an error, never a new empty history."""
     from recallwatch.history import History
 

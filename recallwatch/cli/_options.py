@@ -49,7 +49,8 @@ __all__ = [
     "TableJsonFormat",
 ]
 
-DEFAULT_HISTORY = Path(".recallwatch/history.db")
+# --history is a str, not a Path: a Path would turn postgresql://h/db into postgresql:/h/db.
+DEFAULT_HISTORY = ".recallwatch/history.db"
 
 
 class TableJson(str, Enum):
@@ -70,8 +71,9 @@ class NoiseFormat(str, Enum):
 
 # -- where the data is -------------------------------------------------------------------------
 
-_history = typer.Option("--history", help="Run history database (SQLite).")
-HistoryPath = Annotated[Path, _history]
+_history = typer.Option("--history", help="Run history: a SQLite file, or "
+                        "postgresql://USER@HOST:PORT/DB (password from the environment).")
+HistoryPath = Annotated[str, _history]
 
 NoHistory = Annotated[bool, typer.Option("--no-history",
                                          help="Do not record this in the run history.")]

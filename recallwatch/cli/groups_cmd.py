@@ -62,7 +62,7 @@ def groups(
     emit("\n".join(lines))
 
 
-def _load_run(ref: str, history: Path) -> GateResult:
+def _load_run(ref: str, history: str) -> GateResult:
     from recallwatch.errors import InputError
     from recallwatch.suite.model import GateResult
 

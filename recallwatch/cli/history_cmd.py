@@ -55,6 +55,7 @@ def list_runs(
     """Recorded gate runs, newest first."""
     with existing_history(history) as h:
         runs = h.runs(dataset=dataset, limit=limit)
+        location = h.location  # the file, or the URI with any password redacted
     if fmt is TableJson.json:
         emit_json({"runs": [r.to_dict() for r in runs]})
         return
@@ -62,7 +63,7 @@ def list_runs(
 
     # One line per run, like `git log --oneline`: readable in any width, greppable, and the run
     # id first and whole, to paste into `history show`.
-    lines = [f"{len(runs)} run(s) in {visible(history)}"]
+    lines = [f"{len(runs)} run(s) in {visible(location)}"]
     if runs:
         lines.append(f"{'run':<23}  {'when (UTC)':<16}  {'verdict':<7}  {'quality':>7}  "
                      f"{'recall':>6}  {'failing':>9}  dataset, index version")

@@ -6,6 +6,7 @@ the evidence. Exit codes: 0 promoted, 1 refused, 2 usage or input error.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -56,7 +57,9 @@ def promote_cmd(
         policy_hash = load_policy(policy).hash
     vector_store = open_store(store)
     try:
-        if not history.exists():
+        from recallwatch.history import is_postgresql
+
+        if not is_postgresql(history) and not Path(history).exists():
             decision = PromoteDecision(
                 vector_store.uri, version or vector_store.current_version(), dataset_hash or "",
                 policy_hash or "", None,

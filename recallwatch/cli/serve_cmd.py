@@ -79,7 +79,9 @@ def serve(
                    "can reach this address sees every query, chunk id and store URI of the "
                    "history (it has no authentication). Use --host 127.0.0.1 unless you "
                    "mean it.", err=True)
-    typer.echo(f"recallwatch dashboard on http://{shown}:{bound}/ (history {history}, "
+    from recallwatch._redact import redact
+
+    typer.echo(f"recallwatch dashboard on http://{shown}:{bound}/ (history {redact(history)}, "
                "read-only); Ctrl+C to stop", err=True)
     server = uvicorn.Server(uvicorn.Config(web_app, log_level="warning", access_log=False))
     # uvicorn shuts down cleanly, then re-raises the Ctrl+C it captured: for a server that

@@ -1,4 +1,5 @@
-"""Run history: every gate run stored (SQLite), compared with its baselines, trended over time.
+"""Run history: every gate run stored (a SQLite file, or PostgreSQL for a team), compared with its
+baselines, trended over time.
 
     from recallwatch.history import History, record_gate_run
     result = record_gate_run(result, ".recallwatch/history.db", store=store)
@@ -6,7 +7,9 @@
 
 * :func:`record_gate_run` — compare a run with the previous run of its dataset and the last
   ACCEPT of its golden set and policy, then record it in one transaction;
-* :class:`History` — the SQLite file: runs, per-query rows, monitor records, migrations;
+* :class:`History` — a SQLite file or a ``postgresql://`` database: runs, per-query rows, monitor
+  records, migrations;
+* :func:`copy_history` — a history moved between the two, row for row;
 * :func:`compare_runs` — two runs: regressions, rank changes, paired tests, who buried what;
 * :func:`trend` — slow degradation, per-domain trends and noise creeping up over N runs.
 
@@ -14,6 +17,8 @@ The history records and compares; promoting a version changes a store, so it is 
 :func:`recallwatch.ops.promote`.
 """
 
+from recallwatch.history._backend import is_postgresql
+from recallwatch.history._copy import CopyReport, copy_history
 from recallwatch.history._record import (
     baselines,
     compare_with_baselines,
@@ -28,6 +33,7 @@ from recallwatch.history.trend import SeriesTrend, Trend, TrendPattern, trend
 __all__ = [
     "MIGRATIONS",
     "SCHEMA_VERSION",
+    "CopyReport",
     "History",
     "MonitorRun",
     "RunSummary",
@@ -38,7 +44,9 @@ __all__ = [
     "compare_runs",
     "compare_with_baselines",
     "config_differences",
+    "copy_history",
     "ingested_since",
+    "is_postgresql",
     "record_gate_run",
     "trend",
 ]

@@ -214,7 +214,7 @@ def trend(history: History, *, dataset: str | None = None, last: int = 20,
     newest = history.runs(dataset=dataset, limit=1)
     if not newest:
         where = f" of dataset {dataset!r}" if dataset else ""
-        raise UsageError(f"no runs{where} in {history.path}")
+        raise UsageError(f"no runs{where} in {history.location}")
     ref = newest[0]
     all_runs = history.runs(dataset=ref.dataset_name)
     same = [r for r in all_runs if (r.dataset_hash, r.policy_hash, r.config_hash)

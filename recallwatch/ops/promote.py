@@ -66,7 +66,7 @@ def check_promotion(history: History, store: VectorStore, *, version: str | None
         if latest is None:
             return PromoteDecision(
                 uri, version, dataset_hash or "", policy_hash or "", None,
-                missing=(f"no gate run on {uri} in {history.path}: run `recallwatch gate "
+                missing=(f"no gate run on {uri} in {history.location}: run `recallwatch gate "
                          f"GOLDEN --store {uri}` first (or name the golden set with --golden)",))
         if dataset_hash is None:
             dataset_hash = latest.dataset_hash

@@ -35,9 +35,8 @@ from tests.stores import conftest as _servers
 from tests.stores import test_conformance as _conformance
 from tests.stores.conformance import Adapter
 
-# The store tests' fixtures: the adapter fixture and the PostgreSQL server it starts.
+# The store tests' adapter fixture (the PostgreSQL server it starts is tests/conftest.py's).
 adapter = _conformance.adapter
-postgres_server, pg_env = _servers.postgres_server, _servers.pg_env
 
 VERSIONED = ["pgvector", "qdrant-local", "milvus-lite", "chroma", "faiss", "hnswlib"]
 N, DIM, K = 2000, 32, 10

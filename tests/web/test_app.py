@@ -210,7 +210,7 @@ def test_dashboard_never_writes(site: Site) -> None:
                 for p in sorted(db.parent.glob(db.name + "*"))}
 
     with History(db) as h:  # checkpoint the WAL so the main file holds everything
-        h._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        h._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     before = snapshot()
     client = TestClient(create_app(db, bench=bench))
     for url in ("/", "/runs/latest", "/trends", "/monitor", "/bench"):
