@@ -8,6 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import typer
+
     from recallwatch.history import History
     from recallwatch.stores.base import VectorStore
 
@@ -41,3 +45,16 @@ def existing_history(path: str | Path) -> History:
     from recallwatch.history import History
 
     return History(path, create=False)
+
+
+def add_to_group(app: typer.Typer, group: str, name: str, command: Callable[..., Any]) -> None:
+    """Register ``command`` as ``recallwatch GROUP NAME`` into a group another module declared.
+
+    Lets several modules add commands to one group (``history``, ``golden``…) without importing
+    each other; a missing group is a programming error, loud at import.
+    """
+    for registered in app.registered_groups:
+        if registered.name == group and registered.typer_instance is not None:
+            registered.typer_instance.command(name)(command)
+            return
+    raise RuntimeError(f"{group} {name}: the `{group}` command group is not registered")

@@ -11,7 +11,7 @@ import json
 
 import typer
 
-from recallwatch.cli._common import emit
+from recallwatch.cli._common import add_to_group, emit
 from recallwatch.cli._options import TableJson, TableJsonFormat
 
 
@@ -46,8 +46,4 @@ def copy(
 
 
 def register(app: typer.Typer) -> None:
-    for group in app.registered_groups:
-        if group.name == "history" and group.typer_instance is not None:
-            group.typer_instance.command("copy")(copy)
-            return
-    raise RuntimeError("history copy: the `history` command group is not registered")
+    add_to_group(app, "history", "copy", copy)
