@@ -40,6 +40,7 @@ __all__ = [
     "Power",
     "ProbesFile",
     "RecallFloor",
+    "ReindexWindowHours",
     "RequiredOutDir",
     "ResultsFile",
     "Seed",
@@ -118,6 +119,11 @@ MinOneDepth = Annotated[int, typer.Option("--k", min=1, help=_DEPTH_HELP)]
 
 RecallFloor = Annotated[float, typer.Option(
     "--floor", help="Lowest acceptable recall@k against exact search.")]
+
+ReindexWindowHours = Annotated[float, typer.Option(
+    "--reindex-window-hours", min=0.0,
+    help="At most one automatic index rebuild per this many hours (counted from the last "
+    "attempt, switched or refused).")]
 
 Measures = Annotated[list[str], typer.Option(
     "--measure", "-m", help="Measure in ir_measures syntax, e.g. nDCG@10, R@100, RR, AP, "

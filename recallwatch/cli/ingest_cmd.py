@@ -11,12 +11,25 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from recallwatch.cli._common import emit
-from recallwatch.cli._options import EmbedderSpec, StoreURI, TableJson, TableJsonFormat
+from recallwatch.cli._common import emit, recording_history
+from recallwatch.cli._options import (
+    DEFAULT_HISTORY,
+    EmbedderSpec,
+    HistoryPath,
+    NoHistory,
+    RecallFloor,
+    ReindexWindowHours,
+    StoreURI,
+    TableJson,
+    TableJsonFormat,
+)
+
+if TYPE_CHECKING:
+    from recallwatch.history import History
 
 EXIT_REJECTED = 1
 
@@ -36,6 +49,10 @@ def ingest(
     strict: Annotated[bool, typer.Option(
         "--strict", help="Stop at the first bad record (exit 2) and write nothing, instead of "
         "rejecting it.")] = False,
+    floor: RecallFloor = 0.95,
+    window: ReindexWindowHours = 24.0,
+    history: HistoryPath = DEFAULT_HISTORY,
+    no_history: NoHistory = False,
     fmt: TableJsonFormat = TableJson.table,
     show_progress: Annotated[bool | None, typer.Option(
         "--progress/--no-progress",
@@ -45,6 +62,10 @@ def ingest(
 
     Unchanged chunks (same content hash) are skipped; rerunning a killed ingestion completes it.
     A new store is embedded with use-multilingual unless --embedder names another.
+    When more than a fifth of the rows end up outside the ANN index (the structure that makes
+    search fast by looking at a fraction of the vectors), the index is rebuilt beside the live one,
+    checked against exact search on 100 stored rows, and switched in only if its recall@10
+    reaches --floor (at most once per --reindex-window-hours; recorded in the history).
     Exit codes: 0 all records ingested, 1 some records rejected (listed; the version is not
     promotable until resolved), 2 usage or input error.
     """
@@ -53,6 +74,14 @@ def ingest(
     from recallwatch.ops.ingest import ingest as run_ingest
     from recallwatch.stores import open_store
 
+    opened: list[History] = []
+
+    def rebuild_history() -> History | None:  # opened only when an index rebuild is recorded
+        hist = recording_history(history, no_history)
+        if hist is not None:
+            opened.append(hist)
+        return hist
+
     vector_store = open_store(store, create=True)  # ingesting may create the store
     try:
         spec = embedder or vector_store.get_meta(SPEC_META_KEY) or DEFAULT_EMBEDDER
@@ -60,9 +89,12 @@ def ingest(
         model = embedder_from_spec(spec)
         report = run_ingest(corpus, vector_store, model, batch_size=batch_size,
                             commit_every=commit_every, prune=prune, embedder_spec=spec,
-                            strict=strict, show_progress=progress)
+                            strict=strict, show_progress=progress, verify_floor=floor,
+                            rebuild_window_hours=window, history=rebuild_history)
     finally:
         vector_store.close()
+        for hist in opened:
+            hist.close()
     if fmt is TableJson.json:
         emit(json.dumps(report.to_dict(), ensure_ascii=False, indent=2, sort_keys=True))
     else:

@@ -6,6 +6,7 @@ Exit codes: 0 healthy / written, 1 alarm (monitor), 2 usage or input error.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -20,6 +21,7 @@ from recallwatch.cli._options import (
     NoHistory,
     ProbesFile,
     RecallFloor,
+    ReindexWindowHours,
     Seed,
     StoreURI,
     TableJson,
@@ -65,6 +67,8 @@ def _monitor_text(r: MonitorReport) -> str:
         lines.append("  data drift         no rows written since the index was trained")
     if r.budget is not None:
         lines.append(f"  {r.budget.summary()}")
+    if r.reindex is not None:
+        lines.append(f"  {r.reindex['summary']}")
     lines.extend(f"  note: {n}" for n in r.notes)
     lines.extend(f"ALARM: {a}" for a in r.alarms)
     if not r.alarms:
@@ -115,10 +119,20 @@ def monitor(
         "--budget-window", help="Window: the last N monitor runs (default 30).")] = None,
     budget_days: Annotated[float | None, typer.Option(
         "--budget-days", help="Window: the last D days, instead of --budget-window.")] = None,
+    reindex_below: Annotated[float | None, typer.Option(
+        "--reindex-below", min=0.0, max=1.0,
+        help="Close the loop: when recall@k falls under this, rebuild the index in the "
+        "background, check the new one on the probes, and switch to it only if it reaches "
+        "--floor.")] = None,
+    reindex_window: ReindexWindowHours = 24.0,
     fmt: TableJsonFormat = TableJson.table,
 ) -> None:
     """Recall of the live index vs exact search, latency, coverage, index age, data drift and
-    the error budget. Exit 1 (and the webhook) on an alarm, e.g. recall below --floor."""
+    the error budget. Exit 1 (and the webhook) on an alarm, e.g. recall below --floor.
+
+    With --reindex-below, a low recall also triggers a verified reindex (the old index keeps
+    serving until the new one passes; a failing one is never switched in). The alarm stands for
+    the run that saw the low recall; the next run measures the new index."""
     from recallwatch.ops.budget import BudgetPolicy
     from recallwatch.ops.monitor import run_monitor
     from recallwatch.ops.probes import load_probes
@@ -131,7 +145,9 @@ def monitor(
     vs = open_store(store)
     hist = recording_history(history, no_history)
     try:
-        report = run_monitor(vs, probe_set, k=k, floor=floor, budget=policy, history=hist)
+        report = run_monitor(vs, probe_set, k=k, floor=floor, budget=policy, history=hist,
+                             reindex_below=reindex_below,
+                             reindex_window=timedelta(hours=reindex_window))
     finally:
         vs.close()
         if hist is not None:

@@ -7,6 +7,10 @@
   (same ids, same hashes): no duplicate id, no lost chunk.
 * **Reported.** The ingestion report (added, updated, unchanged, deleted, rejected with reasons,
   timings) is stored in the store's metadata and returned.
+* **Indexed, verified.** When an ingestion leaves more than a fifth of the rows outside the ANN
+  index, the index is rebuilt through the verified reindex (:mod:`recallwatch.ops.autoreindex`):
+  checked against exact search on a sample of stored rows, switched in only when it reaches the
+  floor, at most once per day. The report says what happened (``index_rebuild``).
 * **Gated.** A version produced by an ingestion that rejected records, or by one that did not
   finish, is *not promotable* until resolved: :func:`promotion_blockers` says why, and the history
   layer's promote refuses while it says anything. :func:`resolve_block` records a written reason
@@ -16,11 +20,11 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,6 +47,9 @@ from recallwatch.stores.base import (
     VectorStore,
     update_meta,
 )
+
+if TYPE_CHECKING:
+    from recallwatch.history import History
 
 __all__ = [
     "BLOCKS_META_KEY",
@@ -78,6 +85,8 @@ class IngestReport:
     started_at: str = ""
     finished_at: str = ""
     seconds: dict[str, float] = field(default_factory=dict)  # read, embed, write, total
+    # the automatic index rebuild this ingestion triggered (AutoReindex.to_dict()), if any
+    index_rebuild: dict[str, Any] | None = None
 
     @property
     def accepted(self) -> int:
@@ -118,6 +127,8 @@ class IngestReport:
             # total also covers opening the model and the store, and the fingerprint
             lines.append(f"  time {s.get('total', 0):.2f}s (read {s.get('read', 0):.2f}s, embed "
                          f"{s.get('embed', 0):.2f}s, write {s.get('write', 0):.2f}s{rate})")
+        if self.index_rebuild is not None:
+            lines.append(f"  {self.index_rebuild['summary']}")
         for r in self.rejected[:20]:
             lines.append(f"  rejected: {r.reason}")
         if len(self.rejected) > 20:
@@ -139,6 +150,9 @@ def ingest(
     embedder_spec: str | None = None,
     strict: bool = False,
     show_progress: bool = False,
+    verify_floor: float = 0.95,
+    rebuild_window_hours: float = 24.0,
+    history: History | Callable[[], History | None] | None = None,
 ) -> IngestReport:
     """Embed and write the chunks of ``corpus`` that the store does not hold as they are.
 
@@ -149,6 +163,11 @@ def ingest(
     ``strict`` makes the first bad record an InputError before anything is written; otherwise
     bad records are rejected, listed in the report, and block the new version's promotion. A
     corpus with no valid record at all is an InputError either way.
+
+    An index rebuild this ingestion triggers must reach recall@10 ``verify_floor`` against exact
+    search on stored rows to be switched in; it is recorded in ``history`` (a History, or a
+    function opening one only when needed, so an ingestion that rebuilds nothing writes no
+    history).
     """
     if batch_size < 1 or commit_every < 1:
         raise UsageError(f"batch_size and commit_every must be at least 1, found {batch_size} "
@@ -223,11 +242,30 @@ def ingest(
     if isinstance(store, SupportsSeal) and (todo or report.deleted):
         store.seal()
     report.version = store.current_version()
+    if todo:
+        report.index_rebuild = _rebuild_if_needed(store, verify_floor, rebuild_window_hours,
+                                                  history)
+        report.version = store.current_version()
     report.finished_at = _now()
     report.seconds = {"read": t_read, "embed": t_embed, "write": t_write,
                       "total": time.perf_counter() - t_start}
     _record(store, report)
     return report
+
+
+def _rebuild_if_needed(store: VectorStore, floor: float, window_hours: float,
+                       history: History | Callable[[], History | None] | None
+                       ) -> dict[str, Any] | None:
+    from recallwatch.ops.autoreindex import auto_reindex, index_needs_rebuild, row_probes
+
+    why = index_needs_rebuild(store)
+    probes = None if why is None else row_probes(store)
+    if why is None or probes is None:
+        return None
+    hist = history() if callable(history) else history
+    done = auto_reindex(store, probes, trigger="ingest", why=why, floor=floor,
+                        window=timedelta(hours=window_hours), history=hist)
+    return {**done.to_dict(), "summary": done.summary()}
 
 
 def promotion_blockers(store: VectorStore, version: str) -> list[str]:

@@ -14,7 +14,10 @@ One :func:`run_monitor` call measures, for a probe set on a store:
   make it younger);
 * **data drift**: rows written since the index was trained against the rows it was trained on
   (:mod:`recallwatch.ops.drift`);
-* **error budget** over this and earlier monitor runs (:mod:`recallwatch.ops.budget`).
+* **error budget** over this and earlier monitor runs (:mod:`recallwatch.ops.budget`);
+* with ``reindex_below``, the **operation loop**: recall under that level triggers a verified
+  background reindex (:mod:`recallwatch.ops.autoreindex`, at most one per window), switched in
+  only when the new index reaches the floor; the report says what it did.
 
 Recall is measured by :mod:`recallwatch.ops.recall`. It alarms when the index is missing or
 cannot answer, recall < floor, or the error budget is spent. The CLI turns an alarm into exit
@@ -24,12 +27,13 @@ code 1 and an optional webhook POST (:mod:`recallwatch.ops.webhook`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from recallwatch.errors import InputError, StoreError
+from recallwatch.ops.autoreindex import DEFAULT_WINDOW, auto_reindex
 from recallwatch.ops.budget import BudgetPolicy, BudgetStatus, error_budget
 from recallwatch.ops.drift import DriftSignal, drift_signal
 from recallwatch.ops.index_health import index_build, index_problem
@@ -67,6 +71,7 @@ class MonitorReport:
     created_at: str
     monitor_id: int | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    reindex: dict[str, Any] | None = None  # what --reindex-below did (AutoReindex.to_dict())
 
     @property
     def alarm(self) -> bool:
@@ -83,21 +88,27 @@ class MonitorReport:
             "drift": None if self.drift is None else self.drift.to_dict(),
             "budget": None if self.budget is None else self.budget.to_dict(),
             "alarm": self.alarm, "alarms": list(self.alarms), "created_at": self.created_at,
-            "monitor_id": self.monitor_id, "notes": list(self.notes),
+            "monitor_id": self.monitor_id, "notes": list(self.notes), "reindex": self.reindex,
         }
 
 
 def run_monitor(
     store: VectorStore, probes: ProbeSet, *, k: int = 10, floor: float = 0.95,
     budget: BudgetPolicy | None = None, history: History | None = None,
-    now: datetime | None = None,
+    now: datetime | None = None, reindex_below: float | None = None,
+    reindex_window: timedelta = DEFAULT_WINDOW,
 ) -> MonitorReport:
     """Measure the live index with the probes; record the run in ``history`` when given (the
-    error budget is computed over the history's earlier monitor runs of this store)."""
+    error budget is computed over the history's earlier monitor runs of this store). With
+    ``reindex_below``, recall under it triggers a verified reindex (switched only when the new
+    index reaches ``floor``)."""
     from recallwatch.ops.calibrate import read_threshold
 
     if not 0.0 <= floor <= 1.0:
         raise InputError(field="floor", expected="a recall in [0, 1]", found=floor)
+    if reindex_below is not None and not 0.0 <= reindex_below <= 1.0:
+        raise InputError(field="reindex_below", expected="a recall in [0, 1]",
+                         found=reindex_below)
     now = now or datetime.now(UTC)
     vectors, fp = probe_vectors(probes, store)
     alarms = []
@@ -149,6 +160,12 @@ def run_monitor(
         alarms.append(f"recall@{k} vs exact search is {recall:.3f}, under the floor {floor:g}")
     if status is not None and status.spent:
         alarms.append(status.summary())
+    loop = None
+    if reindex_below is not None and recall < reindex_below:
+        done = auto_reindex(store, probes, trigger="monitor",
+                            why=f"recall@{k} {recall:.3f} < {reindex_below:g}", k=k, floor=floor,
+                            window=reindex_window, history=history, now=now)
+        loop = {**done.to_dict(), "summary": done.summary()}
     report = MonitorReport(
         store=store.uri, index_version=store.current_version(), probes=probes.describe(), k=k,
         floor=floor, recall=recall, recall_min=float(recalls.min()),
@@ -158,6 +175,7 @@ def run_monitor(
                     "mean": float(seconds.mean() * 1e3)},
         coverage=coverage, threshold=threshold, index=build, index_age_seconds=age, drift=drift,
         budget=status, alarms=tuple(alarms), created_at=record_time, notes=tuple(notes),
+        reindex=loop,
     )
     if history is not None:
         rid = history.record_monitor_run(MONITOR_KIND, report.to_dict(), store_uri=store.uri,

@@ -84,8 +84,10 @@ def _now() -> str:
 
 def reindex(
     store: VectorStore, probes: ProbeSet, *, k: int = 10, floor: float = 0.95,
-    history: History | None = None,
+    history: History | None = None, trigger: dict[str, Any] | None = None,
 ) -> ReindexResult:
+    """Build, verify on ``probes`` and switch (or refuse). ``trigger`` says who asked when it was
+    not a person (:mod:`recallwatch.ops.autoreindex`), recorded with the history record."""
     engine = _reindexable(store)
     live_build = index_build(store) or {}  # when the live index was trained, as recorded
     vectors, _ = probe_vectors(probes, store)
@@ -129,7 +131,8 @@ def reindex(
     result = ReindexResult(switched, reason, store.uri, built_on, version, before, recall,
                            floor, k, t1 - t0, t2 - t1, t3 - t2)
     if history is not None:
-        history.record_monitor_run("reindex", {**result.to_dict(), "probes": probes.describe()},
+        history.record_monitor_run("reindex", {**result.to_dict(), "probes": probes.describe(),
+                                               **({"auto": trigger} if trigger else {})},
                                    store_uri=store.uri, index_version=version,
                                    status="switched" if switched else "refused")
     return result

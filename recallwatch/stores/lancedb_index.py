@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import base64
 import math
+import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -64,8 +65,6 @@ IndexType = Literal["IVF_HNSW_SQ", "IVF_PQ"]
 PREVIOUS_TAG = "recallwatch-before-reindex"  # keeps the previous index's files from cleanup
 # Commits looked back through for the records of the live index's segments (one per write).
 _LOOKBACK = 1000
-# Rebuild the ANN index when this share of rows is not in it (new rows are scanned flat meanwhile).
-_REINDEX_UNINDEXED_SHARE = 0.2
 
 
 def vector_index(tbl: LanceTable) -> Any:
@@ -74,14 +73,11 @@ def vector_index(tbl: LanceTable) -> Any:
 
 
 def needs_index(tbl: LanceTable, threshold: int) -> bool:
-    """Whether a write left the table big enough for an ANN index to pay off and without one
-    that covers it: none yet, or too many rows outside it."""
-    rows = tbl.count_rows()
-    if rows < threshold:
-        return False
-    index = vector_index(tbl)
-    unindexed = 0 if index is None else (getattr(index, "num_unindexed_rows", 0) or 0)
-    return index is None or unindexed > _REINDEX_UNINDEXED_SHARE * rows
+    """Whether a write left the table big enough for a first ANN index to pay off. Rebuilding
+    an index that too many new rows lie outside is verified first, so it is not done here: an
+    ingestion does it through :mod:`recallwatch.ops.autoreindex` (rows outside the index are
+    scanned exactly meanwhile)."""
+    return tbl.count_rows() >= threshold and vector_index(tbl) is None
 
 
 def index_parameters(index_type: IndexType, rows: int, dim: int) -> dict[str, int]:
@@ -149,6 +145,9 @@ class LanceIndex:
             return None
         segs = list(desc.segments)
         created = [s.created_at for s in segs if s.created_at is not None]
+        # The statistics need no centroids (centroids() reads them); saying so also keeps
+        # Lance from printing a warning about their memory on every call.
+        os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")
         stats = ds.stats.index_stats(desc.name)
         details = stats.get("indices", [{}])[0] if stats.get("indices") else {}
         sub = (details.get("sub_index", {}) or {}).get("num_sub_vectors")

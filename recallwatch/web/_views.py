@@ -154,6 +154,34 @@ def _budget(records: list[MonitorRun]) -> dict[str, Any] | None:
     return None
 
 
+# Records that change which index serves, or that say why it did not change.
+_EVENT_KINDS = ("reindex", "rollback", "promote")
+
+
+def _event(m: MonitorRun) -> dict[str, Any] | None:
+    """One line of the operations timeline, or None for a record that is not an event."""
+    p = m.payload
+    if m.kind == "reindex":
+        auto = p.get("auto") or {}
+        who = f"automatic ({auto.get('trigger')}: {auto.get('why')})" if auto else "by hand"
+        return {"at": m.created_at, "kind": "reindex", "status": m.status,
+                "text": f"reindex {who}: {p.get('reason', '')}"}
+    if m.kind in _EVENT_KINDS:
+        return {"at": m.created_at, "kind": m.kind, "status": m.status,
+                "text": f"{m.kind} → version {m.index_version or p.get('version', '?')}"}
+    loop = p.get("reindex") if m.kind == "monitor" else None
+    if isinstance(loop, Mapping) and loop.get("result") is None and loop.get("skipped"):
+        return {"at": m.created_at, "kind": "reindex", "status": "skipped",
+                "text": f"automatic reindex ({loop.get('why')}) skipped: {loop['skipped']}"}
+    return None
+
+
+def timeline(records: list[MonitorRun]) -> list[dict[str, Any]]:
+    """The operations events (reindex switched, refused or skipped, rollback, promotion), newest
+    first: what changed which index serves, beside the monitor's measurements."""
+    return [e for e in map(_event, records) if e is not None]
+
+
 def monitor_view(h: History) -> dict[str, Any]:
     """Operations records by kind: the headline indicators (latest value) and the error budget,
     one line chart per numeric field, and the latest records."""
@@ -191,7 +219,7 @@ def monitor_view(h: History) -> dict[str, Any]:
         sections.append({"kind": kind, "n": len(rows), "charts": charts, "latest": latest,
                          "more_fields": max(0, len(fields) - MAX_FIELD_CHARTS)})
     return {"indicators": indicators, "budget": _budget(records), "sections": sections,
-            "n": len(records)}
+            "n": len(records), "events": timeline(records)[:50]}
 
 
 # -- benchmarks ------------------------------------------------------------------------------------

@@ -1,0 +1,147 @@
+"""The operation loop: a reindex the monitor or an ingestion triggers by itself, verified first.
+
+Two triggers call :func:`auto_reindex`:
+
+* ``recallwatch monitor --reindex-below FLOOR``: the live index's recall on the probes fell under
+  ``FLOOR``;
+* an ingestion that left more than :data:`REBUILD_UNINDEXED_SHARE` of the rows outside the ANN
+  index (those rows are scanned exactly meanwhile: correct, only slower).
+
+Either way the rebuild is :func:`recallwatch.ops.reindex.reindex`: the new index is built while
+the current one keeps serving, measured on probes against exact search, and switched in
+atomically only when it reaches the floor; a new index that fails is never switched in.
+
+A guard allows one automatic reindex per store per window (default 24 hours), counted from the
+last *attempt*, switched or not: a store whose new indexes keep failing the floor must not be
+rebuilt on every monitor run. The attempt is written to the store's metadata before the build
+starts, so a run killed mid-build still counts. Every attempt, skipped ones included, says why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from recallwatch.errors import InputError
+from recallwatch.ops.probes import ProbeSet
+from recallwatch.ops.reindex import ReindexResult, reindex
+from recallwatch.stores.base import (
+    SupportsContentHashes,
+    SupportsIndexInspection,
+    SupportsReindex,
+    SupportsVectors,
+)
+
+if TYPE_CHECKING:
+    from recallwatch.history import History
+    from recallwatch.stores.base import VectorStore
+
+__all__ = [
+    "AUTO_REINDEX_META_KEY",
+    "DEFAULT_WINDOW",
+    "REBUILD_UNINDEXED_SHARE",
+    "AutoReindex",
+    "auto_reindex",
+    "index_needs_rebuild",
+    "row_probes",
+]
+
+AUTO_REINDEX_META_KEY = "auto_reindex"  # the last automatic attempt: {"at", "trigger", ...}
+DEFAULT_WINDOW = timedelta(hours=24)
+# An ingestion rebuilds the index when more than this share of the rows is outside it.
+REBUILD_UNINDEXED_SHARE = 0.2
+ROW_PROBES = 100  # stored rows used as probes when no probe set is given (ingestion)
+
+
+@dataclass(frozen=True)
+class AutoReindex:
+    """What an automatic trigger did: ``result`` is None when the guard or the store skipped it."""
+
+    trigger: str  # "monitor" or "ingest"
+    why: str  # what triggered it, with the figures
+    result: ReindexResult | None
+    skipped: str | None  # why nothing was built
+
+    @property
+    def switched(self) -> bool:
+        return self.result is not None and self.result.switched
+
+    def summary(self) -> str:
+        if self.result is None:
+            return f"automatic reindex ({self.why}): skipped, {self.skipped}"
+        return f"automatic reindex ({self.why}): {self.result.reason}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"trigger": self.trigger, "why": self.why, "switched": self.switched,
+                "skipped": self.skipped,
+                "result": None if self.result is None else self.result.to_dict()}
+
+
+def index_needs_rebuild(store: VectorStore) -> str | None:
+    """Why an ingestion should rebuild the store's ANN index (too many rows outside it), else
+    None. Stores that cannot describe or rebuild their index never need it here."""
+    if not (isinstance(store, SupportsIndexInspection) and isinstance(store, SupportsReindex)):
+        return None
+    state = store.index_state()
+    if state is None:
+        return None
+    rows = state.indexed_rows + state.unindexed_rows
+    if rows == 0 or state.unindexed_rows <= REBUILD_UNINDEXED_SHARE * rows:
+        return None
+    return (f"{state.unindexed_rows} of {rows} rows ({state.unindexed_rows / rows:.0%}) are "
+            f"outside the index, more than {REBUILD_UNINDEXED_SHARE:.0%}")
+
+
+def row_probes(store: VectorStore, n: int = ROW_PROBES, seed: int = 0) -> ProbeSet | None:
+    """``n`` stored vectors drawn with ``seed``, as a vector probe set: how an ingestion verifies
+    a rebuilt index when it has no probe set (recall against exact search on the store's own
+    rows). None when the store cannot list or return its vectors."""
+    if not (isinstance(store, SupportsContentHashes) and isinstance(store, SupportsVectors)):
+        return None
+    ids = sorted(store.content_hashes())
+    if not ids:
+        return None
+    rng = np.random.default_rng(seed)
+    picked = sorted(rng.choice(len(ids), size=min(n, len(ids)), replace=False).tolist())
+    vectors = np.asarray(store.vectors([ids[i] for i in picked]), dtype=np.float32)
+    return ProbeSet(name="stored-rows", version=str(store.current_version()), vectors=vectors,
+                    source=f"{len(picked)} stored rows (seed {seed})")
+
+
+def auto_reindex(
+    store: VectorStore, probes: ProbeSet, *, trigger: str, why: str, k: int = 10,
+    floor: float = 0.95, window: timedelta = DEFAULT_WINDOW, history: History | None = None,
+    now: datetime | None = None,
+) -> AutoReindex:
+    """Reindex ``store`` unless one was attempted within ``window``; the new index is switched
+    in only when its recall@k on ``probes`` reaches ``floor``."""
+    if window < timedelta(0):
+        raise InputError(field="window", expected="a duration of 0 or more", found=str(window))
+    now = now or datetime.now(UTC)
+    if not isinstance(store, SupportsReindex):
+        return AutoReindex(trigger, why, None, f"{store.uri} cannot build a new index beside the "
+                           "live one (no versions)")
+    last = store.get_meta(AUTO_REINDEX_META_KEY)
+    if isinstance(last, dict) and last.get("at"):
+        since = now - datetime.fromisoformat(str(last["at"]))
+        if since < window:
+            return AutoReindex(trigger, why, None,
+                               f"one was already attempted at {last['at']} ({last.get('trigger')}"
+                               f", {last.get('outcome', 'unfinished')}); at most one per "
+                               f"{_hours(window)}")
+    attempt = {"at": now.isoformat(timespec="seconds"), "trigger": trigger, "why": why}
+    store.set_meta(AUTO_REINDEX_META_KEY, attempt)  # before the build: a kill still counts
+    result = reindex(store, probes, k=k, floor=floor, history=history,
+                     trigger={"trigger": trigger, "why": why})
+    store.set_meta(AUTO_REINDEX_META_KEY,
+                   {**attempt, "outcome": "switched" if result.switched else "refused",
+                    "version": result.version, "recall": result.recall_candidate})
+    return AutoReindex(trigger, why, result, None)
+
+
+def _hours(window: timedelta) -> str:
+    hours = window.total_seconds() / 3600
+    return f"{hours:g} hour" + ("" if hours == 1 else "s")
