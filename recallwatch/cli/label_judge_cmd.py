@@ -172,7 +172,7 @@ def agree(
 
     if weights not in WEIGHTS:
         raise UsageError(f"--weights must be one of {', '.join(WEIGHTS)}, found {weights!r}")
-    result = judges_agreement(load_judgments(judgments), judges, weights=weights,  # type: ignore[arg-type]
+    result = judges_agreement(load_judgments(judgments), judges, weights=weights,
                               seed=seed)
     items = {i.pair: i for i in read_queue(queue)} if queue is not None else {}
     texts = {p: (i.query, i.text) for p, i in items.items()}

@@ -215,14 +215,14 @@ def pool_from_files(queries: str | os.PathLike[str], *, store: str | None = None
     if bm25 is not None:
         from recallwatch.formats.corpus import read_corpus
 
-        corpus = {c.id: c for c in read_corpus(bm25)}
+        corpus = {c.id: c for c in read_corpus(Path(bm25))}
         systems["bm25"] = bm25_rankings(qs, list(corpus.values()), depth)
         sources["bm25"] = {"corpus": str(bm25), "chunks": len(corpus), "k1": 1.5, "b": 0.75}
     for path in results:
         from recallwatch.formats.results import load_results
 
         name = _system_name(Path(path), [*systems, "store"])
-        systems[name] = {q: r.ids for q, r in load_results(path).items()}
+        systems[name] = {q: r.ids for q, r in load_results(Path(path)).items()}
         sources[name] = {"results": str(path)}
     opened = None
     try:

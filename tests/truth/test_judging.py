@@ -58,7 +58,7 @@ def test_judgments_file_errors_are_located(tmp_path: Path) -> None:
                                          r"expected an integer in \[0, 3\], found 5"):
         read_judgments(bad)
     bad.write_text('{"query_id": "q1", "id": "c1", "grade": 2, "jugde": "x"}\n')
-    with pytest.raises(InputError, match="unknown key.*judge"):
+    with pytest.raises(InputError, match=r"unknown key.*judge"):
         read_judgments(bad)
     queue = tmp_path / "q.jsonl"
     queue.write_text('{"query_id": "q", "query": "x", "id": "c", "text": "t"}\n' * 2)
