@@ -30,6 +30,8 @@ __all__ = [
     "HistoryPath",
     "HumanQrels",
     "HumanQrelsOrNone",
+    "JudgmentFiles",
+    "KappaWeights",
     "Measures",
     "MinOneDepth",
     "NoHistory",
@@ -37,6 +39,7 @@ __all__ = [
     "NoiseFormatOption",
     "OutDir",
     "PolicyFile",
+    "Port",
     "Power",
     "ProbesFile",
     "RecallFloor",
@@ -143,8 +146,18 @@ _QRELS_HELP = ("Human judgments (TREC qrels) to measure the labels against (weig
 HumanQrels = Annotated[Path, typer.Option("--qrels", help=_QRELS_HELP)]
 HumanQrelsOrNone = Annotated[Path | None, typer.Option("--qrels", help=_QRELS_HELP)]
 
+JudgmentFiles = Annotated[list[Path] | None, typer.Option(
+    "--judgments", help="Judgments made so far: judgments files (JSON Lines, as `recallwatch "
+    "label serve` saves them) or TREC qrels. Repeat for several.")]
+
+KappaWeights = Annotated[str, typer.Option(
+    "--weights", help="Kappa weights: quadratic, linear or unweighted.")]
+
 Seed = Annotated[int, typer.Option(
     "--seed", help="Seed of the random draws: the same seed gives the same result.")]
+
+Port = Annotated[int, typer.Option("--port", min=0, max=65535,
+                                  help="Port (0: any free port).")]
 
 # -- output ------------------------------------------------------------------------------------
 

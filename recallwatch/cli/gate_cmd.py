@@ -16,6 +16,7 @@ from recallwatch.cli._options import (
     GateFormatOption,
     GoldenArg,
     HistoryPath,
+    JudgmentFiles,
     NoHistory,
     PolicyFile,
     ResultsFile,
@@ -42,11 +43,15 @@ def gate(
     run_date: Annotated[str | None, typer.Option(
         "--run-date", help="Judge validity windows on this day (YYYY-MM-DD; default "
         "today).")] = None,
+    judgments: JudgmentFiles = None,
 ) -> None:
     """Run the golden set against an index and answer ACCEPT or STOP.
 
     Searches --store (or reads --results from any other search system) and applies the policy:
     --policy, or the default thresholds without it.
+
+    With --judgments, also reports judged@K (the share of each top K that someone judged) and
+    warns when unjudged results crowd the top.
 
     Exit codes: 0 ACCEPT, 1 STOP, 2 usage or input error.
     """
@@ -67,14 +72,25 @@ def gate(
             raise InputError(field="--run-date", expected="a date YYYY-MM-DD",
                              found=run_date) from None
 
+    judged = None
+    if judgments:
+        from recallwatch.formats.judging import judged_pairs
+
+        judged = judged_pairs(judgments)  # a bad file fails before the run
+
     def record(result: Any, vector_store: Any) -> Any:
+        if judged is not None:
+            from recallwatch.suite.judged import with_judged
+
+            result = with_judged(result, judged, sources=[str(j) for j in judgments or []])
+        if no_history:
+            return result
         from recallwatch.history import record_gate_run
 
         return record_gate_run(result, history, store=vector_store)
 
     result = gate_from_files(golden, store=store, results=results, policy=policy,
-                             embedder=embedder, corpus=corpus, run_date=day,
-                             then=None if no_history else record)
+                             embedder=embedder, corpus=corpus, run_date=day, then=record)
     _write_outputs(result, fmt, junit, report)
     if policy is None:
         _explain_default_noise(result)

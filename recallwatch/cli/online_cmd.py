@@ -18,6 +18,7 @@ from recallwatch.cli._options import (
     Alpha,
     HumanQrels,
     HumanQrelsOrNone,
+    KappaWeights,
     Power,
     TableJson,
     TableJsonFormat,
@@ -290,8 +291,7 @@ def judge(
                                         "this share of replies is not a single grade 0-3."),
     min_pairs: int = typer.Option(30, "--min-pairs", help="Refuse when fewer human-judged "
                                   "pairs got a usable grade."),
-    weights: str = typer.Option("quadratic", "--weights", help="Kappa weights: quadratic, "
-                                "linear or unweighted."),
+    weights: KappaWeights = "quadratic",
     out: Path | None = typer.Option(None, "--out", help="Write the judge's labels as TREC "
                                     "qrels here (and OUT.provenance.json beside it)."),
     fmt: TableJsonFormat = TableJson.table,

@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from recallwatch.cli._options import DEFAULT_HISTORY, HistoryPath
+from recallwatch.cli._options import DEFAULT_HISTORY, HistoryPath, Port
 
 
 def is_loopback(host: str) -> bool:
@@ -54,8 +54,7 @@ def serve(
     history: HistoryPath = DEFAULT_HISTORY,
     host: Annotated[str, typer.Option(
         "--host", help="Address to bind; anything but loopback is warned about.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(
-        "--port", min=0, max=65535, help="Port (0: any free port).")] = 8000,
+    port: Port = 8000,
     bench: Annotated[Path | None, typer.Option(
         "--bench", help="Directory of bench result files (results.json) for the frontiers "
         "page.")] = None,

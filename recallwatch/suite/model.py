@@ -163,6 +163,7 @@ class GateResult:
     timings: dict[str, float]  # seconds: embed, search, other, total
     warnings: tuple[str, ...] = ()
     comparison: dict[str, Any] | None = None  # filled by the history layer
+    judged: dict[str, Any] | None = None  # judged@K, when the gate was given judgments
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -199,6 +200,7 @@ class GateResult:
             "timings": self.timings,
             "warnings": list(self.warnings),
             "comparison": self.comparison,
+            "judged": self.judged,
         }
 
     @classmethod
@@ -223,5 +225,6 @@ class GateResult:
             dataset=d["dataset"], dataset_hash=d["dataset_hash"], policy_hash=d["policy_hash"],
             config_hash=d["config_hash"], config=d["config"], policy=d["policy"],
             store=d["store"], timings=d["timings"], warnings=tuple(d.get("warnings", [])),
-            comparison=d.get("comparison"), schema_version=d.get("schema_version", SCHEMA_VERSION),
+            comparison=d.get("comparison"), judged=d.get("judged"),
+            schema_version=d.get("schema_version", SCHEMA_VERSION),
         )

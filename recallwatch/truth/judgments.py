@@ -39,6 +39,7 @@ __all__ = [
     "grade",
     "judgments_from_fit",
     "provenance_path",
+    "read_judgments",
     "read_qrels_grades",
     "write_judged_qrels",
 ]
@@ -60,10 +61,16 @@ class Judgment:
     clicks: int | None = None
     effective_n: float | None = None
     ci: tuple[float, float] | None = None
+    judge: str | None = None  # who graded it (a person's name in a judgments file)
+    at: str | None = None  # when, ISO 8601 UTC
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"query_id": self.query_id, "id": self.id, "grade": self.grade,
                                "source": self.source}
+        if self.judge is not None:
+            out["judge"] = self.judge
+        if self.at is not None:
+            out["at"] = self.at
         if self.relevance is not None:
             out["relevance"] = self.relevance
         if self.impressions is not None:
@@ -195,3 +202,20 @@ def agreement_with_qrels(labels: dict[tuple[str, str], int],
     categories = sorted({0, 1, 2, 3} | set(theirs) | set(ours))
     return agreement(theirs, ours, weights=weights, categories=categories,
                      rater_a=reference_name, rater_b=rater)
+
+
+def read_judgments(path: str | PathLike[str]) -> list[Judgment]:
+    """The judgments of a judgments file (JSON Lines, see :mod:`recallwatch.formats.judging`) or
+    of TREC qrels (source ``qrels``, no judge), in file order."""
+    from recallwatch.formats.judging import read_judgment_records
+
+    out = []
+    for r in read_judgment_records(path):
+        ci = r.get("ci")
+        out.append(Judgment(
+            query_id=r["query_id"], id=r["id"], grade=int(r["grade"]), source=r["source"],
+            relevance=r.get("relevance"), impressions=r.get("impressions"),
+            clicks=r.get("clicks"), effective_n=r.get("effective_examinations"),
+            ci=None if not isinstance(ci, list) or len(ci) != 2 else (ci[0], ci[1]),
+            judge=r.get("judge"), at=r.get("at")))
+    return out

@@ -25,7 +25,12 @@ HOMONYMS = {
     "--queries": "logged query texts (probes) vs query vectors (quantize)",
     "--sample": "how many logged queries to draw (probes) vs vectors to hold out (quantize)",
     "--out": "a directory of result files (bench, experiments, quantize) vs the qrels file to "
-             "write (online clicks, online judge)",
+             "write (online clicks, online judge, label export) vs a judging queue, judgments "
+             "file or golden set to write (label pool, serve, agree, merge)",
+    "--results": "the one results file a gate scores instead of --store (gate, calibrate-noise) "
+                 "vs results files pooled beside the store, repeatable (label pool)",
+    "--judge": "your name on the grades you save (label serve) vs the two judges to compare "
+               "(label agree)",
     "--model": "the click model to fit (online clicks) vs the LLM's name at its endpoint "
                "(online judge)",
 }
