@@ -16,7 +16,8 @@ def wordings(text: str, rng: np.random.Generator) -> list[str]:
     """The query as written, and four ways users type it."""
     bare = "".join(c for c in unicodedata.normalize("NFKD", text)
                    if not unicodedata.combining(c))
-    plain = "".join(c for c in bare.lower() if c.isalnum() or c.isspace()).strip()
+    # punctuation typed as a space ("shock-induced" -> "shock induced"), then spaces collapsed
+    plain = " ".join("".join(c if c.isalnum() else " " for c in bare.lower()).split())
     cut = int(rng.integers(1, max(len(plain) - 1, 2)))
     typo = plain[:cut] + plain[cut + 1:] if plain[cut].isalpha() else plain
     return [text, text.lower(), bare, plain, typo]
