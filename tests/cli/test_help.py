@@ -25,7 +25,15 @@ HOMONYMS = {
     "--queries": "logged query texts (probes) vs query vectors (quantize)",
     "--sample": "how many logged queries to draw (probes) vs vectors to hold out (quantize)",
     "--out": "a directory of result files (bench, experiments, quantize) vs the qrels file to "
-             "write (online clicks, online judge)",
+             "write (online clicks, online judge) vs the golden set file to write (golden "
+             "sample, golden split)",
+    "--name": "the probe set's name (probes) vs the sampled golden set's name (golden sample)",
+    "--dry-run": "compute without storing the threshold (calibrate-threshold) vs without "
+                 "writing the split (golden split)",
+    "--test": "the paired significance test (compare) vs the share held out as test (golden "
+              "split)",
+    "--split": "a variant's intended share (online ab) vs the tune/test part a calibration "
+               "uses (calibrate-threshold, calibrate-noise)",
     "--model": "the click model to fit (online clicks) vs the LLM's name at its endpoint "
                "(online judge)",
 }

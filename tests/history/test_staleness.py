@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from recallwatch.errors import InputError
 from recallwatch.formats.golden import GoldenSet, load_golden
 from recallwatch.formats.policy import StalenessSettings, load_policy
 from recallwatch.history import History
@@ -72,7 +73,7 @@ def test_policy_settings_and_their_defaults(tmp_path: Path) -> None:
     assert (pol.staleness.unchanged_runs, pol.staleness.corpus_growth) == (3, 0.5)
     assert pol.hash == load_policy(None).hash  # a warning's setting: not part of the rules
     p.write_text("staleness:\n  topics: 0\n", encoding="utf-8")
-    with pytest.raises(Exception, match="staleness.topics"):
+    with pytest.raises(InputError, match=r"staleness\.topics"):
         load_policy(p)
 
 
