@@ -19,6 +19,7 @@ __all__ = [
     "DEFAULT_HISTORY",
     "Alpha",
     "BoundedAlpha",
+    "CalibrationSplit",
     "DatasetName",
     "Depth",
     "EmbedderSpec",
@@ -47,8 +48,11 @@ __all__ = [
     "RequiredOutDir",
     "ResultsFile",
     "Seed",
+    "SplitPart",
     "StoreURI",
     "StoreURIOrNone",
+    "Stratify",
+    "StratifyBy",
     "TableJson",
     "TableJsonFormat",
 ]
@@ -152,6 +156,23 @@ JudgmentFiles = Annotated[list[Path] | None, typer.Option(
 
 KappaWeights = Annotated[str, typer.Option(
     "--weights", help="Kappa weights: quadratic, linear or unweighted.")]
+class SplitPart(str, Enum):
+    tune = "tune"
+    test = "test"
+
+
+CalibrationSplit = Annotated[SplitPart, typer.Option(
+    "--split", help="With a tune/test split, calibrate on the tune queries; "
+    "test is refused (those queries are held out for the gate's verdict).")]
+
+
+class StratifyBy(str, Enum):
+    domain = "domain"
+
+
+Stratify = Annotated[StratifyBy | None, typer.Option(
+    "--stratify", help="Keep each domain's share of the queries (a domain gets at least one "
+    "while any remain).")]
 
 Seed = Annotated[int, typer.Option(
     "--seed", help="Seed of the random draws: the same seed gives the same result.")]

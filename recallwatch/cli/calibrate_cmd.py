@@ -14,12 +14,14 @@ import typer
 
 from recallwatch.cli._common import emit, emit_json, open_store
 from recallwatch.cli._options import (
+    CalibrationSplit,
     EmbedderSpec,
     GoldenArg,
     NoiseFormat,
     NoiseFormatOption,
     PolicyFile,
     ResultsFile,
+    SplitPart,
     StoreURI,
     StoreURIOrNone,
     TableJson,
@@ -54,6 +56,7 @@ def calibrate_threshold(
     embedder: EmbedderSpec = None,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Do not store the threshold.")] = False,
+    split: CalibrationSplit = SplitPart.tune,
     fmt: TableJsonFormat = TableJson.table,
 ) -> None:
     """The no-result threshold: results scoring below it are dropped, and a query left with
@@ -65,7 +68,7 @@ def calibrate_threshold(
     from recallwatch.embedders.base import SPEC_META_KEY
     from recallwatch.errors import UsageError
     from recallwatch.formats.golden import load_golden
-    from recallwatch.ops.calibrate import Negatives, Target, store_threshold
+    from recallwatch.ops.calibrate import Negatives, Target, store_threshold, tuning_part
     from recallwatch.ops.calibrate import calibrate_threshold as run
     from recallwatch.ops.probes import read_logged_queries
 
@@ -76,7 +79,7 @@ def calibrate_threshold(
         0.95 if target_precision is None else target_precision)
     kind: Negatives = (negatives.value if negatives is not None
                        else "both" if unanswerable is not None else "in-domain")
-    gold = load_golden(golden)
+    gold = tuning_part(load_golden(golden), split.value)  # before the store is opened
     off = None if unanswerable is None else read_logged_queries(unanswerable)
     vs = open_store(store)
     try:
@@ -93,7 +96,9 @@ def calibrate_threshold(
     if fmt is TableJson.json:
         emit_json(cal.to_dict())
         return
-    lines = [f"An answer is a query's top {gold.top_k} results scoring at least the threshold; "
+    lines = [f"calibrated on the {len(gold.queries)} tune queries (the test queries are held "
+             "out)"] if gold.has_split else []
+    lines += [f"An answer is a query's top {gold.top_k} results scoring at least the threshold; "
              "with none, the answer is \"no result\".",
              "precision: answers holding an expected chunk ÷ answers given (to answerable and "
              "unanswerable queries); coverage: answerable queries answered ÷ answerable queries.",
@@ -112,10 +117,15 @@ def calibrate_threshold(
 
 
 def _gate_result(golden: Path, store: str | None, results: Path | None,
-                 policy: Path | None) -> GateResult:
+                 policy: Path | None, split: SplitPart) -> GateResult:
+    from recallwatch.formats.golden import load_golden
+    from recallwatch.ops.calibrate import tuning_part
     from recallwatch.suite.gate import gate_from_files
 
-    return gate_from_files(golden, store=store, results=results, policy=policy)
+    # Refuse `test` (and a split without tune queries) before anything is searched.
+    has_split = tuning_part(load_golden(golden), split.value).has_split
+    return gate_from_files(golden, store=store, results=results, policy=policy,
+                           part="tune" if has_split else "auto")
 
 
 def calibrate_noise(
@@ -125,6 +135,7 @@ def calibrate_noise(
     policy: PolicyFile = None,
     margin: Annotated[int, typer.Option(
         "--margin", help="Chunks of noise allowed above the baseline.")] = 1,
+    split: CalibrationSplit = SplitPart.tune,
     fmt: NoiseFormatOption = NoiseFormat.yaml,
 ) -> None:
     """From a full gate run: the noise of the healthy queries per domain and a suggested noise
@@ -132,7 +143,7 @@ def calibrate_noise(
     chunk), as a policy YAML snippet."""
     from recallwatch.ops.calibrate import calibrate_noise as run
 
-    cal = run(_gate_result(golden, store, results, policy), margin=margin)
+    cal = run(_gate_result(golden, store, results, policy, split), margin=margin)
     if fmt is NoiseFormat.json:
         emit_json(cal.to_dict())
     else:

@@ -44,6 +44,10 @@ def gate(
         "--run-date", help="Judge validity windows on this day (YYYY-MM-DD; default "
         "today).")] = None,
     judgments: JudgmentFiles = None,
+    log: Annotated[Path | None, typer.Option(
+        "--log", help="A query log (interaction log, JSONL or .txt of queries) to check the "
+        "golden set against: warns when the log's queries drift away from the set's (centroid "
+        "distance, topic coverage). A warning only: the verdict does not change.")] = None,
 ) -> None:
     """Run the golden set against an index and answer ACCEPT or STOP.
 
@@ -83,6 +87,8 @@ def gate(
             from recallwatch.suite.judged import with_judged
 
             result = with_judged(result, judged, sources=[str(j) for j in judgments or []])
+        result = _with_staleness(result, vector_store, golden, policy, embedder, log,
+                                 None if no_history else history)
         if no_history:
             return result
         from recallwatch.history import record_gate_run
@@ -95,6 +101,46 @@ def gate(
     if policy is None:
         _explain_default_noise(result)
     raise typer.Exit(result.exit_code)
+
+
+def _with_staleness(result: Any, vector_store: Any, golden: Path, policy: Path | None,
+                    embedder: str | None, log: Path | None, history: str | None) -> Any:
+    """The result with its stale-set figures (and a warning when stale). The history part needs
+    the run history, the drift part a query log; without either there is nothing to add."""
+    from dataclasses import replace
+
+    from recallwatch.formats.golden import load_golden
+    from recallwatch.formats.policy import load_policy
+    from recallwatch.truth.staleness import check_staleness, warnings_of
+
+    if history is None and log is None:
+        return result
+    emb = None
+    if log is not None:
+        from recallwatch.embedders import embedder_for_store, get_embedder
+
+        emb = (embedder_for_store(vector_store, embedder) if vector_store is not None
+               else None if embedder is None else _embedder(embedder))
+        emb = emb or get_embedder()
+    hist = None
+    if history is not None:
+        from recallwatch.history import History
+
+        hist = History(history)
+    try:
+        figures = check_staleness(result, load_golden(golden), load_policy(policy).staleness,
+                                  history=hist, log=log, embedder=emb)
+    finally:
+        if hist is not None:
+            hist.close()
+    return replace(result, staleness=figures,
+                   warnings=tuple(result.warnings) + tuple(warnings_of(figures)))
+
+
+def _embedder(spec: str) -> Any:
+    from recallwatch.embedders import embedder_from_spec
+
+    return embedder_from_spec(spec)
 
 
 def _write_outputs(result: object, fmt: GateFormat, junit: Path | None,

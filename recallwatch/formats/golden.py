@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -12,14 +12,18 @@ from recallwatch.errors import InputError
 from recallwatch.formats.fields import bounded, check_keys, line_of, shown, text_id
 from recallwatch.formats.structured import load_structured
 
-__all__ = ["MAX_TOP_K", "GoldenQuery", "GoldenSet", "canonical_hash", "load_golden"]
+__all__ = ["MAX_TOP_K", "SPLITS", "GoldenQuery", "GoldenSet", "canonical_hash", "load_golden"]
 
 # A gate scores the top K by hand-written expectations; beyond this a K is a typo, and it would
 # reach the store as a search depth.
 MAX_TOP_K = 10_000
 
 _TOP_KEYS = {"name", "version", "top_k", "queries", "description"}
-_QUERY_KEYS = {"id", "text", "expected", "gold", "domain", "tags", "top_k", "language", "source"}
+_QUERY_KEYS = {"id", "text", "expected", "gold", "domain", "tags", "top_k", "language", "source",
+               "split", "frequency"}
+# A query's part: policies and thresholds are calibrated on `tune`, the gate's verdict is
+# computed on `test` (queries that no calibration has seen).
+SPLITS = ("tune", "test")
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,8 @@ class GoldenQuery:
     tags: tuple[str, ...] = ()
     top_k: int | None = None  # None: the dataset's (or the policy's) top_k
     extra: dict[str, str] = field(default_factory=dict)  # language, source: for group gaps
+    split: str | None = None  # "tune" | "test" | None (not assigned)
+    frequency: int | None = None  # how often the query was asked, when sampled from a log
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "text": self.text, "expected": list(self.expected)}
@@ -44,6 +50,10 @@ class GoldenQuery:
         if self.top_k is not None:
             out["top_k"] = self.top_k
         out.update(self.extra)
+        if self.split is not None:
+            out["split"] = self.split
+        if self.frequency is not None:
+            out["frequency"] = self.frequency
         return out
 
 
@@ -69,21 +79,34 @@ class GoldenSet:
                 return q
         raise KeyError(query_id)
 
+    @property
+    def has_split(self) -> bool:
+        """True when at least one query is assigned to ``tune`` or ``test``."""
+        return any(q.split is not None for q in self.queries)
+
+    def part(self, split: str) -> GoldenSet:
+        """The same set restricted to the queries of one split (``tune`` or ``test``)."""
+        return replace(self, queries=tuple(q for q in self.queries if q.split == split))
+
     @classmethod
-    def from_dict(cls, data: Any, *, source: str | Path = "<golden>") -> GoldenSet:
-        return _parse(data, Path(str(source)))
+    def from_dict(cls, data: Any, *, source: str | Path = "<golden>",
+                  unlabelled: bool = False) -> GoldenSet:
+        return _parse(data, Path(str(source)), unlabelled)
 
 
-def load_golden(path: str | Path) -> GoldenSet:
-    """Read a golden dataset from YAML, JSON or JSONL, validating every record."""
+def load_golden(path: str | Path, *, unlabelled: bool = False) -> GoldenSet:
+    """Read a golden dataset from YAML, JSON or JSONL, validating every record.
+
+    ``unlabelled=True`` accepts queries whose ``expected`` list is still empty (a set sampled
+    from a log, before judging); the gate never reads a set that way."""
     p = Path(path)
     data = load_structured(p)
     if isinstance(data, list):  # JSONL (or a bare list): records are queries, name from the file
         data = {"name": p.stem, "version": "1", "queries": data}
-    return _parse(data, p)
+    return _parse(data, p, unlabelled)
 
 
-def _parse(data: Any, source: Path) -> GoldenSet:
+def _parse(data: Any, source: Path, unlabelled: bool = False) -> GoldenSet:
     if not isinstance(data, dict):
         raise InputError(source=source, expected="a mapping with name, version and queries",
                          found=type(data).__name__)
@@ -98,7 +121,7 @@ def _parse(data: Any, source: Path) -> GoldenSet:
     queries: list[GoldenQuery] = []
     seen: dict[str, int | None] = {}
     for index, raw in enumerate(raw_queries, start=1):
-        q = _parse_query(raw, source, index)
+        q = _parse_query(raw, source, index, unlabelled)
         if q.id in seen:
             raise InputError(
                 "duplicate query id", source=source, line=line_of(raw), record=q.id, field="id",
@@ -110,7 +133,7 @@ def _parse(data: Any, source: Path) -> GoldenSet:
                      source=str(source))
 
 
-def _parse_query(raw: Any, source: Path, index: int) -> GoldenQuery:
+def _parse_query(raw: Any, source: Path, index: int, unlabelled: bool = False) -> GoldenQuery:
     if not isinstance(raw, dict):
         raise InputError(source=source, record=f"#{index}", expected="a query mapping",
                          found=shown(raw))
@@ -121,7 +144,7 @@ def _parse_query(raw: Any, source: Path, index: int) -> GoldenQuery:
                          expected="a non-empty query id", found=shown(raw.get("id")))
     check_keys(raw, _QUERY_KEYS, source=source, record=qid)
     text = _string(raw.get("text"), source, line, qid, "text")
-    expected = _ids(raw.get("expected"), source, line, qid, "expected", required=True)
+    expected = _ids(raw.get("expected"), source, line, qid, "expected", required=not unlabelled)
     if len(set(expected)) != len(expected):
         dup = next(x for x in expected if expected.count(x) > 1)
         raise InputError(f"chunk {dup!r} is listed twice", source=source, line=line, record=qid,
@@ -137,10 +160,19 @@ def _parse_query(raw: Any, source: Path, index: int) -> GoldenQuery:
     tags = _ids(raw.get("tags", []), source, line, qid, "tags", required=False)
     top_k = raw.get("top_k")
     extra = {k: _string(raw[k], source, line, qid, k) for k in ("language", "source") if k in raw}
+    split = raw.get("split")
+    if split is not None and split not in SPLITS:
+        raise InputError(source=source, line=line, record=qid, field="split",
+                         expected="tune or test", found=shown(split),
+                         hint="`recallwatch golden split` assigns them")
+    frequency = raw.get("frequency")
+    if frequency is not None:
+        frequency = bounded(frequency, 1, 2**62, source=source, line=line, record=qid,
+                            field="frequency")
     return GoldenQuery(
         id=qid, text=text, expected=tuple(expected), gold=tuple(gold), domain=domain,
         tags=tuple(tags), top_k=None if top_k is None else _top_k(top_k, source, line, qid),
-        extra=extra,
+        extra=extra, split=split, frequency=frequency,
     )
 
 
@@ -157,8 +189,9 @@ def _ids(value: Any, source: Path, line: int | None, record: str, fld: str, *,
          required: bool) -> list[str]:
     if not isinstance(value, list) or (required and not value):
         what = "a non-empty list of chunk ids" if required else "a list of strings"
+        unlabelled = required and value == []
         raise InputError(source=source, line=line, record=record, field=fld, expected=what,
-                         found=shown(value))
+                         found=shown(value), hint=_UNLABELLED_HINT if unlabelled else None)
     out = []
     for item in value:
         text = text_id(item)
@@ -169,6 +202,9 @@ def _ids(value: Any, source: Path, line: int | None, record: str, fld: str, *,
         out.append(text)
     return out
 
+
+# An empty list is a query not judged yet (e.g. one `recallwatch golden sample` drew from a log).
+_UNLABELLED_HINT = "the query is not labelled yet: list the chunks that answer it"
 
 # A YAML number is read as a number: 1.10 would silently become "1.1".
 _QUOTE_HINT = "quote it, so that it is read as written"

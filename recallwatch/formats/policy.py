@@ -17,7 +17,8 @@ from recallwatch.formats.golden import MAX_TOP_K, canonical_hash
 from recallwatch.formats.structured import LINE_KEY, load_structured
 from recallwatch.records import FILTER_FIELDS
 
-__all__ = ["MAX_BOOST", "MAX_SEARCH_DEPTH", "Policy", "SearchSettings", "load_policy"]
+__all__ = ["MAX_BOOST", "MAX_SEARCH_DEPTH", "Policy", "SearchSettings", "StalenessSettings",
+           "load_policy"]
 
 # The search depth reaches the store as k: a typo of a few digits must not allocate gigabytes.
 MAX_SEARCH_DEPTH = 100_000
@@ -26,7 +27,7 @@ MAX_BOOST = 10.0
 
 _KEYS = {
     "top_k", "recall_floor", "min_mean_quality", "noise_ceiling", "gold_failures_allowed",
-    "other_failures_allowed", "waivers", "search", "min_group_quality",
+    "other_failures_allowed", "waivers", "search", "min_group_quality", "staleness",
 }
 _NOISE_KEYS = {"default", "per_domain"}
 _SEARCH_KEYS = {"depth", "filter", "boost"}
@@ -47,6 +48,30 @@ class SearchSettings:
 
 
 @dataclass(frozen=True)
+class StalenessSettings:
+    """When the gate warns that the golden set has gone stale (a warning: never the verdict).
+
+    * the set has not changed for ``unchanged_runs`` runs while the corpus grew by at least
+      ``corpus_growth`` (a share of its size when the set last changed);
+    * with a query log: the cosine distance between the centroids of the log's and the set's
+      query embeddings exceeds ``max_centroid_distance``, or the share of the log's askings
+      whose topic (one of ``topics`` clusters of the log's queries) holds no golden query is
+      above 1 - ``min_topic_coverage``."""
+
+    unchanged_runs: int = 10
+    corpus_growth: float = 0.20
+    max_centroid_distance: float = 0.20
+    min_topic_coverage: float = 0.80
+    topics: int = 20
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+_STALENESS_KEYS = set(StalenessSettings.__dataclass_fields__)
+
+
+@dataclass(frozen=True)
 class Policy:
     top_k: int | None = None  # None: the golden set's top_k
     recall_floor: float = 0.90
@@ -58,6 +83,8 @@ class Policy:
     waivers: dict[str, str] = field(default_factory=dict)
     min_group_quality: float | None = None  # optional: no domain's mean quality below this
     search: SearchSettings = field(default_factory=SearchSettings)
+    # a warning's settings, not a rule: outside rules_dict, so outside the policy hash
+    staleness: StalenessSettings = field(default_factory=StalenessSettings)
     source: str | None = None
     search_line: int | None = field(default=None, compare=False)  # for errors about `search`
 
@@ -145,6 +172,7 @@ def parse_policy(data: Any, source: Path) -> Policy:
         min_group_quality=None if group is None else float(
             number("min_group_quality", 0.0, 0.0, 100.0)),
         search=_search(data.get("search"), source, line),
+        staleness=_staleness(data.get("staleness"), source, line),
         source=str(source),
         search_line=line_of(data.get("search")) or line,
     )
@@ -172,6 +200,29 @@ def _noise(value: Any, source: Path, line: int | None) -> tuple[float, dict[str,
         str(d): _fraction(v, source, line_of(per), f"noise_ceiling.per_domain.{d}")
         for d, v in per.items() if d != LINE_KEY
     }
+
+
+def _staleness(value: Any, source: Path, line: int | None) -> StalenessSettings:
+    if value is None:
+        return StalenessSettings()
+    if not isinstance(value, dict):
+        raise InputError(source=source, line=line, field="staleness", expected="a mapping",
+                         found=shown(value))
+    check_keys(value, _STALENESS_KEYS, source=source, record="staleness")
+    line = line_of(value) or line
+    d = StalenessSettings()
+
+    def get(key: str, lo: float, hi: float, integer: bool) -> Any:
+        return bounded(value.get(key, getattr(d, key)), lo, hi, source=source, line=line,
+                       field=f"staleness.{key}", integer=integer)
+
+    return StalenessSettings(
+        unchanged_runs=get("unchanged_runs", 1, 1_000_000, True),
+        corpus_growth=float(get("corpus_growth", 0.0, 1_000.0, False)),
+        max_centroid_distance=float(get("max_centroid_distance", 0.0, 2.0, False)),
+        min_topic_coverage=float(get("min_topic_coverage", 0.0, 1.0, False)),
+        topics=get("topics", 1, 1_000, True),
+    )
 
 
 def _search(value: Any, source: Path, line: int | None) -> SearchSettings:

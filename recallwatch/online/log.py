@@ -57,6 +57,7 @@ class Impression:
     click_dwell_ms: tuple[int | None, ...] = ()
     conversion: bool | None = None
     latency_ms: float | None = None
+    domain: str | None = None  # the query's subject area, when the application knows it
 
     @property
     def query_key(self) -> str:
@@ -239,6 +240,7 @@ class _Validator:
             session=self.text("session", o.get("session")), user=self.text("user", o.get("user")),
             variant=self.text("variant", o.get("variant")), scores=scores, teams=teams,
             click_ts=click_ts, click_dwell_ms=dwell, conversion=conversion, latency_ms=latency,
+            domain=self.text("domain", o.get("domain")),
         )
 
     def number(self, key: str, value: object, *, minimum: float | None = None) -> float:

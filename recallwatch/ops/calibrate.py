@@ -71,9 +71,11 @@ __all__ = [
     "choose",
     "default_unanswerable",
     "read_threshold",
+    "refuse_test_calibration",
     "search_excluding",
     "store_threshold",
     "threshold_curve",
+    "tuning_part",
 ]
 
 THRESHOLD_META_KEY = "no_result_thresholds"  # {fingerprint probe_hash: calibration dict}
@@ -189,9 +191,11 @@ def calibrate_threshold(
     store: VectorStore, embedder: Embedder, golden: GoldenSet,
     unanswerable: Sequence[str] | None = None, *, negatives: Negatives = "in-domain",
     target: Target = "precision", value: float = 0.95, unanswerable_source: str | None = None,
+    part: str = "tune",
 ) -> ThresholdCalibration:
     """The no-result threshold for ``golden``'s queries on ``store``. ``unanswerable`` are the
-    off-domain queries (default: the shipped list), used when ``negatives`` includes them."""
+    off-domain queries (default: the shipped list), used when ``negatives`` includes them.
+    With a tune/test split only the ``tune`` queries are used (``part="test"`` is refused)."""
     from recallwatch.embedders.base import (
         FINGERPRINT_META_KEY,
         Fingerprint,
@@ -202,6 +206,7 @@ def calibrate_threshold(
     if negatives == "in-domain" and unanswerable is not None:
         raise UsageError("the unanswerable queries given are off-domain negatives: use them with "
                          "negatives 'off-domain' or 'both' (--negatives)")
+    golden = tuning_part(golden, part)
     fp = fingerprint_of(embedder)
     stored = store.get_meta(FINGERPRINT_META_KEY)
     check_fingerprint(Fingerprint.from_dict(stored) if isinstance(stored, dict) else None, fp,
@@ -265,6 +270,31 @@ def read_threshold(store: VectorStore, fingerprint: Fingerprint) -> float | None
         "`recallwatch calibrate-threshold` with this embedder")
 
 
+# -- the held-out test part -------------------------------------------------------------------
+def refuse_test_calibration(part: str) -> None:
+    """Calibrating on anything but ``tune`` is refused when the set has a split: the test
+    queries must stay unseen by every threshold, or the gate's verdict on them is flattered."""
+    raise UsageError(
+        f"calibrating on the {part!r} queries is refused: the test queries are held out so that "
+        "the gate's verdict is measured on queries no threshold was fitted to; calibrate on "
+        "the tune queries (--split tune, the default)")
+
+
+def tuning_part(golden: GoldenSet, part: str = "tune") -> GoldenSet:
+    """The queries a calibration may use: the ``tune`` part when the set has a split, else all
+    of them. Asking for ``test`` is refused."""
+    if part != "tune":
+        refuse_test_calibration(part)
+    if not golden.has_split:
+        return golden
+    tune = golden.part("tune")
+    if not tune.queries:
+        raise InputError(source=golden.source, field="split",
+                         expected="at least one query marked `split: tune` to calibrate on",
+                         found=0, hint="`recallwatch golden split` assigns them")
+    return tune
+
+
 # -- noise ceiling -----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class DomainNoise:
@@ -311,7 +341,10 @@ def _domain_noise(name: str, noise: list[int], ks: list[int], margin: int) -> Do
 
 
 def calibrate_noise(result: GateResult, *, margin: int = 1) -> NoiseCalibration:
-    """Suggested noise ceilings from the healthy queries of one full gate run."""
+    """Suggested noise ceilings from the healthy queries of one full gate run (of the ``tune``
+    queries when the set has a split: a run scored on ``test`` is refused)."""
+    if result.split and result.split.get("scored") != "tune":
+        refuse_test_calibration(str(result.split.get("scored")))
     if margin < 0:
         raise InputError(field="margin", expected="a non-negative number of chunks", found=margin)
     healthy = [q for q in result.queries if q.recall >= 1.0 - 1e-12]

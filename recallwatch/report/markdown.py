@@ -22,6 +22,9 @@ def to_markdown(result: GateResult) -> str:
     if "uri" in result.store:
         out.append(f"Store {md_escape(result.store['uri'])} · index version "
                    f"{md_escape(result.store.get('version'))}")
+    split = result.split_line()
+    if split:
+        out.append(md_escape(split[0].upper() + split[1:]) + ".")
     out += [
         "",
         "| mean quality | mean recall | MRR | nDCG@K | P@K | failing | Gold failing |",

@@ -68,6 +68,9 @@ def render(result: GateResult) -> Group:
          f"failing {a.failed_queries}/{a.n_queries} (Gold {a.gold_failures})", "bold"),
     )
     parts: list[Any] = [banner, _identity(result)]
+    split = result.split_line()
+    if split:
+        parts.append(_t(split, "bold"))
     if result.reasons:
         reasons = Table.grid(padding=(0, 1))
         for r in result.reasons:

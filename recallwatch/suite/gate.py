@@ -15,11 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import Literal
 
 from recallwatch._hashing import canonical_hash
 from recallwatch.embedders.base import Embedder
 from recallwatch.errors import InputError, Interrupted, UsageError
-from recallwatch.formats.golden import GoldenSet
+from recallwatch.formats.golden import SPLITS, GoldenQuery, GoldenSet
 from recallwatch.formats.policy import Policy
 from recallwatch.formats.results import RankedList
 from recallwatch.stores.base import Chunk, VectorStore
@@ -29,7 +30,9 @@ from recallwatch.suite.retrieve import ResultsSource, Source, StoreSource
 from recallwatch.suite.score import score_queries
 from recallwatch.suite.verdict import aggregate, decide
 
-__all__ = ["Gate", "gate_from_files", "run_gate"]
+__all__ = ["Gate", "Part", "gate_from_files", "run_gate", "select_part"]
+
+Part = Literal["auto", "tune", "test", "all"]
 
 
 def _new_run_id(now: datetime) -> str:
@@ -43,6 +46,9 @@ class Gate:
     golden: GoldenSet
     policy: Policy = field(default_factory=Policy)
     run_date: date | None = None  # validity windows are judged on this day (default: today, UTC)
+    # Which queries are scored: "auto" = the test part when the set has a tune/test split, else
+    # all; "tune" (calibration runs), "test", or "all".
+    part: Part = "auto"
 
     def run(self, source: Source) -> GateResult:
         start = time.perf_counter()
@@ -54,7 +60,7 @@ class Gate:
     def _run(self, source: Source, start: float) -> GateResult:
         now = datetime.now(UTC)
         run_date = self.run_date or now.date()
-        queries = self.golden.queries
+        queries, split = select_part(self.golden, self.part)
         depth = max(self.policy.search.depth,
                     max(self.policy.top_k or q.top_k or self.golden.top_k for q in queries))
         retrieved = source.retrieve(queries, depth)
@@ -78,10 +84,13 @@ class Gate:
 
         config = source.config()
         warnings = []
-        unknown_waivers = sorted(set(self.policy.waivers) - {q.id for q in queries})
+        unknown_waivers = sorted(set(self.policy.waivers) - {q.id for q in self.golden.queries})
         if unknown_waivers:
             warnings.append(f"waivers name queries not in the golden set: "
                             f"{', '.join(unknown_waivers)}")
+        if split and split["unassigned"] and split["scored"] != "all":
+            warnings.append(f"{split['unassigned']} queries have no split and are not scored: "
+                            "`recallwatch golden split` assigns them")
         total = time.perf_counter() - start
         embed, search = source.timings.embed, source.timings.search
         return GateResult(
@@ -103,7 +112,33 @@ class Gate:
             timings={"embed": embed, "search": search,
                      "other": max(total - embed - search, 0.0), "total": total},
             warnings=tuple(warnings),
+            split=split,
         )
+
+
+def select_part(golden: GoldenSet, part: Part = "auto"
+                ) -> tuple[tuple[GoldenQuery, ...], dict[str, int | str] | None]:
+    """The queries a run scores, and the split's description for its result (None when the set
+    has no split and all its queries are scored)."""
+    if part not in ("auto", "tune", "test", "all"):
+        raise UsageError(f"part must be auto, tune, test or all, not {part!r}")
+    if not golden.has_split:
+        if part in ("tune", "test"):
+            raise InputError(source=golden.source, field="split",
+                             expected=f"queries marked `split: {part}`", found="<no split>",
+                             hint="`recallwatch golden split` assigns them")
+        return golden.queries, None
+    counts = {s: sum(q.split == s for q in golden.queries) for s in SPLITS}
+    unassigned = len(golden.queries) - sum(counts.values())
+    scored = "test" if part == "auto" else part
+    if scored == "all":
+        return golden.queries, {"scored": "all", **counts, "unassigned": unassigned}
+    chosen = tuple(q for q in golden.queries if q.split == scored)
+    if not chosen:
+        raise InputError(source=golden.source, field="split",
+                         expected=f"at least one query marked `split: {scored}`", found=0,
+                         hint="`recallwatch golden split` assigns them")
+    return chosen, {"scored": scored, **counts, "unassigned": unassigned}
 
 
 def run_gate(
@@ -116,6 +151,7 @@ def run_gate(
     policy: Policy | None = None,
     run_date: date | None = None,
     results_name: str | Path = "<results>",
+    part: Part = "auto",
 ) -> GateResult:
     """Run the gate against a store (searched with ``embedder``) or a results mapping."""
     policy = policy or Policy()
@@ -137,7 +173,7 @@ def run_gate(
                 "give --corpus FILE to check failures against the filter",
             )
         source = ResultsSource(results, corpus or {}, str(results_name))
-    return Gate(golden, policy, run_date).run(source)
+    return Gate(golden, policy, run_date, part).run(source)
 
 
 def gate_from_files(
@@ -150,6 +186,7 @@ def gate_from_files(
     corpus: str | Path | None = None,
     run_date: date | None = None,
     then: Callable[[GateResult, VectorStore | None], GateResult] | None = None,
+    part: Part = "auto",
 ) -> GateResult:
     """The gate as the CLI, the pytest plugin and the operations commands run it: a golden file,
     a store URI (queried with the embedder that built it, unless ``embedder`` names one) or a
@@ -170,7 +207,7 @@ def gate_from_files(
 
             chunks = {c.id: c for c in read_corpus(corpus)}
         result = run_gate(golden_set, results=load_results(results), corpus=chunks, policy=pol,
-                          run_date=run_date, results_name=results)
+                          run_date=run_date, results_name=results, part=part)
         return then(result, None) if then is not None else result
     from recallwatch.embedders import embedder_for_store
     from recallwatch.stores import open_store
@@ -179,7 +216,7 @@ def gate_from_files(
     try:
         result = run_gate(golden_set, store=vector_store,
                           embedder=embedder_for_store(vector_store, embedder), policy=pol,
-                          run_date=run_date)
+                          run_date=run_date, part=part)
         return then(result, vector_store) if then is not None else result
     finally:
         vector_store.close()

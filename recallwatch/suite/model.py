@@ -165,6 +165,11 @@ class GateResult:
     comparison: dict[str, Any] | None = None  # filled by the history layer
     judged: dict[str, Any] | None = None  # judged@K, when the gate was given judgments
     schema_version: int = SCHEMA_VERSION
+    # With a tune/test split: which part was scored and how many queries each part holds
+    # ({"scored": "test", "tune": n, "test": n, "unassigned": n}); None without a split.
+    split: dict[str, Any] | None = None
+    # The stale-set check's figures (filled by the caller that knows the history and the log).
+    staleness: dict[str, Any] | None = None
 
     @property
     def exit_code(self) -> int:
@@ -178,6 +183,20 @@ class GateResult:
 
     def failing(self) -> list[QueryResult]:
         return [q for q in self.queries if not q.passed]
+
+    def split_line(self) -> str | None:
+        """One sentence naming the queries the verdict was computed on; None without a split."""
+        s = self.split
+        if not s:
+            return None
+        total = s["tune"] + s["test"] + s["unassigned"]
+        held = "test" if s["scored"] == "test" else "tune"
+        other = "tune" if held == "test" else "test"
+        line = (f"verdict computed on the {s[held]} {held} queries of {total} "
+                f"(the {s[other]} {other} queries are not scored")
+        if s["unassigned"]:
+            line += f", nor the {s['unassigned']} without a split"
+        return line + ")"
 
     def to_dict(self) -> dict[str, Any]:
         """The gate's JSON object (its documented keys, plus additions; never renames)."""
@@ -201,6 +220,8 @@ class GateResult:
             "warnings": list(self.warnings),
             "comparison": self.comparison,
             "judged": self.judged,
+            "split": self.split,
+            "staleness": self.staleness,
         }
 
     @classmethod
@@ -227,4 +248,5 @@ class GateResult:
             store=d["store"], timings=d["timings"], warnings=tuple(d.get("warnings", [])),
             comparison=d.get("comparison"), judged=d.get("judged"),
             schema_version=d.get("schema_version", SCHEMA_VERSION),
+            split=d.get("split"), staleness=d.get("staleness"),
         )

@@ -26,11 +26,19 @@ HOMONYMS = {
     "--sample": "how many logged queries to draw (probes) vs vectors to hold out (quantize)",
     "--out": "a directory of result files (bench, experiments, quantize) vs the qrels file to "
              "write (online clicks, online judge, label export) vs a judging queue, judgments "
-             "file or golden set to write (label pool, serve, agree, merge)",
+             "file or golden set to write (label pool, serve, agree, merge, golden sample, "
+             "golden split)",
     "--results": "the one results file a gate scores instead of --store (gate, calibrate-noise) "
                  "vs results files pooled beside the store, repeatable (label pool)",
     "--judge": "your name on the grades you save (label serve) vs the two judges to compare "
                "(label agree)",
+    "--name": "the probe set's name (probes) vs the sampled golden set's name (golden sample)",
+    "--dry-run": "compute without storing the threshold (calibrate-threshold) vs without "
+                 "writing the split (golden split)",
+    "--test": "the paired significance test (compare) vs the share held out as test (golden "
+              "split)",
+    "--split": "a variant's intended share (online ab) vs the tune/test part a calibration "
+               "uses (calibrate-threshold, calibrate-noise)",
     "--model": "the click model to fit (online clicks) vs the LLM's name at its endpoint "
                "(online judge)",
 }
