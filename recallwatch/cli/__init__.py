@@ -84,6 +84,7 @@ _COMMAND_MODULES = (
     "history_cmd",
     "history_copy_cmd",  # adds `history copy` to the group history_cmd registers
     "golden_cmd",  # the `golden` group; modules listed after it add its commands
+    "golden_anchor_cmd",  # adds `golden check` and `golden migrate`
     "label_cmd",  # the `label` group
     "bench_cmd",
     "monitor_cmd",

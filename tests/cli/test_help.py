@@ -20,12 +20,15 @@ from recallwatch.cli import _options, app
 # cannot share one help text; any other flag used by two commands must.
 HOMONYMS = {
     "--version": "the program's version (root), a probe set's version (probes), the index "
-                 "version to promote (promote)",
+                 "version to promote (promote), the migrated golden set's version (golden "
+                 "migrate)",
     "--metric": "a vector similarity (quantize) vs the per-query value compared (groups)",
     "--queries": "logged query texts (probes) vs query vectors (quantize)",
     "--sample": "how many logged queries to draw (probes) vs vectors to hold out (quantize)",
     "--out": "a directory of result files (bench, experiments, quantize) vs the qrels file to "
-             "write (online clicks, online judge)",
+             "write (online clicks, online judge) vs the migrated golden set (golden migrate)",
+    "--corpus": "metadata for a results file (gate) vs the chunks to check labels against "
+                "(golden check)",
     "--model": "the click model to fit (online clicks) vs the LLM's name at its endpoint "
                "(online judge)",
 }
