@@ -193,7 +193,6 @@ def _parse_query(raw: Any, source: Path, index: int) -> GoldenQuery:
 
 def _anchor(raw: dict[str, Any], source: Path, line: int | None, qid: str) -> Anchor:
     check_keys(raw, _ANCHOR_KEYS, source=source, record=qid)
-    line = line_of(raw) or line
     doc_id = text_id(raw.get("doc_id"))
     if doc_id is None:
         raise InputError(source=source, line=line, record=qid, field="expected.doc_id",
