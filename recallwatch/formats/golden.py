@@ -158,8 +158,8 @@ def _parse_query(raw: Any, source: Path, index: int) -> GoldenQuery:
     raw_expected = raw.get("expected")
     if not isinstance(raw_expected, list) or not raw_expected:
         raise InputError(source=source, line=line, record=qid, field="expected",
-                         expected="a non-empty list of chunk ids or {doc_id, quote} anchors",
-                         found=shown(raw_expected))
+                         expected="a non-empty list of chunk ids", found=shown(raw_expected),
+                         hint="an entry may also be a content anchor {doc_id, quote}")
     anchors = tuple(_anchor(a, source, line, qid) for a in raw_expected if isinstance(a, dict))
     keys = [a.key for a in anchors]
     if len(set(keys)) != len(keys):
