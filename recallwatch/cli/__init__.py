@@ -85,6 +85,7 @@ _COMMAND_MODULES = (
     "history_copy_cmd",  # adds `history copy` to the group history_cmd registers
     "golden_cmd",  # the `golden` group; modules listed after it add its commands
     "golden_sample_cmd",  # `golden sample` and `golden split`
+    "golden_anchor_cmd",  # adds `golden check` and `golden migrate`
     "label_cmd",  # the `label` group
     "label_judge_cmd",  # label pool, serve, agree, export, merge
     "bench_cmd",

@@ -1,7 +1,9 @@
-"""The golden dataset: queries with the chunk ids they must retrieve."""
+"""The golden dataset: queries with what they must retrieve — chunk ids, or content anchors (a
+passage of a source document, ``{doc_id, quote}``) that survive a re-chunking."""
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -12,7 +14,8 @@ from recallwatch.errors import InputError
 from recallwatch.formats.fields import bounded, check_keys, line_of, shown, text_id
 from recallwatch.formats.structured import load_structured
 
-__all__ = ["MAX_TOP_K", "SPLITS", "GoldenQuery", "GoldenSet", "canonical_hash", "load_golden"]
+__all__ = ["MAX_TOP_K", "SPLITS", "Anchor", "GoldenQuery", "GoldenSet", "canonical_hash",
+           "load_golden", "normalise_quote"]
 
 # A gate scores the top K by hand-written expectations; beyond this a K is a typo, and it would
 # reach the store as a search depth.
@@ -24,13 +27,41 @@ _QUERY_KEYS = {"id", "text", "expected", "gold", "domain", "tags", "top_k", "lan
 # A query's part: policies and thresholds are calibrated on `tune`, the gate's verdict is
 # computed on `test` (queries that no calibration has seen).
 SPLITS = ("tune", "test")
+_ANCHOR_KEYS = {"doc_id", "quote", "gold"}
+
+
+def normalise_quote(text: str) -> str:
+    """How a quote and a chunk's text are compared: Unicode NFC, case folded, every run of
+    whitespace one space (a re-chunker may rewrap lines or drop the space between two chunks)."""
+    return " ".join(unicodedata.normalize("NFC", text).casefold().split())
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """An expected passage rather than an expected chunk: resolved at run time to the current
+    chunks of document ``doc_id`` that contain ``quote`` (exact, or whitespace/case-normalised)."""
+
+    doc_id: str
+    quote: str
+    gold: bool = False  # the chunks it resolves to are Gold (a curated synthesis)
+
+    @property
+    def key(self) -> str:
+        """What identifies the label across runs: its document and its normalised quote."""
+        return f"{self.doc_id}::{normalise_quote(self.quote)}"
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"doc_id": self.doc_id, "quote": self.quote}
+        if self.gold:
+            out["gold"] = True
+        return out
 
 
 @dataclass(frozen=True)
 class GoldenQuery:
     id: str
     text: str
-    expected: tuple[str, ...]
+    expected: tuple[str, ...]  # the chunk ids listed in `expected` (anchors are kept apart)
     gold: tuple[str, ...] = ()
     domain: str | None = None
     tags: tuple[str, ...] = ()
@@ -38,9 +69,12 @@ class GoldenQuery:
     extra: dict[str, str] = field(default_factory=dict)  # language, source: for group gaps
     split: str | None = None  # "tune" | "test" | None (not assigned)
     frequency: int | None = None  # how often the query was asked, when sampled from a log
+    anchors: tuple[Anchor, ...] = ()  # the content anchors listed in `expected`
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id, "text": self.text, "expected": list(self.expected)}
+        # Ids first, then anchors: a set without anchors hashes exactly as before anchors existed.
+        out: dict[str, Any] = {"id": self.id, "text": self.text,
+                               "expected": [*self.expected, *(a.to_dict() for a in self.anchors)]}
         if self.gold:
             out["gold"] = list(self.gold)
         if self.domain is not None:
@@ -144,7 +178,21 @@ def _parse_query(raw: Any, source: Path, index: int, unlabelled: bool = False) -
                          expected="a non-empty query id", found=shown(raw.get("id")))
     check_keys(raw, _QUERY_KEYS, source=source, record=qid)
     text = _string(raw.get("text"), source, line, qid, "text")
-    expected = _ids(raw.get("expected"), source, line, qid, "expected", required=not unlabelled)
+    raw_expected = raw.get("expected")
+    if not isinstance(raw_expected, list) or (not raw_expected and not unlabelled):
+        raise InputError(source=source, line=line, record=qid, field="expected",
+                         expected="a non-empty list of chunk ids", found=shown(raw_expected),
+                         hint=_UNLABELLED_HINT if raw_expected == [] else
+                         "an entry may also be a content anchor {doc_id, quote}")
+    anchors = tuple(_anchor(a, source, line, qid) for a in raw_expected if isinstance(a, dict))
+    keys = [a.key for a in anchors]
+    if len(set(keys)) != len(keys):
+        twice = next(a for a in anchors if keys.count(a.key) > 1)
+        raise InputError(f"anchor {twice.quote[:40]!r} of document {twice.doc_id!r} is listed "
+                         "twice",
+                         source=source, line=line, record=qid, field="expected")
+    expected = _ids([e for e in raw_expected if not isinstance(e, dict)], source, line, qid,
+                    "expected", required=False)
     if len(set(expected)) != len(expected):
         dup = next(x for x in expected if expected.count(x) > 1)
         raise InputError(f"chunk {dup!r} is listed twice", source=source, line=line, record=qid,
@@ -172,8 +220,27 @@ def _parse_query(raw: Any, source: Path, index: int, unlabelled: bool = False) -
     return GoldenQuery(
         id=qid, text=text, expected=tuple(expected), gold=tuple(gold), domain=domain,
         tags=tuple(tags), top_k=None if top_k is None else _top_k(top_k, source, line, qid),
-        extra=extra, split=split, frequency=frequency,
+        extra=extra, split=split, frequency=frequency, anchors=anchors,
     )
+
+
+def _anchor(raw: dict[str, Any], source: Path, line: int | None, qid: str) -> Anchor:
+    check_keys(raw, _ANCHOR_KEYS, source=source, record=qid)
+    doc_id = text_id(raw.get("doc_id"))
+    if doc_id is None:
+        raise InputError(source=source, line=line, record=qid, field="expected.doc_id",
+                         expected="the id of the source document the quote comes from",
+                         found=shown(raw.get("doc_id")))
+    quote = raw.get("quote")
+    if not isinstance(quote, str) or not normalise_quote(quote):
+        raise InputError(source=source, line=line, record=qid, field="expected.quote",
+                         expected="a non-empty passage of the document, as text",
+                         found=shown(quote))
+    gold = raw.get("gold", False)
+    if not isinstance(gold, bool):
+        raise InputError(source=source, line=line, record=qid, field="expected.gold",
+                         expected="true or false", found=shown(gold))
+    return Anchor(doc_id=doc_id, quote=quote, gold=gold)
 
 
 def _string(value: Any, source: Path, line: int | None, record: str | None, fld: str) -> str:

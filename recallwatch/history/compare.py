@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from recallwatch.formats.golden import normalise_quote
 from recallwatch.suite.model import GateResult, QueryResult
 
 __all__ = ["TESTED_METRICS", "compare_runs", "config_differences"]
@@ -80,7 +81,18 @@ def _rank(r: int | None) -> str:
     return ">depth" if r is None else str(r)
 
 
+def _labels(q: QueryResult) -> set[str]:
+    """What a query expects, as its golden set wrote it: a content anchor is the same label
+    whichever chunks it resolved to (a re-chunking renames them), a chunk id is itself. Between
+    a run with ids and one with anchors, the chunks expected are compared instead."""
+    from_anchors = {c for a in q.anchors for c in a.get("chunks", ())}
+    return ({h.id for h in q.expected if h.id not in from_anchors}
+            | {f"{a.get('doc_id')}::{normalise_quote(str(a.get('quote')))}" for a in q.anchors})
+
+
 def _same_question(a: QueryResult, b: QueryResult) -> bool:
+    if a.anchors and b.anchors:
+        return _labels(a) == _labels(b) and a.top_k == b.top_k
     return {h.id for h in a.expected} == {h.id for h in b.expected} and a.top_k == b.top_k
 
 
@@ -150,7 +162,7 @@ def compare_runs(
     for old, new in pairs:
         old_ranks = {h.id: h.rank for h in old.expected}
         moved = {h.id: [old_ranks[h.id], h.rank] for h in new.expected
-                 if old_ranks.get(h.id) != h.rank}
+                 if h.id in old_ranks and old_ranks[h.id] != h.rank}
         if moved:
             rank_changes[new.id] = moved
     deltas = _deltas(pairs, seed, n_resamples) if pairs else {}

@@ -7,8 +7,9 @@ Hostile text is shown, never obeyed: ANSI escapes and other control characters b
 from __future__ import annotations
 
 import re
+from typing import Any
 
-__all__ = ["md_escape", "visible"]
+__all__ = ["anchor_line", "md_escape", "visible"]
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -28,3 +29,21 @@ def md_escape(text: object) -> str:
     escaped = _MD_SPECIAL.sub(r"\\\1", one_line)
     return escaped.replace("&", "&amp;")
 
+
+
+def anchor_line(anchor: dict[str, Any]) -> str:
+    """One content anchor of a query result (its ``anchors`` entry) as every report shows it:
+    the passage, what it resolved to, and whether the quote reached the top-K."""
+    quote = " ".join(str(anchor.get("quote", "")).split())
+    quote = quote if len(quote) <= 50 else quote[:49] + "…"
+    chunks = list(anchor.get("chunks", []))
+    if anchor.get("kind") == "split":
+        where = f"split across {' + '.join(chunks)}"
+    elif len(chunks) > 1:
+        where = f"in any of {', '.join(chunks)} (counted: {', '.join(anchor.get('expected', []))})"
+    else:
+        where = f"in {', '.join(chunks)}"
+    if anchor.get("match") == "normalised" and anchor.get("kind") == "whole":
+        where += " after case/whitespace normalisation"
+    seen = "in the top-K" if anchor.get("in_context") else "NOT in the top-K"
+    return f"anchor {anchor.get('doc_id')} “{quote}”: {where}; quote {seen}"

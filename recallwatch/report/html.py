@@ -26,7 +26,7 @@ from markupsafe import Markup
 
 from recallwatch._version import __version__
 from recallwatch.report import plots
-from recallwatch.report._text import visible
+from recallwatch.report._text import anchor_line, visible
 from recallwatch.suite.model import CAUSE_ORDER, GateResult, QueryResult
 from recallwatch.suite.score import SCORE_TOLERANCE
 
@@ -95,6 +95,7 @@ def environment(*extra: Path) -> jinja2.Environment:
     env.globals["csp"] = content_security_policy(script)
     env.globals["version"] = __version__
     env.globals["cause_order"] = CAUSE_ORDER
+    env.globals["anchor_line"] = anchor_line
     env.globals["gold_title"] = ("expects a Gold chunk: a curated synthesis the team wrote, which "
                                  "must never be missed")
     return env

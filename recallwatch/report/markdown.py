@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from recallwatch.report._text import md_escape
+from recallwatch.report._text import anchor_line, md_escape
 from recallwatch.suite.model import CAUSE_ORDER, GateResult
 
 __all__ = ["to_markdown"]
@@ -33,6 +33,10 @@ def to_markdown(result: GateResult) -> str:
         f"{a.mean_precision:.3f} | {a.failed_queries}/{a.n_queries} | {a.gold_failures} |",
         "",
     ]
+    if a.mean_fact_recall is not None:
+        n = sum(q.fact_recall is not None for q in result.queries)
+        out += [f"Fact recall@K (share of the content anchors whose quote is in the top-K text): "
+                f"**{a.mean_fact_recall:.3f}** over {n} queries with anchors.", ""]
     if result.reasons:
         out.append("### Why STOP")
         out += [f"- **{md_escape(r.rule)}**: {md_escape(r.message)}" for r in result.reasons]
@@ -48,7 +52,8 @@ def to_markdown(result: GateResult) -> str:
         for q in failing:
             missing = ", ".join(f"{h.id} @ {h.rank or '>depth'}" for h in q.expected
                                 if not h.in_top_k) or "—"
-            diag = "<br>".join(md_escape(x.line()) for x in q.diagnosis)
+            diag = "<br>".join([*(md_escape(anchor_line(x)) for x in q.anchors),
+                                *(md_escape(x.line()) for x in q.diagnosis)])
             if q.waiver:
                 diag += "<br>" + md_escape(f"waiver: {q.waiver}")
             out.append(

@@ -9,7 +9,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from recallwatch.report._text import visible
+from recallwatch.report._text import anchor_line, visible
 from recallwatch.suite.model import CAUSE_ORDER, GateResult, QueryResult
 
 __all__ = ["print_report", "render"]
@@ -37,6 +37,9 @@ def _failing_block(q: QueryResult) -> Text:
     lines = [head, _t(f"    “{q.text}”", "italic")]
     if any(not h.in_top_k for h in q.expected):
         lines.append(Text.assemble("    missing: ", _missing(q)))
+    if q.fact_recall is not None:
+        lines.append(_t(f"    fact recall@{q.top_k} {q.fact_recall:.3f}"))
+        lines += [_t(f"    {anchor_line(a)}") for a in q.anchors]
     for d in q.diagnosis:
         lines.append(_t(f"    {d.line()}"))
     if q.waiver:
@@ -66,6 +69,8 @@ def render(result: GateResult) -> Group:
         (f"mean quality {a.mean_quality:.1f}  recall {a.mean_recall:.3f}  MRR {a.mrr:.3f}  "
          f"nDCG {a.mean_ndcg:.3f}  P@K {a.mean_precision:.3f}  "
          f"failing {a.failed_queries}/{a.n_queries} (Gold {a.gold_failures})", "bold"),
+        (f"  fact recall {a.mean_fact_recall:.3f}" if a.mean_fact_recall is not None else "",
+         "bold"),
     )
     parts: list[Any] = [banner, _identity(result)]
     split = result.split_line()
@@ -76,6 +81,8 @@ def render(result: GateResult) -> Group:
         for r in result.reasons:
             reasons.add_row(_t(r.rule, "bold red"), _t(r.message))
         parts.append(Panel(reasons, title="why STOP", border_style="red"))
+    if a.mean_fact_recall is not None:
+        parts.append(_t(_anchor_summary(result), "dim"))
     failing = result.failing()
     if failing:
         parts.append(_t(f"failing queries ({len(failing)})", "bold"))
@@ -92,6 +99,16 @@ def render(result: GateResult) -> Group:
     parts.append(_t(f"{a.n_queries} queries in {t['total']:.2f}s (embed {t['embed']:.2f}s, "
                     f"search {t['search']:.2f}s, other {t['other']:.2f}s)", "dim"))
     return Group(*parts)
+
+
+def _anchor_summary(result: GateResult) -> str:
+    """How the content anchors resolved, in one line (the detail is in each failing query)."""
+    rows = [a for q in result.queries for a in q.anchors]
+    split = sum(a.get("kind") == "split" for a in rows)
+    several = sum(a.get("kind") == "whole" and len(a.get("chunks", [])) > 1 for a in rows)
+    missed = sum(not a.get("in_context") for a in rows)
+    return (f"content anchors: {len(rows)} resolved ({split} split across chunks, {several} held "
+            f"whole by several chunks); {missed} quote(s) not in their query's top-K")
 
 
 def _comparison(comparison: dict[str, Any]) -> Text:

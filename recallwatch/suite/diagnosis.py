@@ -9,7 +9,7 @@ import re
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
@@ -72,6 +72,8 @@ class DiagnosisContext:
     run_date: date
     settings: SearchSettings
     halves_similarity: Mapping[str, float]  # chunk id -> cosine between its two halves
+    # chunk id -> the content anchor split across it and its neighbours (see suite.anchors)
+    splits: Mapping[str, str] = field(default_factory=dict)
 
 
 def chunking_findings(chunk: Chunk, ctx: DiagnosisContext) -> list[str]:
@@ -99,6 +101,8 @@ def chunking_findings(chunk: Chunk, ctx: DiagnosisContext) -> list[str]:
             if ratio < 1 / LENGTH_RATIO or ratio > LENGTH_RATIO:
                 found.append(f"{len(chunk.text)} characters against a median of {median:.0f} "
                              f"for the other {len(others)} chunks of document {chunk.doc_id}")
+    if chunk.id in ctx.splits:
+        found.append(ctx.splits[chunk.id])
     sim = ctx.halves_similarity.get(chunk.id)
     if sim is not None and sim < MIXED_SIMILARITY:
         found.append(f"its two halves are unrelated (cosine {sim:.2f}): content of different "

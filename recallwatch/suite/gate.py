@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -24,8 +24,9 @@ from recallwatch.formats.golden import SPLITS, GoldenQuery, GoldenSet
 from recallwatch.formats.policy import Policy
 from recallwatch.formats.results import RankedList
 from recallwatch.stores.base import Chunk, VectorStore
+from recallwatch.suite.anchors import QueryAnchors, resolve_queries
 from recallwatch.suite.diagnosis import DiagnosisContext, diagnose, halves_similarity, patterns
-from recallwatch.suite.model import GateResult
+from recallwatch.suite.model import GateResult, QueryResult
 from recallwatch.suite.retrieve import ResultsSource, Source, StoreSource
 from recallwatch.suite.score import score_queries
 from recallwatch.suite.verdict import aggregate, decide
@@ -63,10 +64,19 @@ class Gate:
         queries, split = select_part(self.golden, self.part)
         depth = max(self.policy.search.depth,
                     max(self.policy.top_k or q.top_k or self.golden.top_k for q in queries))
-        retrieved = source.retrieve(queries, depth)
+        anchors = None
+        if any(q.anchors for q in queries):  # content anchors: resolved against the chunks now
+            anchors = resolve_queries(queries, source.siblings)
+            # the source scores every chunk an anchor may resolve to; then one alternative counts
+            retrieved = source.retrieve(anchors.candidates(queries), depth)
+            queries = tuple(anchors.settle(queries, [r.ids for r in retrieved]))
+        else:
+            retrieved = source.retrieve(queries, depth)
         expected_ids = list(dict.fromkeys(c for q in queries for c in q.expected))
         chunks = source.chunks(expected_ids)
         scored = score_queries(queries, retrieved, chunks, self.policy, self.golden.top_k)
+        if anchors is not None:
+            scored = _with_fact_recall(scored, queries, anchors, source)
 
         failing_ids = {h.id for q in scored if not q.passed for h in q.expected if not h.in_top_k}
         failing_chunks = [chunks[c] for c in failing_ids if c in chunks]
@@ -77,9 +87,13 @@ class Gate:
         ctx = DiagnosisContext(
             chunks=chunks, siblings=siblings, run_date=run_date, settings=self.policy.search,
             halves_similarity=halves_similarity(failing_chunks, source.embed),
+            splits=anchors.splits if anchors is not None else {},
         )
         scored = [q if q.passed else replace(q, diagnosis=diagnose(q, ctx)) for q in scored]
         agg = aggregate(scored)
+        facts = [q.fact_recall for q in scored if q.fact_recall is not None]
+        if facts:
+            agg = replace(agg, mean_fact_recall=sum(facts) / len(facts))
         verdict, reasons = decide(scored, agg, self.policy)
 
         config = source.config()
@@ -139,6 +153,19 @@ def select_part(golden: GoldenSet, part: Part = "auto"
                          expected=f"at least one query marked `split: {scored}`", found=0,
                          hint="`recallwatch golden split` assigns them")
     return chosen, {"scored": scored, **counts, "unassigned": unassigned}
+
+
+def _with_fact_recall(scored: list[QueryResult], queries: Sequence[GoldenQuery],
+                      anchors: QueryAnchors, source: Source) -> list[QueryResult]:
+    """Each query's anchor resolutions and fact recall@K (its quotes found in the top-K text)."""
+    top_ids = list(dict.fromkeys(cid for q in scored for cid, _ in q.top))
+    texts = source.chunks(top_ids)
+    out = []
+    for q, golden_q in zip(scored, queries):
+        context = [texts[cid] for cid, _ in q.top if cid in texts]
+        rows, fact_recall = anchors.report(golden_q, golden_q.expected, context)
+        out.append(replace(q, anchors=rows, fact_recall=fact_recall))
+    return out
 
 
 def run_gate(

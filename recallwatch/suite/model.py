@@ -92,6 +92,11 @@ class QueryResult:
     # The results ranked between K+1 and the deepest expected chunk missing from the top-K (for a
     # failing query only): what buried it, for the history's "who buried it".
     beyond_k: tuple[tuple[str, float], ...] = ()
+    # Content anchors (golden entries {doc_id, quote}): how each resolved against this run's
+    # chunks, and whether its quote is in the top-K text; fact recall@K is the share that is
+    # (None for a query without anchors).
+    anchors: tuple[dict[str, Any], ...] = ()
+    fact_recall: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -101,6 +106,7 @@ class QueryResult:
         d["beyond_k"] = [{"id": i, "score": s} for i, s in self.beyond_k]
         d["expected"] = [asdict(e) for e in self.expected]
         d["diagnosis"] = [asdict(x) for x in self.diagnosis]
+        d["anchors"] = [dict(a) for a in self.anchors]
         return d
 
 
@@ -139,6 +145,7 @@ class Aggregate:
     gold_failures: int
     other_failures: int
     per_domain: dict[str, dict[str, float]] = field(default_factory=dict)
+    mean_fact_recall: float | None = None  # over the queries with content anchors
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -232,7 +239,8 @@ class GateResult:
                    "expected": tuple(ExpectedHit(**e) for e in q["expected"]),
                    "top": tuple((t["id"], t["score"]) for t in q["top"]),
                    "beyond_k": tuple((t["id"], t["score"]) for t in q.get("beyond_k", [])),
-                   "diagnosis": tuple(Diagnosis(**x) for x in q["diagnosis"])}
+                   "diagnosis": tuple(Diagnosis(**x) for x in q["diagnosis"]),
+                   "anchors": tuple(q.get("anchors", ()))}
             )
             for q in d["queries"]
         )

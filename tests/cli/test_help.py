@@ -20,14 +20,15 @@ from recallwatch.cli import _options, app
 # cannot share one help text; any other flag used by two commands must.
 HOMONYMS = {
     "--version": "the program's version (root), a probe set's version (probes), the index "
-                 "version to promote (promote)",
+                 "version to promote (promote), the migrated golden set's version (golden "
+                 "migrate)",
     "--metric": "a vector similarity (quantize) vs the per-query value compared (groups)",
     "--queries": "logged query texts (probes) vs query vectors (quantize)",
     "--sample": "how many logged queries to draw (probes) vs vectors to hold out (quantize)",
     "--out": "a directory of result files (bench, experiments, quantize) vs the qrels file to "
              "write (online clicks, online judge, label export) vs a judging queue, judgments "
              "file or golden set to write (label pool, serve, agree, merge, golden sample, "
-             "golden split)",
+             "golden split, golden migrate)",
     "--results": "the one results file a gate scores instead of --store (gate, calibrate-noise) "
                  "vs results files pooled beside the store, repeatable (label pool)",
     "--judge": "your name on the grades you save (label serve) vs the two judges to compare "
@@ -39,6 +40,8 @@ HOMONYMS = {
               "split)",
     "--split": "a variant's intended share (online ab) vs the tune/test part a calibration "
                "uses (calibrate-threshold, calibrate-noise)",
+    "--corpus": "metadata for a results file (gate) vs the chunks to check labels against "
+                "(golden check)",
     "--model": "the click model to fit (online clicks) vs the LLM's name at its endpoint "
                "(online judge)",
 }

@@ -1,0 +1,96 @@
+"""Re-chunk a corpus file another way, renaming every chunk (as a real re-chunking does).
+
+    python examples/kb/rechunk.py IN.jsonl [MORE.jsonl …] OUT.jsonl --mode merge|window|sentences
+
+Later input files replace the chunks of earlier ones with the same id, as ingesting them in turn
+does (``corpus_v1.jsonl fix_v2.jsonl`` is the knowledge base of version 2).
+
+Chunks are grouped by ``doc_id`` in file order, then:
+
+* ``merge``: every two consecutive chunks of a document become one (``DOC/m1``, ``DOC/m2``…);
+* ``window``: every two consecutive chunks, sliding by one, so neighbours overlap by a whole
+  chunk (``DOC/w1``…);
+* ``sentences``: every prose chunk is cut at its sentence ends (``DOC/s1``…); a table stays whole,
+  as any sensible chunker keeps a table with its header.
+
+A new chunk keeps the metadata (domain, label, facets, validity, kind, description) of the first
+chunk it comes from; ``text`` and ``content`` are the joined texts and contents. The golden
+set's chunk ids mean nothing in the output; content anchors still do (docs/ground-truth.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+# A sentence ends at . ! ? followed by a space and a capital (or an opening ¿ ¡).
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[¿¡A-ZÁÉÍÓÚÑ])")
+
+
+def _documents(records: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    docs: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        docs.setdefault(str(r.get("doc_id") or r["id"]), []).append(r)
+    return docs
+
+
+def _join(parts: list[dict[str, Any]], new_id: str) -> dict[str, Any]:
+    out = {k: v for k, v in parts[0].items() if k not in ("id", "text", "content")}
+    out = {"id": new_id, "text": "\n\n".join(p["text"] for p in parts),
+           "content": "\n\n".join(p.get("content") or p["text"] for p in parts), **out}
+    return out
+
+
+def _sentences(record: dict[str, Any], doc: str, start: int) -> Iterator[dict[str, Any]]:
+    if record.get("kind") == "table" or record.get("description"):
+        yield {**record, "id": f"{doc}/s{start}"}
+        return
+    for n, piece in enumerate(_SENTENCE_END.split(record["text"].strip()), start):
+        yield {**{k: v for k, v in record.items() if k != "content"}, "id": f"{doc}/s{n}",
+               "text": piece, "content": piece}
+
+
+def rechunk(records: list[dict[str, Any]], mode: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for doc, chunks in _documents(records).items():
+        if mode == "merge":
+            pairs = range(0, len(chunks), 2)
+            out += [_join(chunks[i:i + 2], f"{doc}/m{i // 2 + 1}") for i in pairs]
+        elif mode == "window":
+            starts = range(max(len(chunks) - 1, 1))
+            out += [_join(chunks[i:i + 2], f"{doc}/w{i + 1}") for i in starts]
+        elif mode == "sentences":
+            for r in chunks:
+                out += list(_sentences(r, doc, sum(o["id"].startswith(f"{doc}/") for o in out) + 1))
+        else:
+            raise ValueError(f"unknown mode {mode!r}: merge, window or sentences")
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("files", type=Path, nargs="+", help="input corpus files, then the output")
+    parser.add_argument("--mode", choices=["merge", "window", "sentences"], default="merge")
+    args = parser.parse_args()
+    *sources, target = args.files
+    if not sources:
+        parser.error("give at least one input file and the output file")
+    by_id: dict[str, dict[str, Any]] = {}
+    for source in sources:
+        for line in source.read_text("utf-8").splitlines():
+            if line.strip():
+                record = json.loads(line)
+                by_id[record["id"]] = record
+    records = list(by_id.values())
+    chunks = rechunk(records, args.mode)
+    target.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in chunks),
+                           "utf-8")
+    print(f"{len(records)} chunks → {len(chunks)} chunks ({args.mode})")
+
+
+if __name__ == "__main__":
+    main()
