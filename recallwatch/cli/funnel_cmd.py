@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 
+import typer
+
 from recallwatch.cli._common import add_to_group, emit, existing_history
 from recallwatch.cli._options import DEFAULT_HISTORY, HistoryPath, TableJson, TableJsonFormat
-
-import typer
 
 
 def funnel(

@@ -402,7 +402,8 @@ class History:
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit)
-        return [OnlineReadoutRow(*row[:-1], payload=json.loads(row[-1]))
+        return [OnlineReadoutRow(**{**dict(zip(_READOUT_COLUMNS, row)),
+                                    "payload": json.loads(row[-1])})
                 for row in self._query(sql, params)]
 
     def integrity_check(self) -> str:

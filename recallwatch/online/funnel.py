@@ -42,7 +42,8 @@ def attach_readout(history: History, change: str, result: ABReadout, *,
     off = offline_delta(history, run_id, offline_metric)
     status, reading = agreement(off.delta, m.verdict)
     row: dict[str, Any] = {
-        "created_at": datetime.now(UTC).isoformat(timespec="seconds"), "change_run": run_id, "promote_id": promote_id, "offline_metric": offline_metric,
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"), "change_run": run_id,
+        "promote_id": promote_id, "offline_metric": offline_metric,
         "offline_baseline": off.baseline, "offline_delta": off.delta, "online_metric": name,
         "online_delta": m.delta, "online_ci_low": m.ci[0], "online_ci_high": m.ci[1],
         "online_verdict": m.verdict, "agreement": status,

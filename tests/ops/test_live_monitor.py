@@ -66,9 +66,11 @@ def by_hand(rows: list[dict[str, Any]]) -> dict[str, float]:
 
 def test_window_is_the_last_stretch_of_the_log(tmp_path: Path) -> None:
     rows = write_log(tmp_path / "log.jsonl.gz", traffic(300, empty_every=4))
-    newest = max(datetime.fromisoformat(r["ts"].replace("Z", "+00:00")) for r in rows)
-    inside = [r for r in rows
-              if datetime.fromisoformat(r["ts"].replace("Z", "+00:00")) > newest - timedelta(hours=2)]
+    def ts(r: dict[str, Any]) -> datetime:
+        return datetime.fromisoformat(r["ts"].replace("Z", "+00:00"))
+
+    newest = max(ts(r) for r in rows)
+    inside = [r for r in rows if ts(r) > newest - timedelta(hours=2)]
     assert 0 < len(inside) < len(rows)
     s = window_signals(InteractionLog(tmp_path / "log.jsonl.gz"), parse_window("2h"))
     expect = by_hand(inside)
