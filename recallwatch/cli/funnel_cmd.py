@@ -36,13 +36,13 @@ def funnel(
                                                                 "undecided")}
     lines = [f"{len(rows)} change(s) read out online: {counts['agreed']} agreed, "
              f"{counts['disagreed']} disagreed, {counts['undecided']} undecided",
-             f"{'when':<20} {'change':<28} {'offline':>18} {'online':>22}  agreement"]
+             f"{'when':<20} {'change':<24} {'offline':<15} {'online':<34} agreement"]
     for r in rows:
         off = "—" if r.offline_delta is None else f"{r.offline_metric} {r.offline_delta:+.4f}"
         on = "—" if r.online_delta is None else f"{r.online_metric} {r.online_delta:+.4g}"
         change = r.change_run + (f" (promote:{r.promote_id})" if r.promote_id else "")
-        lines.append(visible(f"{r.created_at[:19]:<20} {change:<28} {off:>18} "
-                             f"{on + ' ' + r.online_verdict:>22}  {r.agreement}: "
+        lines.append(visible(f"{r.created_at[:19]:<20} {change:<24} {off:<15} "
+                             f"{on + ' (' + r.online_verdict + ')':<34} {r.agreement}: "
                              f"{r.payload.get('reading', '')}"))
     emit("\n".join(lines))
 
