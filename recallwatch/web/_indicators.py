@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from recallwatch.history import MonitorRun
-from recallwatch.report.plots import Chart, sparkline
+from recallwatch.report.plots import Chart, Series, lines, sparkline
 
-__all__ = ["GROUPS", "Group", "Source", "flatten", "indicator_cards"]
+__all__ = ["GROUPS", "Group", "Source", "flatten", "indicator_cards", "live_charts"]
 
 TREND_POINTS = 30
 # Settings, not measurements: fields under these never stand for an indicator.
@@ -149,3 +149,39 @@ def indicator_cards(records: list[MonitorRun]) -> list[dict[str, Any]]:
             break
         cards.append(card)
     return cards
+
+
+# (title, the live signals drawn, the threshold drawn as a rule)
+_LIVE_CHARTS: tuple[tuple[str, tuple[tuple[str, tuple[str, ...]], ...], str | None], ...] = (
+    ("Real traffic: no-result rate and abandonment (share of searches)",
+     (("no-result rate", ("no_result_rate",)), ("abandonment", ("abandonment",))),
+     "max_no_result_rate"),
+    ("Real traffic: click-through rate (clicked results per search)",
+     (("click-through rate", ("ctr",)),), "min_ctr"),
+    ("Real traffic: latency (ms)",
+     (("p50", ("latency_ms", "p50")), ("p95", ("latency_ms", "p95")),
+      ("p99", ("latency_ms", "p99"))), "max_latency_p99_ms"),
+)
+
+
+def live_charts(records: list[MonitorRun]) -> list[Chart]:
+    """The live signals of ``monitor --log`` runs (records newest first) over time, with the
+    latest run's threshold; none when no run read a log."""
+    runs = [m for m in reversed(records) if isinstance(m.payload.get("live"), Mapping)]
+    if not runs:
+        return []
+    runs = runs[-200:]
+    ticks = [(float(i), m.created_at[5:16].replace("T", " ")) for i, m in enumerate(runs)]
+    latest = runs[-1].payload["live"].get("thresholds") or {}
+    charts = []
+    for title, signals, bound in _LIVE_CHARTS:
+        series = []
+        for label, path in signals:
+            pts = [(float(i), v) for i, m in enumerate(runs)
+                   if (v := _at(m.payload["live"], path)) is not None]
+            series.append(Series(label, [p[0] for p in pts], [p[1] for p in pts],
+                                 [f"{runs[int(p[0])].created_at}: {p[1]:.4g}" for p in pts]))
+        limit = numeric(latest.get(bound)) if bound else None
+        charts.append(lines(title, series, x_ticks=ticks,
+                            floor=None if limit is None else (limit, f"{bound} {limit:g}")))
+    return charts

@@ -14,7 +14,7 @@ from recallwatch.formats.structured import load_structured
 from recallwatch.history import History, MonitorRun
 from recallwatch.ops.budget import BudgetStatus
 from recallwatch.report.plots import Chart, Series, lines, scatter
-from recallwatch.web._indicators import flatten, indicator_cards, numeric, words
+from recallwatch.web._indicators import flatten, indicator_cards, live_charts, numeric, words
 
 __all__ = ["bench_view", "flatten", "monitor_view", "trends_view"]
 
@@ -146,7 +146,7 @@ def monitor_view(h: History) -> dict[str, Any]:
         sections.append({"kind": kind, "n": len(rows), "charts": charts, "latest": latest,
                          "more_fields": max(0, len(fields) - MAX_FIELD_CHARTS)})
     return {"indicators": indicators, "budget": _budget(records), "sections": sections,
-            "n": len(records)}
+            "live": live_charts(records), "n": len(records)}
 
 
 # -- benchmarks ------------------------------------------------------------------------------------

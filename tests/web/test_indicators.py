@@ -68,6 +68,17 @@ def test_one_card_per_group_with_trend_and_status(tmp_path: Path) -> None:
     assert len(points) == 3
     ys = [float(p.split(",")[1]) for p in points]
     assert ys[0] < ys[1] < ys[2]  # recall falls: the line goes down (SVG y grows downwards)
+    # the live signals over time, one chart per kind of figure, the threshold drawn
+    figures = doc.cssselect(".charts.live figure")
+    assert [H.text(f.cssselect("figcaption")[0]) for f in figures] == [
+        "Real traffic: no-result rate and abandonment (share of searches)",
+        "Real traffic: click-through rate (clicked results per search)",
+        "Real traffic: latency (ms)"]
+    latency = figures[2]
+    assert len(latency.cssselect("path")) == 3  # p50, p95, p99, three runs each
+    assert H.text(latency.cssselect(".rule-label")[0]) == "max_latency_p99_ms 2000"
+    tips = [H.text(t) for t in latency.cssselect("circle title")]
+    assert "p99: 2026-11-03T10:00:00+00:00: 2100" in tips
 
 
 def test_funnel_page(tmp_path: Path) -> None:
