@@ -28,6 +28,7 @@ __all__ = [
     "GateFormatOption",
     "GoldenArg",
     "GoldenOption",
+    "HistoryOrNone",
     "HistoryPath",
     "HumanQrels",
     "HumanQrelsOrNone",
@@ -82,6 +83,7 @@ class NoiseFormat(str, Enum):
 _history = typer.Option("--history", help="Run history: a SQLite file, or "
                         "postgresql://USER@HOST:PORT/DB (password from the environment).")
 HistoryPath = Annotated[str, _history]
+HistoryOrNone = Annotated[str | None, _history]  # where recording is optional (online ab)
 
 NoHistory = Annotated[bool, typer.Option("--no-history",
                                          help="Do not record this in the run history.")]

@@ -29,6 +29,7 @@ from recallwatch.cli._options import (
 )
 
 if TYPE_CHECKING:
+    from recallwatch.ops.live_signals import LiveCheck
     from recallwatch.ops.monitor import MonitorReport
 
 
@@ -65,6 +66,8 @@ def _monitor_text(r: MonitorReport) -> str:
                      f"{d.baseline_share_far:.0%}; centroids: {d.centroids})")
     elif r.index is not None:
         lines.append("  data drift         no rows written since the index was trained")
+    if r.live is not None:
+        lines.extend(_live_text(r.live))
     if r.budget is not None:
         lines.append(f"  {r.budget.summary()}")
     if r.reindex is not None:
@@ -74,6 +77,26 @@ def _monitor_text(r: MonitorReport) -> str:
     if not r.alarms:
         lines.append("OK")
     return "\n".join(lines)
+
+
+def _live_text(live: LiveCheck) -> list[str]:
+    from recallwatch.ops.live_signals import LIVE_SIGNALS
+
+    s = live.signals
+    window = s["window"]
+    span = ("the whole log" if window["start"] is None else
+            f"{window['start'][:19]} to {window['end'][:19]}")
+    log = s.get("log") or {}
+    lines = [f"  live traffic       {s['impressions']:,} impressions, {span}"
+             + (f" ({log['path']}, sha256 {str(log.get('sha256', ''))[:12]}…)" if log else "")]
+    for sig in LIVE_SIGNALS:
+        value = live.value(sig.path)
+        limit = getattr(live.policy, sig.bound)
+        shown = "—" if value is None else f"{value:.4g}{sig.unit}"
+        bound = ("no threshold" if limit is None else
+                 f"{'max' if sig.upper else 'min'} {limit:g}{sig.unit}")
+        lines.append(f"    {sig.label:<20} {shown:<12} ({bound})")
+    return lines
 
 
 def probes(
@@ -125,10 +148,33 @@ def monitor(
         "background, check the new one on the probes, and switch to it only if it reaches "
         "--floor.")] = None,
     reindex_window: ReindexWindowHours = 24.0,
+    log: Annotated[Path | None, typer.Option(
+        "--log", help="Interaction log of real traffic (JSON Lines, plain or gzip): adds the "
+        "no-result rate, click-through rate, abandonment and latency percentiles, each with an "
+        "alarm threshold.")] = None,
+    live_window: Annotated[str | None, typer.Option(
+        "--window", help="Judge only the last stretch of the log, ending at its newest "
+        "impression: e.g. 30m, 24h, 7d (default: the whole log).")] = None,
+    max_no_result_rate: Annotated[float | None, typer.Option(
+        "--max-no-result-rate", help="Alarm when more than this share of searches showed "
+        "nothing (default 0.30).")] = None,
+    min_ctr: Annotated[float | None, typer.Option(
+        "--min-ctr", help="Alarm when clicked results per search fall under this (default "
+        "0.05).")] = None,
+    max_abandonment: Annotated[float | None, typer.Option(
+        "--max-abandonment", help="Alarm when more than this share of searches got no click "
+        "(default 0.90).")] = None,
+    max_latency_p99: Annotated[float | None, typer.Option(
+        "--max-latency-p99", help="Alarm when the 99th percentile of logged latency exceeds "
+        "this many milliseconds (default 2000).")] = None,
+    live_min_impressions: Annotated[int | None, typer.Option(
+        "--live-min-impressions", help="Below this many impressions in the window, report the "
+        "rates but never alarm on them (default 100).")] = None,
     fmt: TableJsonFormat = TableJson.table,
 ) -> None:
-    """Recall of the live index vs exact search, latency, coverage, index age, data drift and
-    the error budget. Exit 1 (and the webhook) on an alarm, e.g. recall below --floor.
+    """Recall of the live index vs exact search, latency, coverage, index age, data drift, live
+    signals from real traffic (--log) and the error budget. Exit 1 (and the webhook) on an
+    alarm, e.g. recall below --floor or a live signal past its threshold.
 
     With --reindex-below, a low recall also triggers a verified reindex (the old index keeps
     serving until the new one passes; a failing one is never switched in). The alarm stands for
@@ -141,13 +187,16 @@ def monitor(
     window = budget_window if budget_window is not None or budget_days is not None else 30
     policy = BudgetPolicy(target=floor if budget_target is None else budget_target,
                           slo=budget_slo, window_runs=window, window_days=budget_days)
+    live = _live_check(log, live_window, max_no_result_rate=max_no_result_rate, min_ctr=min_ctr,
+                       max_abandonment=max_abandonment, max_latency_p99=max_latency_p99,
+                       min_impressions=live_min_impressions)
     probe_set = load_probes(probes_file)
     vs = open_store(store)
     hist = recording_history(history, no_history)
     try:
         report = run_monitor(vs, probe_set, k=k, floor=floor, budget=policy, history=hist,
                              reindex_below=reindex_below,
-                             reindex_window=timedelta(hours=reindex_window))
+                             reindex_window=timedelta(hours=reindex_window), live=live)
     finally:
         vs.close()
         if hist is not None:
@@ -160,6 +209,34 @@ def monitor(
         status = post_webhook(webhook, {"event": "recallwatch.monitor.alarm", **report.to_dict()})
         typer.echo(f"webhook: HTTP {status}", err=True)
     raise typer.Exit(1 if report.alarm else 0)
+
+
+def _live_check(log: Path | None, window: str | None, *, max_no_result_rate: float | None,
+                min_ctr: float | None, max_abandonment: float | None,
+                max_latency_p99: float | None, min_impressions: int | None) -> LiveCheck | None:
+    """The live signals of ``log`` held to the thresholds given (the others at their
+    defaults); None without a log."""
+    from recallwatch.errors import UsageError
+    from recallwatch.online import InteractionLog
+    from recallwatch.online.live import parse_window, window_signals
+    from recallwatch.ops.live_signals import LivePolicy, check_live
+
+    given = (max_no_result_rate, min_ctr, max_abandonment, max_latency_p99, min_impressions)
+    if log is None:
+        if window is not None or any(v is not None for v in given):
+            raise UsageError("--window and the live thresholds need --log (an interaction log)")
+        return None
+    d = LivePolicy()
+    policy = LivePolicy(
+        max_no_result_rate=d.max_no_result_rate if max_no_result_rate is None
+        else max_no_result_rate,
+        min_ctr=d.min_ctr if min_ctr is None else min_ctr,
+        max_abandonment=d.max_abandonment if max_abandonment is None else max_abandonment,
+        max_latency_p99_ms=d.max_latency_p99_ms if max_latency_p99 is None else max_latency_p99,
+        min_impressions=d.min_impressions if min_impressions is None else min_impressions)
+    source = InteractionLog(log)
+    signals = window_signals(source, None if window is None else parse_window(window))
+    return check_live({**signals.to_dict(), "log": source.summary.to_dict()}, policy)
 
 
 def register(app: typer.Typer) -> None:

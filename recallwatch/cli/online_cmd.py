@@ -16,6 +16,7 @@ import typer
 from recallwatch.cli._common import emit
 from recallwatch.cli._options import (
     Alpha,
+    HistoryOrNone,
     HumanQrels,
     HumanQrelsOrNone,
     KappaWeights,
@@ -25,6 +26,7 @@ from recallwatch.cli._options import (
 )
 
 if TYPE_CHECKING:
+    from recallwatch.history import OnlineReadoutRow
     from recallwatch.online import ABReadout, InterleaveResult
     from recallwatch.truth.click_models import ClickModelFit
     from recallwatch.truth.judgments import JudgmentSet
@@ -194,11 +196,22 @@ def ab(
                                   "units per variant."),
     srm_alpha: float = typer.Option(0.001, "--srm-alpha", help="Block the readout when the "
                                     "sample-ratio test's p is below this."),
+    history: HistoryOrNone = None,
+    change: str | None = typer.Option(None, "--change", help="Attach the readout to the change "
+                                      "it tested, in --history: a gate run (id, prefix, latest, "
+                                      "accepted) or promote:ID; records its offline delta beside "
+                                      "the online one (control = before, treatment = after)."),
+    offline_metric: str = typer.Option("ndcg", "--offline-metric", help="The gate metric whose "
+                                       "delta the readout is set against: ndcg, quality, recall, "
+                                       "precision or mrr.", metavar="ndcg|quality|recall|"
+                                       "precision|mrr"),
     fmt: TableJsonFormat = TableJson.table,
 ) -> None:
     """A/B readout: metrics per variant with confidence intervals clustered by the randomised
     unit, a sample-ratio mismatch (SRM) check that blocks the readout when the split is off, the
-    minimum detectable effect (MDE) and the units still needed, and a verdict."""
+    minimum detectable effect (MDE) and the units still needed, and a verdict. With --history
+    and --change, the readout is recorded against the change it tested (the offline-to-online
+    funnel: `recallwatch history funnel`)."""
     from recallwatch.errors import UsageError
     from recallwatch.online import ABConfig, InteractionLog, aggregate_units, readout
     from recallwatch.online.ab import METRIC_NAMES
@@ -206,6 +219,9 @@ def ab(
     for m in metric:
         if m not in METRIC_NAMES:
             raise UsageError(f"unknown --metric {m!r}; valid: {', '.join(METRIC_NAMES)}")
+    if (history is None) != (change is None):
+        raise UsageError("--history and --change go together: the readout is attached to a "
+                         "change recorded in a run history")
     if unit not in ("user", "session"):
         raise UsageError(f"--unit must be user or session, found {unit!r}")
     metrics = tuple(dict.fromkeys(metric))
@@ -215,12 +231,43 @@ def ab(
     source = InteractionLog(log)
     table = aggregate_units(source, unit=config.unit, metrics=config.metrics, source=str(log))
     result = readout(table, config, source=str(log))
+    attached = None
+    if history is not None and change is not None and not result.blocked:
+        attached = _attach(history, change, result, offline_metric, source.summary.to_dict())
     if fmt is TableJson.json:
-        _json({**result.to_dict(), "log": source.summary.to_dict()})
+        _json({**result.to_dict(), "log": source.summary.to_dict(),
+               **({"funnel": attached.to_dict()} if attached is not None else {})})
     else:
         emit(_ab_text(result))
+        if attached is not None:
+            emit(_funnel_line(attached))
+        elif change is not None:
+            emit(f"not attached to {change}: a blocked readout says nothing about the change")
     if result.blocked:
         raise typer.Exit(1)
+
+
+def _attach(history: str, change: str, result: ABReadout, offline_metric: str,
+            log: dict[str, Any]) -> OnlineReadoutRow:
+    from recallwatch.history import History
+    from recallwatch.history.funnel import OFFLINE_METRICS
+    from recallwatch.online.funnel import attach_readout
+
+    if offline_metric not in OFFLINE_METRICS:  # refused before a missing history is created
+        from recallwatch.errors import UsageError
+
+        raise UsageError(f"unknown --offline-metric {offline_metric!r}; valid: "
+                         f"{', '.join(OFFLINE_METRICS)}")
+    with History(history, create=False) as h:
+        return attach_readout(h, change, result, offline_metric=offline_metric, log=log)
+
+
+def _funnel_line(r: OnlineReadoutRow) -> str:
+    off = "no baseline" if r.offline_delta is None else f"{r.offline_delta:+.4f}"
+    on = "—" if r.online_delta is None else f"{r.online_delta:+.4g}"
+    return (f"FUNNEL: change {r.change_run}: offline {r.offline_metric} {off} (vs "
+            f"{r.offline_baseline or 'nothing'}), online {r.online_metric} {on} "
+            f"({r.online_verdict}): {r.agreement.upper()} — {r.payload['reading']}")
 
 
 def _ab_text(r: ABReadout) -> str:

@@ -11,7 +11,9 @@ baselines, trended over time.
   records, migrations;
 * :func:`copy_history` — a history moved between the two, row for row;
 * :func:`compare_runs` — two runs: regressions, rank changes, paired tests, who buried what;
-* :func:`trend` — slow degradation, per-domain trends and noise creeping up over N runs.
+* :func:`trend` — slow degradation, per-domain trends and noise creeping up over N runs;
+* :mod:`recallwatch.history.funnel` — per change, the offline delta and the online readout that
+  came later, and whether they agreed.
 
 The history records and compares; promoting a version changes a store, so it is an operation:
 :func:`recallwatch.ops.promote`.
@@ -26,7 +28,7 @@ from recallwatch.history._record import (
     record_gate_run,
 )
 from recallwatch.history._schema import MIGRATIONS, SCHEMA_VERSION
-from recallwatch.history._store import History, MonitorRun, RunSummary
+from recallwatch.history._store import History, MonitorRun, OnlineReadoutRow, RunSummary
 from recallwatch.history.compare import compare_runs, config_differences
 from recallwatch.history.trend import SeriesTrend, Trend, TrendPattern, trend
 
@@ -36,6 +38,7 @@ __all__ = [
     "CopyReport",
     "History",
     "MonitorRun",
+    "OnlineReadoutRow",
     "RunSummary",
     "SeriesTrend",
     "Trend",

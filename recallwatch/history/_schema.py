@@ -84,6 +84,28 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         CREATE INDEX runs_dataset ON runs (dataset_name, seq);
         CREATE INDEX runs_store ON runs (store_uri, index_version, seq);
     """),
+    ("0004_online_readouts", """
+        -- The offline-to-online funnel: a change (a gate run, or the promotion a gate run
+        -- allowed) with its offline delta against its baseline and the online readout that
+        -- came later (an A/B test's delta and verdict), and whether the two agreed.
+        CREATE TABLE online_readouts (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            created_at TEXT NOT NULL,
+            change_run TEXT NOT NULL,                -- the gate run the change was judged by
+            promote_id INTEGER,                      -- its promote record, for a promotion
+            offline_metric TEXT NOT NULL,
+            offline_baseline TEXT,                   -- the run compared with; NULL: none
+            offline_delta REAL,
+            online_metric TEXT NOT NULL,
+            online_delta REAL,
+            online_ci_low REAL,
+            online_ci_high REAL,
+            online_verdict TEXT NOT NULL,
+            agreement TEXT NOT NULL CHECK (agreement IN ('agreed', 'disagreed', 'undecided')),
+            payload TEXT NOT NULL                    -- the readout and its log, as JSON
+        );
+        CREATE INDEX online_readouts_change ON online_readouts (change_run, id);
+    """),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -27,7 +27,7 @@ from recallwatch.errors import HistoryError, UsageError
 from recallwatch.history._backend import Backend, open_backend
 from recallwatch.suite.model import GateResult
 
-__all__ = ["BaselinesMoved", "History", "MonitorRun", "RunSummary"]
+__all__ = ["BaselinesMoved", "History", "MonitorRun", "OnlineReadoutRow", "RunSummary"]
 
 BUSY_TIMEOUT_S = 60.0
 
@@ -78,6 +78,32 @@ class MonitorRun:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class OnlineReadoutRow:
+    """One change of the offline-to-online funnel: its offline delta and its online readout."""
+
+    id: int
+    created_at: str
+    change_run: str
+    promote_id: int | None
+    offline_metric: str
+    offline_baseline: str | None
+    offline_delta: float | None
+    online_metric: str
+    online_delta: float | None
+    online_ci_low: float | None
+    online_ci_high: float | None
+    online_verdict: str
+    agreement: str
+    payload: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+_READOUT_COLUMNS = [f.name for f in fields(OnlineReadoutRow)]
 
 
 class BaselinesMoved(HistoryError):
@@ -348,6 +374,36 @@ class History:
             params.append(limit)
         return [MonitorRun(id=row[0], kind=row[1], created_at=row[2], store_uri=row[3],
                            index_version=row[4], status=row[5], payload=json.loads(row[6]))
+                for row in self._query(sql, params)]
+
+    # -- the offline-to-online funnel -----------------------------------------------------------
+
+    def record_online_readout(self, row: dict[str, Any]) -> int:
+        """Append one funnel row (:class:`OnlineReadoutRow`'s fields but ``id``; ``payload`` a
+        dict); its id."""
+        values = dict(row)
+        values.setdefault("created_at", datetime.now(UTC).isoformat(timespec="seconds"))
+        values["payload"] = json.dumps(values["payload"], ensure_ascii=False, default=str)
+        cols = _READOUT_COLUMNS[1:]
+        try:
+            with self._write() as db:
+                return int(db.execute(
+                    f"INSERT INTO online_readouts ({', '.join(cols)}) VALUES "
+                    f"({', '.join('?' for _ in cols)}) RETURNING id",
+                    [values[c] for c in cols])[0][0])
+        except self._db.errors as exc:
+            raise HistoryError(f"{self.location}: cannot write an online readout: "
+                               f"{self._db.describe(exc)}") from None
+
+    def online_readouts(self, *, limit: int | None = None) -> list[OnlineReadoutRow]:
+        """Funnel rows, newest first."""
+        sql = f"SELECT {', '.join(_READOUT_COLUMNS)} FROM online_readouts ORDER BY id DESC"
+        params: list[Any] = []
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        return [OnlineReadoutRow(**{**dict(zip(_READOUT_COLUMNS, row)),
+                                    "payload": json.loads(row[-1])})
                 for row in self._query(sql, params)]
 
     def integrity_check(self) -> str:

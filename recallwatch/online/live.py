@@ -14,15 +14,17 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from recallwatch.errors import InputError, UsageError
 
 if TYPE_CHECKING:
-    from recallwatch.online.log import Impression
+    from recallwatch.online.log import Impression, InteractionLog
 
-__all__ = ["LiveSignals", "live_signals"]
+_UNITS = {"m": 60.0, "h": 3600.0, "d": 86400.0}
+
+__all__ = ["LiveSignals", "live_signals", "parse_window", "window_signals"]
 
 
 @dataclass(frozen=True)
@@ -91,3 +93,38 @@ def live_signals(impressions: Iterable[Impression], *, start: datetime | None = 
         abandonment=abandoned / n if n else None, latency_ms=latency,
         latency_count=len(latencies),
     )
+
+
+def parse_window(text: str) -> timedelta:
+    """``30m``, ``6h``, ``7d`` (minutes, hours, days) as a duration."""
+    unit = _UNITS.get(text[-1:].lower())
+    try:
+        amount = float(text[:-1]) if unit is not None else float("nan")
+    except ValueError:
+        amount = float("nan")
+    if unit is None or not amount > 0 or amount == float("inf"):
+        raise UsageError(f"a window is a positive number of minutes, hours or days, e.g. 30m, "
+                         f"24h or 7d; found {text!r}")
+    return timedelta(seconds=amount * unit)
+
+
+def window_signals(log: InteractionLog, window: timedelta | None = None) -> LiveSignals:
+    """The signals of the last ``window`` of ``log``, ending at its newest impression (a log
+    shipped in batches is judged on its own latest traffic, not on the reader's clock); the whole
+    log when ``window`` is None. Reads the log twice when windowed: once for its newest
+    timestamp, once for the figures."""
+    source = str(log.path)
+    if window is None:
+        return live_signals(log, source=source)
+    newest: datetime | None = None
+    for imp in log:
+        if imp.ts is None:
+            raise InputError(source=source, line=imp.line, record=imp.query_id, field="ts",
+                             expected="a timestamp on every impression (a time window was "
+                             "asked for)", found="<nothing>")
+        if newest is None or imp.ts > newest:
+            newest = imp.ts
+    if newest is None:  # an empty log: an empty window
+        return live_signals((), source=source)
+    end = newest + timedelta(microseconds=1)  # the window's end is exclusive
+    return live_signals(log, start=end - window, end=end, source=source)

@@ -1,6 +1,8 @@
 """Error budget over monitor runs (SRE style, applied to recall).
 
-* **objective**: a monitor run is *good* when its recall@k against exact search is ≥ ``target``;
+* **objective**: a monitor run is *good* when its recall@k against exact search is ≥ ``target``
+  and, when it also read live traffic (``monitor --log``), no live signal crossed its alarm
+  threshold (:mod:`recallwatch.ops.live_signals`);
 * **SLO**: at least ``slo`` of the runs in a window are good (the window is the last
   ``window_runs`` runs, or the runs of the last ``window_days`` days);
 * **budget**: the runs allowed to be bad in a full window, ``(1 − slo) × window_runs``
@@ -60,6 +62,7 @@ class BudgetStatus:
     consumed: float  # bad / allowed (0 when nothing is allowed and nothing is bad)
     burn_rate: float
     spent: bool
+    live_bad: int = 0  # bad runs whose recall met the target: live traffic crossed a threshold
 
     @property
     def remaining(self) -> float:
@@ -78,14 +81,20 @@ class BudgetStatus:
         policy = BudgetPolicy(float(p["target"]), float(p["slo"]), p["window_runs"],
                               p["window_days"])
         return cls(policy, int(d["runs"]), int(d["bad"]), float(d["allowed_bad"]),
-                   float(d["consumed"]), float(d["burn_rate"]), bool(d["spent"]))
+                   float(d["consumed"]), float(d["burn_rate"]), bool(d["spent"]),
+                   int(d.get("live_bad", 0)))
 
     def summary(self) -> str:
         window = (f"{self.policy.window_runs} runs" if self.policy.window_runs is not None
                   else f"{self.policy.window_days:g} days")
         return (f"error budget (recall ≥ {self.policy.target:g} in {self.policy.slo:.0%} of "
                 f"{window}): {self.bad}/{self.runs} runs bad, {self.consumed:.0%} consumed, "
-                f"burn rate {self.burn_rate:.2f}" + (" — SPENT" if self.spent else ""))
+                f"burn rate {self.burn_rate:.2f}" + self._live() + (" — SPENT" if self.spent
+                                                                     else ""))
+
+    def _live(self) -> str:
+        return (f" ({self.live_bad} for live traffic past a threshold)" if self.live_bad
+                else "")
 
     def explain_consumed(self) -> str:
         """Budget consumed, in one sentence a reader needs no book for."""
@@ -93,9 +102,10 @@ class BudgetStatus:
                   else f"the {self.runs} runs of the last {self.policy.window_days:g} days")
         return (f"The share of the tolerated shortfall used up: up to {self._allowed()} of "
                 f"{window} ({self.allowed_bad:g} run{_s(self.allowed_bad)}) may have a recall "
-                f"against exact search under {self.policy.target:g}, and {self.bad} "
-                f"{'has' if self.bad == 1 else 'have'}; at 100% the budget is spent and the "
-                "monitor alarms.")
+                f"against exact search under {self.policy.target:g}"
+                f"{' or live traffic past an alarm threshold' if self.live_bad else ''}, and "
+                f"{self.bad} {'has' if self.bad == 1 else 'have'}{self._live()}; at 100% the "
+                "budget is spent and the monitor alarms.")
 
     def explain_burn_rate(self) -> str:
         """Burn rate, in one sentence a reader needs no book for."""
@@ -115,10 +125,13 @@ def _s(n: float) -> str:
 
 
 def error_budget(
-    recalls: Sequence[tuple[datetime, float]], policy: BudgetPolicy, *, now: datetime | None = None
+    recalls: Sequence[tuple[datetime, float] | tuple[datetime, float, bool]],
+    policy: BudgetPolicy, *, now: datetime | None = None,
 ) -> BudgetStatus:
-    """The budget over ``(time, recall)`` monitor results, in any order."""
-    runs = sorted(recalls, key=lambda r: r[0])
+    """The budget over ``(time, recall)`` monitor results, in any order; a third item ``True``
+    marks a run whose live traffic crossed an alarm threshold (bad whatever its recall)."""
+    runs = sorted(((r[0], r[1], len(r) > 2 and bool(r[2])) for r in recalls),
+                  key=lambda r: r[0])
     if policy.window_days is not None:
         start = (now or (runs[-1][0] if runs else datetime.now())) - timedelta(
             days=policy.window_days)
@@ -126,7 +139,8 @@ def error_budget(
     else:
         runs = runs[-(policy.window_runs or 1):]
     n = len(runs)
-    bad = sum(1 for _, recall in runs if recall < policy.target)
+    bad = sum(1 for _, recall, live in runs if recall < policy.target or live)
+    live_bad = sum(1 for _, recall, live in runs if recall >= policy.target and live)
     size = policy.window_runs if policy.window_runs is not None else n
     allowed = (1.0 - policy.slo) * size
     # allowed is 0 only for an empty day window, which has no bad run either
@@ -134,4 +148,4 @@ def error_budget(
     allowed_rate = 1.0 - policy.slo
     rate = bad / n if n else 0.0
     burn = rate / allowed_rate  # slo < 1, so the allowed rate is positive
-    return BudgetStatus(policy, n, bad, allowed, consumed, burn, consumed >= 1.0)
+    return BudgetStatus(policy, n, bad, allowed, consumed, burn, consumed >= 1.0, live_bad)

@@ -14,13 +14,18 @@ One :func:`run_monitor` call measures, for a probe set on a store:
   make it younger);
 * **data drift**: rows written since the index was trained against the rows it was trained on
   (:mod:`recallwatch.ops.drift`);
-* **error budget** over this and earlier monitor runs (:mod:`recallwatch.ops.budget`);
+* **live signals** from real traffic, when given: no-result rate, click-through rate,
+  abandonment and latency percentiles over a window of an interaction log, each against an
+  alarm threshold (:mod:`recallwatch.ops.live_signals`);
+* **error budget** over this and earlier monitor runs (:mod:`recallwatch.ops.budget`); a run
+  whose live traffic crossed a threshold counts as bad;
 * with ``reindex_below``, the **operation loop**: recall under that level triggers a verified
   background reindex (:mod:`recallwatch.ops.autoreindex`, at most one per window), switched in
   only when the new index reaches the floor; the report says what it did.
 
 Recall is measured by :mod:`recallwatch.ops.recall`. It alarms when the index is missing or
-cannot answer, recall < floor, or the error budget is spent. The CLI turns an alarm into exit
+cannot answer, recall < floor, a live signal crosses its threshold, or the error budget is
+spent. The CLI turns an alarm into exit
 code 1 and an optional webhook POST (:mod:`recallwatch.ops.webhook`).
 """
 
@@ -37,6 +42,7 @@ from recallwatch.ops.autoreindex import DEFAULT_WINDOW, auto_reindex
 from recallwatch.ops.budget import BudgetPolicy, BudgetStatus, error_budget
 from recallwatch.ops.drift import DriftSignal, drift_signal
 from recallwatch.ops.index_health import index_build, index_problem
+from recallwatch.ops.live_signals import LiveCheck, live_breached
 from recallwatch.ops.probes import ProbeSet
 from recallwatch.ops.recall import probe_vectors, recall_vs_exact
 
@@ -72,6 +78,7 @@ class MonitorReport:
     monitor_id: int | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
     reindex: dict[str, Any] | None = None  # what --reindex-below did (AutoReindex.to_dict())
+    live: LiveCheck | None = None
 
     @property
     def alarm(self) -> bool:
@@ -89,17 +96,20 @@ class MonitorReport:
             "budget": None if self.budget is None else self.budget.to_dict(),
             "alarm": self.alarm, "alarms": list(self.alarms), "created_at": self.created_at,
             "monitor_id": self.monitor_id, "notes": list(self.notes), "reindex": self.reindex,
+            "live": None if self.live is None else self.live.to_dict(),
         }
 
 
 def run_monitor(
     store: VectorStore, probes: ProbeSet, *, k: int = 10, floor: float = 0.95,
     budget: BudgetPolicy | None = None, history: History | None = None,
-    now: datetime | None = None, reindex_below: float | None = None,
-    reindex_window: timedelta = DEFAULT_WINDOW,
+    now: datetime | None = None, live: LiveCheck | None = None,
+    reindex_below: float | None = None, reindex_window: timedelta = DEFAULT_WINDOW,
 ) -> MonitorReport:
     """Measure the live index with the probes; record the run in ``history`` when given (the
-    error budget is computed over the history's earlier monitor runs of this store). With
+    error budget is computed over the history's earlier monitor runs of this store). ``live``:
+    the live signals of real traffic, already held to their thresholds
+    (:func:`recallwatch.ops.live_signals.check_live`); its alarms are the monitor's. With
     ``reindex_below``, recall under it triggers a verified reindex (switched only when the new
     index reaches ``floor``)."""
     from recallwatch.ops.calibrate import read_threshold
@@ -149,15 +159,20 @@ def run_monitor(
     status = None
     record_time = now.isoformat(timespec="seconds")
     if budget is not None:
-        past: list[tuple[datetime, float]] = []
+        past: list[tuple[datetime, float, bool]] = []
         if history is not None:
             for run in history.monitor_runs(kind=MONITOR_KIND):
                 if run.store_uri == store.uri and isinstance(run.payload.get("recall"), float):
-                    past.append((datetime.fromisoformat(run.created_at), run.payload["recall"]))
-        status = error_budget([*past, (now, recall)], budget, now=now)
+                    past.append((datetime.fromisoformat(run.created_at), run.payload["recall"],
+                                 live_breached(run.payload)))
+        status = error_budget([*past, (now, recall, bool(live and live.alarms))], budget,
+                              now=now)
 
     if recall < floor:
         alarms.append(f"recall@{k} vs exact search is {recall:.3f}, under the floor {floor:g}")
+    if live is not None:
+        alarms.extend(live.alarms)
+        notes.extend(live.notes)
     if status is not None and status.spent:
         alarms.append(status.summary())
     loop = None
@@ -175,7 +190,7 @@ def run_monitor(
                     "mean": float(seconds.mean() * 1e3)},
         coverage=coverage, threshold=threshold, index=build, index_age_seconds=age, drift=drift,
         budget=status, alarms=tuple(alarms), created_at=record_time, notes=tuple(notes),
-        reindex=loop,
+        reindex=loop, live=live,
     )
     if history is not None:
         rid = history.record_monitor_run(MONITOR_KIND, report.to_dict(), store_uri=store.uri,

@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["Chart", "Series", "bars", "hbars", "lines", "scatter"]
+__all__ = ["Chart", "Series", "bars", "hbars", "lines", "scatter", "sparkline"]
 
 # Plot area inside the SVG viewBox; the margins hold tick labels and axis titles.
 _W, _H = 560, 240
@@ -259,3 +259,30 @@ def scatter(title: str, series: Sequence[Series], *, x_label: str = "", y_label:
     """Points per series (``connect`` draws each series' points joined in the given order)."""
     return _xy_chart(title, series, x_label=x_label, y_label=y_label, x_ticks=None,
                      log_x=log_x, draw_lines=connect, y_range=y_range, floor=None)
+
+
+def sparkline(title: str, values: Sequence[float], tips: Sequence[str] = (), *,
+              limit: float | None = None, width: int = 160, height: int = 36) -> Chart:
+    """A trend small enough for a card: the values in order, no axes; ``limit`` (a threshold)
+    drawn as a rule. ``_chart.html``'s ``spark`` macro draws it."""
+    ys = [v for v in values if math.isfinite(v)]
+    if not ys:
+        return Chart(title, "", "", width=width, height=height, empty="no trend yet")
+    lo, hi = min(ys), max(ys)
+    if limit is not None and math.isfinite(limit):
+        lo, hi = min(lo, limit), max(hi, limit)
+    if hi - lo < 1e-12:
+        lo, hi = lo - (abs(lo) * 0.05 or 1.0), hi + (abs(hi) * 0.05 or 1.0)
+    pad = 3
+    plot_w, plot_h = width - 2 * pad, height - 2 * pad
+    x = _Scale(0.0, float(max(1, len(values) - 1)), plot_w)
+    y = _Scale(lo, hi, plot_h, flip=True)
+    pts = [(x(float(i)), y(v)) for i, v in enumerate(values) if math.isfinite(v)]
+    tips = list(tips) + [""] * (len(values) - len(tips))
+    dots = tuple(Dot(px, py, "c0", tip or _fmt(v)) for (px, py), tip, v in
+                 zip(pts, tips, [v for v in values if math.isfinite(v)]))
+    paths = (Path(" ".join(f"{a},{b}" for a, b in pts), "c0"),) if len(pts) > 1 else ()
+    rules = () if limit is None or not math.isfinite(limit) else (
+        Rule(0, y(limit), plot_w, y(limit), ""),)
+    return Chart(title, "", "", width=width, height=height, paths=paths, dots=dots[-1:],
+                 rules=rules, left=pad, top=pad, plot_w=plot_w, plot_h=plot_h)

@@ -5,9 +5,7 @@ Pure functions of their inputs (no web framework here), so they are tested witho
 
 from __future__ import annotations
 
-import math
-import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,21 +14,10 @@ from recallwatch.formats.structured import load_structured
 from recallwatch.history import History, MonitorRun
 from recallwatch.ops.budget import BudgetStatus
 from recallwatch.report.plots import Chart, Series, lines, scatter
+from recallwatch.web._indicators import flatten, indicator_cards, live_charts, numeric, words
 
-__all__ = ["INDICATORS", "bench_view", "flatten", "monitor_view", "trends_view"]
+__all__ = ["bench_view", "flatten", "monitor_view", "trends_view"]
 
-# The indicator groups the monitor page leads with (retrieval quality, latency,
-# throughput, coverage, index health), found by the words in a payload's field names (the ops
-# layer's records are free-form JSON): (title, words any of which a field name has, the better
-# direction). The error budget is not among them: its record holds several numbers (the policy's
-# target first), so it is read whole, as the monitor wrote it (see _budget).
-INDICATORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
-    ("recall vs exact", ("recall",), "higher"),
-    ("p99 latency", ("p99",), "lower"),
-    ("throughput", ("qps",), "higher"),
-    ("coverage", ("coverage",), "higher"),
-    ("index age", ("age",), "lower"),
-)
 MAX_FIELD_CHARTS = 8
 MAX_BENCH_FILES = 200
 
@@ -106,33 +93,12 @@ def trends_view(h: History, dataset: str | None, last: int) -> dict[str, Any]:
 # -- monitor ---------------------------------------------------------------------------------------
 
 
-def flatten(payload: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
-    """Nested payload fields as ``a.b`` names (lists are kept whole)."""
-    for key, value in payload.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            yield from flatten(value, f"{name}.")
-        else:
-            yield name, value
-
-
-def _words(name: str) -> list[str]:
-    """``error_budget.remaining`` → error, budget, remaining (so "age" is not found in "usage")."""
-    return re.split(r"[^a-z0-9]+", name.lower())
-
-
-def _numeric(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
 def _budget_status(payload: Mapping[str, Any]) -> BudgetStatus | None:
     """The error-budget status a record holds under a field named with the word "budget"."""
     for key, value in payload.items():
         if not isinstance(value, Mapping):
             continue
-        if "budget" in _words(key):
+        if "budget" in words(key):
             try:
                 return BudgetStatus.from_dict(value)
             except (KeyError, TypeError, ValueError):
@@ -183,31 +149,20 @@ def timeline(records: list[MonitorRun]) -> list[dict[str, Any]]:
 
 
 def monitor_view(h: History) -> dict[str, Any]:
-    """Operations records by kind: the headline indicators (latest value) and the error budget,
-    one line chart per numeric field, and the latest records."""
+    """Operations records by kind: one indicator per group of the system's health (latest value,
+    trend, status against its threshold) and the error budget, one line chart per numeric field,
+    and the latest records."""
     records = h.monitor_runs(limit=2000)
     kinds: dict[str, list[MonitorRun]] = {}
     for m in reversed(records):  # oldest first within a kind
         kinds.setdefault(m.kind, []).append(m)
-    indicators = []
-    for title, words, better in INDICATORS:
-        found = None
-        for m in records:  # newest first: the latest record holding such a field
-            for name, value in flatten(m.payload):
-                v = _numeric(value)
-                if v is not None and not set(words).isdisjoint(_words(name)):
-                    found = {"title": title, "field": name, "value": v, "kind": m.kind,
-                             "at": m.created_at, "status": m.status, "better": better}
-                    break
-            if found:
-                break
-        indicators.append(found or {"title": title, "value": None})
+    indicators = indicator_cards(records)
     sections = []
     for kind, rows in sorted(kinds.items()):
         fields: dict[str, list[tuple[float, float, str]]] = {}
         for i, m in enumerate(rows):
             for name, value in flatten(m.payload):
-                v = _numeric(value)
+                v = numeric(value)
                 if v is not None:
                     fields.setdefault(name, []).append((float(i), v, m.created_at))
         ticks = _date_ticks(rows)
@@ -219,7 +174,7 @@ def monitor_view(h: History) -> dict[str, Any]:
         sections.append({"kind": kind, "n": len(rows), "charts": charts, "latest": latest,
                          "more_fields": max(0, len(fields) - MAX_FIELD_CHARTS)})
     return {"indicators": indicators, "budget": _budget(records), "sections": sections,
-            "n": len(records), "events": timeline(records)[:50]}
+            "live": live_charts(records), "n": len(records), "events": timeline(records)[:50]}
 
 
 # -- benchmarks ------------------------------------------------------------------------------------

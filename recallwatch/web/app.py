@@ -26,6 +26,7 @@ from starlette.routing import Route
 from recallwatch.errors import HistoryError, UsageError
 from recallwatch.history import History
 from recallwatch.report.html import content_security_policy, environment, run_view
+from recallwatch.web._funnel import funnel_view
 from recallwatch.web._views import bench_view, monitor_view, trends_view
 
 __all__ = ["create_app"]
@@ -113,6 +114,11 @@ def create_app(history: str | Path, *, bench: str | Path | None = None) -> Starl
             view = monitor_view(h)
         return page("monitor.html", "monitor", view=view, title="recallwatch — monitor")
 
+    def funnel(request: Request) -> Response:
+        with opened() as h:
+            view = funnel_view(h)
+        return page("funnel.html", "funnel", view=view, title="recallwatch — offline to online")
+
     def benchmarks(request: Request) -> Response:
         return page("bench.html", "bench", view=bench_view(bench_dir),
                     title="recallwatch — benchmarks")
@@ -135,6 +141,7 @@ def create_app(history: str | Path, *, bench: str | Path | None = None) -> Starl
         Route("/runs/{run_id}/queries/{query_id:path}", query),
         Route("/trends", trends),
         Route("/monitor", monitor),
+        Route("/funnel", funnel),
         Route("/bench", benchmarks),
     ]
     return Starlette(routes=routes, exception_handlers={

@@ -42,6 +42,8 @@ HOMONYMS = {
                "uses (calibrate-threshold, calibrate-noise)",
     "--corpus": "metadata for a results file (gate) vs the chunks to check labels against "
                 "(golden check)",
+    "--log": "a query log the golden set is checked against for staleness (gate) vs the "
+             "interaction log whose live signals are alarmed on (monitor)",
     "--model": "the click model to fit (online clicks) vs the LLM's name at its endpoint "
                "(online judge)",
 }

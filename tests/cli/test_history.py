@@ -181,7 +181,7 @@ def test_every_command_and_option_is_documented() -> None:
     commands = {f"history {name}": cmd for name, cmd in group.commands.items()}
     commands["promote"] = root.commands["promote"]  # type: ignore[attr-defined]
     assert set(commands) == {"history list", "history show", "history compare", "history trend",
-                             "history copy", "promote"}
+                             "history copy", "history funnel", "promote"}
     for name, cmd in commands.items():
         assert f"recallwatch {name}" in docs, name
         for param in cmd.params:

@@ -19,7 +19,8 @@ from recallwatch.history._schema import applied_migrations
 from tests.history.helpers import gate_run, golden_set, raw_backend
 from tests.pg import PG_PASSWORD
 
-TABLES = {"runs": "seq", "query_results": "run_id, query_id", "monitor_runs": "id"}
+TABLES = {"runs": "seq", "query_results": "run_id, query_id", "monitor_runs": "id",
+          "online_readouts": "id"}
 
 
 def _rows(location: str) -> dict[str, Any]:
@@ -50,6 +51,12 @@ def _fill(location: str) -> None:
                              status="ok")
         h.record_monitor_run("promote", {"allowed": False, "missing": ["x"]})
         h.record_monitor_run("latency", {"p99_ms": 1e-300}, status=None)
+        h.record_online_readout({  # odd floats, NULLs, text: the funnel table copies whole
+            "change_run": runs[1].run_id, "promote_id": 2, "offline_metric": "ndcg",
+            "offline_baseline": runs[0].run_id, "offline_delta": 0.1 + 0.2,
+            "online_metric": "ctr", "online_delta": -1e-300, "online_ci_low": None,
+            "online_ci_high": 2**-1074, "online_verdict": "no difference",
+            "agreement": "disagreed", "payload": {"reading": "mirage « ñ »\n😀"}})
 
 
 def test_sqlite_to_postgresql_and_back_keeps_every_row(tmp_path: Path,
@@ -59,8 +66,10 @@ def test_sqlite_to_postgresql_and_back_keeps_every_row(tmp_path: Path,
     _fill(original)
     there = copy_history(original, pg)
     again = copy_history(pg, back)
-    assert (there.runs, there.query_results, there.monitor_runs) == (5, 21, 3)
-    assert (again.runs, again.query_results, again.monitor_runs) == (5, 21, 3)
+    assert (there.runs, there.query_results, there.monitor_runs, there.online_readouts) == (
+        5, 21, 3, 1)
+    assert (again.runs, again.query_results, again.monitor_runs, again.online_readouts) == (
+        5, 21, 3, 1)
     assert there.schema_version == again.schema_version == SCHEMA_VERSION
     rows = _rows(original)
     assert len(rows["runs"]) == 5 and len(rows["query_results"]) == 21
@@ -83,6 +92,7 @@ def test_the_copy_behaves_as_the_original(tmp_path: Path,
         assert [r.to_dict() for r in a.runs()] == [r.to_dict() for r in b.runs()]
         assert a.resolve("accepted") == b.resolve("accepted")
         assert a.monitor_runs() == b.monitor_runs()
+        assert a.online_readouts() == b.online_readouts()
         # ids continue after the copied ones
         assert a.record_monitor_run("x", {}) == b.record_monitor_run("x", {}) == 4
 
@@ -98,7 +108,8 @@ def test_a_non_empty_destination_is_refused_unless_replaced(
         copy_history(source, dest)
     assert _rows(dest) == before
     report = copy_history(source, dest, replace=True)
-    assert report.replaced == {"runs": 1, "query_results": 2, "monitor_runs": 0}
+    assert report.replaced == {"runs": 1, "query_results": 2, "monitor_runs": 0,
+                               "online_readouts": 0}
     assert _rows(dest) == _rows(source)
 
 
@@ -124,7 +135,8 @@ def test_the_command(tmp_path: Path, postgres_server: Any, pg_databases: Callabl
     runner = CliRunner()
     r = runner.invoke(app, ["history", "copy", source, typed])
     assert r.exit_code == 0, r.output
-    assert r.output == (f"copied 5 run(s), 21 query row(s) and 3 monitor record(s) from {source} "
+    assert r.output == (f"copied 5 run(s), 21 query row(s), 3 monitor record(s) and 1 online "
+                        f"readout(s) from {source} "
                         f"to {dest.replace('postgres@', 'postgres:***@')}; schema version "
                         f"{SCHEMA_VERSION}\n")
     r = runner.invoke(app, ["history", "copy", source, dest])
@@ -133,7 +145,8 @@ def test_the_command(tmp_path: Path, postgres_server: Any, pg_databases: Callabl
                                "record(s))")
     r = runner.invoke(app, ["history", "copy", source, typed, "--replace", "--format", "json"])
     assert r.exit_code == 0, r.output
-    assert json.loads(r.output)["replaced"] == {"runs": 5, "query_results": 21, "monitor_runs": 3}
+    assert json.loads(r.output)["replaced"] == {"runs": 5, "query_results": 21, "monitor_runs": 3,
+                                                "online_readouts": 1}
     assert PG_PASSWORD not in r.output
     r = runner.invoke(app, ["history", "list", "--history", dest])
     assert r.exit_code == 0 and r.output.startswith(f"5 run(s) in {dest}\n")

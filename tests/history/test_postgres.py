@@ -24,7 +24,8 @@ def _columns(location: str) -> dict[str, list[tuple[str, str, bool]]]:
     """Per table: (column, type, nullable), in order, in SQLite's type names."""
     out: dict[str, list[tuple[str, str, bool]]] = {}
     with raw_backend(location) as db:
-        for table in ("runs", "query_results", "monitor_runs", "schema_migrations"):
+        for table in ("runs", "query_results", "monitor_runs", "online_readouts",
+                      "schema_migrations"):
             if db.kind == "sqlite":
                 rows = db.execute(f"PRAGMA table_info({table})")
                 out[table] = [(r[1], r[2], not r[3] and not r[5]) for r in rows]
@@ -48,7 +49,8 @@ def test_the_same_tables_columns_and_indexes_as_sqlite(tmp_path: Path,
         indexes = {r[0] for r in db.execute("SELECT indexname FROM pg_indexes WHERE "
                                             "schemaname = 'public' AND indexname NOT LIKE '%pkey'"
                                             " AND indexname NOT LIKE '%key'")}
-    assert indexes == {"runs_baseline", "runs_dataset", "runs_store", "monitor_runs_kind"}
+    assert indexes == {"runs_baseline", "runs_dataset", "runs_store", "monitor_runs_kind",
+                       "online_readouts_change"}
 
 
 def test_the_password_comes_from_the_environment_and_is_never_shown(

@@ -139,8 +139,9 @@ def test_monitor_indicators_and_records(client: TestClient) -> None:
     cards = {H.text(c.cssselect(".k")[0]).split(" · ")[0]: H.text(c.cssselect(".v")[0])
              for c in doc.cssselect(".indicators .card")}
     # the latest drift record (i = 5): recall 0.97 - 0.1, p99 14.5, age 5
-    assert cards == {"recall vs exact": "0.87", "p99 latency": "14.5", "throughput": "—",
-                     "coverage": "—", "error budget": "80%", "index age": "5"}
+    assert cards == {"quality": "0.87", "speed": "14.5", "resources": "—", "coverage": "—",
+                     "index health": "5", "user signals": "—", "cost": "—",
+                     "error budget": "80%"}
     assert len(doc.cssselect("table.monitor-records tbody tr")) == 6
     assert "latency.p99_ms" in [H.text(f) for f in doc.cssselect("figcaption")]
 
@@ -198,7 +199,7 @@ def test_bench_frontier_and_skipped_files(client: TestClient, site: Site) -> Non
 def test_empty_states(tmp_path: Path) -> None:
     History(tmp_path / "h.db").close()
     client = TestClient(create_app(tmp_path / "h.db"))
-    for url in ("/", "/trends", "/monitor", "/bench"):
+    for url in ("/", "/trends", "/monitor", "/funnel", "/bench"):
         assert get(client, url).cssselect(".empty"), url
 
 
@@ -213,7 +214,7 @@ def test_dashboard_never_writes(site: Site) -> None:
         h._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     before = snapshot()
     client = TestClient(create_app(db, bench=bench))
-    for url in ("/", "/runs/latest", "/trends", "/monitor", "/bench"):
+    for url in ("/", "/runs/latest", "/trends", "/monitor", "/funnel", "/bench"):
         assert client.get(url).status_code == 200
     assert snapshot()[db.name] == before[db.name]
     with History(db, read_only=True) as h, pytest.raises(HistoryError, match="readonly"):
@@ -235,8 +236,9 @@ def test_indicators_match_whole_words(tmp_path: Path) -> None:
     doc = get(TestClient(create_app(db)), "/monitor")
     cards = {H.text(c.cssselect(".k")[0]).split(" · ")[0]: H.text(c.cssselect(".v")[0])
              for c in doc.cssselect(".indicators .card")}
-    assert cards["index age"] == "—"  # "usage" is not "age"
-    assert cards["throughput"] == "900" and cards["coverage"] == "0.97"
+    assert cards["index health"] == "—"  # "usage" is not "age"
+    assert cards["speed"] == "900" and cards["coverage"] == "0.97"
+    assert cards["resources"] == "512"
 
 
 def test_history_needing_a_migration_is_refused_not_migrated(tmp_path: Path) -> None:

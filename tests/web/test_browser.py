@@ -163,7 +163,7 @@ def test_sort_and_filter_the_query_table(watch: Watch, base_url: str, site: Site
 
 def test_no_planted_string_runs_on_any_page(watch: Watch, base_url: str, site: Site) -> None:
     runs = site[2]
-    urls = ["/", "/trends", "/monitor", "/bench", "/trends?last=3",
+    urls = ["/", "/trends", "/monitor", "/funnel", "/bench", "/trends?last=3",
             f"/runs/{quote(H.XSS[0], safe='')}",  # the 404 page repeats the reference
             f"/runs/{runs[-1].run_id}/queries/{quote(H.XSS[1], safe='')}"]
     urls += [f"/runs/{r.run_id}" for r in runs]

@@ -1,0 +1,184 @@
+"""Live signals in the monitor: a simulated log whose traffic is known (how many searches show
+nothing, the users' click model, the latency distribution) held to thresholds, on a small real
+LanceDB index; alarms exit 1, go to the webhook, are recorded and spend the error budget."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from recallwatch.cli import app
+from recallwatch.errors import InputError, UsageError
+from recallwatch.history import History
+from recallwatch.online import InteractionLog
+from recallwatch.online.live import parse_window, window_signals
+from recallwatch.online.simulate import make_collection, simulate_ab_log
+from recallwatch.ops.budget import BudgetPolicy, BudgetStatus, error_budget
+from recallwatch.ops.live_signals import LivePolicy, check_live, live_breached
+from recallwatch.ops.monitor import run_monitor
+from recallwatch.ops.probes import ProbeSet
+from tests.ops.test_monitor import server, small_store
+
+__all__ = ["server"]  # the webhook fixture, shared
+
+T0 = datetime(2025, 3, 1, tzinfo=UTC)
+
+
+def traffic(n_users: int, *, empty_every: int = 0, slow_ms: float | None = None,
+            seed: int = 0, start: datetime = T0) -> Iterator[dict[str, Any]]:
+    """Simulated searches (cascade users, log-normal latency around 40 ms), of which every
+    ``empty_every``-th shows nothing; ``slow_ms`` replaces every latency."""
+    col = make_collection(50, 20, seed=seed)
+    ranking = col.ranking(0.5, seed)
+    for i, rec in enumerate(simulate_ab_log(col, ranking, ranking, n_users, seed=seed,
+                                            start=start)):
+        if empty_every and i % empty_every == 0:
+            rec = {**rec, "shown": [], "clicks": [], "conversion": False}
+        if slow_ms is not None:
+            rec = {**rec, "latency_ms": slow_ms}
+        yield rec
+
+
+def write_log(path: Path, records: Iterator[dict[str, Any]]) -> list[dict[str, Any]]:
+    rows = list(records)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "wt", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+    return rows
+
+
+def by_hand(rows: list[dict[str, Any]]) -> dict[str, float]:
+    n = len(rows)
+    return {"no_result_rate": sum(not r["shown"] for r in rows) / n,
+            "ctr": sum(len({c["id"] for c in r["clicks"]}) for r in rows) / n,
+            "abandonment": sum(not r["clicks"] for r in rows) / n,
+            "p99": float(np.percentile([r["latency_ms"] for r in rows], 99))}
+
+
+def test_window_is_the_last_stretch_of_the_log(tmp_path: Path) -> None:
+    rows = write_log(tmp_path / "log.jsonl.gz", traffic(300, empty_every=4))
+    def ts(r: dict[str, Any]) -> datetime:
+        return datetime.fromisoformat(r["ts"].replace("Z", "+00:00"))
+
+    newest = max(ts(r) for r in rows)
+    inside = [r for r in rows if ts(r) > newest - timedelta(hours=2)]
+    assert 0 < len(inside) < len(rows)
+    s = window_signals(InteractionLog(tmp_path / "log.jsonl.gz"), parse_window("2h"))
+    expect = by_hand(inside)
+    assert s.impressions == len(inside)
+    assert s.no_result_rate == pytest.approx(expect["no_result_rate"])
+    assert s.ctr == pytest.approx(expect["ctr"])
+    assert s.abandonment == pytest.approx(expect["abandonment"])
+    assert s.latency_ms is not None and s.latency_ms["p99"] == pytest.approx(expect["p99"])
+    whole = window_signals(InteractionLog(tmp_path / "log.jsonl.gz"))
+    assert whole.impressions == len(rows)
+
+
+@pytest.mark.parametrize("text", ["", "h", "0h", "-2d", "3w", "1.5"])
+def test_bad_windows(text: str) -> None:
+    with pytest.raises(UsageError, match="a window is a positive number of minutes"):
+        parse_window(text)
+
+
+def test_thresholds_alarm_only_on_a_breach() -> None:
+    base = {"impressions": 1000, "no_result_rate": 0.02, "ctr": 0.4, "abandonment": 0.5,
+            "latency_ms": {"p50": 40.0, "p95": 80.0, "p99": 120.0}, "window": {}}
+    assert check_live(base).alarms == ()
+    bad = check_live({**base, "no_result_rate": 0.31, "ctr": 0.01,
+                      "latency_ms": {"p99": 2500.0}})
+    assert bad.alarms == (
+        "live no-result rate is 0.31, above the maximum 0.3 (1,000 impressions)",
+        "live click-through rate is 0.01, under the minimum 0.05 (1,000 impressions)",
+        "live latency p99 is 2500 ms, above the maximum 2000 ms (1,000 impressions)")
+    off = check_live({**base, "ctr": 0.01}, LivePolicy(min_ctr=None))
+    assert off.alarms == ()
+    few = check_live({**base, "impressions": 20, "ctr": 0.0})
+    assert few.alarms == () and "only 20 impressions" in few.notes[0]
+    assert "no impression in the window" in check_live({**base, "impressions": 0}).alarms[0]
+    assert live_breached({"live": bad.to_dict()}) and not live_breached({"live": None})
+
+
+@pytest.mark.parametrize("field,value", [("max_no_result_rate", 1.5), ("min_ctr", -1.0),
+                                         ("max_latency_p99_ms", 0.0), ("min_impressions", 0),
+                                         ("max_abandonment", float("nan"))])
+def test_bad_thresholds(field: str, value: float) -> None:
+    with pytest.raises(InputError, match=field):
+        LivePolicy(**{field: value})
+
+
+def test_a_live_breach_spends_the_budget_though_recall_is_fine() -> None:
+    policy = BudgetPolicy(target=0.9, slo=0.9, window_runs=10)
+    runs = [(T0 + timedelta(days=i), 0.95, i >= 8) for i in range(10)]
+    status = error_budget(runs, policy)
+    assert (status.bad, status.live_bad) == (2, 2)
+    assert status.consumed == pytest.approx(2.0)  # 2 bad, 10 % of 10 runs = 1 allowed
+    assert "2 for live traffic past a threshold" in status.summary()
+    assert BudgetStatus.from_dict(status.to_dict()) == status
+    old = status.to_dict()
+    del old["live_bad"]  # a record written before live signals existed
+    assert BudgetStatus.from_dict(old).live_bad == 0
+
+
+def test_monitor_with_a_healthy_and_a_broken_log(tmp_path: Path,
+                                                 server: tuple[str, list[dict[str, Any]]]) -> None:
+    store, data = small_store(tmp_path / "s", indexed=False, n=300)
+    np.save(tmp_path / "p.npy", data.queries)
+    healthy = write_log(tmp_path / "ok.jsonl", traffic(200))
+    write_log(tmp_path / "bad.jsonl", traffic(200, empty_every=2, slow_ms=3000.0, seed=1))
+    db = str(tmp_path / "h.db")
+    args = ["monitor", "--store", store.uri, "--probes", str(tmp_path / "p.npy"),
+            "--floor", "0.9", "--history", db, "--budget-window", "2"]
+    ok = CliRunner().invoke(app, [*args, "--log", str(tmp_path / "ok.jsonl")])
+    assert ok.exit_code == 0, ok.output
+    expect = by_hand(healthy)
+    assert f"    click-through rate   {expect['ctr']:.4g}" in ok.stdout
+    assert "(min 0.05)" in ok.stdout and "(max 2000 ms)" in ok.stdout
+    url, received = server
+    bad = CliRunner().invoke(app, [*args, "--log", str(tmp_path / "bad.jsonl"), "--webhook",
+                                   url, "--max-latency-p99", "500", "--format", "json"])
+    assert bad.exit_code == 1, bad.output
+    report = json.loads(bad.stdout)
+    alarms = [a for a in report["alarms"] if a.startswith("live ")]
+    assert [a.split(" is ")[0] for a in alarms] == ["live no-result rate", "live latency p99"]
+    assert report["live"]["thresholds"]["max_latency_p99_ms"] == 500.0
+    assert report["budget"]["bad"] == 1 and report["budget"]["live_bad"] == 1
+    assert received[0]["json"]["event"] == "recallwatch.monitor.alarm"
+    assert received[0]["json"]["live"]["alarms"] == alarms
+    with History(db) as h:
+        recorded = [m.payload for m in reversed(h.monitor_runs(kind="monitor"))]
+    assert recorded[0]["live"]["alarms"] == [] and recorded[1]["live"]["alarms"] == alarms
+    assert recorded[1]["live"]["log"]["sha256"] and recorded[1]["live"]["impressions"] > 0
+
+
+def test_python_api(tmp_path: Path) -> None:
+    store, data = small_store(tmp_path / "s", indexed=False, n=300)
+    write_log(tmp_path / "log.jsonl", traffic(200, empty_every=2))
+    log = InteractionLog(tmp_path / "log.jsonl")
+    live = check_live({**window_signals(log).to_dict(), "log": log.summary.to_dict()})
+    report = run_monitor(store, ProbeSet("p", "1", vectors=data.queries), floor=0.5, live=live)
+    assert report.alarm and report.alarms == live.alarms
+    assert report.to_dict()["live"]["no_result_rate"] == pytest.approx(0.5, abs=0.01)
+
+
+def test_live_options_need_a_log_and_a_bad_log_is_one_line(tmp_path: Path) -> None:
+    store, data = small_store(tmp_path / "s", indexed=False, n=300)
+    np.save(tmp_path / "p.npy", data.queries)
+    args = ["monitor", "--store", store.uri, "--probes", str(tmp_path / "p.npy"), "--no-history"]
+    out = CliRunner().invoke(app, [*args, "--window", "1h"])
+    assert out.exit_code == 2 and "need --log" in out.output
+    (tmp_path / "bad.jsonl").write_text('{"query_id": "q", "shown": [], "clicks": []}\n'
+                                        '{"query_id": "q2", "shown": "x"}\n', encoding="utf-8")
+    out = CliRunner().invoke(app, [*args, "--log", str(tmp_path / "bad.jsonl")])
+    assert out.exit_code == 2 and "Traceback" not in out.output
+    assert out.output.count("\n") == 1 and "bad.jsonl:2" in out.output
+    out = CliRunner().invoke(app, [*args, "--log", str(tmp_path / "bad.jsonl"), "--window", "1d"])
+    assert out.exit_code == 2 and "bad.jsonl:1" in out.output and "timestamp" in out.output

@@ -1,0 +1,108 @@
+"""The monitor page's indicator groups (trend and status against the recorded threshold, live
+signals from `monitor --log`) and the offline-to-online funnel page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lxml import html
+from starlette.testclient import TestClient
+
+from recallwatch.history import History, record_gate_run
+from recallwatch.ops.live_signals import LivePolicy, check_live
+from recallwatch.web import create_app
+from recallwatch.web._indicators import GROUPS
+from tests.history.helpers import gate_run, golden_set
+from tests.report import helpers as H
+
+
+def get(client: TestClient, url: str) -> Any:
+    r = client.get(url)
+    assert r.status_code == 200, r.text
+    return html.fromstring(r.text)
+
+
+def live(ctr: float, p99: float) -> dict[str, Any]:
+    """A live section as `monitor --log` records it."""
+    return check_live({"window": {"start": None, "end": None}, "impressions": 5000,
+                       "no_result_rate": 0.02, "ctr": ctr, "abandonment": 0.4,
+                       "latency_ms": {"p50": 30.0, "p95": 60.0, "p99": p99},
+                       "latency_count": 5000}, LivePolicy(min_ctr=0.2)).to_dict()
+
+
+def test_one_card_per_group_with_trend_and_status(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    with History(db) as h:
+        for i, (recall, ctr) in enumerate(((0.99, 0.35), (0.97, 0.3), (0.93, 0.1))):
+            h.record_monitor_run("monitor", {
+                "recall": recall, "floor": 0.95, "latency_ms": {"p99": 3.0},
+                "index_age_seconds": 3600.0 * i, "threshold": 0.41,
+                "live": live(ctr, 100.0 + 1000 * i)},
+                status="ok", created_at=f"2026-11-0{i + 1}T10:00:00+00:00")
+    doc = get(TestClient(create_app(db)), "/monitor")
+    cards = {c.get("data-group"): c for c in doc.cssselect(".indicators .card.indicator")}
+    assert list(cards) == [g.name for g in GROUPS]
+
+    def status(group: str) -> str:
+        return H.text(cards[group].cssselect(".status")[0])
+
+    # the latest record: recall 0.93 under the floor 0.95; real-traffic p99 2100 ms over the
+    # default 2000; CTR 0.1 under the minimum 0.2 it was held to
+    assert H.text(cards["quality"].cssselect(".v")[0]) == "0.93" and status("quality") == "breach"
+    assert H.text(cards["speed"].cssselect(".v")[0]) == "2100" and status("speed") == "breach"
+    assert "latency p99, real traffic" in H.text(cards["speed"])
+    assert H.text(cards["user signals"].cssselect(".v")[0]) == "0.1"
+    assert status("user signals") == "breach" and "min 0.2" in H.text(cards["user signals"])
+    assert status("index health") == "no threshold recorded"
+    # the calibrated no-result threshold (a setting) is not taken for coverage: the live
+    # no-result rate is
+    assert H.text(cards["coverage"].cssselect(".v")[0]) == "0.02" and status("coverage") == "ok"
+    for group in ("resources", "cost"):
+        assert cards[group].cssselect(".missing")
+    # the trend: one sparkline per recorded group, its last point the latest value
+    spark = cards["quality"].cssselect("svg.spark")[0]
+    assert len(spark.cssselect("path")) == 1 and len(spark.cssselect("line.rule")) == 1
+    assert H.text(spark.cssselect("circle title")[0]) == "2026-11-03T10:00:00+00:00: 0.93"
+    points = spark.cssselect("path")[0].get("d").removeprefix("M").split()
+    assert len(points) == 3
+    ys = [float(p.split(",")[1]) for p in points]
+    assert ys[0] < ys[1] < ys[2]  # recall falls: the line goes down (SVG y grows downwards)
+    # the live signals over time, one chart per kind of figure, the threshold drawn
+    figures = doc.cssselect(".charts.live figure")
+    assert [H.text(f.cssselect("figcaption")[0]) for f in figures] == [
+        "Real traffic: no-result rate and abandonment (share of searches)",
+        "Real traffic: click-through rate (clicked results per search)",
+        "Real traffic: latency (ms)"]
+    latency = figures[2]
+    assert len(latency.cssselect("path")) == 3  # p50, p95, p99, three runs each
+    assert H.text(latency.cssselect(".rule-label")[0]) == "max_latency_p99_ms 2000"
+    tips = [H.text(t) for t in latency.cssselect("circle title")]
+    assert "p99: 2026-11-03T10:00:00+00:00: 2100" in tips
+
+
+def test_funnel_page(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    g = golden_set(4)
+    before = record_gate_run(gate_run(g, {"q00": {"q00_b": 15}}), db)
+    after = record_gate_run(gate_run(g), db)
+    with History(db) as h:
+        for delta, verdict, agreement, reading in (
+                (0.01, "better", "agreed", "offline gain confirmed online"),
+                (-0.002, "no difference", "disagreed", "offline gain not seen <b>online</b>")):
+            h.record_online_readout({
+                "change_run": after.run_id, "promote_id": None, "offline_metric": "ndcg",
+                "offline_baseline": before.run_id, "offline_delta": 0.05, "online_metric": "ctr",
+                "online_delta": delta, "online_ci_low": delta - 0.01,
+                "online_ci_high": delta + 0.01, "online_verdict": verdict,
+                "agreement": agreement, "payload": {"reading": reading}})
+    doc = get(TestClient(create_app(db)), "/funnel")
+    rows = doc.cssselect("table.funnel tbody tr")
+    assert [r.get("class") for r in rows] == ["disagreed", "agreed"]  # newest first
+    assert H.text(rows[0].cssselect("td")[-1]) == "offline gain not seen <b>online</b>"
+    assert rows[0].cssselect("a")[0].get("href") == f"/runs/{after.run_id}"
+    assert "ndcg +0.0500" in H.text(rows[0].cssselect("td.offline")[0])
+    counts = {H.text(c.cssselect(".k")[0]): H.text(c.cssselect(".v")[0])
+              for c in doc.cssselect(".funnel-counts .card")}
+    assert counts == {"agreed": "1", "disagreed": "1", "undecided": "0"}
+    assert len(doc.cssselect("figure.chart svg circle")) == 2
