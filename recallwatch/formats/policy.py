@@ -14,6 +14,7 @@ from typing import Any
 from recallwatch.errors import InputError
 from recallwatch.formats.fields import bounded, check_keys, line_of, shown, text_id
 from recallwatch.formats.golden import MAX_TOP_K, canonical_hash
+from recallwatch.formats.policy_limits import LIMIT_KEYS, Limits, parse_limits
 from recallwatch.formats.structured import LINE_KEY, load_structured
 from recallwatch.records import FILTER_FIELDS
 
@@ -26,7 +27,7 @@ MAX_BOOST = 10.0
 
 _KEYS = {
     "top_k", "recall_floor", "min_mean_quality", "noise_ceiling", "gold_failures_allowed",
-    "other_failures_allowed", "waivers", "search", "min_group_quality",
+    "other_failures_allowed", "waivers", "search", "min_group_quality", *LIMIT_KEYS,
 }
 _NOISE_KEYS = {"default", "per_domain"}
 _SEARCH_KEYS = {"depth", "filter", "boost"}
@@ -58,6 +59,8 @@ class Policy:
     waivers: dict[str, str] = field(default_factory=dict)
     min_group_quality: float | None = None  # optional: no domain's mean quality below this
     search: SearchSettings = field(default_factory=SearchSettings)
+    # Run-level limits: rank-measure targets, max_drop against the baseline, cost caps.
+    limits: Limits = field(default_factory=Limits)
     source: str | None = None
     search_line: int | None = field(default=None, compare=False)  # for errors about `search`
 
@@ -83,6 +86,7 @@ class Policy:
             "other_failures_allowed": self.other_failures_allowed,
             "waivers": dict(sorted(self.waivers.items())),
             "min_group_quality": self.min_group_quality,
+            **self.limits.rules_dict(),
         }
 
     @property
@@ -145,6 +149,7 @@ def parse_policy(data: Any, source: Path) -> Policy:
         min_group_quality=None if group is None else float(
             number("min_group_quality", 0.0, 0.0, 100.0)),
         search=_search(data.get("search"), source, line),
+        limits=parse_limits(data, source, line),
         source=str(source),
         search_line=line_of(data.get("search")) or line,
     )

@@ -23,7 +23,9 @@ from recallwatch.formats.golden import GoldenSet
 from recallwatch.formats.policy import Policy
 from recallwatch.formats.results import RankedList
 from recallwatch.stores.base import Chunk, VectorStore
+from recallwatch.suite.cost import measure_cost
 from recallwatch.suite.diagnosis import DiagnosisContext, diagnose, halves_similarity, patterns
+from recallwatch.suite.limits import check_measures, run_checks
 from recallwatch.suite.model import GateResult
 from recallwatch.suite.retrieve import ResultsSource, Source, StoreSource
 from recallwatch.suite.score import score_queries
@@ -43,6 +45,9 @@ class Gate:
     golden: GoldenSet
     policy: Policy = field(default_factory=Policy)
     run_date: date | None = None  # validity windows are judged on this day (default: today, UTC)
+
+    def __post_init__(self) -> None:
+        check_measures(self.policy)  # a misspelt measure fails before any search
 
     def run(self, source: Source) -> GateResult:
         start = time.perf_counter()
@@ -75,6 +80,10 @@ class Gate:
         scored = [q if q.passed else replace(q, diagnosis=diagnose(q, ctx)) for q in scored]
         agg = aggregate(scored)
         verdict, reasons = decide(scored, agg, self.policy)
+        cost = measure_cost(source.timings, source.index_bytes())
+        limit_reasons, checks = run_checks(scored, self.policy, cost)
+        if limit_reasons:
+            verdict, reasons = "STOP", [*reasons, *limit_reasons]
 
         config = source.config()
         warnings = []
@@ -103,6 +112,8 @@ class Gate:
             timings={"embed": embed, "search": search,
                      "other": max(total - embed - search, 0.0), "total": total},
             warnings=tuple(warnings),
+            checks=tuple(checks),
+            cost=cost,
         )
 
 

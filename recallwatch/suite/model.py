@@ -11,6 +11,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "Aggregate",
     "Cause",
+    "Check",
     "Diagnosis",
     "ExpectedHit",
     "GateResult",
@@ -115,6 +116,25 @@ class Reason:
 
 
 @dataclass(frozen=True)
+class Check:
+    """One run-level limit of the policy, evaluated (a target, max_drop, a cost cap): what was
+    compared and the outcome, blocking or not, so a report can say why a drop did not block.
+
+    ``status``: ``pass``, ``stop`` (it is one of the STOP reasons), ``within noise`` (a drop
+    larger than allowed that a paired test cannot tell from chance) or ``not applied`` (no
+    baseline or no measurement to compare)."""
+
+    rule: str
+    subject: str  # what was compared: "nDCG@10", "nDCG@10 in legal", "search latency p99"
+    status: str
+    message: str
+    figures: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class Pattern:
     """A failure pattern across the dataset, with what it usually means and where to look."""
 
@@ -164,6 +184,10 @@ class GateResult:
     warnings: tuple[str, ...] = ()
     comparison: dict[str, Any] | None = None  # filled by the history layer
     schema_version: int = SCHEMA_VERSION
+    checks: tuple[Check, ...] = ()  # the policy's run-level limits, evaluated
+    # What the run cost on a store: search latency per query, query embedding time, index bytes
+    # (None for a results file, which carries no timings).
+    cost: dict[str, Any] | None = None
 
     @property
     def exit_code(self) -> int:
@@ -199,6 +223,8 @@ class GateResult:
             "timings": self.timings,
             "warnings": list(self.warnings),
             "comparison": self.comparison,
+            "checks": [c.to_dict() for c in self.checks],
+            "cost": self.cost,
         }
 
     @classmethod
@@ -224,4 +250,5 @@ class GateResult:
             config_hash=d["config_hash"], config=d["config"], policy=d["policy"],
             store=d["store"], timings=d["timings"], warnings=tuple(d.get("warnings", [])),
             comparison=d.get("comparison"), schema_version=d.get("schema_version", SCHEMA_VERSION),
+            checks=tuple(Check(**c) for c in d.get("checks", [])), cost=d.get("cost"),
         )
