@@ -158,7 +158,8 @@ def _print_comparison(c: dict[str, Any], a: str, b: str) -> None:
             rise = "" if d["increase"] is None else f" ({d['increase']:+.0%})"
             table.add_row(COST_LABELS[key], format_cost(key, d["old"]),
                           format_cost(key, d["new"]),
-                          format_cost(key, d["delta"]) + rise, "—", "—")
+                          ("+" if d["delta"] >= 0 else "−") + format_cost(key, abs(d["delta"]))
+                          + rise, "—", "—")
         console.print(table)
     for line in c["details"]:
         console.print(Text(visible(line)))
