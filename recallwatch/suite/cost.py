@@ -18,11 +18,10 @@ regressions, not a significance claim.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from recallwatch.suite.retrieve import Timings
+if TYPE_CHECKING:  # the history reads the labels below without loading the retrieval code
+    from recallwatch.suite.retrieve import Timings
 
 __all__ = ["CAPPED", "COST_LABELS", "cost_deltas", "cost_line", "format_cost", "measure_cost"]
 
@@ -39,6 +38,8 @@ CAPPED: tuple[str, ...] = ("search_p99_ms", "embed_ms_per_query", "index_bytes")
 
 def measure_cost(timings: Timings, index_bytes: int | None) -> dict[str, Any] | None:
     """The cost of a run from its source's timings (None when nothing was searched)."""
+    import numpy as np
+
     if not timings.search_each:
         return None
     ms = np.asarray(timings.search_each, dtype=np.float64) * 1000.0
