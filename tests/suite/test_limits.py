@@ -250,3 +250,20 @@ def test_cli_gate_blocks_the_ranking_regression(tmp_path: Path, kb: GoldenSet) -
     assert [r["rule"] for r in body["reasons"]] == ["max_drop"]
     assert any(c["rule"] == "max_drop" and c["status"] == "stop" for c in body["checks"])
     assert 'classname="recallwatch.policy.max_drop"' in (tmp_path / "j.xml").read_text()
+
+
+@pytest.mark.slow
+def test_max_drop_against_a_postgresql_history(tmp_path: Path, kb: GoldenSet,
+                                               pg_databases: Any) -> None:
+    """The baseline comes from the history, whichever backend holds it."""
+    policy = _policy(tmp_path, LIMITS.format(target=0.1))
+    history = pg_databases()
+    base = record_gate_run(run_gate(kb, results=_results(kb), policy=policy), history)
+    lowered = record_gate_run(run_gate(kb, results=_results(kb, {q.id for q in kb.queries}),
+                                       policy=policy), history)
+    assert base.verdict == "ACCEPT" and lowered.verdict == "STOP"
+    assert "max_drop" in {r.rule for r in lowered.reasons}
+    with History(history) as h:
+        stored = h.load(lowered.run_id)
+    assert stored.verdict == "STOP" and [c.status for c in stored.checks
+                                         if c.rule == "max_drop"] == ["stop", "stop"]
