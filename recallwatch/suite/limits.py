@@ -191,7 +191,7 @@ def _drops(result: GateResult, base: GateResult,
                                 f"{said}: within max_drop {max_drop[name]:g}", figures))
         elif p_holm <= ALPHA:
             message = f"{said}, more than max_drop {max_drop[name]:g}; significant ({test})"
-            fell = [q.id for (x, q), va, vb in zip(pairs, old[name], new[name], strict=True)
+            fell = [q.id for (_, q), va, vb in zip(pairs, old[name], new[name], strict=True)
                     if vb < va]
             reasons.append(Reason("max_drop", message, tuple(fell)))
             checks.append(Check("max_drop", name, "stop", message, figures))
