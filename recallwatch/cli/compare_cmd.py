@@ -45,8 +45,17 @@ def compare(
         "--tie-tolerance", help="Per-query differences within this count as ties.")] = 1e-9,
     power: Power = 0.8,
     fmt: TableJsonFormat = TableJson.table,
+    cost_a: Annotated[Path | None, typer.Option(
+        "--cost-a", help="The gate report (report.json, or `gate --format json`) of the system "
+        "that wrote run A: its cost is printed beside the quality deltas.")] = None,
+    cost_b: Annotated[Path | None, typer.Option(
+        "--cost-b", help="The same for run B.")] = None,
 ) -> None:
     """Compare run B against run A on the same judged queries, with a paired significance test.
+
+    Quality alone favours the more expensive system: with --cost-a and --cost-b (gate reports of
+    the two systems on a store) the cost deltas are printed too, search latency p50/p99, query
+    embedding time and index bytes ("cost" in the JSON).
 
     Every judged query is evaluated in both runs; a query a run did not return scores 0 there
     (trec_eval -c). Per measure it prints both means, delta = B - A, its bootstrap confidence
@@ -77,13 +86,67 @@ def compare(
         test=test.value, seed=seed, n_resamples=resamples, alpha=alpha, ci_method=ci.value,
         tie_tolerance=tie_tolerance, power=power,
     )
+    costs = _costs(cost_a, cost_b)
     if fmt is TableJson.json:
         shape = result.to_dict()
         body = {"schema": shape.pop("schema"), "qrels": str(qrels), "run_a": str(run_a),
                 "run_b": str(run_b), **shape}
+        if costs is not None:
+            body["cost"] = costs
         emit(json.dumps(body, indent=2, allow_nan=False))
     else:
         emit(render_table(result, str(run_a), str(run_b)))
+        if costs is not None:
+            emit(_cost_table(costs))
+
+
+def _costs(a: Path | None, b: Path | None) -> dict[str, dict[str, float | None]] | None:
+    """Cost deltas of B against A from their gate reports (both or neither)."""
+    from recallwatch.errors import UsageError
+    from recallwatch.suite.cost import cost_deltas
+
+    if a is None and b is None:
+        return None
+    if a is None or b is None:
+        raise UsageError("give both --cost-a and --cost-b, or neither")
+    return cost_deltas(_cost_of(a), _cost_of(b))
+
+
+def _cost_of(path: Path) -> dict[str, float]:
+    import json
+
+    from recallwatch.errors import InputError
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(source=path, expected="a gate report in JSON",
+                         found=type(exc).__name__) from None
+    cost = data.get("cost") if isinstance(data, dict) else None
+    if not isinstance(cost, dict) or not isinstance(cost.get("search_p99_ms"), (int, float)):
+        raise InputError(source=path, field="cost", expected="the cost of a gate run on a store",
+                         found=cost, hint="a run on a results file records no cost")
+    return cost
+
+
+def _cost_table(costs: dict[str, dict[str, float | None]]) -> str:
+    from recallwatch.suite.cost import COST_LABELS, format_cost
+
+    rows = [["cost", "A", "B", "delta", "increase"]]
+    for key, d in costs.items():
+        old, new, delta, rise = d["old"], d["new"], d["delta"], d["increase"]
+        assert old is not None and new is not None and delta is not None
+        rows.append([COST_LABELS[key], format_cost(key, old), format_cost(key, new),
+                     ("+" if delta >= 0 else "-") + format_cost(key, abs(delta)),
+                     "-" if rise is None else f"{rise:+.0%}"])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = [""]
+    for r in rows:
+        lines.append("  ".join([r[0].ljust(widths[0])] + [c.rjust(w) for c, w in
+                                                           zip(r[1:], widths[1:], strict=True)]))
+    lines.append("Timings are measured on the machine that ran each gate: compare them on the "
+                 "same kind of machine.")
+    return "\n".join(lines)
 
 
 def render_table(result: Comparison, name_a: str, name_b: str) -> str:

@@ -140,6 +140,7 @@ def _print_comparison(c: dict[str, Any], a: str, b: str) -> None:
 
     from recallwatch.history.compare import TESTED_METRICS
     from recallwatch.report import visible
+    from recallwatch.suite.cost import COST_LABELS, format_cost
 
     console = _console()
     console.print(Text(visible(f"{b} vs {a}: {c['summary']}"), style="bold"))
@@ -153,6 +154,12 @@ def _print_comparison(c: dict[str, Any], a: str, b: str) -> None:
                           f"{d['p_value']:.3g}" if tested else "—",
                           (f"{d['p_holm']:.3g}{' *' if d['significant'] else ''}" if tested
                            else "—"))
+        for key, d in c.get("cost", {}).items():  # what the quality cost, beside it
+            rise = "" if d["increase"] is None else f" ({d['increase']:+.0%})"
+            table.add_row(COST_LABELS[key], format_cost(key, d["old"]),
+                          format_cost(key, d["new"]),
+                          ("+" if d["delta"] >= 0 else "−") + format_cost(key, abs(d["delta"]))
+                          + rise, "—", "—")
         console.print(table)
     for line in c["details"]:
         console.print(Text(visible(line)))

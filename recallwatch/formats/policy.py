@@ -14,6 +14,7 @@ from typing import Any
 from recallwatch.errors import InputError
 from recallwatch.formats.fields import bounded, check_keys, line_of, shown, text_id
 from recallwatch.formats.golden import MAX_TOP_K, canonical_hash
+from recallwatch.formats.policy_limits import LIMIT_KEYS, Limits, parse_limits
 from recallwatch.formats.structured import LINE_KEY, load_structured
 from recallwatch.records import FILTER_FIELDS
 
@@ -27,7 +28,7 @@ MAX_BOOST = 10.0
 
 _KEYS = {
     "top_k", "recall_floor", "min_mean_quality", "noise_ceiling", "gold_failures_allowed",
-    "other_failures_allowed", "waivers", "search", "min_group_quality", "staleness",
+    "other_failures_allowed", "waivers", "search", "min_group_quality", "staleness", *LIMIT_KEYS,
 }
 _NOISE_KEYS = {"default", "per_domain"}
 _SEARCH_KEYS = {"depth", "filter", "boost"}
@@ -85,6 +86,8 @@ class Policy:
     search: SearchSettings = field(default_factory=SearchSettings)
     # a warning's settings, not a rule: outside rules_dict, so outside the policy hash
     staleness: StalenessSettings = field(default_factory=StalenessSettings)
+    # Run-level limits: rank-measure targets, max_drop against the baseline, cost caps.
+    limits: Limits = field(default_factory=Limits)
     source: str | None = None
     search_line: int | None = field(default=None, compare=False)  # for errors about `search`
 
@@ -110,6 +113,7 @@ class Policy:
             "other_failures_allowed": self.other_failures_allowed,
             "waivers": dict(sorted(self.waivers.items())),
             "min_group_quality": self.min_group_quality,
+            **self.limits.rules_dict(),
         }
 
     @property
@@ -173,6 +177,7 @@ def parse_policy(data: Any, source: Path) -> Policy:
             number("min_group_quality", 0.0, 0.0, 100.0)),
         search=_search(data.get("search"), source, line),
         staleness=_staleness(data.get("staleness"), source, line),
+        limits=parse_limits(data, source, line),
         source=str(source),
         search_line=line_of(data.get("search")) or line,
     )

@@ -84,13 +84,25 @@ def record_gate_run(result: GateResult, history_path: str | Path, *,
         # the runs recorded just before this one.
         since_cache: dict[str, list[str] | None] = {}
         comparison = compare_with_baselines(history, result, store=store, cache=since_cache)
-        compared = replace(result, comparison=comparison)
+        compared = _judged(history, replace(result, comparison=comparison))
         used = tuple((comparison[k] or {}).get("run_id") for k in ("previous", "last_accepted"))
         try:
             history.record(compared, expect_baselines=(used[0], used[1]))
         except BaselinesMoved:
             compared = history.record_computed(
-                lambda: replace(result, comparison=compare_with_baselines(
-                    history, result, store=store, cache=since_cache)),
+                lambda: _judged(history, replace(result, comparison=compare_with_baselines(
+                    history, result, store=store, cache=since_cache))),
                 run_id=result.run_id)
     return compared
+
+
+def _judged(history: History, result: GateResult) -> GateResult:
+    """The policy's limits against the last accepted run (max_drop, max_cost_increase), applied
+    before the run is recorded, so the history holds the verdict the gate answered."""
+    if not result.policy.get("max_drop") and result.policy.get("max_cost_increase") is None:
+        return result
+    from recallwatch.suite.limits import against_baseline  # numpy and the stats: only when used
+
+    accepted = (result.comparison or {}).get("last_accepted")
+    base = history.load(accepted["run_id"]) if accepted else None
+    return against_baseline(result, base)

@@ -15,6 +15,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from recallwatch.formats.golden import normalise_quote
+from recallwatch.suite.cost import COST_LABELS, cost_deltas, format_cost
 from recallwatch.suite.model import GateResult, QueryResult
 
 __all__ = ["TESTED_METRICS", "compare_runs", "config_differences"]
@@ -196,6 +197,7 @@ def compare_runs(
         "queries_changed": changed,
         "queries_added": only_new,
         "queries_removed": only_old,
+        "cost": cost_deltas(base.cost, current.cost),  # search latency, embedding, index bytes
     }
     c["summary"] = _summary(c)
     c["details"] = _details(c, base, by_new, since)
@@ -282,6 +284,11 @@ def _details(c: dict[str, Any], base: GateResult,
                 f"({_fmt_delta(metric, d['delta'])}): significant, p={d['p_value']:.3g} "
                 f"(Holm {d['p_holm']:.3g}), paired over {d['n']} queries"
             )
+    if c["cost"]:
+        lines.append("cost: " + ", ".join(
+            f"{COST_LABELS[k]} {format_cost(k, d['old'])} → {format_cost(k, d['new'])}"
+            + (f" ({d['increase']:+.0%})" if d["increase"] is not None else "")
+            for k, d in c["cost"].items()))
     for qid in c["newly_passing"]:
         old, new = by_new[qid]
         lines.append(f"{qid} failed at run {base.run_id} and passes now (recall "

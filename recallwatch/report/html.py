@@ -27,6 +27,7 @@ from markupsafe import Markup
 from recallwatch._version import __version__
 from recallwatch.report import plots
 from recallwatch.report._text import anchor_line, visible
+from recallwatch.suite.cost import cost_line
 from recallwatch.suite.model import CAUSE_ORDER, GateResult, QueryResult
 from recallwatch.suite.score import SCORE_TOLERANCE
 
@@ -88,6 +89,7 @@ def environment(*extra: Path) -> jinja2.Environment:
     env.filters["seg"] = _path_segment
     env.filters["visible"] = visible
     env.filters["pretty"] = _pretty
+    env.globals["cost_line"] = cost_line
     env.globals["json_script"] = json_script
     env.globals["inline_css"] = Markup((STATIC / "report.css").read_text(encoding="utf-8"))
     script = (STATIC / "report.js").read_text(encoding="utf-8")

@@ -15,8 +15,8 @@ def to_junit(result: GateResult) -> str:
     failing = result.failing()
     suite = ET.Element("testsuite", {
         "name": f"recallwatch gate {visible(d['name'])} v{visible(d['version'])}",
-        "tests": str(len(result.queries)),
-        "failures": str(len(failing)),
+        "tests": str(len(result.queries) + len(result.checks)),
+        "failures": str(len(failing) + sum(c.status == "stop" for c in result.checks)),
         "errors": "0",
         "time": f"{result.timings['total']:.3f}",
         "timestamp": result.created_at,
@@ -45,6 +45,15 @@ def to_junit(result: GateResult) -> str:
             if q.waiver:
                 lines.append(f"waiver: {q.waiver}")
             failure.text = visible("\n".join(lines))
+    for c in result.checks:  # one test case per run-level limit of the policy
+        case = ET.SubElement(suite, "testcase", {
+            "classname": f"recallwatch.policy.{c.rule}", "name": visible(c.subject), "time": "0"})
+        if c.status == "stop":
+            ET.SubElement(case, "failure", {"message": visible(c.message), "type": c.rule})
+        elif c.status == "not applied":
+            ET.SubElement(case, "skipped", {"message": visible(c.message)})
+        else:
+            ET.SubElement(case, "system-out").text = visible(f"{c.status}: {c.message}")
     ET.indent(suite)
     body = ET.tostring(suite, encoding="unicode")
     return f'<?xml version="1.0" encoding="UTF-8"?>\n{body}\n'

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from recallwatch.report._text import anchor_line, md_escape
+from recallwatch.suite.cost import cost_line
 from recallwatch.suite.model import CAUSE_ORDER, GateResult
 
 __all__ = ["to_markdown"]
@@ -41,6 +42,15 @@ def to_markdown(result: GateResult) -> str:
         out.append("### Why STOP")
         out += [f"- **{md_escape(r.rule)}**: {md_escape(r.message)}" for r in result.reasons]
         out.append("")
+    shown = [c for c in result.checks if c.status != "pass"] if result.reasons else [
+        c for c in result.checks]
+    if shown:
+        out.append("### Policy limits")
+        out += [f"- **{md_escape(c.rule)}** ({md_escape(c.status)}): {md_escape(c.message)}"
+                for c in shown]
+        out.append("")
+    if result.cost:
+        out += [md_escape(cost_line(result.cost)), ""]
     failing = result.failing()
     if failing:
         out += ["### Failing queries", ""]

@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from recallwatch.report._text import anchor_line, visible
+from recallwatch.suite.cost import cost_line
 from recallwatch.suite.model import CAUSE_ORDER, GateResult, QueryResult
 
 __all__ = ["print_report", "render"]
@@ -93,8 +94,21 @@ def render(result: GateResult) -> Group:
         parts.append(_t(f"pattern {p.name}: {p.message} ({', '.join(p.queries[:8])})", "yellow"))
     for w in result.warnings:
         parts.append(_t(f"warning: {w}", "yellow"))
+    # The policy's run-level limits: a blocking one is a reason above; a drop within noise and a
+    # limit that could not be applied say why here; the met ones are counted.
+    for c in result.checks:
+        if c.status in ("within noise", "not applied"):
+            parts.append(_t(f"{c.rule} {c.status}: {c.message}",
+                            "yellow" if c.status == "within noise" else "dim"))
+    met = sum(c.status == "pass" for c in result.checks)
+    if met:
+        parts.append(_t(f"{met} policy limit{'s' if met != 1 else ''} met: "
+                        + ", ".join(f"{c.rule} {c.subject}" for c in result.checks
+                                    if c.status == "pass"), "dim"))
     if result.comparison:
         parts.append(_comparison(result.comparison))
+    if result.cost:
+        parts.append(_t(cost_line(result.cost), "dim"))
     t = result.timings
     parts.append(_t(f"{a.n_queries} queries in {t['total']:.2f}s (embed {t['embed']:.2f}s, "
                     f"search {t['search']:.2f}s, other {t['other']:.2f}s)", "dim"))

@@ -34,6 +34,7 @@ __all__ = [
     "StagedIndex",
     "SupportsContentHashes",
     "SupportsIndexInspection",
+    "SupportsIndexSize",
     "SupportsMetaUpdate",
     "SupportsReindex",
     "SupportsSeal",
@@ -266,10 +267,21 @@ class SupportsReindex(Protocol):
         ...
 
 
+@runtime_checkable
+class SupportsIndexSize(Protocol):
+    """The store says how many bytes its ANN index takes on disk, part of what a gate run
+    records as its cost. LanceDB (the index files of the version read) and pgvector (the index
+    relation); 0 when the version searched has no ANN index."""
+
+    def index_bytes(self) -> int:
+        """Bytes of the ANN index serving the version the store reads (0 without one)."""
+        ...
+
+
 #: Every capability an adapter may declare, in the order the docs list them.
 CAPABILITIES: tuple[type, ...] = (
     SupportsVectors, SupportsContentHashes, SupportsSeal, SupportsMetaUpdate, SupportsReindex,
-    SupportsIndexInspection,
+    SupportsIndexInspection, SupportsIndexSize,
 )
 
 

@@ -50,6 +50,7 @@ from recallwatch.stores.base import (
     StagedIndex,
     SupportsContentHashes,
     SupportsIndexInspection,
+    SupportsIndexSize,
     SupportsMetaUpdate,
     SupportsReindex,
     SupportsVectors,
@@ -91,7 +92,7 @@ _QUERY_BATCH = 64  # query vectors per LanceDB search call
 
 
 class LanceStore(SupportsVectors, SupportsContentHashes, SupportsMetaUpdate, SupportsReindex,
-                 SupportsIndexInspection):
+                 SupportsIndexInspection, SupportsIndexSize):
     """A VectorStore over one LanceDB table."""
 
     # what LanceDB and pylance raise (Rust errors arrive as OSError, ValueError or RuntimeError)
@@ -404,6 +405,11 @@ class LanceStore(SupportsVectors, SupportsContentHashes, SupportsMetaUpdate, Sup
         from recallwatch.stores.lancedb_index import LanceIndex
 
         return LanceIndex(self).centroids()
+
+    def index_bytes(self) -> int:
+        from recallwatch.stores.lancedb_index import LanceIndex
+
+        return LanceIndex(self).size_bytes()
 
     def stage_index(self) -> StagedIndex:
         from recallwatch.stores.lancedb_index import LanceIndex, StagedLanceIndex

@@ -31,6 +31,7 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
@@ -166,6 +167,20 @@ class LanceIndex:
             num_partitions=None if parts is None else int(parts),
             num_sub_vectors=None if sub is None else int(sub),
         )
+
+    @guarded
+    def size_bytes(self) -> int:
+        """Bytes of the vector index of the version read (0 without one): the engine's own
+        figure, else the size of the segments' files under ``_indices/``."""
+        ds = self.dataset()
+        desc = next((d for d in ds.describe_indices() if "vector" in d.field_names), None)
+        if desc is None:
+            return 0
+        if desc.total_size_bytes is not None:
+            return int(desc.total_size_bytes)
+        root = Path(self.table_path) / "_indices"
+        return sum(f.stat().st_size for seg in desc.segments
+                   for f in (root / seg.uuid).rglob("*") if f.is_file())
 
     @guarded
     def ignored(self) -> list[Index]:

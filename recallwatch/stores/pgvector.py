@@ -22,6 +22,7 @@ import numpy as np
 from recallwatch.errors import NotInstalledError, StoreError, UsageError
 from recallwatch.stores._credentials import resolve_secret
 from recallwatch.stores._uri import parse_store_uri, redact
+from recallwatch.stores.base import SupportsIndexSize
 from recallwatch.stores.checks import NormFilter, check_name
 from recallwatch.stores.failures import missing_table
 from recallwatch.stores.rows import CHUNK_FIELDS, Row
@@ -56,7 +57,7 @@ def _int_param(uri: Any, name: str, default: int) -> int:
     return int(raw)
 
 
-class PgVectorStore(VersionedStore):
+class PgVectorStore(VersionedStore, SupportsIndexSize):
     scheme = "postgresql"
     _engine_errors = (psycopg.Error,)
 
@@ -210,6 +211,14 @@ class PgVectorStore(VersionedStore):
                     "CREATE INDEX {} ON {} USING ivfflat (embedding vector_cosine_ops)"
                     " WITH (lists = {})"
                 ).format(name, sql.Identifier(table), sql.Literal(self.lists)))
+
+    def index_bytes(self) -> int:
+        """pg_relation_size of the version's ANN index (0 before it is built or with none)."""
+        table = self._table()
+        if not self._has_ann_index(table):
+            return 0
+        rows = self._sql("SELECT pg_relation_size(to_regclass(%s))", [f'"{table}_ann"'])
+        return int(rows[0][0]) if rows and rows[0][0] is not None else 0
 
     def _has_ann_index(self, table: str) -> bool:
         rows = self._sql("SELECT to_regclass(%s)", [f'"{table}_ann"'])

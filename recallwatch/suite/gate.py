@@ -25,7 +25,9 @@ from recallwatch.formats.policy import Policy
 from recallwatch.formats.results import RankedList
 from recallwatch.stores.base import Chunk, VectorStore
 from recallwatch.suite.anchors import QueryAnchors, resolve_queries
+from recallwatch.suite.cost import measure_cost
 from recallwatch.suite.diagnosis import DiagnosisContext, diagnose, halves_similarity, patterns
+from recallwatch.suite.limits import check_measures, run_checks
 from recallwatch.suite.model import GateResult, QueryResult
 from recallwatch.suite.retrieve import ResultsSource, Source, StoreSource
 from recallwatch.suite.score import score_queries
@@ -50,6 +52,9 @@ class Gate:
     # Which queries are scored: "auto" = the test part when the set has a tune/test split, else
     # all; "tune" (calibration runs), "test", or "all".
     part: Part = "auto"
+
+    def __post_init__(self) -> None:
+        check_measures(self.policy)  # a misspelt measure fails before any search
 
     def run(self, source: Source) -> GateResult:
         start = time.perf_counter()
@@ -95,6 +100,10 @@ class Gate:
         if facts:
             agg = replace(agg, mean_fact_recall=sum(facts) / len(facts))
         verdict, reasons = decide(scored, agg, self.policy)
+        cost = measure_cost(source.timings, source.index_bytes())
+        limit_reasons, checks = run_checks(scored, self.policy, cost)
+        if limit_reasons:
+            verdict, reasons = "STOP", [*reasons, *limit_reasons]
 
         config = source.config()
         warnings = []
@@ -127,6 +136,8 @@ class Gate:
                      "other": max(total - embed - search, 0.0), "total": total},
             warnings=tuple(warnings),
             split=split,
+            checks=tuple(checks),
+            cost=cost,
         )
 
 

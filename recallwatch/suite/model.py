@@ -11,6 +11,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "Aggregate",
     "Cause",
+    "Check",
     "Diagnosis",
     "ExpectedHit",
     "GateResult",
@@ -121,6 +122,25 @@ class Reason:
 
 
 @dataclass(frozen=True)
+class Check:
+    """One run-level limit of the policy, evaluated (a target, max_drop, a cost cap): what was
+    compared and the outcome, blocking or not, so a report can say why a drop did not block.
+
+    ``status``: ``pass``, ``stop`` (it is one of the STOP reasons), ``within noise`` (a drop
+    larger than allowed that a paired test cannot tell from chance) or ``not applied`` (no
+    baseline or no measurement to compare)."""
+
+    rule: str
+    subject: str  # what was compared: "nDCG@10", "nDCG@10 in legal", "search latency p99"
+    status: str
+    message: str
+    figures: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class Pattern:
     """A failure pattern across the dataset, with what it usually means and where to look."""
 
@@ -177,6 +197,10 @@ class GateResult:
     split: dict[str, Any] | None = None
     # The stale-set check's figures (filled by the caller that knows the history and the log).
     staleness: dict[str, Any] | None = None
+    checks: tuple[Check, ...] = ()  # the policy's run-level limits, evaluated
+    # What the run cost on a store: search latency per query, query embedding time, index bytes
+    # (None for a results file, which carries no timings).
+    cost: dict[str, Any] | None = None
 
     @property
     def exit_code(self) -> int:
@@ -229,6 +253,8 @@ class GateResult:
             "judged": self.judged,
             "split": self.split,
             "staleness": self.staleness,
+            "checks": [c.to_dict() for c in self.checks],
+            "cost": self.cost,
         }
 
     @classmethod
@@ -257,4 +283,5 @@ class GateResult:
             comparison=d.get("comparison"), judged=d.get("judged"),
             schema_version=d.get("schema_version", SCHEMA_VERSION),
             split=d.get("split"), staleness=d.get("staleness"),
+            checks=tuple(Check(**c) for c in d.get("checks", [])), cost=d.get("cost"),
         )

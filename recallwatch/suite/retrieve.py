@@ -22,7 +22,7 @@ from recallwatch.errors import DatasetError, InputError
 from recallwatch.formats.golden import GoldenQuery
 from recallwatch.formats.policy import SearchSettings
 from recallwatch.formats.results import RankedList
-from recallwatch.stores.base import Chunk, VectorStore
+from recallwatch.stores.base import Chunk, SupportsIndexSize, VectorStore
 
 __all__ = ["ResultsSource", "Retrieved", "Source", "StoreSource"]
 
@@ -38,6 +38,9 @@ class Retrieved:
 class Timings:
     embed: float = 0.0
     search: float = 0.0
+    # Seconds of each query's own search call (the cost of the run: its p50 and p99).
+    search_each: list[float] = field(default_factory=list)
+    embedded: int = 0  # queries embedded (embedding runs in one batch: time per query = mean)
 
 
 class Source(Protocol):
@@ -54,6 +57,8 @@ class Source(Protocol):
     def config(self) -> dict[str, Any]: ...
 
     def embed(self, texts: Sequence[str]) -> np.ndarray | None: ...
+
+    def index_bytes(self) -> int | None: ...
 
 
 @dataclass
@@ -83,12 +88,19 @@ class StoreSource:
         vectors = np.asarray(self.embedder.embed_queries([q.text for q in queries]),
                              dtype=np.float32)
         t1 = time.perf_counter()
-        hits = self.store.search(vectors, depth, filter=self.settings.filter or None)
+        # One search call per query, as a user's query arrives: the run measures its latency.
+        hits = []
+        for row in range(len(vectors)):
+            s0 = time.perf_counter()
+            hits += self.store.search(vectors[row:row + 1], depth,
+                                      filter=self.settings.filter or None)
+            self.timings.search_each.append(time.perf_counter() - s0)
         found = [set(h.ids) for h in hits]
         missing = [[c for c in q.expected if c not in ids] for q, ids in zip(queries, found)]
         extra_scores = self.store.score_of(vectors, missing)
         t2 = time.perf_counter()
         self.timings.embed += t1 - t0
+        self.timings.embedded += len(queries)
         self.timings.search += t2 - t1
         out = []
         for q, h, extra in zip(queries, hits, extra_scores):
@@ -157,6 +169,10 @@ class StoreSource:
     def embed(self, texts: Sequence[str]) -> np.ndarray | None:
         return np.asarray(self.embedder.embed_documents(list(texts)), dtype=np.float32)
 
+    def index_bytes(self) -> int | None:
+        """The ANN index's bytes where the store can say (``SupportsIndexSize``), else None."""
+        return self.store.index_bytes() if isinstance(self.store, SupportsIndexSize) else None
+
 
 @dataclass
 class ResultsSource:
@@ -208,4 +224,7 @@ class ResultsSource:
         return {"source": "results"}
 
     def embed(self, texts: Sequence[str]) -> np.ndarray | None:
+        return None
+
+    def index_bytes(self) -> int | None:
         return None

@@ -52,9 +52,10 @@ def test_the_declarations_are_the_ones_documented(classes: dict[str, type]) -> N
                  "SupportsVectors"]
     assert names == {
         "chroma": versioned, "faiss": versioned, "hnswlib": versioned, "milvus": versioned,
-        "postgresql": versioned, "qdrant": versioned, "qdrant+local": versioned,
-        "lancedb": ["SupportsContentHashes", "SupportsIndexInspection", "SupportsMetaUpdate",
-                    "SupportsReindex", "SupportsVectors"],
+        "postgresql": sorted([*versioned, "SupportsIndexSize"]), "qdrant": versioned,
+        "qdrant+local": versioned,
+        "lancedb": ["SupportsContentHashes", "SupportsIndexInspection", "SupportsIndexSize",
+                    "SupportsMetaUpdate", "SupportsReindex", "SupportsVectors"],
     }
 
 
