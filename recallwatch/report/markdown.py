@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from recallwatch.report._text import md_escape
+from recallwatch.suite.judged import judged_line
 from recallwatch.suite.model import CAUSE_ORDER, GateResult
 
 __all__ = ["to_markdown"]
@@ -30,6 +31,8 @@ def to_markdown(result: GateResult) -> str:
         f"{a.mean_precision:.3f} | {a.failed_queries}/{a.n_queries} | {a.gold_failures} |",
         "",
     ]
+    if result.judged:
+        out += [md_escape(judged_line(result.judged)), ""]
     if result.reasons:
         out.append("### Why STOP")
         out += [f"- **{md_escape(r.rule)}**: {md_escape(r.message)}" for r in result.reasons]

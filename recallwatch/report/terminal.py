@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from recallwatch.report._text import visible
+from recallwatch.suite.judged import judged_line
 from recallwatch.suite.model import CAUSE_ORDER, GateResult, QueryResult
 
 __all__ = ["print_report", "render"]
@@ -68,6 +69,8 @@ def render(result: GateResult) -> Group:
          f"failing {a.failed_queries}/{a.n_queries} (Gold {a.gold_failures})", "bold"),
     )
     parts: list[Any] = [banner, _identity(result)]
+    if result.judged:
+        parts.append(_t(judged_line(result.judged), "dim"))
     if result.reasons:
         reasons = Table.grid(padding=(0, 1))
         for r in result.reasons:

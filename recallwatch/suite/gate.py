@@ -24,7 +24,7 @@ from recallwatch.formats.policy import Policy
 from recallwatch.formats.results import RankedList
 from recallwatch.stores.base import Chunk, VectorStore
 from recallwatch.suite.diagnosis import DiagnosisContext, diagnose, halves_similarity, patterns
-from recallwatch.suite.model import GateResult
+from recallwatch.suite.model import GateResult, QueryResult, excerpt
 from recallwatch.suite.retrieve import ResultsSource, Source, StoreSource
 from recallwatch.suite.score import score_queries
 from recallwatch.suite.verdict import aggregate, decide
@@ -73,6 +73,7 @@ class Gate:
             halves_similarity=halves_similarity(failing_chunks, source.embed),
         )
         scored = [q if q.passed else replace(q, diagnosis=diagnose(q, ctx)) for q in scored]
+        scored = _with_texts(scored, source)
         agg = aggregate(scored)
         verdict, reasons = decide(scored, agg, self.policy)
 
@@ -104,6 +105,16 @@ class Gate:
                      "other": max(total - embed - search, 0.0), "total": total},
             warnings=tuple(warnings),
         )
+
+
+def _with_texts(scored: list[QueryResult], source: Source) -> list[QueryResult]:
+    """Each query with an excerpt of the text of every chunk it shows (expected, top-K, beyond
+    K), read in one batch: a person decides from text, not ids."""
+    shown = [list(dict.fromkeys([*(h.id for h in q.expected), *(c for c, _ in q.top),
+                                 *(c for c, _ in q.beyond_k)])) for q in scored]
+    chunks = source.chunks(list(dict.fromkeys(c for ids in shown for c in ids)))
+    return [replace(q, chunk_texts={c: excerpt(chunks[c].text) for c in ids if c in chunks})
+            for q, ids in zip(scored, shown)]
 
 
 def run_gate(

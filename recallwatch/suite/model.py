@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 __all__ = [
     "CAUSE_ORDER",
     "CAUSE_TITLES",
+    "EXCERPT_CHARS",
     "SCHEMA_VERSION",
     "Aggregate",
     "Cause",
@@ -18,6 +20,7 @@ __all__ = [
     "QueryResult",
     "Reason",
     "Verdict",
+    "excerpt",
 ]
 
 SCHEMA_VERSION = 1
@@ -35,6 +38,18 @@ CAUSE_TITLES: dict[str, str] = {
     "noise": "noise",
 }
 # One line that tells a reader what the cause names mean, shown once above the diagnoses.
+# How much of a chunk's text a run keeps for each chunk it shows (expected, top-K, what buried a
+# query): enough for a person to recognise the chunk, bounded so a run stays small.
+EXCERPT_CHARS = 300
+
+
+def excerpt(text: str) -> str:
+    """The first ``EXCERPT_CHARS`` characters of a chunk's text on one line (runs of whitespace
+    become one space), ending with "…" when the text was longer."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= EXCERPT_CHARS else flat[:EXCERPT_CHARS - 1] + "…"
+
+
 CAUSE_ORDER = ("each missing chunk is checked for four causes in order — chunking, missing "
                "description, labelling, embedding — and the first that fits is named")
 
@@ -92,6 +107,14 @@ class QueryResult:
     # The results ranked between K+1 and the deepest expected chunk missing from the top-K (for a
     # failing query only): what buried it, for the history's "who buried it".
     beyond_k: tuple[tuple[str, float], ...] = ()
+    # An excerpt of the text of each chunk above (expected, top-K, beyond K) the source could
+    # read: chunk id -> excerpt(text). Empty for runs recorded before it existed, and for a
+    # results file given without its corpus.
+    chunk_texts: Mapping[str, str] = field(default_factory=dict)
+
+    def text_of(self, chunk_id: str) -> str | None:
+        """The recorded excerpt of a chunk's text, or None when the run holds none."""
+        return self.chunk_texts.get(chunk_id)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -101,6 +124,7 @@ class QueryResult:
         d["beyond_k"] = [{"id": i, "score": s} for i, s in self.beyond_k]
         d["expected"] = [asdict(e) for e in self.expected]
         d["diagnosis"] = [asdict(x) for x in self.diagnosis]
+        d["chunk_texts"] = dict(self.chunk_texts)
         return d
 
 
@@ -211,7 +235,8 @@ class GateResult:
                    "expected": tuple(ExpectedHit(**e) for e in q["expected"]),
                    "top": tuple((t["id"], t["score"]) for t in q["top"]),
                    "beyond_k": tuple((t["id"], t["score"]) for t in q.get("beyond_k", [])),
-                   "diagnosis": tuple(Diagnosis(**x) for x in q["diagnosis"])}
+                   "diagnosis": tuple(Diagnosis(**x) for x in q["diagnosis"]),
+                   "chunk_texts": dict(q.get("chunk_texts") or {})}
             )
             for q in d["queries"]
         )
