@@ -73,7 +73,6 @@ class Gate:
             halves_similarity=halves_similarity(failing_chunks, source.embed),
         )
         scored = [q if q.passed else replace(q, diagnosis=diagnose(q, ctx)) for q in scored]
-        scored = _with_texts(scored, source)
         agg = aggregate(scored)
         verdict, reasons = decide(scored, agg, self.policy)
 
@@ -104,17 +103,18 @@ class Gate:
             timings={"embed": embed, "search": search,
                      "other": max(total - embed - search, 0.0), "total": total},
             warnings=tuple(warnings),
+            chunk_texts=_texts(scored, source),
         )
 
 
-def _with_texts(scored: list[QueryResult], source: Source) -> list[QueryResult]:
-    """Each query with an excerpt of the text of every chunk it shows (expected, top-K, beyond
-    K), read in one batch: a person decides from text, not ids."""
-    shown = [list(dict.fromkeys([*(h.id for h in q.expected), *(c for c, _ in q.top),
-                                 *(c for c, _ in q.beyond_k)])) for q in scored]
-    chunks = source.chunks(list(dict.fromkeys(c for ids in shown for c in ids)))
-    return [replace(q, chunk_texts={c: excerpt(chunks[c].text) for c in ids if c in chunks})
-            for q, ids in zip(scored, shown)]
+def _texts(scored: list[QueryResult], source: Source) -> dict[str, str]:
+    """An excerpt of the text of every chunk the run shows (expected, top-K, beyond K), once per
+    chunk, read in one batch: a person decides from text, not ids."""
+    shown = list(dict.fromkeys(
+        c for q in scored for c in [*(h.id for h in q.expected), *(c for c, _ in q.top),
+                                    *(c for c, _ in q.beyond_k)]))
+    chunks = source.chunks(shown)
+    return {c: excerpt(chunks[c].text) for c in shown if c in chunks}
 
 
 def run_gate(

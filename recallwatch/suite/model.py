@@ -107,15 +107,6 @@ class QueryResult:
     # The results ranked between K+1 and the deepest expected chunk missing from the top-K (for a
     # failing query only): what buried it, for the history's "who buried it".
     beyond_k: tuple[tuple[str, float], ...] = ()
-    # An excerpt of the text of each chunk above (expected, top-K, beyond K) the source could
-    # read: chunk id -> excerpt(text). Empty for runs recorded before it existed, and for a
-    # results file given without its corpus.
-    chunk_texts: Mapping[str, str] = field(default_factory=dict)
-
-    def text_of(self, chunk_id: str) -> str | None:
-        """The recorded excerpt of a chunk's text, or None when the run holds none."""
-        return self.chunk_texts.get(chunk_id)
-
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["tags"] = list(self.tags)
@@ -124,7 +115,6 @@ class QueryResult:
         d["beyond_k"] = [{"id": i, "score": s} for i, s in self.beyond_k]
         d["expected"] = [asdict(e) for e in self.expected]
         d["diagnosis"] = [asdict(x) for x in self.diagnosis]
-        d["chunk_texts"] = dict(self.chunk_texts)
         return d
 
 
@@ -188,6 +178,10 @@ class GateResult:
     warnings: tuple[str, ...] = ()
     comparison: dict[str, Any] | None = None  # filled by the history layer
     judged: dict[str, Any] | None = None  # judged@K, when the gate was given judgments
+    # An excerpt of the text of every chunk the run shows (each query's expected chunks, top-K and
+    # results beyond K), once per chunk: chunk id -> excerpt(text). Empty for runs recorded before
+    # it existed, and for a results file given without its corpus.
+    chunk_texts: Mapping[str, str] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -225,6 +219,7 @@ class GateResult:
             "warnings": list(self.warnings),
             "comparison": self.comparison,
             "judged": self.judged,
+            "chunk_texts": dict(self.chunk_texts),
         }
 
     @classmethod
@@ -235,8 +230,7 @@ class GateResult:
                    "expected": tuple(ExpectedHit(**e) for e in q["expected"]),
                    "top": tuple((t["id"], t["score"]) for t in q["top"]),
                    "beyond_k": tuple((t["id"], t["score"]) for t in q.get("beyond_k", [])),
-                   "diagnosis": tuple(Diagnosis(**x) for x in q["diagnosis"]),
-                   "chunk_texts": dict(q.get("chunk_texts") or {})}
+                   "diagnosis": tuple(Diagnosis(**x) for x in q["diagnosis"])}
             )
             for q in d["queries"]
         )
@@ -251,5 +245,6 @@ class GateResult:
             config_hash=d["config_hash"], config=d["config"], policy=d["policy"],
             store=d["store"], timings=d["timings"], warnings=tuple(d.get("warnings", [])),
             comparison=d.get("comparison"), judged=d.get("judged"),
+            chunk_texts=dict(d.get("chunk_texts") or {}),
             schema_version=d.get("schema_version", SCHEMA_VERSION),
         )

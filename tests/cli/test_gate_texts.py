@@ -1,4 +1,4 @@
-"""`recallwatch gate` records an excerpt of each shown chunk's text (`chunk_texts` per query):
+"""`recallwatch gate` records an excerpt of each shown chunk's text (`chunk_texts`, once per chunk):
 from the store, or from the corpus given with a results file; and the history and dashboard keep
 and show it."""
 
@@ -48,8 +48,8 @@ def test_results_file_texts_come_from_its_corpus(tmp_path: Path) -> None:
         return json.loads(r.stdout)  # type: ignore[no-any-return]
 
     # without the corpus, a results file carries no text: the key is there, empty
-    assert gate()["queries"][0]["chunk_texts"] == {}
-    got = gate("--corpus", str(corpus))["queries"][0]["chunk_texts"]
+    assert gate()["chunk_texts"] == {}
+    got = gate("--corpus", str(corpus))["chunk_texts"]
     # every chunk the corpus holds, on one line, cut at the bound; "y" is in no corpus
     assert got == {"a": "Vacaciones: 30 días naturales. Se piden con un mes de antelación.",
                    "x": texts["x"], "b": "Nóminas " * 37 + "Nóm…"}  # 37 × 8 + 3 = 299
@@ -68,13 +68,11 @@ def test_a_lancedb_run_of_the_example_records_and_shows_its_texts(tmp_path: Path
     assert r.exit_code in (0, 1), r.stderr
     out = json.loads(r.stdout)
     corpus = {c.id: c.text for c in read_corpus(KB / "corpus_v1.jsonl")}
-    for q in out["queries"]:
-        # every chunk the run shows, with its own text read back from the corpus file
-        assert q["chunk_texts"] == {c: excerpt(corpus[c]) for c in shown(q)}
+    # every chunk the run shows, once, with its own text read back from the corpus file
+    assert out["chunk_texts"] == {c: excerpt(corpus[c])
+                                  for c in set().union(*map(shown, out["queries"]))}
     with History(db) as h:
-        stored = h.load(out["run_id"])
-    assert [dict(q.chunk_texts) for q in stored.queries] == \
-        [q["chunk_texts"] for q in out["queries"]]
+        assert dict(h.load(out["run_id"]).chunk_texts) == out["chunk_texts"]
 
     q = next(q for q in out["queries"] if not q["passed"])
     client = TestClient(create_app(db))
@@ -83,5 +81,5 @@ def test_a_lancedb_run_of_the_example_records_and_shows_its_texts(tmp_path: Path
     H.assert_inert(resp.text)
     rows = H.parse(resp.text).cssselect("table.expected tbody tr")
     assert [(H.text(row.cssselect("code.chunk-id")[0]), H.text(row.cssselect(".chunk-text")[0]))
-            for row in rows] == [(e["id"], " ".join(visible(q["chunk_texts"][e["id"]]).split()))
+            for row in rows] == [(e["id"], " ".join(visible(out["chunk_texts"][e["id"]]).split()))
                                  for e in q["expected"]]
