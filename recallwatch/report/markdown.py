@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from recallwatch.report._text import anchor_line, md_escape
 from recallwatch.suite.cost import cost_line
+from recallwatch.suite.judged import judged_line
 from recallwatch.suite.model import CAUSE_ORDER, GateResult
 
 __all__ = ["to_markdown"]
@@ -38,6 +39,8 @@ def to_markdown(result: GateResult) -> str:
         n = sum(q.fact_recall is not None for q in result.queries)
         out += [f"Fact recall@K (share of the content anchors whose quote is in the top-K text): "
                 f"**{a.mean_fact_recall:.3f}** over {n} queries with anchors.", ""]
+    if result.judged:
+        out += [md_escape(judged_line(result.judged)), ""]
     if result.reasons:
         out.append("### Why STOP")
         out += [f"- **{md_escape(r.rule)}**: {md_escape(r.message)}" for r in result.reasons]

@@ -11,6 +11,7 @@ from rich.text import Text
 
 from recallwatch.report._text import anchor_line, visible
 from recallwatch.suite.cost import cost_line
+from recallwatch.suite.judged import judged_line
 from recallwatch.suite.model import CAUSE_ORDER, GateResult, QueryResult
 
 __all__ = ["print_report", "render"]
@@ -77,6 +78,8 @@ def render(result: GateResult) -> Group:
     split = result.split_line()
     if split:
         parts.append(_t(split, "bold"))
+    if result.judged:
+        parts.append(_t(judged_line(result.judged), "dim"))
     if result.reasons:
         reasons = Table.grid(padding=(0, 1))
         for r in result.reasons:

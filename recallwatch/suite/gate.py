@@ -28,7 +28,7 @@ from recallwatch.suite.anchors import QueryAnchors, resolve_queries
 from recallwatch.suite.cost import measure_cost
 from recallwatch.suite.diagnosis import DiagnosisContext, diagnose, halves_similarity, patterns
 from recallwatch.suite.limits import check_measures, run_checks
-from recallwatch.suite.model import GateResult, QueryResult
+from recallwatch.suite.model import GateResult, QueryResult, excerpt
 from recallwatch.suite.retrieve import ResultsSource, Source, StoreSource
 from recallwatch.suite.score import score_queries
 from recallwatch.suite.verdict import aggregate, decide
@@ -138,6 +138,7 @@ class Gate:
             split=split,
             checks=tuple(checks),
             cost=cost,
+            chunk_texts=_texts(scored, source),
         )
 
 
@@ -177,6 +178,17 @@ def _with_fact_recall(scored: list[QueryResult], queries: Sequence[GoldenQuery],
         rows, fact_recall = anchors.report(golden_q, golden_q.expected, context)
         out.append(replace(q, anchors=rows, fact_recall=fact_recall))
     return out
+
+
+
+def _texts(scored: list[QueryResult], source: Source) -> dict[str, str]:
+    """An excerpt of the text of every chunk the run shows (expected, top-K, beyond K), once per
+    chunk, read in one batch: a person decides from text, not ids."""
+    shown = list(dict.fromkeys(
+        c for q in scored for c in [*(h.id for h in q.expected), *(c for c, _ in q.top),
+                                    *(c for c, _ in q.beyond_k)]))
+    chunks = source.chunks(shown)
+    return {c: excerpt(chunks[c].text) for c in shown if c in chunks}
 
 
 def run_gate(

@@ -15,7 +15,7 @@ from typing import Any
 
 from recallwatch.suite.model import GateResult
 
-__all__ = ["CROWDED_BELOW", "WARN_BELOW", "with_judged"]
+__all__ = ["CROWDED_BELOW", "WARN_BELOW", "judged_line", "with_judged"]
 
 WARN_BELOW = 0.8  # warn when the mean judged@K falls under this
 CROWDED_BELOW = 0.5  # a query with less than half of its top-K judged is named in the warning
@@ -49,3 +49,16 @@ def with_judged(result: GateResult, judged: Collection[tuple[str, str]], *,
             f"their top {k} judged{': ' + named if named else ''}); the scores count unjudged "
             "results as not relevant, so pool again (`recallwatch label pool`) and judge them")
     return replace(result, judged=block, warnings=tuple(warnings))
+
+
+def judged_line(block: dict[str, Any]) -> str:
+    """The judged block in one line, for the summary of the text reports."""
+    k = block.get("k") or "K"
+    n = len(block.get("per_query") or {})
+    crowded = len(block.get("crowded") or [])
+    line = (f"judged@{k} {float(block['judged_at_k']):.2f} (the share of each top {k} that is "
+            f"an expected chunk or was judged, from {block.get('pairs', 0)} judged pairs)")
+    if crowded:
+        line += (f"; {crowded} of {n} quer{'y' if n == 1 else 'ies'} with less than half of "
+                 f"their top {k} judged")
+    return line

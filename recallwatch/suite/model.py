@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 __all__ = [
     "CAUSE_ORDER",
     "CAUSE_TITLES",
+    "EXCERPT_CHARS",
     "SCHEMA_VERSION",
     "Aggregate",
     "Cause",
@@ -19,6 +21,7 @@ __all__ = [
     "QueryResult",
     "Reason",
     "Verdict",
+    "excerpt",
 ]
 
 SCHEMA_VERSION = 1
@@ -35,6 +38,18 @@ CAUSE_TITLES: dict[str, str] = {
     "embedding": "embedding",
     "noise": "noise",
 }
+# How much of a chunk's text a run keeps for each chunk it shows (expected, top-K, what buried a
+# query): enough for a person to recognise the chunk, bounded so a run stays small.
+EXCERPT_CHARS = 300
+
+
+def excerpt(text: str) -> str:
+    """The first ``EXCERPT_CHARS`` characters of a chunk's text on one line (runs of whitespace
+    become one space), ending with "…" when the text was longer."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= EXCERPT_CHARS else flat[:EXCERPT_CHARS - 1] + "…"
+
+
 # One line that tells a reader what the cause names mean, shown once above the diagnoses.
 CAUSE_ORDER = ("each missing chunk is checked for four causes in order — chunking, missing "
                "description, labelling, embedding — and the first that fits is named")
@@ -191,6 +206,10 @@ class GateResult:
     warnings: tuple[str, ...] = ()
     comparison: dict[str, Any] | None = None  # filled by the history layer
     judged: dict[str, Any] | None = None  # judged@K, when the gate was given judgments
+    # An excerpt of the text of every chunk the run shows (each query's expected chunks, top-K and
+    # results beyond K), once per chunk: chunk id -> excerpt(text). Empty for runs recorded before
+    # it existed, and for a results file given without its corpus.
+    chunk_texts: Mapping[str, str] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
     # With a tune/test split: which part was scored and how many queries each part holds
     # ({"scored": "test", "tune": n, "test": n, "unassigned": n}); None without a split.
@@ -255,6 +274,7 @@ class GateResult:
             "staleness": self.staleness,
             "checks": [c.to_dict() for c in self.checks],
             "cost": self.cost,
+            "chunk_texts": dict(self.chunk_texts),
         }
 
     @classmethod
@@ -281,6 +301,7 @@ class GateResult:
             config_hash=d["config_hash"], config=d["config"], policy=d["policy"],
             store=d["store"], timings=d["timings"], warnings=tuple(d.get("warnings", [])),
             comparison=d.get("comparison"), judged=d.get("judged"),
+            chunk_texts=dict(d.get("chunk_texts") or {}),
             schema_version=d.get("schema_version", SCHEMA_VERSION),
             split=d.get("split"), staleness=d.get("staleness"),
             checks=tuple(Check(**c) for c in d.get("checks", [])), cost=d.get("cost"),
