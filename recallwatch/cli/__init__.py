@@ -86,6 +86,7 @@ _COMMAND_MODULES = (
     "golden_cmd",  # the `golden` group; modules listed after it add its commands
     "label_cmd",  # the `label` group
     "bench_cmd",
+    "plan_cmd",
     "monitor_cmd",
     "reindex_cmd",
     "promote_cmd",
