@@ -111,7 +111,7 @@ def _exposure(result: GateResult, field: str, store: str | None, corpus: Path | 
              "exposure = share of the top-K results; vs corpus and vs relevant = exposure minus "
              f"the group's share of the corpus and of the expected chunks; [{rep.level:.0%} CI]",
              f"{'group':<22} {'chunks':>6} {'corpus':>7} {'relevant':>8} {'exposure':>9} "
-             f"{'CI':<16} {'vs corpus':>9} {'CI':<16} {'vs relevant':>11} {'CI':<16}"]
+             f"{'CI':<16} {'vs corpus':>9} {'CI':<16} {'vs relevant':>11} CI"]
 
     def iv(x: Interval | None) -> str:
         return "" if x is None else f"[{x.low:.3f}, {x.high:.3f}]"
@@ -121,7 +121,7 @@ def _exposure(result: GateResult, field: str, store: str | None, corpus: Path | 
         vr = "—" if g.vs_relevant is None else f"{g.vs_relevant.value:+.3f}"
         lines.append(f"{g.group[:22]:<22} {g.chunks:>6} {g.corpus_share:>7.3f} {rel:>8} "
                      f"{g.exposure.value:>9.3f} {iv(g.exposure):<16} {g.vs_corpus.value:>+9.3f} "
-                     f"{iv(g.vs_corpus):<16} {vr:>11} {iv(g.vs_relevant):<16}")
+                     f"{iv(g.vs_corpus):<16} {vr:>11} {iv(g.vs_relevant)}".rstrip())
     emit("\n".join(lines))
 
 

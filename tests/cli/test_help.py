@@ -26,6 +26,8 @@ HOMONYMS = {
     "--sample": "how many logged queries to draw (probes) vs vectors to hold out (quantize)",
     "--out": "a directory of result files (bench, experiments, quantize) vs the qrels file to "
              "write (online clicks, online judge)",
+    "--corpus": "the corpus that gives Gold labels to --results (gate) vs the chunks whose "
+                "fields are grouped by --by-chunk (groups)",
     "--model": "the click model to fit (online clicks) vs the LLM's name at its endpoint "
                "(online judge)",
 }

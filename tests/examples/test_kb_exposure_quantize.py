@@ -119,6 +119,7 @@ def test_the_same_on_a_pgvector_copy(kb: dict[str, Any], postgres_server: Any,
     code, out, err = cli("groups", str(kb["report"]), "--by-chunk", "domain", "--store", uri,
                          "--format", "json")
     assert code == 0, err
-    code2, out2, _ = cli("groups", str(kb["report"]), "--by-chunk", "domain", "--store",
+    code2, out2, err2 = cli("groups", str(kb["report"]), "--by-chunk", "domain", "--store",
                          kb["store"], "--format", "json")
+    assert code2 == 0, err2
     assert json.loads(out)["groups"] == json.loads(out2)["groups"]
