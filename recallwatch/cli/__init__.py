@@ -90,6 +90,7 @@ _COMMAND_MODULES = (
     "label_cmd",  # the `label` group
     "label_judge_cmd",  # label pool, serve, agree, export, merge
     "bench_cmd",
+    "plan_cmd",
     "monitor_cmd",
     "reindex_cmd",
     "promote_cmd",

@@ -15,6 +15,7 @@ from recallwatch.cli._options import (
     OutDir,
     RequiredOutDir,
     Seed,
+    StoreURIOrNone,
     TableJson,
     TableJsonFormat,
 )
@@ -81,20 +82,26 @@ def quantize(
         "--depths", help="Rescoring depths R for binary + exact rescoring.")] = (
         "10,20,50,100,200,500,1000,2000"),
     seed: Seed = 0,
+    store: StoreURIOrNone = None,
     out: OutDir = None,
     fmt: TableJsonFormat = TableJson.table,
 ) -> None:
     """float32 / float16 / int8 / binary: bytes per vector and recall@k against float32, and
     binary screening of the whole collection followed by exact rescoring of its top R.
 
+    With --store, on the store's own vectors (--sample of them held out as queries, cosine), plus
+    the store's own quantized indexes measured the same way on a copy (LanceDB IVF_PQ and
+    IVF_HNSW_SQ) or read-only (pgvector halfvec and bit): the store is never written.
+
     --seed draws the held-out queries (or the synthetic data); with --out it writes
     quantization.json and quantization.md there."""
     from recallwatch.bench.datasets import dataset_from_spec
     from recallwatch.bench.quantize import quantization_study
+    from recallwatch.bench.truth import ground_truth
     from recallwatch.errors import InputError, UsageError
 
-    if (base is None) == (synthetic is None):
-        raise UsageError("give exactly one of BASE or --synthetic NxD")
+    if sum(x is not None for x in (base, synthetic, store)) != 1:
+        raise UsageError("give exactly one of BASE, --synthetic NxD or --store URI")
     try:
         rs = [int(v) for v in depths.split(",") if v.strip()]
     except ValueError:
@@ -108,26 +115,42 @@ def quantize(
                              found=synthetic) from None
         spec: dict[str, object] = {"synthetic": {"n": n, "dim": d, "queries": sample,
                                                  "seed": seed}, "metric": metric}
+    elif store is not None:
+        spec = {"store": store, "queries": {"sample": sample, "seed": seed}}
     elif base is not None and base.suffix.lower() in (".hdf5", ".h5"):
         spec = {"hdf5": str(base)}
     else:
         spec = {"base": str(base), "metric": metric,
                 "queries": str(queries) if queries else {"sample": sample, "seed": seed}}
-    data = dataset_from_spec(spec, source=str(base or "--synthetic"))
-    study = quantization_study(data.base, data.queries, k=k, metric=data.metric, depths=rs)
+    data = dataset_from_spec(spec, source=str(base or store or "--synthetic"))
+    truth = ground_truth(data.base, data.queries, k, data.metric)
+    study = quantization_study(data.base, data.queries, k=k, metric=data.metric, depths=rs,
+                               truth=truth)
     doc = {"dataset": {"name": data.name, "hash": data.hash, "source": data.source},
            **study.to_dict()}
+    markdown = study.markdown()
+    if store is not None:
+        from recallwatch.bench.native_quant import native_markdown, native_quantization
+        from recallwatch.cli._common import open_store
+
+        opened = open_store(store)
+        try:
+            native = native_quantization(opened, data, truth, k)
+        finally:
+            opened.close()
+        doc["store_indexes"] = [r.to_dict() for r in native]
+        markdown += "\n" + native_markdown(native, k)
     if fmt is TableJson.json:
         emit(json.dumps(doc, indent=2))
     else:
-        lines = [study.markdown(), f"binary + exact rescoring of the top R (recall@{k}):"]
+        lines = [markdown, f"binary + exact rescoring of the top R (recall@{k}):"]
         lines += [f"  R={p.R:<6} ({p.share:.2%} of the collection)  recall {p.recall:.3f}"
                   for p in study.rescoring]
         emit("\n".join(lines))
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         (out / "quantization.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-        (out / "quantization.md").write_text(study.markdown(), encoding="utf-8")
+        (out / "quantization.md").write_text(markdown, encoding="utf-8")
         typer.echo(f"wrote {out / 'quantization.json'}, {out / 'quantization.md'}", err=True)
 
 

@@ -24,7 +24,7 @@ from recallwatch.stores._credentials import resolve_secret
 from recallwatch.stores._uri import parse_store_uri, redact
 from recallwatch.stores.base import SupportsIndexSize
 from recallwatch.stores.checks import NormFilter, check_name
-from recallwatch.stores.failures import missing_table
+from recallwatch.stores.failures import engine_message, missing_table
 from recallwatch.stores.rows import CHUNK_FIELDS, Row
 from recallwatch.stores.versioned import VersionedStore, store_names
 
@@ -293,6 +293,33 @@ class PgVectorStore(VersionedStore, SupportsIndexSize):
                 cur.execute(query, [q, *params, q], prepare=False if exact else None)
                 found = cur.fetchall()
                 out.append(([str(r[0]) for r in found], [float(r[1]) for r in found]))
+        return out
+
+    def quantized_search(self, vectors: np.ndarray, k: int,
+                         representation: Literal["halfvec", "bit"]) -> list[list[str]]:
+        """Exact top-k ids of each query with the vectors cast to one of pgvector's compact
+        types, computed by PostgreSQL itself over the current version, read-only (no index, no
+        write): ``halfvec`` (float16, cosine) or ``bit`` (the sign of each component, Hamming
+        distance; ties by id). What switching the column to that type would give."""
+        arr = self._check_vectors(vectors, None, "query vectors")
+        self._reload_state()
+        table, d = self._table(), int(self._state["dim"] or arr.shape[1])
+        if representation == "halfvec":
+            order = sql.SQL("embedding::halfvec({d}) <=> %s::vector::halfvec({d})")
+        else:
+            order = sql.SQL("binary_quantize(embedding)::bit({d}) <~> "
+                            "binary_quantize(%s::vector)::bit({d})")
+        query = sql.SQL("SELECT id FROM {} ORDER BY {}, id LIMIT {}").format(
+            sql.Identifier(table), order.format(d=sql.Literal(d)), sql.Literal(k))
+        out = []
+        try:
+            with self._tx(), self._conn.cursor() as cur:
+                for q in arr:
+                    cur.execute(query, [q], prepare=False)
+                    out.append([str(r[0]) for r in cur.fetchall()])
+        except psycopg.Error as exc:
+            raise StoreError(f"{self.uri}: quantized_search failed: {engine_message(exc)}"
+                             ) from exc
         return out
 
     def _fetch(self, table: str, ids: Sequence[str]) -> tuple[list[Row], np.ndarray]:

@@ -74,7 +74,7 @@ def test_quantize_reads_a_vector_file(tmp_path: Path) -> None:
 def test_quantize_needs_exactly_one_input() -> None:
     result = CliRunner().invoke(app, ["quantize"])
     assert result.exit_code == 2
-    assert "Error: give exactly one of BASE or --synthetic NxD" in result.stderr
+    assert "Error: give exactly one of BASE, --synthetic NxD or --store URI" in result.stderr
 
 
 def test_quantize_rejects_a_malformed_synthetic_size() -> None:

@@ -41,7 +41,7 @@ HOMONYMS = {
     "--split": "a variant's intended share (online ab) vs the tune/test part a calibration "
                "uses (calibrate-threshold, calibrate-noise)",
     "--corpus": "metadata for a results file (gate) vs the chunks to check labels against "
-                "(golden check)",
+                "(golden check) vs the chunks whose fields are grouped by --by-chunk (groups)",
     "--log": "a query log the golden set is checked against for staleness (gate) vs the "
              "interaction log whose live signals are alarmed on (monitor)",
     "--model": "the click model to fit (online clicks) vs the LLM's name at its endpoint "
