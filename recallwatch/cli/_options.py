@@ -22,6 +22,8 @@ __all__ = [
     "DatasetName",
     "Depth",
     "EmbedderSpec",
+    "EngineChoice",
+    "EngineOption",
     "EvalFormat",
     "GateFormat",
     "GateFormatOption",
@@ -39,6 +41,8 @@ __all__ = [
     "PolicyFile",
     "Power",
     "ProbesFile",
+    "RayAddress",
+    "RayWorkers",
     "RecallFloor",
     "RequiredOutDir",
     "ResultsFile",
@@ -62,6 +66,11 @@ class GateFormat(str, Enum):
     table = "table"
     json = "json"
     markdown = "markdown"
+
+
+class EngineChoice(str, Enum):
+    local = "local"
+    ray = "ray"
 
 
 class NoiseFormat(str, Enum):
@@ -139,6 +148,20 @@ HumanQrelsOrNone = Annotated[Path | None, typer.Option("--qrels", help=_QRELS_HE
 
 Seed = Annotated[int, typer.Option(
     "--seed", help="Seed of the random draws: the same seed gives the same result.")]
+
+# -- where the heavy work runs ------------------------------------------------------------------
+
+EngineOption = Annotated[EngineChoice, typer.Option(
+    "--engine", help="Where the heavy work runs: local (this process) or ray (a Ray cluster; "
+    "needs pip install 'recallwatch[ray]'). Both give the same results.")]
+
+RayAddress = Annotated[str | None, typer.Option(
+    "--address", help="With --engine ray: the Ray cluster to join, e.g. 10.0.0.5:6379 or auto "
+    "(default: start a local Ray on this machine).")]
+
+RayWorkers = Annotated[int | None, typer.Option(
+    "--workers", min=1, help="With --engine ray: how many Ray workers run at once (default: one "
+    "per CPU of the cluster).")]
 
 # -- output ------------------------------------------------------------------------------------
 

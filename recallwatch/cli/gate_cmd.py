@@ -12,12 +12,16 @@ from recallwatch.cli._common import emit
 from recallwatch.cli._options import (
     DEFAULT_HISTORY,
     EmbedderSpec,
+    EngineChoice,
+    EngineOption,
     GateFormat,
     GateFormatOption,
     GoldenArg,
     HistoryPath,
     NoHistory,
     PolicyFile,
+    RayAddress,
+    RayWorkers,
     ResultsFile,
     StoreURIOrNone,
 )
@@ -42,12 +46,17 @@ def gate(
     run_date: Annotated[str | None, typer.Option(
         "--run-date", help="Judge validity windows on this day (YYYY-MM-DD; default "
         "today).")] = None,
+    engine: EngineOption = EngineChoice.local,
+    address: RayAddress = None,
+    workers: RayWorkers = None,
 ) -> None:
     """Run the golden set against an index and answer ACCEPT or STOP.
 
     Searches --store (or reads --results from any other search system) and applies the policy:
     --policy, or the default thresholds without it.
 
+    With --engine ray the queries are retrieved by Ray workers (for stores that serve concurrent
+    clients); the run, its hash and every per-query value are the same.
     Exit codes: 0 ACCEPT, 1 STOP, 2 usage or input error.
     """
     from recallwatch.errors import InputError
@@ -72,9 +81,19 @@ def gate(
 
         return record_gate_run(result, history, store=vector_store)
 
-    result = gate_from_files(golden, store=store, results=results, policy=policy,
-                             embedder=embedder, corpus=corpus, run_date=day,
-                             then=None if no_history else record)
+    from recallwatch.scale import engine_session
+
+    with engine_session(engine.value, address, workers) as on_ray:
+        fan_out = None
+        if on_ray and store is not None:
+            from recallwatch.scale.ray_engine import RaySource
+
+            def fan_out(local: Any) -> Any:
+                return RaySource(local, store, embedder, workers)
+
+        result = gate_from_files(golden, store=store, results=results, policy=policy,
+                                 embedder=embedder, corpus=corpus, run_date=day,
+                                 then=None if no_history else record, fan_out=fan_out)
     _write_outputs(result, fmt, junit, report)
     if policy is None:
         _explain_default_noise(result)

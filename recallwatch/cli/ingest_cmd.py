@@ -16,7 +16,16 @@ from typing import Annotated
 import typer
 
 from recallwatch.cli._common import emit
-from recallwatch.cli._options import EmbedderSpec, StoreURI, TableJson, TableJsonFormat
+from recallwatch.cli._options import (
+    EmbedderSpec,
+    EngineChoice,
+    EngineOption,
+    RayAddress,
+    RayWorkers,
+    StoreURI,
+    TableJson,
+    TableJsonFormat,
+)
 
 EXIT_REJECTED = 1
 
@@ -40,29 +49,42 @@ def ingest(
     show_progress: Annotated[bool | None, typer.Option(
         "--progress/--no-progress",
         help="Progress bar on stderr (default: when stderr is a terminal).")] = None,
+    engine: EngineOption = EngineChoice.local,
+    address: RayAddress = None,
+    workers: RayWorkers = None,
 ) -> None:
     """Embed and write a corpus into a store: batched, idempotent, resumable after a kill.
 
     Unchanged chunks (same content hash) are skipped; rerunning a killed ingestion completes it.
     A new store is embedded with use-multilingual unless --embedder names another.
+    With --engine ray the embedding runs on Ray workers (each loads the model once) and this
+    process writes the vectors in order: the store ends up byte for byte the same.
     Exit codes: 0 all records ingested, 1 some records rejected (listed; the version is not
     promotable until resolved), 2 usage or input error.
     """
     from recallwatch.embedders import DEFAULT_EMBEDDER, embedder_from_spec
     from recallwatch.embedders.base import SPEC_META_KEY
     from recallwatch.ops.ingest import ingest as run_ingest
+    from recallwatch.scale import engine_session
     from recallwatch.stores import open_store
 
-    vector_store = open_store(store, create=True)  # ingesting may create the store
-    try:
-        spec = embedder or vector_store.get_meta(SPEC_META_KEY) or DEFAULT_EMBEDDER
-        progress = sys.stderr.isatty() if show_progress is None else show_progress
-        model = embedder_from_spec(spec)
-        report = run_ingest(corpus, vector_store, model, batch_size=batch_size,
-                            commit_every=commit_every, prune=prune, embedder_spec=spec,
-                            strict=strict, show_progress=progress)
-    finally:
-        vector_store.close()
+    with engine_session(engine.value, address, workers) as on_ray:
+        vector_store = open_store(store, create=True)  # ingesting may create the store
+        try:
+            spec = embedder or vector_store.get_meta(SPEC_META_KEY) or DEFAULT_EMBEDDER
+            progress = sys.stderr.isatty() if show_progress is None else show_progress
+            model = embedder_from_spec(spec)
+            embed_batches = None
+            if on_ray:
+                from recallwatch.scale.ray_engine import RayEmbedding
+
+                embed_batches = RayEmbedding(spec, workers)
+            report = run_ingest(corpus, vector_store, model, batch_size=batch_size,
+                                commit_every=commit_every, prune=prune, embedder_spec=spec,
+                                strict=strict, show_progress=progress,
+                                embed_batches=embed_batches)
+        finally:
+            vector_store.close()
     if fmt is TableJson.json:
         emit(json.dumps(report.to_dict(), ensure_ascii=False, indent=2, sort_keys=True))
     else:

@@ -16,7 +16,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
+from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -139,6 +140,7 @@ def ingest(
     embedder_spec: str | None = None,
     strict: bool = False,
     show_progress: bool = False,
+    embed_batches: Callable[[Sequence[list[str]]], Iterable[np.ndarray]] | None = None,
 ) -> IngestReport:
     """Embed and write the chunks of ``corpus`` that the store does not hold as they are.
 
@@ -149,6 +151,8 @@ def ingest(
     ``strict`` makes the first bad record an InputError before anything is written; otherwise
     bad records are rejected, listed in the report, and block the new version's promotion. A
     corpus with no valid record at all is an InputError either way.
+    ``embed_batches`` embeds elsewhere (e.g. :class:`recallwatch.scale.ray_engine.RayEmbedding`):
+    it gets every batch as cut here and yields their vectors in order; writing stays here.
     """
     if batch_size < 1 or commit_every < 1:
         raise UsageError(f"batch_size and commit_every must be at least 1, found {batch_size} "
@@ -201,15 +205,21 @@ def ingest(
     if todo or report.deleted:
         store.set_meta(IN_PROGRESS_META_KEY, {"started_at": started, "corpus": data.source,
                                               "from_version": version_before})
-        with progress(len(todo), f"ingesting into {store.uri}", enabled=show_progress) as advance:
-            for start in range(0, len(todo), commit_every):
-                group = todo[start:start + commit_every]
+        groups = [todo[s:s + commit_every] for s in range(0, len(todo), commit_every)]
+        # The batches are cut here, whoever embeds them: a text's vector can depend on its batch.
+        batches = [[c.text for c in g[b:b + batch_size]]
+                   for g in groups for b in range(0, len(g), batch_size)]
+        stream = _vectors(embedder, batches, embed_batches)
+        # closed when the ingestion stops, even half-way: a remote embedding ends with it
+        with progress(len(todo), f"ingesting into {store.uri}",
+                      enabled=show_progress) as advance, closing(stream):
+            for group in groups:
                 vectors = np.empty((len(group), fingerprint.dimension), dtype=np.float32)
                 t0 = time.perf_counter()
                 for b in range(0, len(group), batch_size):
-                    texts = [c.text for c in group[b:b + batch_size]]
-                    vectors[b:b + len(texts)] = embedder.embed_documents(texts)
-                    advance(len(texts))
+                    n = min(batch_size, len(group) - b)
+                    vectors[b:b + n] = next(stream)
+                    advance(n)
                 t1 = time.perf_counter()
                 store.upsert(group, vectors)
                 t_embed += t1 - t0
@@ -228,6 +238,17 @@ def ingest(
                       "total": time.perf_counter() - t_start}
     _record(store, report)
     return report
+
+
+def _vectors(
+    embedder: Embedder, batches: Sequence[list[str]],
+    embed_batches: Callable[[Sequence[list[str]]], Iterable[np.ndarray]] | None,
+) -> Generator[np.ndarray, None, None]:
+    if embed_batches is not None:
+        yield from embed_batches(batches)
+    else:
+        for texts in batches:
+            yield embedder.embed_documents(texts)
 
 
 def promotion_blockers(store: VectorStore, version: str) -> list[str]:

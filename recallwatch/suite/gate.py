@@ -29,7 +29,10 @@ from recallwatch.suite.retrieve import ResultsSource, Source, StoreSource
 from recallwatch.suite.score import score_queries
 from recallwatch.suite.verdict import aggregate, decide
 
-__all__ = ["Gate", "gate_from_files", "run_gate"]
+__all__ = ["FanOut", "Gate", "gate_from_files", "run_gate"]
+
+# Wraps the store's source so that retrieval runs elsewhere (the Ray engine), same answers.
+FanOut = Callable[[StoreSource], Source]
 
 
 def _new_run_id(now: datetime) -> str:
@@ -116,8 +119,10 @@ def run_gate(
     policy: Policy | None = None,
     run_date: date | None = None,
     results_name: str | Path = "<results>",
+    fan_out: FanOut | None = None,
 ) -> GateResult:
-    """Run the gate against a store (searched with ``embedder``) or a results mapping."""
+    """Run the gate against a store (searched with ``embedder``) or a results mapping.
+    ``fan_out`` wraps the store's source to retrieve elsewhere (the Ray engine)."""
     policy = policy or Policy()
     source: Source
     if (store is None) == (results is None):
@@ -127,7 +132,8 @@ def run_gate(
             from recallwatch.embedders import embedder_for_store
 
             embedder = embedder_for_store(store)
-        source = StoreSource(store, embedder, policy.search)
+        local = StoreSource(store, embedder, policy.search)
+        source = local if fan_out is None else fan_out(local)
     elif results is not None:
         if policy.search.filter and not corpus:
             raise InputError(
@@ -150,6 +156,7 @@ def gate_from_files(
     corpus: str | Path | None = None,
     run_date: date | None = None,
     then: Callable[[GateResult, VectorStore | None], GateResult] | None = None,
+    fan_out: FanOut | None = None,
 ) -> GateResult:
     """The gate as the CLI, the pytest plugin and the operations commands run it: a golden file,
     a store URI (queried with the embedder that built it, unless ``embedder`` names one) or a
@@ -179,7 +186,7 @@ def gate_from_files(
     try:
         result = run_gate(golden_set, store=vector_store,
                           embedder=embedder_for_store(vector_store, embedder), policy=pol,
-                          run_date=run_date)
+                          run_date=run_date, fan_out=fan_out)
         return then(result, vector_store) if then is not None else result
     finally:
         vector_store.close()
