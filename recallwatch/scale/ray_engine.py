@@ -267,10 +267,10 @@ class RaySource:
         self.local.check_exists(queries, expected)  # a dataset error is raised here, not in Ray
         parts = _split(list(queries), _concurrency(ray, self.workers),
                        getattr(self.local.embedder, "batch_size", None))
-        if not self._actors:
+        if len(self._actors) < len(parts):  # started once, reused by later calls
             actor = ray.remote(num_cpus=1)(_Retriever)
-            self._actors = [actor.remote(self.store, self.spec, self.local.settings)
-                            for _ in range(len(parts))]
+            self._actors += [actor.remote(self.store, self.spec, self.local.settings)
+                             for _ in range(len(parts) - len(self._actors))]
         t0 = time.perf_counter()
         answers = ray.get([a.retrieve.remote(p, depth)
                            for a, p in zip(self._actors, parts)])

@@ -1,7 +1,7 @@
 """The Ray engine gives the single-process bytes: exact ground truth (ties included), ingestion
 (store contents, idempotence, resumption after an interruption) and the gate (run hash and every
-per-query value). One local Ray (2 CPUs) serves the module; the two-node cluster is in
-test_ray_cluster.py (slow)."""
+per-query value). One local Ray (2 CPUs) serves the module; the resumption test and the two-node
+cluster (test_ray_cluster.py) are slow."""
 
 from __future__ import annotations
 
@@ -76,11 +76,11 @@ def test_sharded_ground_truth_is_byte_identical_ties_included(
             assert truth.ids[r].tolist() == expected.tolist()
 
 
-# -- ingestion ---------------------------------------------------------------------------------
+# -- ingestion, then the gate on what was ingested ---------------------------------------------
 
-def test_ray_ingest_writes_the_same_store_idempotently(local_ray: ModuleType,
-                                                       tmp_path: Path) -> None:
-    corpus = corpus_file(tmp_path, 30)
+def test_ray_ingest_and_gate_give_the_single_process_bytes(local_ray: ModuleType,
+                                                           tmp_path: Path) -> None:
+    corpus = corpus_file(tmp_path, 20)
     local = f"lancedb://{tmp_path / 'local'}?table=chunks"
     on_ray = f"lancedb://{tmp_path / 'ray'}?table=chunks"
     common = ["--embedder", SPEC, "--batch-size", "4", "--commit-every", "10", "--no-progress",
@@ -91,15 +91,34 @@ def test_ray_ingest_writes_the_same_store_idempotently(local_ray: ModuleType,
                             "--engine", "ray", "--workers", "2"])
     assert b.exit_code == 0, b.output
     ra, rb = json.loads(a.stdout), json.loads(b.stdout)
-    assert ra["counts"] == rb["counts"] and rb["counts"]["added"] == 30
+    assert ra["counts"] == rb["counts"] and rb["counts"]["added"] == 20
     assert ra["embedder"] == rb["embedder"]
-    assert contents(local) == contents(on_ray)
+    assert contents(local) == contents(on_ray)  # ids, texts, hashes and vector bytes
     again = runner.invoke(app, ["ingest", str(corpus), "--store", on_ray, *common,
                                 "--engine", "ray"])
     assert again.exit_code == 0, again.output
-    assert json.loads(again.stdout)["counts"]["unchanged"] == 30  # nothing re-embedded
+    assert json.loads(again.stdout)["counts"]["unchanged"] == 20  # nothing re-embedded
+
+    rows = [json.loads(line) for line in corpus.read_text(encoding="utf-8").splitlines()]
+    golden = tmp_path / "golden.json"
+    # 10 queries: three embedding batches of 4, so the two workers get 8 and 2
+    golden.write_text(json.dumps({"name": "g", "version": "1", "queries": [
+        {"id": f"q{i}", "text": " ".join(r["text"].split()[:12]), "expected": [r["id"]]}
+        for i, r in enumerate(rows[::2][:10])]}), encoding="utf-8")
+    args = ["gate", str(golden), "--store", local, "--no-history", "--format", "json"]
+    one = runner.invoke(app, args)
+    many = runner.invoke(app, [*args, "--engine", "ray", "--workers", "2"])
+    assert one.exit_code == many.exit_code and one.exit_code in (0, 1), many.output
+    ga, gb = json.loads(one.stdout), json.loads(many.stdout)
+    for d in (ga, gb):
+        for key in ("run_id", "created_at", "timings"):
+            d.pop(key)
+    assert ga["config_hash"] == gb["config_hash"]
+    assert ga["queries"] == gb["queries"]  # every per-query value, ranks and scores included
+    assert ga == gb
 
 
+@pytest.mark.slow
 def test_an_interrupted_ray_ingest_resumes_to_the_same_store(local_ray: ModuleType,
                                                              tmp_path: Path) -> None:
     from recallwatch.scale.ray_engine import RayEmbedding
@@ -131,33 +150,6 @@ def test_an_interrupted_ray_ingest_resumes_to_the_same_store(local_ray: ModuleTy
     store.close()
     assert report.resumed and len(report.added) == 12 and report.unchanged == 8
     assert contents(local) == contents(uri)
-
-
-# -- the gate ----------------------------------------------------------------------------------
-
-def test_ray_gate_gives_the_same_run(local_ray: ModuleType, tmp_path: Path) -> None:
-    corpus = corpus_file(tmp_path, 24)
-    rows = [json.loads(line) for line in corpus.read_text(encoding="utf-8").splitlines()]
-    golden = tmp_path / "golden.json"
-    # 10 queries: three embedding batches of 4, so the two workers get 8 and 2
-    golden.write_text(json.dumps({"name": "g", "version": "1", "queries": [
-        {"id": f"q{i}", "text": " ".join(r["text"].split()[:12]), "expected": [r["id"]]}
-        for i, r in enumerate(rows[::2][:10])]}), encoding="utf-8")
-    store = f"lancedb://{tmp_path / 'kb'}?table=chunks"
-    made = runner.invoke(app, ["ingest", str(corpus), "--store", store, "--embedder", SPEC,
-                               "--no-progress"])
-    assert made.exit_code == 0, made.output
-    args = ["gate", str(golden), "--store", store, "--no-history", "--format", "json"]
-    one = runner.invoke(app, args)
-    many = runner.invoke(app, [*args, "--engine", "ray", "--workers", "2"])
-    assert one.exit_code == many.exit_code and one.exit_code in (0, 1), many.output
-    a, b = json.loads(one.stdout), json.loads(many.stdout)
-    for d in (a, b):
-        for key in ("run_id", "created_at", "timings"):
-            d.pop(key)
-    assert a["config_hash"] == b["config_hash"]
-    assert a["queries"] == b["queries"]  # every per-query value, ranks and scores included
-    assert a == b
 
 
 # -- without Ray, and Ray-only options without Ray ---------------------------------------------
