@@ -80,7 +80,7 @@ def _descendants(root: int) -> list[int]:
     return out
 
 
-def worker_peaks_mib() -> list[float]:
+def worker_peaks_mib() -> list[tuple[str, float]]:
     """Peak resident memory of every Ray worker process under this one (named ``ray::…``; Ray's
     own agents excluded), largest first."""
     peaks = []
@@ -93,10 +93,10 @@ def worker_peaks_mib() -> list[float]:
             with open(f"/proc/{pid}/status") as f:
                 for line in f:
                     if line.startswith("VmHWM:"):
-                        peaks.append(int(line.split()[1]) / 1024)
+                        peaks.append((name[:60], int(line.split()[1]) / 1024))
         except OSError:
             continue
-    return sorted(peaks, reverse=True)
+    return sorted(peaks, key=lambda p: -p[1])
 
 
 class LocalRay:

@@ -49,6 +49,7 @@ from recallwatch.suite.retrieve import Retrieved, StoreSource, Timings
 __all__ = ["RayEmbedding", "RaySource", "ground_truth", "ray_session", "require_ray"]
 
 DEFAULT_SHARD_ROWS = 1 << 18  # 262,144 rows: 768 MiB of 768-d float32 per task
+_MAX_BLOCKS = 10_000  # Ray Data blocks of pre-cut batches (several batches a block past this)
 
 
 def require_ray() -> ModuleType:
@@ -70,8 +71,12 @@ def ray_session(address: str | None = None, workers: int | None = None) -> Itera
     if ray.is_initialized():
         yield ray
         return
-    ray.init(address=address, num_cpus=None if address else workers, include_dashboard=False,
-             logging_level=logging.WARNING, log_to_driver=False)
+    try:
+        ray.init(address=address, num_cpus=None if address else workers,
+                 include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False)
+    except ConnectionError as exc:  # a wrong --address is the user's to fix, not a crash
+        raise UsageError(f"cannot reach the Ray cluster at {address}: {exc} (check --address: "
+                         "HOST:PORT of the head node, or auto)") from None
     try:
         yield ray
     finally:
@@ -141,11 +146,14 @@ class RayEmbedding:
         gpus = 1 if ray.cluster_resources().get("GPU", 0) >= 1 else 0
         items = [{"batch": i, "texts": json.dumps(b, ensure_ascii=False)}
                  for i, b in enumerate(batches)]
-        ds = ray.data.from_items(items).map_batches(
+        # One block per batch (up to _MAX_BLOCKS): Ray hands out work by blocks, so fewer blocks
+        # than actors would leave actors idle.
+        blocks = min(len(items), _MAX_BLOCKS)
+        actors = min(_concurrency(ray, self.workers), len(items))
+        ds = ray.data.from_items(items, override_num_blocks=blocks).map_batches(
             _EmbedBatches, batch_size=1, batch_format="numpy",
             fn_constructor_kwargs={"spec": self.spec, "overrides": _worker_overrides(self.spec)},
-            compute=ray.data.ActorPoolStrategy(size=_concurrency(ray, self.workers)),
-            num_cpus=1, num_gpus=gpus)
+            compute=ray.data.ActorPoolStrategy(size=actors), num_cpus=1, num_gpus=gpus)
         # Reassembled by (batch, row), so the order holds even if Ray splits or reorders blocks.
         pending: dict[int, np.ndarray] = {}
         filled: dict[int, int] = {}
