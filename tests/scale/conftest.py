@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
+import warnings
 from collections.abc import Iterator
 from types import ModuleType
 
@@ -18,8 +19,11 @@ def local_ray() -> Iterator[ModuleType]:
     if ray.is_initialized():  # another module's session: start clean
         ray.shutdown()
     temp = tempfile.mkdtemp(prefix="rw-ray-", dir="/tmp")
-    ray.init(num_cpus=2, include_dashboard=False, _temp_dir=temp, logging_level=logging.WARNING,
-             log_to_driver=False)
+    with warnings.catch_warnings():
+        # lance (loaded by earlier tests) warns at every fork; Ray's forks exec at once
+        warnings.filterwarnings("ignore", message="lance is not fork-safe")
+        ray.init(num_cpus=2, include_dashboard=False, _temp_dir=temp,
+                 logging_level=logging.WARNING, log_to_driver=False)
     try:
         yield ray
     finally:
