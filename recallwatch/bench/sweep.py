@@ -35,6 +35,7 @@ from recallwatch.bench.measure import (
 )
 from recallwatch.bench.sweep_file import EngineSpec, SweepConfig, load_sweep
 from recallwatch.bench.truth import (
+    Compute,
     ground_truth,
     id_recall,
     prepare,
@@ -150,8 +151,10 @@ def run_sweep(
     *,
     dataset: Dataset | None = None,
     on_result: Callable[[ConfigResult], None] | None = None,
+    compute_truth: Compute | None = None,
 ) -> SweepResult:
-    """Run every configuration of ``config`` (on ``dataset`` if given, else its own)."""
+    """Run every configuration of ``config`` (on ``dataset`` if given, else its own).
+    ``compute_truth`` computes the exact ground truth elsewhere (the Ray engine)."""
     from datetime import UTC, datetime
 
     started = datetime.now(UTC).isoformat(timespec="seconds")
@@ -164,7 +167,8 @@ def run_sweep(
                          found=config.k)
     cache = None if config.cache is None else Path(config.base_dir) / config.cache
     t0 = time.perf_counter()
-    truth = ground_truth(data.base, data.queries, max(depths), data.metric, cache_dir=cache)
+    truth = ground_truth(data.base, data.queries, max(depths), data.metric, cache_dir=cache,
+                         compute=compute_truth)
     truth_seconds = time.perf_counter() - t0
     xb, xq = prepare(data.base, data.metric), prepare(data.queries, data.metric)
     space: Space = "l2" if data.metric == "l2" else "ip"

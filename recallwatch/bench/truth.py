@@ -11,12 +11,18 @@ kernels here. Two versions are reported side by side:
 
 Distances follow the ANN-Benchmarks convention: euclidean for ``l2``, ``1 - cos`` for
 ``cosine``, ``-dot`` for ``ip``; smaller is closer.
+
+Equal scores are ordered by id, smaller first, and the top-k holds the smallest ids among the items
+tied at the k-th place. faiss alone breaks inner-product ties in no fixed order; with this rule the
+truth is one well-defined answer, and a search split over shards of the base (the Ray engine)
+merges to exactly the same bytes.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,12 +35,17 @@ from recallwatch.vectors import normalise
 
 __all__ = [
     "TIE_EPSILON",
+    "Compute",
     "GroundTruth",
+    "check_inputs",
     "content_hash",
     "exact_distances",
+    "exact_scores",
     "ground_truth",
     "id_recall",
+    "merge_topk",
     "prepare",
+    "scores_to_distances",
     "tie_aware_recall",
 ]
 
@@ -51,6 +62,9 @@ class GroundTruth:
     metric: Metric
     k: int
     hash: str  # the content hash it is cached under ("" when computed without a cache)
+
+
+Compute = Callable[[np.ndarray, np.ndarray, int, Metric], GroundTruth]
 
 
 def _faiss() -> object:
@@ -83,7 +97,8 @@ def content_hash(*arrays: np.ndarray, extra: str = "") -> str:
     return h.hexdigest()
 
 
-def _check(base: np.ndarray, queries: np.ndarray, k: int) -> None:
+def check_inputs(base: np.ndarray, queries: np.ndarray, k: int) -> None:
+    """InputError unless base and queries are 2-D of one dimension and 1 ≤ k ≤ base rows."""
     if base.ndim != 2 or queries.ndim != 2:
         raise InputError(field="vectors", expected="2-D matrices",
                          found=f"<base {base.shape}, queries {queries.shape}>")
@@ -94,7 +109,7 @@ def _check(base: np.ndarray, queries: np.ndarray, k: int) -> None:
         raise InputError(field="k", expected=f"1 ≤ k ≤ {base.shape[0]} (the base size)", found=k)
 
 
-def _to_distance(scores: np.ndarray, metric: Metric) -> np.ndarray:
+def scores_to_distances(scores: np.ndarray, metric: Metric) -> np.ndarray:
     """faiss scores (squared L2, or inner product) in the ANN-Benchmarks distance convention."""
     if metric == "l2":
         return np.asarray(np.sqrt(np.maximum(scores, 0.0)))
@@ -111,34 +126,99 @@ def ground_truth(
     *,
     block: int = 4096,
     cache_dir: str | os.PathLike[str] | None = None,
+    compute: Compute | None = None,
 ) -> GroundTruth:
     """Exact top-k of every query by faiss flat search, ``block`` queries at a time.
 
     Memory beyond the inputs is the block's results plus faiss's own tiles; the base is not
     copied except to normalise it for cosine. With ``cache_dir``, the answer is stored under the
     sha256 of (base, queries, metric, k) and reused when the same inputs come back.
+    ``compute(base, queries, k, metric)`` computes it elsewhere on a cache miss (the Ray engine:
+    :func:`recallwatch.scale.ray_engine.ground_truth`, which gives the same bytes).
     """
-    _check(base, queries, k)
+    check_inputs(base, queries, k)
     # hashing reads every byte, so it is only paid for when there is a cache to look up
     key = "" if cache_dir is None else content_hash(base, queries, extra=f"metric={metric};k={k}")
     cache = None if cache_dir is None else Path(cache_dir) / f"truth-{key[:40]}.npz"
     if cache is not None and cache.is_file():
         with np.load(cache) as stored:
             return GroundTruth(stored["ids"], stored["distances"], metric, k, key)
-    faiss = _faiss()
-    xb = prepare(base, metric)
-    fmetric = faiss.METRIC_L2 if metric == "l2" else faiss.METRIC_INNER_PRODUCT  # type: ignore[attr-defined]
-    ids = np.empty((queries.shape[0], k), dtype=np.int64)
-    dist = np.empty((queries.shape[0], k), dtype=np.float32)
-    for start in range(0, queries.shape[0], block):
-        xq = prepare(queries[start:start + block], metric)
-        scores, found = faiss.knn(xq, xb, k, metric=fmetric)  # type: ignore[attr-defined]
-        ids[start:start + len(xq)] = found
-        dist[start:start + len(xq)] = _to_distance(scores, metric)
+    if compute is not None:
+        found = compute(base, queries, k, metric)
+        ids, dist = found.ids, found.distances
+    else:
+        ids, dist = _search(base, queries, k, metric, block)
     if cache is not None:
         with atomic_path(cache) as tmp, tmp.open("wb") as f:
             np.savez(f, ids=ids, distances=dist)
     return GroundTruth(ids, dist, metric, k, key)
+
+
+def _search(base: np.ndarray, queries: np.ndarray, k: int, metric: Metric,
+            block: int) -> tuple[np.ndarray, np.ndarray]:
+    xb = prepare(base, metric)
+    ids = np.empty((queries.shape[0], k), dtype=np.int64)
+    dist = np.empty((queries.shape[0], k), dtype=np.float32)
+    for start in range(0, queries.shape[0], block):
+        scores, found = exact_scores(xb, queries[start:start + block], k, metric)
+        ids[start:start + len(found)] = found
+        dist[start:start + len(found)] = scores_to_distances(scores, metric)
+    return ids, dist
+
+
+def exact_scores(
+    xb: np.ndarray, queries: np.ndarray, k: int, metric: Metric
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact top-``k`` of one block of queries against the prepared base ``xb``: faiss scores
+    (squared L2, or inner product) and ids, ties ordered by id as the module docstring says.
+
+    The block is one faiss call: faiss computes a block of fewer than 20 queries by another
+    routine than a larger one (last-bit differences), so callers that must agree keep the same
+    query blocks. Rows where the item after the k-th ties with it are searched again deeper, so
+    the smallest tied ids are the ones kept.
+    """
+    faiss = _faiss()
+    fmetric = faiss.METRIC_L2 if metric == "l2" else faiss.METRIC_INNER_PRODUCT  # type: ignore[attr-defined]
+    xq = prepare(queries, metric)
+    n = xb.shape[0]
+    depth = min(k + 1, n)
+    while True:
+        scores, found = faiss.knn(xq, xb, depth, metric=fmetric)  # type: ignore[attr-defined]
+        open_tie = depth > k and depth < n and bool(
+            (scores[:, depth - 1] == scores[:, k - 1]).any())
+        if not open_tie:
+            break
+        depth = min(2 * depth, n)  # a tie runs past what was searched: look deeper
+    return _canonical(scores, found, k, metric)
+
+
+def merge_topk(
+    parts: list[tuple[np.ndarray, np.ndarray]], k: int, metric: Metric
+) -> tuple[np.ndarray, np.ndarray]:
+    """The top-``k`` of several (scores, ids) answers for the same queries over disjoint parts of
+    the base, each from :func:`exact_scores` (ids already global): the same answer as one search
+    over the whole base."""
+    scores = np.concatenate([s for s, _ in parts], axis=1)
+    ids = np.concatenate([i for _, i in parts], axis=1)
+    return _canonical(scores, ids, k, metric)
+
+
+def _canonical(
+    scores: np.ndarray, ids: np.ndarray, k: int, metric: Metric
+) -> tuple[np.ndarray, np.ndarray]:
+    """First ``k`` per row by (score, best first; then id, smallest first); -1 padding last."""
+    missing = ids < 0
+    key = np.where(missing, np.inf, scores if metric == "l2" else -scores.astype(np.float64))
+    tiebreak = np.where(missing, np.iinfo(np.int64).max, ids)
+    order = np.lexsort((tiebreak, key), axis=1)[:, :k]
+    out_ids = np.take_along_axis(ids, order, axis=1)
+    out_scores = np.take_along_axis(scores, order, axis=1)
+    if out_ids.shape[1] < k:  # fewer candidates than k: pad as faiss does
+        pad = k - out_ids.shape[1]
+        fill = np.inf if metric == "l2" else -np.inf
+        out_ids = np.pad(out_ids, ((0, 0), (0, pad)), constant_values=-1)
+        out_scores = np.pad(out_scores, ((0, 0), (0, pad)), constant_values=fill)
+    return out_scores.astype(np.float32), out_ids.astype(np.int64)
 
 
 def _valid_unique(found: np.ndarray) -> np.ndarray:
@@ -188,7 +268,7 @@ def exact_distances(
         if metric == "l2":
             d = np.sqrt(np.maximum(((vecs - q) ** 2).sum(axis=2), 0.0))
         else:
-            d = _to_distance(np.einsum("bkd,bod->bk", vecs, q), metric)
+            d = scores_to_distances(np.einsum("bkd,bod->bk", vecs, q), metric)
         out[start:start + rows] = np.where(valid, d, np.inf)
     return out
 

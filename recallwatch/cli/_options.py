@@ -23,6 +23,8 @@ __all__ = [
     "DatasetName",
     "Depth",
     "EmbedderSpec",
+    "EngineChoice",
+    "EngineOption",
     "EvalFormat",
     "GateFormat",
     "GateFormatOption",
@@ -44,6 +46,8 @@ __all__ = [
     "Port",
     "Power",
     "ProbesFile",
+    "RayAddress",
+    "RayWorkers",
     "RecallFloor",
     "ReindexWindowHours",
     "RequiredOutDir",
@@ -71,6 +75,11 @@ class GateFormat(str, Enum):
     table = "table"
     json = "json"
     markdown = "markdown"
+
+
+class EngineChoice(str, Enum):
+    local = "local"
+    ray = "ray"
 
 
 class NoiseFormat(str, Enum):
@@ -181,6 +190,20 @@ Seed = Annotated[int, typer.Option(
 
 Port = Annotated[int, typer.Option("--port", min=0, max=65535,
                                   help="Port (0: any free port).")]
+
+# -- where the heavy work runs ------------------------------------------------------------------
+
+EngineOption = Annotated[EngineChoice, typer.Option(
+    "--engine", help="Where the heavy work runs: local (this process) or ray (a Ray cluster; "
+    "needs pip install 'recallwatch[ray]'). Both give the same results.")]
+
+RayAddress = Annotated[str | None, typer.Option(
+    "--address", help="With --engine ray: the Ray cluster to join, e.g. 10.0.0.5:6379 or auto "
+    "(default: start a local Ray on this machine).")]
+
+RayWorkers = Annotated[int | None, typer.Option(
+    "--workers", min=1, help="With --engine ray: how many Ray workers run at once (default: one "
+    "per CPU of the cluster).")]
 
 # -- output ------------------------------------------------------------------------------------
 

@@ -11,8 +11,12 @@ import typer
 
 from recallwatch.cli._common import emit
 from recallwatch.cli._options import (
+    EngineChoice,
+    EngineOption,
     MinOneDepth,
     OutDir,
+    RayAddress,
+    RayWorkers,
     RequiredOutDir,
     Seed,
     StoreURIOrNone,
@@ -31,12 +35,16 @@ def bench(
         "'threads').")] = None,
     fmt: TableJsonFormat = TableJson.table,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress lines on stderr.")] = False,
+    engine: EngineOption = EngineChoice.local,
+    address: RayAddress = None,
+    workers: RayWorkers = None,
 ) -> None:
     """Sweep ANN engines on one dataset: recall, QPS, latency, memory, the frontier, and the
     fastest configuration at each recall target.
 
     With --out (default: the sweep's 'out', if any) it writes results.json, results.csv and
-    frontier.png there."""
+    frontier.png there. With --engine ray the exact ground truth is computed on Ray, in shards
+    of the base (the same answer, for bases larger than one machine's memory)."""
     from dataclasses import replace
 
     from recallwatch.bench.output import render_table, sweep_to_dict, write_outputs
@@ -51,7 +59,17 @@ def bench(
             typer.echo(f"{r.label} {r.params}: R@{r.k} {r.recall[r.k]:.4f}, "
                        f"{r.qps_single:,.0f} QPS-1", err=True)
 
-    result = run_sweep(config, on_result=progress)
+    from functools import partial
+
+    from recallwatch.scale import engine_session
+
+    with engine_session(engine.value, address, workers) as on_ray:
+        compute = None
+        if on_ray:
+            from recallwatch.scale.ray_engine import ground_truth
+
+            compute = partial(ground_truth, workers=workers)
+        result = run_sweep(config, on_result=progress, compute_truth=compute)
     target = out or (None if config.out is None else Path(config.base_dir) / config.out)
     if fmt is TableJson.json:
         emit(json.dumps(sweep_to_dict(result), indent=2, default=str))

@@ -12,6 +12,8 @@ from recallwatch.cli._common import emit
 from recallwatch.cli._options import (
     DEFAULT_HISTORY,
     EmbedderSpec,
+    EngineChoice,
+    EngineOption,
     GateFormat,
     GateFormatOption,
     GoldenArg,
@@ -19,6 +21,8 @@ from recallwatch.cli._options import (
     JudgmentFiles,
     NoHistory,
     PolicyFile,
+    RayAddress,
+    RayWorkers,
     ResultsFile,
     StoreURIOrNone,
 )
@@ -48,6 +52,9 @@ def gate(
         "--log", help="A query log (interaction log, JSONL or .txt of queries) to check the "
         "golden set against: warns when the log's queries drift away from the set's (centroid "
         "distance, topic coverage). A warning only: the verdict does not change.")] = None,
+    engine: EngineOption = EngineChoice.local,
+    address: RayAddress = None,
+    workers: RayWorkers = None,
 ) -> None:
     """Run the golden set against an index and answer ACCEPT or STOP.
 
@@ -57,6 +64,8 @@ def gate(
     With --judgments, also reports judged@K (the share of each top K that someone judged) and
     warns when unjudged results crowd the top.
 
+    With --engine ray the queries are retrieved by Ray workers (for stores that serve concurrent
+    clients); the run, its hash and every per-query value are the same.
     Exit codes: 0 ACCEPT, 1 STOP, 2 usage or input error.
     """
     from recallwatch.errors import InputError
@@ -95,8 +104,19 @@ def gate(
 
         return record_gate_run(result, history, store=vector_store)
 
-    result = gate_from_files(golden, store=store, results=results, policy=policy,
-                             embedder=embedder, corpus=corpus, run_date=day, then=record)
+    from recallwatch.scale import engine_session
+
+    with engine_session(engine.value, address, workers) as on_ray:
+        fan_out = None
+        if on_ray and store is not None:
+            from recallwatch.scale.ray_engine import RaySource
+
+            def fan_out(local: Any) -> Any:
+                return RaySource(local, store, embedder, workers)
+
+        result = gate_from_files(golden, store=store, results=results, policy=policy,
+                                 embedder=embedder, corpus=corpus, run_date=day,
+                                 then=record, fan_out=fan_out)
     _write_outputs(result, fmt, junit, report)
     if policy is None:
         _explain_default_noise(result)

@@ -19,8 +19,12 @@ from recallwatch.cli._common import emit, recording_history
 from recallwatch.cli._options import (
     DEFAULT_HISTORY,
     EmbedderSpec,
+    EngineChoice,
+    EngineOption,
     HistoryPath,
     NoHistory,
+    RayAddress,
+    RayWorkers,
     RecallFloor,
     ReindexWindowHours,
     StoreURI,
@@ -57,6 +61,9 @@ def ingest(
     show_progress: Annotated[bool | None, typer.Option(
         "--progress/--no-progress",
         help="Progress bar on stderr (default: when stderr is a terminal).")] = None,
+    engine: EngineOption = EngineChoice.local,
+    address: RayAddress = None,
+    workers: RayWorkers = None,
 ) -> None:
     """Embed and write a corpus into a store: batched, idempotent, resumable after a kill.
 
@@ -66,12 +73,16 @@ def ingest(
     search fast by looking at a fraction of the vectors), the index is rebuilt beside the live one,
     checked against exact search on 100 stored rows, and switched in only if its recall@10
     reaches --floor (at most once per --reindex-window-hours; recorded in the history).
+
+    With --engine ray the embedding runs on Ray workers (each loads the model once) and this
+    process writes the vectors in order: the store ends up byte for byte the same.
     Exit codes: 0 all records ingested, 1 some records rejected (listed; the version is not
     promotable until resolved), 2 usage or input error.
     """
     from recallwatch.embedders import DEFAULT_EMBEDDER, embedder_from_spec
     from recallwatch.embedders.base import SPEC_META_KEY
     from recallwatch.ops.ingest import ingest as run_ingest
+    from recallwatch.scale import engine_session
     from recallwatch.stores import open_store
 
     opened: list[History] = []
@@ -82,19 +93,26 @@ def ingest(
             opened.append(hist)
         return hist
 
-    vector_store = open_store(store, create=True)  # ingesting may create the store
-    try:
-        spec = embedder or vector_store.get_meta(SPEC_META_KEY) or DEFAULT_EMBEDDER
-        progress = sys.stderr.isatty() if show_progress is None else show_progress
-        model = embedder_from_spec(spec)
-        report = run_ingest(corpus, vector_store, model, batch_size=batch_size,
-                            commit_every=commit_every, prune=prune, embedder_spec=spec,
-                            strict=strict, show_progress=progress, verify_floor=floor,
-                            rebuild_window_hours=window, history=rebuild_history)
-    finally:
-        vector_store.close()
-        for hist in opened:
-            hist.close()
+    with engine_session(engine.value, address, workers) as on_ray:
+        vector_store = open_store(store, create=True)  # ingesting may create the store
+        try:
+            spec = embedder or vector_store.get_meta(SPEC_META_KEY) or DEFAULT_EMBEDDER
+            progress = sys.stderr.isatty() if show_progress is None else show_progress
+            model = embedder_from_spec(spec)
+            embed_batches = None
+            if on_ray:
+                from recallwatch.scale.ray_engine import RayEmbedding
+
+                embed_batches = RayEmbedding(spec, workers)
+            report = run_ingest(corpus, vector_store, model, batch_size=batch_size,
+                                commit_every=commit_every, prune=prune, embedder_spec=spec,
+                                strict=strict, show_progress=progress,
+                                embed_batches=embed_batches, verify_floor=floor,
+                                rebuild_window_hours=window, history=rebuild_history)
+        finally:
+            vector_store.close()
+            for hist in opened:
+                hist.close()
     if fmt is TableJson.json:
         emit(json.dumps(report.to_dict(), ensure_ascii=False, indent=2, sort_keys=True))
     else:

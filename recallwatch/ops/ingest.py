@@ -20,7 +20,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
+from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -153,6 +154,7 @@ def ingest(
     verify_floor: float = 0.95,
     rebuild_window_hours: float = 24.0,
     history: History | Callable[[], History | None] | None = None,
+    embed_batches: Callable[[Sequence[list[str]]], Iterable[np.ndarray]] | None = None,
 ) -> IngestReport:
     """Embed and write the chunks of ``corpus`` that the store does not hold as they are.
 
@@ -168,6 +170,9 @@ def ingest(
     search on stored rows to be switched in; it is recorded in ``history`` (a History, or a
     function opening one only when needed, so an ingestion that rebuilds nothing writes no
     history).
+
+    ``embed_batches`` embeds elsewhere (e.g. :class:`recallwatch.scale.ray_engine.RayEmbedding`):
+    it gets every batch as cut here and yields their vectors in order; writing stays here.
     """
     if batch_size < 1 or commit_every < 1:
         raise UsageError(f"batch_size and commit_every must be at least 1, found {batch_size} "
@@ -220,15 +225,21 @@ def ingest(
     if todo or report.deleted:
         store.set_meta(IN_PROGRESS_META_KEY, {"started_at": started, "corpus": data.source,
                                               "from_version": version_before})
-        with progress(len(todo), f"ingesting into {store.uri}", enabled=show_progress) as advance:
-            for start in range(0, len(todo), commit_every):
-                group = todo[start:start + commit_every]
+        groups = [todo[s:s + commit_every] for s in range(0, len(todo), commit_every)]
+        # The batches are cut here, whoever embeds them: a text's vector can depend on its batch.
+        batches = [[c.text for c in g[b:b + batch_size]]
+                   for g in groups for b in range(0, len(g), batch_size)]
+        stream = _vectors(embedder, batches, embed_batches)
+        # closed when the ingestion stops, even half-way: a remote embedding ends with it
+        with progress(len(todo), f"ingesting into {store.uri}",
+                      enabled=show_progress) as advance, closing(stream):
+            for group in groups:
                 vectors = np.empty((len(group), fingerprint.dimension), dtype=np.float32)
                 t0 = time.perf_counter()
                 for b in range(0, len(group), batch_size):
-                    texts = [c.text for c in group[b:b + batch_size]]
-                    vectors[b:b + len(texts)] = embedder.embed_documents(texts)
-                    advance(len(texts))
+                    n = min(batch_size, len(group) - b)
+                    vectors[b:b + n] = next(stream)
+                    advance(n)
                 t1 = time.perf_counter()
                 store.upsert(group, vectors)
                 t_embed += t1 - t0
@@ -266,6 +277,17 @@ def _rebuild_if_needed(store: VectorStore, floor: float, window_hours: float,
     done = auto_reindex(store, probes, trigger="ingest", why=why, floor=floor,
                         window=timedelta(hours=window_hours), history=hist)
     return {**done.to_dict(), "summary": done.summary()}
+
+
+def _vectors(
+    embedder: Embedder, batches: Sequence[list[str]],
+    embed_batches: Callable[[Sequence[list[str]]], Iterable[np.ndarray]] | None,
+) -> Generator[np.ndarray, None, None]:
+    if embed_batches is not None:
+        yield from embed_batches(batches)
+    else:
+        for texts in batches:
+            yield embedder.embed_documents(texts)
 
 
 def promotion_blockers(store: VectorStore, version: str) -> list[str]:

@@ -33,9 +33,11 @@ from recallwatch.suite.retrieve import ResultsSource, Source, StoreSource
 from recallwatch.suite.score import score_queries
 from recallwatch.suite.verdict import aggregate, decide
 
-__all__ = ["Gate", "Part", "gate_from_files", "run_gate", "select_part"]
+__all__ = ["FanOut", "Gate", "Part", "gate_from_files", "run_gate", "select_part"]
 
 Part = Literal["auto", "tune", "test", "all"]
+# Wraps the store's source so that retrieval runs elsewhere (the Ray engine), same answers.
+FanOut = Callable[[StoreSource], Source]
 
 
 def _new_run_id(now: datetime) -> str:
@@ -202,8 +204,10 @@ def run_gate(
     run_date: date | None = None,
     results_name: str | Path = "<results>",
     part: Part = "auto",
+    fan_out: FanOut | None = None,
 ) -> GateResult:
-    """Run the gate against a store (searched with ``embedder``) or a results mapping."""
+    """Run the gate against a store (searched with ``embedder``) or a results mapping.
+    ``fan_out`` wraps the store's source to retrieve elsewhere (the Ray engine)."""
     policy = policy or Policy()
     source: Source
     if (store is None) == (results is None):
@@ -213,7 +217,8 @@ def run_gate(
             from recallwatch.embedders import embedder_for_store
 
             embedder = embedder_for_store(store)
-        source = StoreSource(store, embedder, policy.search)
+        local = StoreSource(store, embedder, policy.search)
+        source = local if fan_out is None else fan_out(local)
     elif results is not None:
         if policy.search.filter and not corpus:
             raise InputError(
@@ -237,6 +242,7 @@ def gate_from_files(
     run_date: date | None = None,
     then: Callable[[GateResult, VectorStore | None], GateResult] | None = None,
     part: Part = "auto",
+    fan_out: FanOut | None = None,
 ) -> GateResult:
     """The gate as the CLI, the pytest plugin and the operations commands run it: a golden file,
     a store URI (queried with the embedder that built it, unless ``embedder`` names one) or a
@@ -266,7 +272,7 @@ def gate_from_files(
     try:
         result = run_gate(golden_set, store=vector_store,
                           embedder=embedder_for_store(vector_store, embedder), policy=pol,
-                          run_date=run_date, part=part)
+                          run_date=run_date, part=part, fan_out=fan_out)
         return then(result, vector_store) if then is not None else result
     finally:
         vector_store.close()

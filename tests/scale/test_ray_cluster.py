@@ -1,0 +1,158 @@
+"""The Ray engine on a real two-node cluster on 127.0.0.1: a head (``ray start --head``) and a
+worker node joining it, one CPU each, so that work crosses nodes. The same bytes as one process
+for ingestion, the exact ground truth and the gate.
+
+Only the processes this test starts are stopped: each ``ray start`` runs in a session of its
+own and its daemons stay in it, so teardown ends that session's processes by id (``ray stop``
+would end every Ray process on the machine, other people's included)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from recallwatch.bench.truth import ground_truth
+from recallwatch.cli import app
+from tests.scale.test_ray_engine import SPEC, contents, corpus_file
+
+pytestmark = pytest.mark.slow
+runner = CliRunner(env={"COLUMNS": "200"})
+RAY = str(Path(sys.executable).with_name("ray"))
+RECALLWATCH = str(Path(sys.executable).with_name("recallwatch"))
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _session_pids(sid: int) -> list[int]:
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.getsid(int(entry)) == sid:
+                    pids.append(int(entry))
+            except (ProcessLookupError, PermissionError):
+                pass
+    return pids
+
+
+def _end_session(sid: int) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in _session_pids(sid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + 15
+        while _session_pids(sid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def two_nodes() -> Iterator[tuple[str, dict[str, str]]]:
+    """The cluster's address and the environment a client of it needs."""
+    pytest.importorskip("ray")
+    temp = tempfile.mkdtemp(prefix="rw-ray-", dir="/tmp")
+    port = _free_port()
+    address = f"127.0.0.1:{port}"
+    # Ray's token authentication with a token made for this cluster alone, shared by the head,
+    # the worker node and the clients through the environment. The clients are subprocesses, as
+    # a user's commands are: Ray reads its authentication settings once per process.
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32),
+           "RAY_USAGE_STATS_ENABLED": "0", "PYTHONPATH": str(ROOT)}
+    common = ["--num-cpus", "1", "--node-ip-address", "127.0.0.1", "--disable-usage-stats"]
+    sessions: list[int] = []
+    try:
+        for args in (["--head", "--port", str(port), "--temp-dir", temp,
+                      "--include-dashboard=false"], ["--address", address]):
+            started = subprocess.Popen([RAY, "start", *args, *common], env=env,
+                                       start_new_session=True, stdout=subprocess.PIPE,
+                                       stderr=subprocess.STDOUT, text=True)
+            sessions.append(started.pid)
+            out, _ = started.communicate(timeout=180)
+            assert started.returncode == 0, out
+        yield address, env
+    finally:
+        for sid in sessions:
+            _end_session(sid)
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+_TRUTH = """
+import sys, numpy as np
+from recallwatch.scale.ray_engine import ground_truth, ray_session
+work, address = sys.argv[1], sys.argv[2]
+base, queries = np.load(work + "/base.npy"), np.load(work + "/queries.npy")
+with ray_session(address) as ray:
+    deadline = __import__("time").monotonic() + 60
+    while sum(n["Alive"] for n in ray.nodes()) < 2 and __import__("time").monotonic() < deadline:
+        __import__("time").sleep(0.5)
+    print(sum(n["Alive"] for n in ray.nodes()), ray.cluster_resources().get("CPU"))
+    truth = ground_truth(base, queries, 20, "l2", shard_rows=800, workers=2)
+np.savez(work + "/truth.npz", ids=truth.ids, distances=truth.distances)
+"""
+
+
+def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_two_node_cluster_gives_the_single_process_bytes(
+        two_nodes: tuple[str, dict[str, str]], tmp_path: Path) -> None:
+    address, env = two_nodes
+    # exact ground truth: 4 shards over the two nodes
+    rng = np.random.default_rng(3)
+    base = rng.integers(-2, 3, size=(3000, 16)).astype(np.float32)
+    queries = rng.normal(size=(30, 16)).astype(np.float32)
+    np.save(tmp_path / "base.npy", base)
+    np.save(tmp_path / "queries.npy", queries)
+    done = _run([sys.executable, "-c", _TRUTH, str(tmp_path), address], env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split()[:2] == ["2", "2.0"]  # two nodes, one CPU each
+    one = ground_truth(base, queries, 20, "l2")
+    with np.load(tmp_path / "truth.npz") as two:
+        assert two["ids"].tobytes() == one.ids.tobytes()
+        assert two["distances"].tobytes() == one.distances.tobytes()
+
+    # ingestion, then the gate on what was ingested
+    corpus = corpus_file(tmp_path, 16)
+    local = f"lancedb://{tmp_path / 'local'}?table=chunks"
+    spread = f"lancedb://{tmp_path / 'ray'}?table=chunks"
+    common = ["--embedder", SPEC, "--batch-size", "4", "--commit-every", "8", "--no-progress"]
+    assert runner.invoke(app, ["ingest", str(corpus), "--store", local, *common]).exit_code == 0
+    r = _run([RECALLWATCH, "ingest", str(corpus), "--store", spread, *common, "--engine", "ray",
+              "--address", address, "--workers", "2"], env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert contents(local) == contents(spread)
+
+    rows = [json.loads(line) for line in corpus.read_text(encoding="utf-8").splitlines()]
+    golden = tmp_path / "golden.json"
+    golden.write_text(json.dumps({"name": "g", "version": "1", "queries": [
+        {"id": f"q{i}", "text": " ".join(r["text"].split()[:12]), "expected": [r["id"]]}
+        for i, r in enumerate(rows[:9])]}), encoding="utf-8")
+    args = ["gate", str(golden), "--store", local, "--no-history", "--format", "json"]
+    a = runner.invoke(app, args)
+    b = _run([RECALLWATCH, *args, "--engine", "ray", "--address", address, "--workers", "2"], env)
+    assert a.exit_code == b.returncode, b.stderr[-3000:]
+    da, db = json.loads(a.stdout), json.loads(b.stdout)
+    for d in (da, db):
+        for key in ("run_id", "created_at", "timings"):
+            d.pop(key)
+    assert da == db

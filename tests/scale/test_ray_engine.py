@@ -1,0 +1,176 @@
+"""The Ray engine gives the single-process bytes: exact ground truth (ties included), ingestion
+(store contents, idempotence, resumption after an interruption) and the gate (run hash and every
+per-query value). One local Ray (2 CPUs) serves the module; the resumption test and the two-node
+cluster (test_ray_cluster.py) are slow."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from recallwatch.bench.truth import ground_truth
+from recallwatch.cli import app
+from recallwatch.embedders import embedder_from_spec
+from recallwatch.ops.ingest import ingest
+from recallwatch.stores import open_store
+from recallwatch.stores.base import SupportsVectors
+
+ROOT = Path(__file__).resolve().parents[2]
+runner = CliRunner(env={"COLUMNS": "200"})
+# a small batch so that the batches, the commit groups and the query shares all cut somewhere
+SPEC = "use-multilingual?batch_size=4"
+
+
+def corpus_file(tmp: Path, n: int) -> Path:
+    lines = (ROOT / "examples" / "kb" / "corpus_v1.jsonl").read_text(encoding="utf-8")
+    out = tmp / "corpus.jsonl"
+    out.write_text("\n".join(lines.splitlines()[:n]) + "\n", encoding="utf-8")
+    return out
+
+
+def contents(uri: str) -> tuple[list[tuple[str, str, str]], bytes]:
+    store = open_store(uri)
+    try:
+        chunks = sorted(store.chunks(), key=lambda c: c.id)
+        assert isinstance(store, SupportsVectors)
+        vectors = store.vectors([c.id for c in chunks])
+        return [(c.id, c.text, c.content_hash) for c in chunks], vectors.tobytes()
+    finally:
+        store.close()
+
+
+# -- exact ground truth ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("metric", ["ip", "l2", "cosine"])
+def test_sharded_ground_truth_is_byte_identical_ties_included(
+        local_ray: ModuleType, metric: Any) -> None:
+    from recallwatch.scale.ray_engine import ground_truth as ray_truth
+
+    rng = np.random.default_rng(7)
+    # small integers: many exactly equal scores, so the k-th place is often a tie
+    ties = rng.integers(-2, 3, size=(2500, 8)).astype(np.float32)
+    floats = rng.normal(size=(2500, 8)).astype(np.float32)
+    for base in (ties, floats):
+        queries = rng.integers(-2, 3, size=(45, 8)).astype(np.float32)
+        for k in (1, 10, 50):
+            one = ground_truth(base, queries, k, metric, block=16)
+            # shards of 700 rows (4 shards, the last short), 2 workers
+            many = ray_truth(base, queries, k, metric, block=16, shard_rows=700, workers=2)
+            assert many.ids.tobytes() == one.ids.tobytes()
+            assert many.distances.tobytes() == one.distances.tobytes()
+    # the tie rule itself, against a brute force over every score: (score, id) order
+    if metric == "ip":
+        q = rng.integers(-2, 3, size=(5, 8)).astype(np.float32)
+        truth = ground_truth(ties, q, 10, "ip")
+        scores = q @ ties.T
+        for r in range(len(q)):
+            expected = np.lexsort((np.arange(len(ties)), -scores[r]))[:10]
+            assert truth.ids[r].tolist() == expected.tolist()
+
+
+# -- ingestion, then the gate on what was ingested ---------------------------------------------
+
+def test_ray_ingest_and_gate_give_the_single_process_bytes(local_ray: ModuleType,
+                                                           tmp_path: Path) -> None:
+    corpus = corpus_file(tmp_path, 20)
+    local = f"lancedb://{tmp_path / 'local'}?table=chunks"
+    on_ray = f"lancedb://{tmp_path / 'ray'}?table=chunks"
+    common = ["--embedder", SPEC, "--batch-size", "4", "--commit-every", "10", "--no-progress",
+              "--format", "json"]
+    a = runner.invoke(app, ["ingest", str(corpus), "--store", local, *common])
+    assert a.exit_code == 0, a.output
+    b = runner.invoke(app, ["ingest", str(corpus), "--store", on_ray, *common,
+                            "--engine", "ray", "--workers", "2"])
+    assert b.exit_code == 0, b.output
+    ra, rb = json.loads(a.stdout), json.loads(b.stdout)
+    assert ra["counts"] == rb["counts"] and rb["counts"]["added"] == 20
+    assert ra["embedder"] == rb["embedder"]
+    assert contents(local) == contents(on_ray)  # ids, texts, hashes and vector bytes
+    again = runner.invoke(app, ["ingest", str(corpus), "--store", on_ray, *common,
+                                "--engine", "ray"])
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout)["counts"]["unchanged"] == 20  # nothing re-embedded
+
+    rows = [json.loads(line) for line in corpus.read_text(encoding="utf-8").splitlines()]
+    golden = tmp_path / "golden.json"
+    # 10 queries: three embedding batches of 4, so the two workers get 8 and 2
+    golden.write_text(json.dumps({"name": "g", "version": "1", "queries": [
+        {"id": f"q{i}", "text": " ".join(r["text"].split()[:12]), "expected": [r["id"]]}
+        for i, r in enumerate(rows[::2][:10])]}), encoding="utf-8")
+    args = ["gate", str(golden), "--store", local, "--no-history", "--format", "json"]
+    one = runner.invoke(app, args)
+    many = runner.invoke(app, [*args, "--engine", "ray", "--workers", "2"])
+    assert one.exit_code == many.exit_code and one.exit_code in (0, 1), many.output
+    ga, gb = json.loads(one.stdout), json.loads(many.stdout)
+    # what it cost is measured, not computed: every query timed on both paths, the index the same
+    ca, cb = ga.pop("cost"), gb.pop("cost")
+    assert (ca["queries"], ca["index_bytes"]) == (cb["queries"], cb["index_bytes"]) == (10, 0)
+    for d in (ga, gb):
+        for key in ("run_id", "created_at", "timings"):
+            d.pop(key)
+    assert ga["config_hash"] == gb["config_hash"]
+    assert ga["queries"] == gb["queries"]  # every per-query value, ranks and scores included
+    assert ga == gb
+
+
+@pytest.mark.slow
+def test_an_interrupted_ray_ingest_resumes_to_the_same_store(local_ray: ModuleType,
+                                                             tmp_path: Path) -> None:
+    from recallwatch.scale.ray_engine import RayEmbedding
+
+    corpus = corpus_file(tmp_path, 20)
+    embedder = embedder_from_spec(SPEC)
+    local = f"lancedb://{tmp_path / 'local'}?table=chunks"
+    store = open_store(local, create=True)
+    ingest(corpus, store, embedder, batch_size=4, commit_every=8, embedder_spec=SPEC)
+    store.close()
+
+    class Interrupted(Exception):
+        pass
+
+    def stops_after_three(batches: Sequence[list[str]]) -> Iterator[np.ndarray]:
+        for n, vectors in enumerate(RayEmbedding(SPEC, workers=2)(batches)):
+            if n == 3:  # mid-way through the second commit group (8 chunks = 2 batches)
+                raise Interrupted
+            yield vectors
+
+    uri = f"lancedb://{tmp_path / 'ray'}?table=chunks"
+    store = open_store(uri, create=True)
+    with pytest.raises(Interrupted):
+        ingest(corpus, store, embedder, batch_size=4, commit_every=8, embedder_spec=SPEC,
+               embed_batches=stops_after_three)
+    assert store.count() == 8  # the first whole group only
+    report = ingest(corpus, store, embedder, batch_size=4, commit_every=8, embedder_spec=SPEC,
+                    embed_batches=RayEmbedding(SPEC, workers=2))
+    store.close()
+    assert report.resumed and len(report.added) == 12 and report.unchanged == 8
+    assert contents(local) == contents(uri)
+
+
+# -- without Ray, and Ray-only options without Ray ---------------------------------------------
+
+def test_without_ray_the_ray_engine_says_how_to_install_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if not installed: import ray fails
+    corpus = corpus_file(tmp_path, 2)
+    store = f"lancedb://{tmp_path / 'kb'}?table=chunks"
+    r = runner.invoke(app, ["ingest", str(corpus), "--store", store, "--engine", "ray"])
+    assert r.exit_code == 2
+    assert "pip install 'recallwatch[ray]'" in r.stderr and "Traceback" not in r.output
+    assert not (tmp_path / "kb").exists()  # nothing written
+
+
+def test_ray_options_need_the_ray_engine(tmp_path: Path) -> None:
+    corpus = corpus_file(tmp_path, 2)
+    store = f"lancedb://{tmp_path / 'kb'}?table=chunks"
+    r = runner.invoke(app, ["ingest", str(corpus), "--store", store, "--workers", "2"])
+    assert r.exit_code == 2
+    assert r.stderr.strip() == "Error: --address and --workers only apply with --engine ray"
