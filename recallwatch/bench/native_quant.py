@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import tempfile
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -28,8 +27,7 @@ from recallwatch.bench.truth import GroundTruth, id_recall, prepare, tie_aware_r
 
 if TYPE_CHECKING:
     from recallwatch.bench.datasets import Dataset
-    from recallwatch.stores.base import VectorStore
-    from recallwatch.stores.pgvector import PgVectorStore
+    from recallwatch.stores.base import SupportsIndexVariants, SupportsQuantizedSearch, VectorStore
 
 __all__ = ["NativeRow", "native_markdown", "native_quantization"]
 
@@ -49,13 +47,15 @@ class NativeRow:
 
 def native_quantization(store: VectorStore, data: Dataset, truth: GroundTruth,
                         k: int) -> list[NativeRow]:
-    """The store's own quantized indexes on ``data`` (the store's vectors, queries held out)."""
-    from recallwatch.stores.lancedb import LanceStore
+    """The store's own quantized indexes on ``data`` (the store's vectors, queries held out):
+    built in scratch stores (:class:`SupportsIndexVariants`) or searched on compact casts of
+    the stored vectors (:class:`SupportsQuantizedSearch`)."""
+    from recallwatch.stores.base import SupportsIndexVariants, SupportsQuantizedSearch
 
-    if isinstance(store, LanceStore):
-        return _lance(data, truth, k)
-    if type(store).__name__ == "PgVectorStore":  # psycopg is an extra: import only when it is one
-        return _pgvector(store, data, truth, k)  # type: ignore[arg-type]
+    if isinstance(store, SupportsIndexVariants):
+        return _variants(store, data, truth, k)
+    if isinstance(store, SupportsQuantizedSearch):
+        return _casts(store, store.count(), data, truth, k)
     return [NativeRow(type(store).__name__, "(none)", None, None, None,
                       "this adapter has no quantized index of its own to measure")]
 
@@ -80,33 +80,39 @@ def _measure(found: np.ndarray, data: Dataset, truth: GroundTruth,
             float(tie_aware_recall(found, truth, xb, xq, k).mean()))
 
 
-def _du(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-
-
-def _lance(data: Dataset, truth: GroundTruth, k: int) -> list[NativeRow]:
+def _variants(store: SupportsIndexVariants, data: Dataset, truth: GroundTruth,
+              k: int) -> list[NativeRow]:
     from recallwatch.bench.engines.store_engine import StoreEngine
     from recallwatch.errors import RecallwatchError
-    from recallwatch.stores.base import Chunk
-    from recallwatch.stores.lancedb import LanceStore
+    from recallwatch.stores import open_store
+    from recallwatch.stores.base import (
+        Chunk,
+        SupportsIndexInspection,
+        SupportsIndexSize,
+        SupportsIndexVariants,
+    )
 
     n = data.base.shape[0]
     ids = list(data.ids) if data.ids is not None else [str(i) for i in range(n)]
     rows: list[NativeRow] = []
-    variants = (("IVF_PQ", 1), ("IVF_PQ", 10), ("IVF_HNSW_SQ", None))
+    # PQ codes re-ranked on 1× and 10× k full vectors; the other types as they search
+    labels = store.index_variants()
+    variants = [(t, r) for t in labels for r in ((1, 10) if t.endswith("PQ") else (None,))]
     with tempfile.TemporaryDirectory(prefix="recallwatch-quantize-") as tmp:
-        built: dict[str, tuple[str, float] | str] = {}
+        built: dict[str, tuple[str, float | None] | str] = {}
         for index_type, refine in variants:
-            name = f"LanceDB {index_type}" + ("" if refine is None else
-                                               f", refine_factor {refine}")
-            uri = f"lancedb://{tmp}/{index_type}?table=t&index_type={index_type}"
+            name = labels[index_type] + ("" if refine is None else f", refine_factor {refine}")
+            engine_name = labels[index_type].split()[0].lower()
             if index_type not in built:
                 try:
-                    copy = LanceStore.open(f"{uri}&index_threshold=1", create=True)
+                    copy = open_store(store.scratch_uri(tmp, index_type), create=True)
                     # one write of every base vector: over the threshold, the adapter indexes it
                     copy.upsert([Chunk(id=i, text="") for i in ids], data.base)
-                    params = copy.index_parameters(n, data.base.shape[1])
-                    state = copy.index_state()
+                    params = (copy.index_parameters(n, data.base.shape[1])
+                              if isinstance(copy, SupportsIndexVariants) else {})
+                    state = (copy.index_state() if isinstance(copy, SupportsIndexInspection)
+                             else None)
+                    size = copy.index_bytes() if isinstance(copy, SupportsIndexSize) else None
                     copy.close()
                     if state is None or state.indexed_rows == 0:
                         # too few rows to train on: LanceDB writes an empty index and scans
@@ -117,40 +123,41 @@ def _lance(data: Dataset, truth: GroundTruth, k: int) -> list[NativeRow]:
                             "built with " + ", ".join(f"{a}={b}" for a, b in params.items())
                             + (f"; {state.unindexed_rows} rows left out, scanned exactly"
                                if state.unindexed_rows else ""),
-                            _du(Path(tmp) / index_type / "t.lance" / "_indices") / n)
+                            None if size is None else size / n)
                 except RecallwatchError as exc:
                     built[index_type] = f"LanceDB could not build it: {str(exc)[:160]}"
             outcome = built[index_type]
             if isinstance(outcome, str):
-                rows.append(NativeRow("lancedb", name, None, None, None, outcome))
+                rows.append(NativeRow(engine_name, name, None, None, None, outcome))
                 continue
             how, per_vector = outcome
-            store = LanceStore.open(uri + ("" if refine is None else f"&refine_factor={refine}"))
-            engine = StoreEngine.from_store(store)
+            scratch = open_store(store.scratch_uri(tmp, index_type, refine_factor=refine))
+            engine = StoreEngine.from_store(scratch)
             engine.build(data.base, "ip", ids)  # positions of the ids; nothing is written
             try:
                 found = engine.search(data.queries, k)
             finally:
                 engine.close()
             note = how + ("; re-ranks on the float32 vectors" if refine and refine > 1 else "")
-            rows.append(NativeRow("lancedb", name, per_vector, *_measure(found, data, truth, k),
-                                  note))
+            rows.append(NativeRow(engine_name, name, per_vector,
+                                  *_measure(found, data, truth, k), note))
     return rows
 
 
-def _pgvector(store: PgVectorStore, data: Dataset, truth: GroundTruth,
-              k: int) -> list[NativeRow]:
+def _casts(store: SupportsQuantizedSearch, rows_total: int, data: Dataset, truth: GroundTruth,
+           k: int) -> list[NativeRow]:
     d = data.base.shape[1]
     positions = {name: i for i, name in enumerate(data.ids or [])}
-    outside = store.count() - len(positions)  # the held-out queries are rows of the table too
+    outside = rows_total - len(positions)  # the held-out queries are rows of the table too
     rows = []
-    for kind, name, per_vector in (("halfvec", "pgvector halfvec", 2.0 * d),
-                                   ("bit", "pgvector bit (sign, Hamming)", d / 8)):
-        found = store.quantized_search(data.queries, k + outside, kind)  # type: ignore[arg-type]
+    for kind, (name, per_dim) in store.quantized_representations().items():
+        per_vector = per_dim * d
+        found = store.quantized_search(data.queries, k + outside, kind)
         grid = np.full((len(found), k), -1, dtype=np.int64)
         for r, hit in enumerate(found):
             kept = [positions[i] for i in hit if i in positions][:k]
             grid[r, :len(kept)] = kept
-        rows.append(NativeRow("pgvector", name, per_vector, *_measure(grid, data, truth, k),
+        rows.append(NativeRow(name.split()[0].lower(), name, per_vector,
+                              *_measure(grid, data, truth, k),
                               "exact search by PostgreSQL with the column cast, read-only"))
     return rows

@@ -35,7 +35,9 @@ __all__ = [
     "SupportsContentHashes",
     "SupportsIndexInspection",
     "SupportsIndexSize",
+    "SupportsIndexVariants",
     "SupportsMetaUpdate",
+    "SupportsQuantizedSearch",
     "SupportsReindex",
     "SupportsSeal",
     "SupportsVectors",
@@ -278,10 +280,45 @@ class SupportsIndexSize(Protocol):
         ...
 
 
+@runtime_checkable
+class SupportsQuantizedSearch(Protocol):
+    """The engine searches the stored vectors cast to its own compact types, read-only and
+    exactly: what switching the column to that type would give. pgvector (halfvec, bit)."""
+
+    def quantized_representations(self) -> dict[str, tuple[str, float]]:
+        """Each compact type the engine offers -> (how a table names it, bytes per dimension)."""
+        ...
+
+    def quantized_search(self, vectors: np.ndarray, k: int,
+                         representation: str) -> list[list[str]]:
+        """Exact top-k ids of each query with the vectors cast to ``representation``."""
+        ...
+
+
+@runtime_checkable
+class SupportsIndexVariants(Protocol):
+    """The engine builds each of its quantized ANN index types in a scratch store, so they can be
+    measured on the store's vectors without touching the store. LanceDB (IVF_PQ, IVF_HNSW_SQ)."""
+
+    def index_variants(self) -> dict[str, str]:
+        """The ANN index types the engine can build -> how a table names each."""
+        ...
+
+    def scratch_uri(self, directory: str, index_type: str, *,
+                    refine_factor: int | None = None) -> str:
+        """The URI of a new store under ``directory`` that builds ``index_type`` on its first
+        write, searched re-ranking ``refine_factor`` × k candidates on full vectors."""
+        ...
+
+    def index_parameters(self, rows: int, dim: int) -> dict[str, int]:
+        """The parameters this store's index type is built with on ``rows`` × ``dim``."""
+        ...
+
+
 #: Every capability an adapter may declare, in the order the docs list them.
 CAPABILITIES: tuple[type, ...] = (
     SupportsVectors, SupportsContentHashes, SupportsSeal, SupportsMetaUpdate, SupportsReindex,
-    SupportsIndexInspection, SupportsIndexSize,
+    SupportsIndexInspection, SupportsIndexSize, SupportsQuantizedSearch, SupportsIndexVariants,
 )
 
 

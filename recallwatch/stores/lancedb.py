@@ -51,6 +51,7 @@ from recallwatch.stores.base import (
     SupportsContentHashes,
     SupportsIndexInspection,
     SupportsIndexSize,
+    SupportsIndexVariants,
     SupportsMetaUpdate,
     SupportsReindex,
     SupportsVectors,
@@ -92,7 +93,7 @@ _QUERY_BATCH = 64  # query vectors per LanceDB search call
 
 
 class LanceStore(SupportsVectors, SupportsContentHashes, SupportsMetaUpdate, SupportsReindex,
-                 SupportsIndexInspection, SupportsIndexSize):
+                 SupportsIndexInspection, SupportsIndexSize, SupportsIndexVariants):
     """A VectorStore over one LanceDB table."""
 
     # what LanceDB and pylance raise (Rust errors arrive as OSError, ValueError or RuntimeError)
@@ -500,6 +501,19 @@ class LanceStore(SupportsVectors, SupportsContentHashes, SupportsMetaUpdate, Sup
         """The index parameters build_index uses for a table of ``rows`` × ``dim`` (the reindex
         builds with the same rule)."""
         return index_parameters(self.index_type, rows, dim)
+
+    def index_variants(self) -> dict[str, str]:
+        return {t: f"LanceDB {t}" for t in _INDEX_TYPES}
+
+    def scratch_uri(self, directory: str, index_type: str, *,
+                    refine_factor: int | None = None) -> str:
+        if index_type not in _INDEX_TYPES:
+            raise UsageError(f"index_type must be one of {', '.join(_INDEX_TYPES)}, "
+                             f"found {index_type!r}")
+        refine = "" if refine_factor is None else f"&refine_factor={refine_factor}"
+        # index_threshold=1: the first write builds the index, whatever its size
+        return (f"lancedb://{Path(directory) / index_type}?table=t&index_type={index_type}"
+                f"&index_threshold=1{refine}")
 
     @guarded
     def has_index(self) -> bool:

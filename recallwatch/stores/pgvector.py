@@ -22,7 +22,7 @@ import numpy as np
 from recallwatch.errors import NotInstalledError, StoreError, UsageError
 from recallwatch.stores._credentials import resolve_secret
 from recallwatch.stores._uri import parse_store_uri, redact
-from recallwatch.stores.base import SupportsIndexSize
+from recallwatch.stores.base import SupportsIndexSize, SupportsQuantizedSearch
 from recallwatch.stores.checks import NormFilter, check_name
 from recallwatch.stores.failures import engine_message, missing_table
 from recallwatch.stores.rows import CHUNK_FIELDS, Row
@@ -57,7 +57,7 @@ def _int_param(uri: Any, name: str, default: int) -> int:
     return int(raw)
 
 
-class PgVectorStore(VersionedStore, SupportsIndexSize):
+class PgVectorStore(VersionedStore, SupportsIndexSize, SupportsQuantizedSearch):
     scheme = "postgresql"
     _engine_errors = (psycopg.Error,)
 
@@ -295,12 +295,18 @@ class PgVectorStore(VersionedStore, SupportsIndexSize):
                 out.append(([str(r[0]) for r in found], [float(r[1]) for r in found]))
         return out
 
+    def quantized_representations(self) -> dict[str, tuple[str, float]]:
+        return {"halfvec": ("pgvector halfvec", 2.0),
+                "bit": ("pgvector bit (sign, Hamming)", 1 / 8)}
+
     def quantized_search(self, vectors: np.ndarray, k: int,
-                         representation: Literal["halfvec", "bit"]) -> list[list[str]]:
+                         representation: str) -> list[list[str]]:
         """Exact top-k ids of each query with the vectors cast to one of pgvector's compact
         types, computed by PostgreSQL itself over the current version, read-only (no index, no
         write): ``halfvec`` (float16, cosine) or ``bit`` (the sign of each component, Hamming
         distance; ties by id). What switching the column to that type would give."""
+        if representation not in self.quantized_representations():
+            raise UsageError(f"pgvector compact types are halfvec and bit, not {representation!r}")
         arr = self._check_vectors(vectors, None, "query vectors")
         self._reload_state()
         table, d = self._table(), int(self._state["dim"] or arr.shape[1])

@@ -52,10 +52,12 @@ def test_the_declarations_are_the_ones_documented(classes: dict[str, type]) -> N
                  "SupportsVectors"]
     assert names == {
         "chroma": versioned, "faiss": versioned, "hnswlib": versioned, "milvus": versioned,
-        "postgresql": sorted([*versioned, "SupportsIndexSize"]), "qdrant": versioned,
+        "postgresql": sorted([*versioned, "SupportsIndexSize", "SupportsQuantizedSearch"]),
+        "qdrant": versioned,
         "qdrant+local": versioned,
         "lancedb": ["SupportsContentHashes", "SupportsIndexInspection", "SupportsIndexSize",
-                    "SupportsMetaUpdate", "SupportsReindex", "SupportsVectors"],
+                    "SupportsIndexVariants", "SupportsMetaUpdate", "SupportsReindex",
+                    "SupportsVectors"],
     }
 
 
