@@ -16,6 +16,7 @@ from recallwatch.history import History, record_gate_run
 from recallwatch.ops.live_signals import LivePolicy, check_live
 from recallwatch.ops.monitor import run_monitor
 from recallwatch.ops.probes import ProbeSet
+from recallwatch.ops.promote import promote
 from recallwatch.suite.cost import format_cost
 from recallwatch.suite.gate import run_gate
 from recallwatch.web import create_app
@@ -176,3 +177,43 @@ def test_cost_card_reads_the_latest_gate_run_on_a_store(kb: KB, tmp_path: Path) 
         "index bytes": format_cost("index_bytes", tight.cost["index_bytes"])}
     spark = card.cssselect("svg.spark")[0]
     assert len(spark.cssselect("path")[0].get("d").removeprefix("M").split()) == 2
+
+
+def test_funnel_page_lists_changes_awaiting_a_readout(kb: KB, tmp_path: Path) -> None:
+    """Accepted gate runs with a baseline and promotions without an online readout are listed as
+    "awaiting readout", with the command that attaches one; a first run (no baseline, so no
+    offline delta), a stopped run (it does not ship) and a run already read out are not."""
+    db = tmp_path / "h.db"
+    g = golden_set(4)
+    first = record_gate_run(gate_run(g), db)
+    waiting = record_gate_run(gate_run(g, {"q00": {"q00_b": 3}}), db)
+    stopped = record_gate_run(gate_run(g, {q.id: {q.expected[0]: 40, q.expected[1]: 41}
+                                           for q in g.queries}), db)
+    read_out = record_gate_run(gate_run(g), db)
+    assert (first.verdict, waiting.verdict, stopped.verdict, read_out.verdict) == (
+        "ACCEPT", "ACCEPT", "STOP", "ACCEPT")
+    shipped = record_gate_run(kb.gate(), db)  # the knowledge base's store, then promoted
+    with History(db) as h:
+        decision = promote(h, kb.store)
+        promote_id = h.monitor_runs(kind="promote")[0].id
+        h.record_online_readout({
+            "change_run": read_out.run_id, "promote_id": None, "offline_metric": "ndcg",
+            "offline_baseline": stopped.run_id, "offline_delta": 0.1, "online_metric": "ctr",
+            "online_delta": 0.01, "online_ci_low": 0.0, "online_ci_high": 0.02,
+            "online_verdict": "better", "agreement": "agreed", "payload": {}})
+    assert decision.promoted and decision.accepted_run == shipped.run_id
+    doc = get(TestClient(create_app(db)), "/funnel")
+    rows = doc.cssselect("table.awaiting tbody tr")
+    changes = [r.cssselect("a")[0].get("href") for r in rows]
+    assert changes == [f"/runs/{shipped.run_id}", f"/runs/{waiting.run_id}"]  # newest first
+    assert all(H.text(r.cssselect(".badge")[0]) == "awaiting readout" for r in rows)
+    assert f"promote:{promote_id}" in H.text(rows[0])
+    assert H.text(rows[0].cssselect("code")[-1]).endswith(f"--change promote:{promote_id}")
+    # the waiting run's offline delta: its nDCG against the first run's, the baseline it had
+    with History(db) as h:
+        expected = h.summary(waiting.run_id).mean_ndcg - h.summary(first.run_id).mean_ndcg
+    assert expected < 0
+    assert H.text(rows[1].cssselect("td.offline")[0]) == (
+        f"ndcg {expected:+.4f} vs {first.run_id}")
+    # the readout already attached is still listed as read out
+    assert [r.get("class") for r in doc.cssselect("table.funnel tbody tr")] == ["agreed"]
