@@ -3,10 +3,9 @@ signals from `monitor --log`) and the offline-to-online funnel page."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
-
-from dataclasses import replace
 
 from lxml import html
 from starlette.testclient import TestClient
