@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -66,6 +66,8 @@ def _monitor_text(r: MonitorReport) -> str:
                      f"{d.baseline_share_far:.0%}; centroids: {d.centroids})")
     elif r.index is not None:
         lines.append("  data drift         no rows written since the index was trained")
+    if r.resources is not None:
+        lines.append(_resources_text(r.resources))
     if r.live is not None:
         lines.extend(_live_text(r.live))
     if r.budget is not None:
@@ -77,6 +79,16 @@ def _monitor_text(r: MonitorReport) -> str:
     if not r.alarms:
         lines.append("OK")
     return "\n".join(lines)
+
+
+def _resources_text(res: dict[str, Any]) -> str:
+    from recallwatch.suite.cost import format_cost
+
+    index = ("size not reported by the store" if res["index_bytes"] is None
+             else format_cost("index_bytes", res["index_bytes"]))
+    return (f"  resources          {res['rows']:,} rows × {res['dimensions']} dimensions: "
+            f"vectors {format_cost('index_bytes', res['vector_bytes'])} (float32), "
+            f"ANN index {index}")
 
 
 def _live_text(live: LiveCheck) -> list[str]:

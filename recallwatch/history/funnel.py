@@ -29,13 +29,15 @@ from recallwatch.errors import UsageError
 if TYPE_CHECKING:
     from recallwatch.history._store import History
 
-__all__ = ["OFFLINE_METRICS", "OfflineDelta", "agreement", "offline_delta", "resolve_change"]
+__all__ = ["OFFLINE_METRICS", "Awaiting", "OfflineDelta", "agreement", "awaiting_readout",
+           "offline_delta", "resolve_change"]
 
 # Offline metric name -> the run summary's column (every one: higher is better).
 OFFLINE_METRICS: dict[str, str] = {
     "ndcg": "mean_ndcg", "quality": "mean_quality", "recall": "mean_recall",
     "precision": "mean_precision", "mrr": "mrr",
 }
+AWAITING_RUNS = 20  # the newest gate runs looked at for changes awaiting a readout
 # An A/B metric verdict, as a direction (None: no direction can be read from it).
 _ONLINE_DIRECTION: dict[str, int] = {"better": 1, "worse": -1, "no difference": 0}
 
@@ -95,6 +97,51 @@ def offline_delta(h: History, run_id: str, metric: str = "ndcg") -> OfflineDelta
     base = h.summary(base_id)
     return OfflineDelta(run_id, base_id, metric, float(getattr(run, column)),
                         float(getattr(base, column)))
+
+
+@dataclass(frozen=True)
+class Awaiting:
+    """A recent change with an offline delta and no online readout yet: what to test next."""
+
+    created_at: str
+    change: str  # the reference `online ab --change` takes: a run id or promote:ID
+    run_id: str
+    promote_id: int | None
+    offline: OfflineDelta
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"created_at": self.created_at, "change": self.change, "run_id": self.run_id,
+                "promote_id": self.promote_id, "offline": self.offline.to_dict()}
+
+
+def awaiting_readout(h: History, *, runs: int = AWAITING_RUNS,
+                     metric: str = "ndcg") -> list[Awaiting]:
+    """Recent changes still waiting for an online readout, newest first: promotions, and
+    accepted gate runs with a baseline (so an offline delta) among the newest ``runs``. A stopped
+    run does not ship, so there is nothing to test online; a run a promotion shipped is listed
+    once, as the promotion. A readout attached to the run or to its promotion answers both."""
+    read = {r.change_run for r in h.online_readouts()}
+    out: list[Awaiting] = []
+    promoted: set[str] = set()
+    for m in h.monitor_runs(kind="promote", limit=runs):
+        run = m.payload.get("accepted_run")
+        if not m.payload.get("promoted") or not isinstance(run, str) or run in promoted:
+            continue
+        promoted.add(run)
+        if run in read:
+            continue
+        try:
+            off = offline_delta(h, run, metric)
+        except UsageError:  # the run was pruned from the history
+            continue
+        out.append(Awaiting(m.created_at, f"promote:{m.id}", run, m.id, off))
+    for summary in h.runs(limit=runs):
+        if summary.verdict != "ACCEPT" or summary.run_id in read | promoted:
+            continue
+        off = offline_delta(h, summary.run_id, metric)
+        if off.delta is not None:
+            out.append(Awaiting(summary.created_at, summary.run_id, summary.run_id, None, off))
+    return sorted(out, key=lambda a: a.created_at, reverse=True)
 
 
 def agreement(delta: float | None, online_verdict: str) -> tuple[str, str]:

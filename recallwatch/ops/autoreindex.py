@@ -15,6 +15,11 @@ A guard allows one automatic reindex per store per window (default 24 hours), co
 last *attempt*, switched or not: a store whose new indexes keep failing the floor must not be
 rebuilt on every monitor run. The attempt is written to the store's metadata before the build
 starts, so a run killed mid-build still counts. Every attempt, skipped ones included, says why.
+
+The adapters without native versions (pgvector, Qdrant, Milvus Lite, Chroma, index files) reindex
+by copying *production* into a new version: a store with no production version yet (never
+promoted), or whose current version is not production (ungated writes), is skipped with that
+reason, before any attempt is counted.
 """
 
 from __future__ import annotations
@@ -124,6 +129,14 @@ def auto_reindex(
     if not isinstance(store, SupportsReindex):
         return AutoReindex(trigger, why, None, f"{store.uri} cannot build a new index beside the "
                            "live one (no versions)")
+    from recallwatch.stores.versioned import VersionedStore
+    from recallwatch.stores.versioned_index import stage_problem
+
+    # Checked before the attempt is written: a store that cannot be reindexed yet (no production
+    # version) must say why on every run, not hold the guard for a build that never started.
+    problem = stage_problem(store) if isinstance(store, VersionedStore) else None
+    if problem is not None:
+        return AutoReindex(trigger, why, None, problem)
     last = store.get_meta(AUTO_REINDEX_META_KEY)
     if isinstance(last, dict) and last.get("at"):
         since = now - datetime.fromisoformat(str(last["at"]))

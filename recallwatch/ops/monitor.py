@@ -17,6 +17,9 @@ One :func:`run_monitor` call measures, for a probe set on a store:
 * **live signals** from real traffic, when given: no-result rate, click-through rate,
   abandonment and latency percentiles over a window of an interaction log, each against an
   alarm threshold (:mod:`recallwatch.ops.live_signals`);
+* **resources**: the store's row count, the bytes of its stored vectors (rows × dimensions × 4:
+  every adapter stores float32 components) and, where the store can say (``SupportsIndexSize``),
+  the bytes of its ANN index, measured by the engine;
 * **error budget** over this and earlier monitor runs (:mod:`recallwatch.ops.budget`); a run
   whose live traffic crossed a threshold counts as bad;
 * with ``reindex_below``, the **operation loop**: recall under that level triggers a verified
@@ -37,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from recallwatch.bench.plan import vector_bytes
 from recallwatch.errors import InputError, StoreError
 from recallwatch.ops.autoreindex import DEFAULT_WINDOW, auto_reindex
 from recallwatch.ops.budget import BudgetPolicy, BudgetStatus, error_budget
@@ -45,6 +49,7 @@ from recallwatch.ops.index_health import index_build, index_problem
 from recallwatch.ops.live_signals import LiveCheck, live_breached
 from recallwatch.ops.probes import ProbeSet
 from recallwatch.ops.recall import probe_vectors, recall_vs_exact
+from recallwatch.stores.base import SupportsIndexSize
 
 if TYPE_CHECKING:
     from recallwatch.history import History
@@ -79,6 +84,7 @@ class MonitorReport:
     notes: tuple[str, ...] = field(default_factory=tuple)
     reindex: dict[str, Any] | None = None  # what --reindex-below did (AutoReindex.to_dict())
     live: LiveCheck | None = None
+    resources: dict[str, Any] | None = None  # rows, dimensions, vector_bytes, index_bytes
 
     @property
     def alarm(self) -> bool:
@@ -97,7 +103,25 @@ class MonitorReport:
             "alarm": self.alarm, "alarms": list(self.alarms), "created_at": self.created_at,
             "monitor_id": self.monitor_id, "notes": list(self.notes), "reindex": self.reindex,
             "live": None if self.live is None else self.live.to_dict(),
+            "resources": self.resources,
         }
+
+
+def _resources(store: VectorStore, dimensions: int, notes: list[str]) -> dict[str, Any]:
+    """What the store holds: rows, the bytes of their float32 vectors, and the ANN index's
+    bytes where the store measures them (None where it cannot say; 0 without an index)."""
+    rows = store.count()
+    index_bytes = None
+    if isinstance(store, SupportsIndexSize):
+        try:
+            index_bytes = int(store.index_bytes())
+        except StoreError as exc:
+            notes.append(f"resources: index size unreadable: {exc}")
+    else:
+        notes.append("resources: the store does not report its index size")
+    return {"rows": rows, "dimensions": dimensions,
+            "vector_bytes": vector_bytes(rows, dimensions, "f32"),
+            "index_bytes": index_bytes}
 
 
 def run_monitor(
@@ -181,6 +205,7 @@ def run_monitor(
                             why=f"recall@{k} {recall:.3f} < {reindex_below:g}", k=k, floor=floor,
                             window=reindex_window, history=history, now=now)
         loop = {**done.to_dict(), "summary": done.summary()}
+    held = _resources(store, int(vectors.shape[1]), notes)  # after the loop: what serves now
     report = MonitorReport(
         store=store.uri, index_version=store.current_version(), probes=probes.describe(), k=k,
         floor=floor, recall=recall, recall_min=float(recalls.min()),
@@ -191,6 +216,7 @@ def run_monitor(
         coverage=coverage, threshold=threshold, index=build, index_age_seconds=age, drift=drift,
         budget=status, alarms=tuple(alarms), created_at=record_time, notes=tuple(notes),
         reindex=loop, live=live,
+        resources=held,
     )
     if history is not None:
         rid = history.record_monitor_run(MONITOR_KIND, report.to_dict(), store_uri=store.uri,

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from recallwatch.stores.base import VectorStore
     from recallwatch.stores.versioned import VersionedStore
 
-__all__ = ["VersionedIndex", "content_difference", "restore"]
+__all__ = ["VersionedIndex", "content_difference", "restore", "stage_problem"]
 
 
 def content_difference(before: dict[str, str], after: dict[str, str]) -> str | None:
@@ -44,6 +44,21 @@ def content_difference(before: dict[str, str], after: dict[str, str]) -> str | N
     return ", ".join(parts)
 
 
+def stage_problem(store: VersionedStore) -> str | None:
+    """Why ``store`` cannot be reindexed now, or None: a reindex copies *production*, so there
+    must be one, and it must be the current version (else the switch would promote ungated
+    writes)."""
+    production, current = store.production_version(), store.current_version()
+    if production is None:
+        return (f"{store.uri} has no production version to reindex: promote one first "
+                "(`recallwatch promote`)")
+    if production != current:
+        return (f"{store.uri}: version {current} is current but version {production} is in "
+                f"production; a reindex rebuilds production and would promote version "
+                f"{current} ungated: gate and promote it (or not) first")
+    return None
+
+
 class VersionedIndex:
     """One staged reindex of a VersionedStore (a :class:`~recallwatch.stores.base.StagedIndex`):
     a sealed copy of production with a fresh ANN index, to verify, then publish or abandon."""
@@ -57,15 +72,10 @@ class VersionedIndex:
     @classmethod
     def stage(cls, store: VersionedStore) -> VersionedIndex:
         """Copy production into a new, sealed version with a freshly built ANN index."""
-        production, current = store.production_version(), store.current_version()
-        if production is None:
-            raise UsageError(f"{store.uri} has no production version to reindex: promote one "
-                             "first (`recallwatch promote`)")
-        if production != current:
-            raise UsageError(
-                f"{store.uri}: version {current} is current but version {production} is in "
-                f"production; a reindex rebuilds production and would promote version "
-                f"{current} ungated: gate and promote it (or not) first")
+        problem = stage_problem(store)
+        if problem is not None:
+            raise UsageError(problem)
+        production = str(store.production_version())
         candidate = store.new_version()  # a checkout() view refuses this itself
         store.seal()  # later writes go to a further copy; the candidate stays what was verified
         store._build_index_now()  # pgvector defers its ANN index; build it now, in the open

@@ -1,11 +1,13 @@
 """The funnel page: per change, the offline delta (its gate run against its baseline) and the
-online readout attached to it, agreed or not (:mod:`recallwatch.history.funnel`)."""
+online readout attached to it, agreed or not, and the recent changes still awaiting a readout
+(:mod:`recallwatch.history.funnel`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from recallwatch.history import History
+from recallwatch.history.funnel import awaiting_readout
 from recallwatch.report.plots import Series, scatter
 
 __all__ = ["funnel_view"]
@@ -14,9 +16,9 @@ MAX_ROWS = 500
 
 
 def funnel_view(h: History) -> dict[str, Any]:
-    """The readouts, newest first, the counts by agreement, and offline delta against online
-    delta as a scatter (one colour per agreement: the mirages sit right of zero, at or under
-    zero)."""
+    """The readouts, newest first, the counts by agreement, offline delta against online delta
+    as a scatter (one colour per agreement: the mirages sit right of zero, at or under zero),
+    and the recent changes awaiting a readout (what to test online next)."""
     rows = h.online_readouts(limit=MAX_ROWS)
     counts = {k: sum(r.agreement == k for r in rows) for k in ("agreed", "disagreed",
                                                                 "undecided")}
@@ -34,4 +36,4 @@ def funnel_view(h: History) -> dict[str, Any]:
     chart = scatter("offline delta vs online delta, one point per change", series,
                     x_label="offline delta (gate run vs its baseline)",
                     y_label="online delta") if series else None
-    return {"rows": rows, "counts": counts, "chart": chart}
+    return {"rows": rows, "counts": counts, "chart": chart, "awaiting": awaiting_readout(h)}

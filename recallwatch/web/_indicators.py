@@ -7,8 +7,14 @@ where each indicator comes from are data (:data:`GROUPS`); a record's fields are
 so a source names the words its field name must hold (whole words: "age" is not in "usage").
 
 Status against policy: a source may name the field of the same record that holds its threshold
-(the monitor's recall ``floor``; the live thresholds of ``monitor --log``). Without one the
-status is "no threshold recorded", never a guess.
+(the monitor's recall ``floor``; the live thresholds of ``monitor --log``), or the recorded
+outcome of the policy's caps (a gate run's cost checks). Without one the status is "no threshold
+recorded", never a guess.
+
+Most groups read the operations records (``recallwatch monitor``, promote, reindex…); the cost
+group reads the gate runs first: every gate run on a store records what it cost (search latency,
+query embedding time, index bytes) and the outcome of the policy's cost caps
+(:func:`gate_cost_records` turns the latest of them into records of the same shape).
 """
 
 from __future__ import annotations
@@ -19,12 +25,16 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from recallwatch.history import MonitorRun
+from recallwatch.history import History, MonitorRun
 from recallwatch.report.plots import Chart, Series, lines, sparkline
+from recallwatch.suite.cost import format_cost
 
-__all__ = ["GROUPS", "Group", "Source", "flatten", "indicator_cards", "live_charts"]
+__all__ = ["GROUPS", "Group", "Source", "flatten", "gate_cost_records", "indicator_cards",
+           "live_charts"]
 
 TREND_POINTS = 30
+GATE_RUNS_READ = 10  # the newest gate runs on a store loaded for the cost card (full results)
+GATE_KIND = "gate run"  # the kind of the records made from gate runs
 # Settings, not measurements: fields under these never stand for an indicator.
 _SETTINGS = frozenset({"thresholds", "policy", "budget", "threshold", "floor"})
 
@@ -35,6 +45,11 @@ class Source:
     words: tuple[str, ...]  # a field name holding every one of these words
     better: Literal["higher", "lower"]
     limit: tuple[str, ...] | None = None  # path, in the same record, of its threshold
+    unit: Literal["bytes"] | None = None  # how the value is shown (None: 4 significant digits)
+    origin: Literal["monitor", "gate"] = "monitor"  # which records hold it
+    # path, in the same record, of a recorded verdict {"status", "caps"}: the policy's caps as
+    # the gate applied them (wins over ``limit``)
+    verdict: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -43,6 +58,7 @@ class Group:
     question: str
     sources: tuple[Source, ...]  # the first one found in the records wins
     missing: str  # what records it, shown while nothing has
+    details: tuple[Source, ...] = ()  # further figures of the same record, shown under it
 
 
 _LIVE = ("live", "thresholds")
@@ -58,8 +74,12 @@ GROUPS: tuple[Group, ...] = (
           "recallwatch monitor records the probes' latency"),
     Group("resources", "Does it fit?",
           (Source("memory", ("memory",), "lower"), Source("resident memory", ("rss",), "lower"),
-           Source("index size", ("bytes",), "lower")),
-          "a record with a memory, rss or bytes field"),
+           Source("ANN index size", ("index", "bytes"), "lower", unit="bytes"),
+           Source("stored vectors (float32)", ("vector", "bytes"), "lower", unit="bytes"),
+           Source("size", ("bytes",), "lower", unit="bytes")),
+          "recallwatch monitor records the store's rows, vector bytes and index bytes",
+          (Source("rows", ("resources", "rows"), "lower"),
+           Source("stored vectors (float32)", ("vector", "bytes"), "lower", unit="bytes"))),
     Group("coverage", "How many searches get no useful answer?",
           (Source("coverage", ("coverage",), "higher"),
            Source("no-result rate, real traffic", ("live", "no", "result", "rate"), "lower",
@@ -74,8 +94,12 @@ GROUPS: tuple[Group, ...] = (
                   (*_LIVE, "max_abandonment"))),
           "no interaction log monitored yet (recallwatch monitor --log LOG)"),
     Group("cost", "Is it sustainable?",
-          (Source("cost", ("cost",), "lower"),),
-          "a record with a cost field (e.g. cost per query)"),
+          (Source("search latency p99 of the gate run (ms)", ("cost", "search", "p99"), "lower",
+                  ("policy", "max_latency_p99_ms"), origin="gate", verdict=("caps",)),
+           Source("cost", ("cost",), "lower")),
+          "recallwatch gate --store … --history records each run's cost",
+          (Source("query embedding (ms/query)", ("cost", "embed", "query"), "lower"),
+           Source("index bytes", ("cost", "index", "bytes"), "lower", unit="bytes"))),
 )
 
 
@@ -122,33 +146,102 @@ def _status(value: float, limit: float | None, better: str) -> str:
     return "ok" if (value >= limit if better == "higher" else value <= limit) else "breach"
 
 
-def indicator_cards(records: list[MonitorRun]) -> list[dict[str, Any]]:
-    """One card per group from the operations records (newest first): the latest value of its
-    first source found, the status against the threshold beside it, and its trend over the last
-    records of the same kind that hold the field."""
+def shown(value: float, unit: str | None) -> str:
+    return format_cost("index_bytes", value) if unit == "bytes" else f"{value:.4g}"
+
+
+def indicator_cards(records: list[MonitorRun],
+                    gate_records: list[MonitorRun] | None = None) -> list[dict[str, Any]]:
+    """One card per group from the operations records and the records made of gate runs
+    (:func:`gate_cost_records`; both newest first): the latest value of its first source found,
+    the status against the threshold beside it, further figures of the same record, and its
+    trend over the last records of the same kind that hold the field."""
+    by_origin = {"monitor": records, "gate": gate_records or []}
     cards = []
     for group in GROUPS:
         card: dict[str, Any] = {"group": group.name, "question": group.question,
                                 "value": None, "missing": group.missing}
         for source in group.sources:
-            latest = next(((m, f) for m in records if (f := _field(m.payload, source))), None)
+            held = by_origin[source.origin]
+            latest = next(((m, f) for m in held if (f := _field(m.payload, source))), None)
             if latest is None:
                 continue
             m, (name, value) = latest
             limit = _at(m.payload, source.limit)
-            points = [(r, v) for r in reversed(records) if r.kind == m.kind
+            status = _status(value, limit, source.better)
+            limit_text = (None if limit is None else
+                          f"{'min' if source.better == 'higher' else 'max'} {limit:.4g}")
+            verdict = _verdict(m.payload, source.verdict)
+            if verdict is not None:
+                status, limit_text = verdict
+            points = [(r, v) for r in reversed(held) if r.kind == m.kind
                       for n, v in flatten(r.payload) if n == name and numeric(v) is not None]
             points = points[-TREND_POINTS:]
             trend: Chart = sparkline(
                 f"{source.title}: trend", [float(v) for _, v in points],
-                [f"{r.created_at}: {float(v):.4g}" for r, v in points], limit=limit)
-            card.update(title=source.title, field=name, value=value, kind=m.kind,
-                        at=m.created_at, limit=limit, better=source.better,
-                        status=_status(value, limit, source.better), trend=trend,
-                        points=len(points))
+                [f"{r.created_at}: {shown(float(v), source.unit)}" for r, v in points],
+                limit=limit)
+            details = [(d.title, shown(v, d.unit)) for d in group.details
+                       if (f := _field(m.payload, d)) is not None and f[0] != name
+                       for v in (f[1],)]
+            run_id = m.payload.get("run_id")
+            card.update(title=source.title, field=name, value=value,
+                        shown=shown(value, source.unit), kind=m.kind, at=m.created_at,
+                        limit=limit, limit_text=limit_text, better=source.better,
+                        status=status, trend=trend, points=len(points), details=details,
+                        run_id=run_id if isinstance(run_id, str) else None)
             break
         cards.append(card)
     return cards
+
+
+def _verdict(payload: Mapping[str, Any],
+             path: tuple[str, ...] | None) -> tuple[str, str] | None:
+    """``(status, caps)`` recorded at ``path``, when the caps were applied."""
+    node: Any = payload
+    for key in path or ():
+        node = node.get(key) if isinstance(node, Mapping) else None
+    if not path or not isinstance(node, Mapping) or node.get("status") is None:
+        return None
+    return str(node["status"]), str(node.get("caps") or "")
+
+
+# The gate's checks of the policy's cost caps (recallwatch.suite.limits).
+_COST_RULES = ("latency_p99", "cost_increase")
+
+
+def gate_cost_records(h: History, limit: int = GATE_RUNS_READ) -> list[MonitorRun]:
+    """The cost of the newest gate runs on a store (newest first), as records the cost card
+    reads: ``cost`` as the run recorded it, the policy's caps, and ``caps``: the outcome of the
+    cost checks the gate applied ("breach" when one stopped the run, "ok" when all applied ones
+    passed; absent when the policy capped nothing or no baseline allowed the comparison)."""
+    out = []
+    for summary in h.runs(limit=limit * 5):
+        if summary.store_uri is None:  # a results file: no timings, no cost
+            continue
+        run = h.load(summary.run_id)
+        if run.cost is None:
+            continue
+        policy = {k: run.policy[k] for k in ("max_latency_p99_ms", "max_cost_increase")
+                  if run.policy.get(k) is not None}
+        checks = [c for c in run.checks if c.rule in _COST_RULES
+                  and c.status in ("pass", "stop")]
+        payload: dict[str, Any] = {"run_id": run.run_id, "cost": run.cost, "policy": policy}
+        if checks:
+            caps = [f"max_latency_p99_ms {policy['max_latency_p99_ms']:g}"
+                    if "max_latency_p99_ms" in policy else "",
+                    f"max_cost_increase {policy['max_cost_increase']:.0%}"
+                    if "max_cost_increase" in policy else ""]
+            payload["caps"] = {
+                "status": "breach" if any(c.status == "stop" for c in checks) else "ok",
+                "caps": " · ".join(c for c in caps if c),
+                "stopped": [c.message for c in checks if c.status == "stop"]}
+        out.append(MonitorRun(id=summary.seq, kind=GATE_KIND, created_at=summary.created_at,
+                              store_uri=summary.store_uri, index_version=summary.index_version,
+                              status=summary.verdict, payload=payload))
+        if len(out) == limit:
+            break
+    return out
 
 
 # (title, the live signals drawn, the threshold drawn as a rule)

@@ -14,7 +14,14 @@ from recallwatch.formats.structured import load_structured
 from recallwatch.history import History, MonitorRun
 from recallwatch.ops.budget import BudgetStatus
 from recallwatch.report.plots import Chart, Series, lines, scatter
-from recallwatch.web._indicators import flatten, indicator_cards, live_charts, numeric, words
+from recallwatch.web._indicators import (
+    flatten,
+    gate_cost_records,
+    indicator_cards,
+    live_charts,
+    numeric,
+    words,
+)
 
 __all__ = ["bench_view", "flatten", "monitor_view", "trends_view"]
 
@@ -156,7 +163,7 @@ def monitor_view(h: History) -> dict[str, Any]:
     kinds: dict[str, list[MonitorRun]] = {}
     for m in reversed(records):  # oldest first within a kind
         kinds.setdefault(m.kind, []).append(m)
-    indicators = indicator_cards(records)
+    indicators = indicator_cards(records, gate_cost_records(h))
     sections = []
     for kind, rows in sorted(kinds.items()):
         fields: dict[str, list[tuple[float, float, str]]] = {}

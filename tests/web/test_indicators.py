@@ -3,18 +3,28 @@ signals from `monitor --log`) and the offline-to-online funnel page."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from lxml import html
 from starlette.testclient import TestClient
 
+from recallwatch.formats.policy_limits import Limits
 from recallwatch.history import History, record_gate_run
 from recallwatch.ops.live_signals import LivePolicy, check_live
+from recallwatch.ops.monitor import run_monitor
+from recallwatch.ops.probes import ProbeSet
+from recallwatch.ops.promote import promote
+from recallwatch.suite.cost import format_cost
+from recallwatch.suite.gate import run_gate
 from recallwatch.web import create_app
 from recallwatch.web._indicators import GROUPS
-from tests.history.helpers import gate_run, golden_set
+from tests.history.helpers import KB, LENIENT, gate_run, golden_set, kb
+from tests.ops.test_monitor import small_store
 from tests.report import helpers as H
+
+__all__ = ["kb"]  # the fixture
 
 
 def get(client: TestClient, url: str) -> Any:
@@ -106,3 +116,103 @@ def test_funnel_page(tmp_path: Path) -> None:
               for c in doc.cssselect(".funnel-counts .card")}
     assert counts == {"agreed": "1", "disagreed": "1", "undecided": "0"}
     assert len(doc.cssselect("figure.chart svg circle")) == 2
+
+
+def cards_of(doc: Any) -> dict[str, Any]:
+    return {c.get("data-group"): c for c in doc.cssselect(".indicators .card.indicator")}
+
+
+def test_resources_card_from_a_monitor_run(tmp_path: Path) -> None:
+    """`recallwatch monitor` records what the store holds: the card shows the ANN index's bytes
+    as the engine measures them, with the rows and the bytes of their float32 vectors."""
+    store, data = small_store(tmp_path / "s", n=1200)  # 16 dimensions, an IVF_PQ index
+    db = tmp_path / "h.db"
+    with History(db) as h:
+        report = run_monitor(store, ProbeSet("p", "1", vectors=data.queries), floor=0.0,
+                             history=h)
+    assert report.resources == {"rows": 1200, "dimensions": 16, "vector_bytes": 1200 * 16 * 4,
+                                "index_bytes": store.index_bytes()}
+    assert store.index_bytes() > 0
+    card = cards_of(get(TestClient(create_app(db)), "/monitor"))["resources"]
+    assert not card.cssselect(".missing")
+    assert H.text(card.cssselect(".v")[0]) == format_cost("index_bytes", store.index_bytes())
+    assert "ANN index size" in H.text(card) and "resources.index_bytes" in H.text(card)
+    details = [H.text(d) for d in card.cssselect(".detail")]
+    assert details == ["rows: 1200", "stored vectors (float32): 75.0 KiB"]  # 76,800 B
+    assert H.text(card.cssselect(".status")[0]) == "no threshold recorded"
+
+
+def test_cost_card_reads_the_latest_gate_run_on_a_store(kb: KB, tmp_path: Path) -> None:
+    """The cost card shows the newest gate run's cost (not only monitor records) and the outcome
+    of the policy's caps that run recorded; a later run from a results file (no timings) does
+    not hide it."""
+    db = tmp_path / "h.db"
+
+    def gate(cap_ms: float) -> Any:
+        policy = replace(LENIENT, limits=Limits(max_latency_p99_ms=cap_ms))
+        return record_gate_run(run_gate(kb.golden, store=kb.store, embedder=kb.embedder,
+                                        policy=policy), db)
+
+    def cost_card() -> Any:
+        return cards_of(get(TestClient(create_app(db)), "/monitor"))["cost"]
+
+    roomy = gate(60_000.0)  # a minute: no search of ten rows takes that long
+    assert roomy.cost is not None and roomy.verdict == "ACCEPT"
+    card = cost_card()
+    assert H.text(card.cssselect(".v")[0]) == f"{roomy.cost['search_p99_ms']:.4g}"
+    assert H.text(card.cssselect(".status")[0]) == "ok"
+    assert H.text(card.cssselect(".limit")[0]) == "max_latency_p99_ms 60000"
+    assert card.cssselect("a")[0].get("href") == f"/runs/{roomy.run_id}"
+    tight = gate(0.001)  # a microsecond: every real search takes longer
+    assert tight.cost is not None and tight.verdict == "STOP"
+    record_gate_run(gate_run(golden_set(4)), db)  # a results file: no cost
+    card = cost_card()
+    assert H.text(card.cssselect(".v")[0]) == f"{tight.cost['search_p99_ms']:.4g}"
+    assert H.text(card.cssselect(".status")[0]) == "breach"
+    assert card.cssselect("a")[0].get("href") == f"/runs/{tight.run_id}"
+    details = dict(H.text(d).split(": ", 1) for d in card.cssselect(".detail"))
+    assert details == {
+        "query embedding (ms/query)": f"{tight.cost['embed_ms_per_query']:.4g}",
+        "index bytes": format_cost("index_bytes", tight.cost["index_bytes"])}
+    spark = card.cssselect("svg.spark")[0]
+    assert len(spark.cssselect("path")[0].get("d").removeprefix("M").split()) == 2
+
+
+def test_funnel_page_lists_changes_awaiting_a_readout(kb: KB, tmp_path: Path) -> None:
+    """Accepted gate runs with a baseline and promotions without an online readout are listed as
+    "awaiting readout", with the command that attaches one; a first run (no baseline, so no
+    offline delta), a stopped run (it does not ship) and a run already read out are not."""
+    db = tmp_path / "h.db"
+    g = golden_set(4)
+    first = record_gate_run(gate_run(g), db)
+    waiting = record_gate_run(gate_run(g, {"q00": {"q00_b": 3}}), db)
+    stopped = record_gate_run(gate_run(g, {q.id: {q.expected[0]: 40, q.expected[1]: 41}
+                                           for q in g.queries}), db)
+    read_out = record_gate_run(gate_run(g), db)
+    assert (first.verdict, waiting.verdict, stopped.verdict, read_out.verdict) == (
+        "ACCEPT", "ACCEPT", "STOP", "ACCEPT")
+    shipped = record_gate_run(kb.gate(), db)  # the knowledge base's store, then promoted
+    with History(db) as h:
+        decision = promote(h, kb.store)
+        promote_id = h.monitor_runs(kind="promote")[0].id
+        h.record_online_readout({
+            "change_run": read_out.run_id, "promote_id": None, "offline_metric": "ndcg",
+            "offline_baseline": stopped.run_id, "offline_delta": 0.1, "online_metric": "ctr",
+            "online_delta": 0.01, "online_ci_low": 0.0, "online_ci_high": 0.02,
+            "online_verdict": "better", "agreement": "agreed", "payload": {}})
+    assert decision.promoted and decision.accepted_run == shipped.run_id
+    doc = get(TestClient(create_app(db)), "/funnel")
+    rows = doc.cssselect("table.awaiting tbody tr")
+    changes = [r.cssselect("a")[0].get("href") for r in rows]
+    assert changes == [f"/runs/{shipped.run_id}", f"/runs/{waiting.run_id}"]  # newest first
+    assert all(H.text(r.cssselect(".badge")[0]) == "awaiting readout" for r in rows)
+    assert f"promote:{promote_id}" in H.text(rows[0])
+    assert H.text(rows[0].cssselect("code")[-1]).endswith(f"--change promote:{promote_id}")
+    # the waiting run's offline delta: its nDCG against the first run's, the baseline it had
+    with History(db) as h:
+        expected = h.summary(waiting.run_id).mean_ndcg - h.summary(first.run_id).mean_ndcg
+    assert expected < 0
+    assert H.text(rows[1].cssselect("td.offline")[0]) == (
+        f"ndcg {expected:+.4f} vs {first.run_id}")
+    # the readout already attached is still listed as read out
+    assert [r.get("class") for r in doc.cssselect("table.funnel tbody tr")] == ["agreed"]
