@@ -93,6 +93,9 @@ def to_numpy(array: pa.Array | pa.ChunkedArray, fill: Any = None) -> np.ndarray[
     the buffers directly does not.
     """
     if isinstance(array, pa.ChunkedArray):
+        if array.num_chunks > 1 and not array.null_count:
+            # numpy concatenates into numpy memory: one copy, no Arrow intermediate
+            return np.concatenate([to_numpy(chunk) for chunk in array.chunks])
         array = array.combine_chunks()
     dtype = np.dtype(array.type.to_pandas_dtype())
     validity, buffer = array.buffers()[:2]

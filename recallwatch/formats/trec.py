@@ -206,9 +206,10 @@ def _read(path: str | PathLike[str], kind: TrecKind, *, digest: bool = False) ->
             found="<an empty file>",
         )
     # trec_eval forbids NUL bytes (its fields are C strings); a NUL is never legal here either.
-    columns = None
-    if not contains_byte(data, 0):
-        columns = _parse_fast(data, layout) or _parse_general(data.to_pybytes(), layout)
+    # The fast path never accepts one (it refuses control bytes in fields).
+    columns = _parse_fast(data, layout)
+    if columns is None and not contains_byte(data, 0):
+        columns = _parse_general(data.to_pybytes(), layout)
     if columns is None or (kind == "run" and not np.isfinite(columns[2]).all()):
         raise _locate_error(data.to_pybytes(), source, layout) or InputError(
             source=source,
@@ -243,26 +244,50 @@ def _parse_fast(data: bytes | pa.Buffer, layout: _Layout) -> _Columns | None:
     """
     if isinstance(data, bytes):
         data = arrow_owned(data)
-    if any(contains_byte(data, byte) for byte in b"\t\x0b\x0c"):
-        # any isspace byte separates fields
-        data = arrow_owned(data.to_pybytes().translate(_TABS_TO_SPACES))
     if contains_byte(data, ord("\r")) and _has_lone_cr(data):
         return None  # a lone CR separates fields for trec_eval, lines for pyarrow
+    columns = _parse_single_space(data, layout)
+    if columns is None and any(contains_byte(data, byte) for byte in b"\t\x0b\x0c"):
+        # any isspace byte separates fields (a tab-separated file fails the first try at once)
+        columns = _parse_single_space(arrow_owned(data.to_pybytes().translate(_TABS_TO_SPACES)),
+                                      layout)
+    return columns
+
+
+def _parse_single_space(data: pa.Buffer, layout: _Layout) -> _Columns | None:
     if layout.kind == "qrels" and _may_hold_hex(data):
         return None  # pyarrow reads 0x10 as 16, trec_eval's atol as 0: let the strict path judge
     value_type = pa.int64() if layout.kind == "qrels" else pa.float64()
     table = _read_csv(data, layout, value_type, every_column=True)
     if table is None:
         return None
-    # Repeated or edge blanks make empty fields, which a single-space parse would accept.
     for name in layout.columns:
-        if name != layout.value_column and _has_empty(table.column(name)):
+        if name == layout.value_column:
+            continue  # parsed as a number: any other byte fails the parse
+        column = table.column(name)
+        # Repeated or edge blanks make empty fields, which a single-space parse would accept;
+        # a tab, CR, VT, FF or NUL inside a field means other separators (or a refusal).
+        if _has_empty(column) or _has_control_byte(column):
             return None
     qids = table.column("qid").combine_chunks()
     if contains_byte(data, ord("#")) and pc.any(pc.starts_with(qids, "#")).as_py():
         return None  # a comment line with as many words as a record
     values = to_numpy(table.column(layout.value_column))
     return qids, table.column("docid").combine_chunks(), values
+
+
+def _has_control_byte(column: pa.ChunkedArray) -> bool:
+    """Whether a field holds a byte below 0x0e (NUL, tab, LF, VT, FF, CR and 1-8): one vectorised
+    minimum over the field bytes, cheaper than a scan of the whole file per byte value."""
+    for chunk in column.chunks:
+        if not len(chunk):
+            continue
+        offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=len(chunk) + 1,
+                                offset=chunk.offset * 4)
+        data = np.frombuffer(chunk.buffers()[2], dtype=np.uint8)[offsets[0]:offsets[-1]]
+        if len(data) and data.min() < 0x0E:
+            return True
+    return False
 
 
 def _parse_general(data: bytes, layout: _Layout) -> _Columns | None:

@@ -81,13 +81,16 @@ def pack_ids(
     if size < 8:  # too short for one 8-byte window: pad a copy
         data = np.concatenate([data, np.zeros(8 - size, np.uint8)])
         size = 8
-    window = np.ndarray(shape=(size - 7,), dtype=">u8", buffer=data, strides=(1,))
+    # every 8-byte window of the data, read as one integer (a strided view: no copy)
+    window = np.ndarray(shape=(size - 7,), dtype=np.uint64, buffer=data, strides=(1,))
     starts = offsets[:-1]
     near_end = np.flatnonzero(starts > size - 16 - 8 * words)  # at most a few trailing ids
     out = []
     for k in range(words):
-        keep = np.clip(lengths - 8 * k, 0, 8)
-        word = window[np.minimum(starts + 8 * k, size - 8)].astype(np.uint64)
+        keep = np.minimum(lengths, 8) if k == 0 else np.clip(lengths - 8 * k, 0, 8)
+        word = window[np.minimum(starts + 8 * k if k else starts, size - 8)]
+        if np.little_endian:  # read big-endian: the first byte is the most significant
+            word.byteswap(inplace=True)
         word &= _KEEP[keep]
         for i in near_end:  # their 8-byte window would run past the buffer: pack them one by one
             start = int(starts[i]) + 8 * k
