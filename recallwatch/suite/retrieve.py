@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from recallwatch.embedders._blas import blas_threads
 from recallwatch.embedders.base import (
     FINGERPRINT_META_KEY,
     Embedder,
@@ -37,7 +38,8 @@ class Retrieved:
 @dataclass
 class Timings:
     embed: float = 0.0
-    search: float = 0.0
+    search: float = 0.0  # the ranked lists and the exact scores of expected chunks beyond them
+    score: float = 0.0  # of which: the exact scores of expected chunks beyond the ranked lists
 
 
 class Source(Protocol):
@@ -83,13 +85,18 @@ class StoreSource:
         vectors = np.asarray(self.embedder.embed_queries([q.text for q in queries]),
                              dtype=np.float32)
         t1 = time.perf_counter()
-        hits = self.store.search(vectors, depth, filter=self.settings.filter or None)
-        found = [set(h.ids) for h in hits]
-        missing = [[c for c in q.expected if c not in ids] for q, ids in zip(queries, found)]
-        extra_scores = self.store.score_of(vectors, missing)
+        # Exact rescoring is many small products: one BLAS thread each (see embedders._blas).
+        with blas_threads(1):
+            hits = self.store.search(vectors, depth, filter=self.settings.filter or None)
+            found = [set(h.ids) for h in hits]
+            missing = [[c for c in q.expected if c not in ids] for q, ids in zip(queries, found)]
+            t_score = time.perf_counter()
+            # one call for every query: the store fetches each expected vector once
+            extra_scores = self.store.score_of(vectors, missing)
         t2 = time.perf_counter()
         self.timings.embed += t1 - t0
         self.timings.search += t2 - t1
+        self.timings.score += t2 - t_score
         out = []
         for q, h, extra in zip(queries, hits, extra_scores):
             ids, scores = list(h.ids), np.asarray(h.scores, dtype=np.float64)
