@@ -22,6 +22,7 @@ Whole processes (``--whole-process``), what a user waits for at the prompt, roun
   rw-warm       the same with the run already in the binary cache (RECALLWATCH_CACHE_DIR)
   rw-parquet    the same run as Parquet, read by `Run.read` (the library: the CLI change is a
                 proposal, so this child calls what the CLI would)
+  rw-before     (with --baseline DIR) the same command with another checkout's code
   pytrec-files  a Python process that parses both files with pytrec_eval's own parsers
                 (parse_qrel, parse_run) and evaluates; it also reports the time of
                 RelevanceEvaluator + evaluate() alone on the dicts it built
@@ -249,7 +250,7 @@ def _child(argv: list[str], env: dict[str, str]) -> dict[str, Any]:
                 "rss_mb": usage.ru_maxrss / 1024, "stdout": out.read().decode()}
 
 
-def whole_process(directory: Path, rounds: int) -> None:
+def whole_process(directory: Path, rounds: int, baseline: Path | None = None) -> None:
     """Interleaved rounds of whole-process evaluations; ratios are taken within each round."""
     import os
 
@@ -274,6 +275,11 @@ def whole_process(directory: Path, rounds: int) -> None:
         "pytrec-files": [sys.executable, "-c", PYTREC_FILES, str(qrels), str(run),
                          "ndcg_cut.10,recall.100,recip_rank,map,P.10"],
     }
+    if baseline is not None:  # the same command on another checkout (e.g. before a change)
+        envs["rw-before"] = {**base_env, "PYTHONPATH": str(baseline), "RECALLWATCH_CACHE": "0"}
+        argv["rw-before"] = [sys.executable, "-c", "import sys; from recallwatch.cli import main;"
+                             " sys.exit(main())", "eval", str(qrels), str(run), *measures,
+                             "--format", "json"]
     # In a child: a forked child's peak RSS counts what its parent held when it forked (Linux
     # keeps the high-water mark across exec), so this parent must stay small.
     subprocess.run([sys.executable, __file__, "--check-values", "--dir", str(directory)],
@@ -350,7 +356,7 @@ def _report_whole_process(results: dict[str, list[dict[str, Any]]], loads: list[
     alone = [r["evaluate_alone"] for r in results["pytrec-files"]]
     print(f"  {'pytrec eval()':14s} in-process {stat(alone)} s (RelevanceEvaluator + evaluate)")
     print("  ratios within each round (median over rounds; >1 means recallwatch is faster):")
-    for name in ("rw-cold", "rw-warm", "rw-parquet"):
+    for name in [n for n in ("rw-before", "rw-cold", "rw-warm", "rw-parquet") if n in results]:
         files = sorted(p["wall"] / r["wall"] for p, r in zip(results["pytrec-files"],
                                                               results[name]))
         ev = sorted(p["evaluate_alone"] / r["wall"] for p, r in zip(results["pytrec-files"],
@@ -380,6 +386,9 @@ def main() -> None:
                         help="time whole `recallwatch eval` processes against pytrec_eval "
                         "from files (needs --dir holding qrels.txt and run.txt, or writes them)")
     parser.add_argument("--rounds", type=int, default=5, help="rounds of --whole-process")
+    parser.add_argument("--baseline", type=Path, help="with --whole-process: also time the CLI "
+                        "of this checkout (its directory goes on PYTHONPATH), e.g. the code "
+                        "before a change")
     parser.add_argument("--check-values", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.check_values:
@@ -390,7 +399,7 @@ def main() -> None:
         if not (directory / "run.txt").exists():
             directory.mkdir(parents=True, exist_ok=True)
             generate(directory, args.queries, args.docs, args.seed)
-        whole_process(directory, args.rounds)
+        whole_process(directory, args.rounds, args.baseline)
         return
     if args.tool:
         result = _tool(args.tool, args.dir)

@@ -126,13 +126,19 @@ class _Entries:
         """Whether some query block may list a document twice (a row-wise sort of the keys)."""
         if blocks.width < 2:
             return False
-        keys = np.sort(blocks.grid(mix(self.doc_keys.words), PAD), axis=1)
-        same = keys[:, 1:] == keys[:, :-1]
-        if blocks.valid is not None:
-            # Padding sorts last; pairs that start in it do not count. (A key equal to PAD, which
-            # only a mix of two words can be, makes a pair that does: the general check decides.)
-            same &= np.arange(blocks.width - 1)[None, :] < blocks.widths[:, None]
-        return bool(same.any())
+        grid = blocks.grid(mix(self.doc_keys.words), PAD)
+        step = max(1, (1 << 16) // blocks.width)  # rows per sort: the temporaries stay in cache
+        for start in range(0, len(grid), step):
+            keys = np.sort(grid[start:start + step], axis=1)
+            same = keys[:, 1:] == keys[:, :-1]
+            if blocks.valid is not None:
+                # Padding sorts last; pairs that start in it do not count. (A key equal to PAD,
+                # which only a mix of two words can be, makes a pair that does: the general check
+                # decides.)
+                same &= np.arange(blocks.width - 1) < blocks.widths[start:start + step, None]
+            if same.any():
+                return True
+        return False
 
 
 def uniform_blocks(query_codes: Array) -> int | None:

@@ -36,6 +36,7 @@ PAD = np.uint64(2**64 - 1)  # fills a padded grid cell: no packed id or code equ
 NO_MATCH = np.uint64(0)  # a key that matches nothing: packed ids never start with a 0 byte
 _PAD_SHARE = 2  # pad ragged blocks into a grid only while it holds at most 2x the rows
 _SMALL_GRID = 1 << 16  # ... or while it is this small anyway
+_STEP = 1 << 16  # rows per step of the packing loop (its temporaries stay in cache)
 # _KEEP[n]: keeps the first n bytes of a big-endian word
 _KEEP = np.array([0] + [(2**64 - 1) ^ (2 ** (64 - 8 * n) - 1) for n in range(1, 9)],
                  dtype=np.uint64)
@@ -63,17 +64,20 @@ def pack_ids(
     if ids.null_count:
         return None
     offsets = _offsets(ids)
-    lengths = np.diff(offsets)
-    longest = int(lengths.max()) if n else 0
     data = np.frombuffer(ids.buffers()[2], dtype=np.uint8) if n else np.zeros(8, np.uint8)
     used = data[offsets[0]:offsets[-1]] if n else data[:0]
     has_nul = bool(len(used)) and not used.all()
+    longest = 0
+    for start in range(0, n, _STEP):  # in cache-sized steps: no array of n temporaries
+        piece = offsets[start:start + _STEP + 1]
+        longest = max(longest, int(np.diff(piece).max()))
     unfit: Array | None = None
     if words is None:
         words = max(1, -(-longest // 8))
         if words > MAX_WORDS or has_nul:
             return None
     elif longest > 8 * words or has_nul:
+        lengths = np.diff(offsets)
         unfit = lengths > 8 * words
         if has_nul:
             unfit |= _holds_nul(data, offsets)
@@ -83,20 +87,22 @@ def pack_ids(
         size = 8
     # every 8-byte window of the data, read as one integer (a strided view: no copy)
     window = np.ndarray(shape=(size - 7,), dtype=np.uint64, buffer=data, strides=(1,))
+    out = [np.empty(n, dtype=np.uint64) for _ in range(words)]
+    for start in range(0, n, _STEP):
+        piece = offsets[start:start + _STEP + 1]
+        first, lengths = piece[:-1], np.diff(piece)
+        for k, word in enumerate(out):
+            part = word[start:start + len(first)]
+            part[:] = window[np.minimum(first + 8 * k, size - 8)]  # (np.take would copy window)
+            if np.little_endian:  # read big-endian: the first byte is the most significant
+                part.byteswap(inplace=True)
+            part &= _KEEP[np.clip(lengths - 8 * k, 0, 8)]
     starts = offsets[:-1]
-    near_end = np.flatnonzero(starts > size - 16 - 8 * words)  # at most a few trailing ids
-    out = []
-    for k in range(words):
-        keep = np.minimum(lengths, 8) if k == 0 else np.clip(lengths - 8 * k, 0, 8)
-        word = window[np.minimum(starts + 8 * k if k else starts, size - 8)]
-        if np.little_endian:  # read big-endian: the first byte is the most significant
-            word.byteswap(inplace=True)
-        word &= _KEEP[keep]
-        for i in near_end:  # their 8-byte window would run past the buffer: pack them one by one
-            start = int(starts[i]) + 8 * k
-            piece = data[start:start + int(keep[i])].tobytes()
-            word[i] = int.from_bytes(piece.ljust(8, b"\0"), "big")
-        out.append(word)
+    for i in np.flatnonzero(starts > size - 16 - 8 * words):  # the last few ids: their windows
+        for k, word in enumerate(out):                       # would run past the buffer
+            begin = int(starts[i]) + 8 * k
+            keep = min(max(int(offsets[i + 1]) - begin, 0), 8)
+            word[i] = int.from_bytes(data[begin:begin + keep].tobytes().ljust(8, b"\0"), "big")
     if unfit is not None:
         for word in out:
             word[unfit] = NO_MATCH
