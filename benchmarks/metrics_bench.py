@@ -250,7 +250,8 @@ def _child(argv: list[str], env: dict[str, str]) -> dict[str, Any]:
                 "rss_mb": usage.ru_maxrss / 1024, "stdout": out.read().decode()}
 
 
-def whole_process(directory: Path, rounds: int, baseline: Path | None = None) -> None:
+def whole_process(directory: Path, rounds: int, baseline: Path | None = None,
+                  burn: int = 0) -> None:
     """Interleaved rounds of whole-process evaluations; ratios are taken within each round."""
     import os
 
@@ -287,8 +288,27 @@ def whole_process(directory: Path, rounds: int, baseline: Path | None = None) ->
     for _ in range(2):  # first sight records a hint, the second writes the entry
         _child(argv["rw-warm"], envs["rw-warm"])
     results: dict[str, list[dict[str, Any]]] = {name: [] for name in argv}
-    loads = []
+    loads: list[float] = []
     names = list(argv)
+    # busy processes: the load of a shared machine, on demand (the report says how many)
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(burn)]
+    try:
+        _rounds(rounds, names, argv, envs, results, loads)
+    finally:
+        for p in burners:
+            p.kill()
+            p.wait()
+    loads.append(os.getloadavg()[0])
+    if burn:
+        print(f"  ({burn} busy processes ran during the rounds)")
+    _report_whole_process(results, loads)
+
+
+def _rounds(rounds: int, names: list[str], argv: dict[str, list[str]],
+            envs: dict[str, dict[str, str]], results: dict[str, list[dict[str, Any]]],
+            loads: list[float]) -> None:
+    import os
+
     for r in range(rounds):
         loads.append(os.getloadavg()[0])
         order = names[r % len(names):] + names[:r % len(names)]
@@ -302,8 +322,6 @@ def whole_process(directory: Path, rounds: int, baseline: Path | None = None) ->
             f"{n} {results[n][-1]['wall']:.2f} s" for n in names)
             + f", pytrec evaluate() alone {results['pytrec-files'][-1]['evaluate_alone']:.2f} s"
             + f" (load {loads[-1]:.1f})", flush=True)
-    loads.append(os.getloadavg()[0])
-    _report_whole_process(results, loads)
 
 
 def _check_whole_process_values(directory: Path) -> None:
@@ -389,6 +407,8 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, help="with --whole-process: also time the CLI "
                         "of this checkout (its directory goes on PYTHONPATH), e.g. the code "
                         "before a change")
+    parser.add_argument("--burn", type=int, default=0,
+                        help="with --whole-process: busy processes during the rounds")
     parser.add_argument("--check-values", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.check_values:
@@ -399,7 +419,7 @@ def main() -> None:
         if not (directory / "run.txt").exists():
             directory.mkdir(parents=True, exist_ok=True)
             generate(directory, args.queries, args.docs, args.seed)
-        whole_process(directory, args.rounds, args.baseline)
+        whole_process(directory, args.rounds, args.baseline, args.burn)
         return
     if args.tool:
         result = _tool(args.tool, args.dir)
