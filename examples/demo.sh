@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The chapter's story on the embedded default (LanceDB + USE multilingual), in one command:
+# A first deployment on the embedded default (LanceDB + USE multilingual), in one command:
 # ingest version 1 of the knowledge base, gate it (STOP, with the diagnosis), ingest the fix,
 # gate again (ACCEPT), reports written. Run by `make demo` after the environment is installed.
 set -uo pipefail

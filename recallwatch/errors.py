@@ -10,6 +10,7 @@
      ├── EmbedderError                an embedding model or endpoint failed or gave bad vectors
      ├── StoreError                   a vector store failed or refused an operation
      ├── HistoryError                 the run history cannot be read or written
+     ├── JudgeError                   an LLM judge endpoint failed or answered unusably
      └── Interrupted                  a run stopped before it completed; nothing was recorded
 
 The library raises these; only the CLI turns them into ``Error: …`` and an exit code.
@@ -26,6 +27,7 @@ __all__ = [
     "HistoryError",
     "InputError",
     "Interrupted",
+    "JudgeError",
     "NotInstalledError",
     "RecallwatchError",
     "StoreError",
@@ -129,6 +131,10 @@ class StoreError(RecallwatchError):
 
 class HistoryError(RecallwatchError):
     """The history store cannot be read or written."""
+
+
+class JudgeError(RecallwatchError):
+    """An LLM judge endpoint failed, or answered with something that is not a chat completion."""
 
 
 class Interrupted(RecallwatchError):

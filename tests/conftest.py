@@ -8,6 +8,11 @@ from pathlib import Path
 
 import pytest
 
+# The session's PostgreSQL (started on first use), shared by the store, history and web tests.
+from tests.pg import pg_databases, pg_env, postgres_server
+
+__all__ = ["pg_databases", "pg_env", "postgres_server"]
+
 ROOT = Path(__file__).resolve().parent.parent
 CRANFIELD = ROOT.parent / "shared" / "data" / "cranfield"
 

@@ -11,7 +11,7 @@ import pytest
 from recallwatch._redact import has_secret, is_secret_name, redact, redact_all
 from recallwatch.bench.sweep import load_sweep
 from recallwatch.errors import UsageError
-from recallwatch.ops.monitor import post_webhook
+from recallwatch.ops.webhook import post_webhook
 
 KEY = "sk-live-0123456789"
 

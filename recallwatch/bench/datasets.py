@@ -14,8 +14,10 @@ import numpy as np
 from recallwatch.bench.engines.base import SEED
 from recallwatch.bench.truth import content_hash
 from recallwatch.errors import InputError, StoreError
-from recallwatch.formats._structured import LINE_KEY, bounded, check_keys, line_of, shown
 from recallwatch.formats.ann import AnnDataset, Metric, parse_metric, read_hdf5, read_vectors
+from recallwatch.formats.fields import bounded, check_keys, line_of, shown
+from recallwatch.formats.structured import LINE_KEY
+from recallwatch.vectors import normalise
 
 if TYPE_CHECKING:
     from recallwatch.stores.base import VectorStore
@@ -59,9 +61,7 @@ def topic_collection(
 ) -> np.ndarray:
     """n points around randomly chosen topic centres (unit noise), normalised (listing 18.12)."""
     topic = rng.integers(0, centres.shape[0], n)
-    vecs = centres[topic] + rng.standard_normal((n, centres.shape[1]))
-    out = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
-    return np.asarray(out, dtype=np.float32)
+    return normalise(centres[topic] + rng.standard_normal((n, centres.shape[1])))
 
 
 def synthetic(
@@ -101,7 +101,8 @@ def export_vectors(
 ) -> tuple[list[str], np.ndarray]:
     """Every chunk id of a store and its vector, through the VectorStore protocol.
 
-    An adapter with a ``vectors(ids) -> ndarray`` method is asked directly. Otherwise each vector
+    An adapter that declares :class:`~recallwatch.stores.base.SupportsVectors` is asked
+    directly. Otherwise each vector
     is read back through ``score_of`` with the d basis vectors as queries: for a store that
     scores by inner product this returns the stored components (for cosine, the normalised
     vector), so it needs ``dim`` and is slow on large stores.
@@ -109,9 +110,10 @@ def export_vectors(
     ids = [c.id for c in store.chunks()]
     if not ids:
         raise StoreError(f"store {store.uri} holds no chunks to export")
-    direct = getattr(store, "vectors", None)
-    if callable(direct):
-        return ids, np.asarray(direct(ids), dtype=np.float32)
+    from recallwatch.stores.base import SupportsVectors
+
+    if isinstance(store, SupportsVectors):
+        return ids, np.asarray(store.vectors(ids), dtype=np.float32)
     if dim is None:
         raise InputError(field="dim", expected="the vector dimension (this store has no "
                          "vectors() method, so vectors are read back through score_of)",

@@ -214,7 +214,7 @@ def _figures(out: Path, res: dict[str, Any], study: QuantizationStudy) -> list[P
                label=metric)
     ax.set_xticks(range(len(names)), names)
     ax.set_ylim(0, 1.1)
-    ax.set_title("Fig 18.1: same relevant set {0,1,2}, three orders")
+    ax.set_title("Same relevant set {0,1,2} in three orders: recall alike, MRR and nDCG not")
     ax.legend(fontsize=8)
     save(fig, "fig18_1_metrics.png")
 
@@ -224,7 +224,8 @@ def _figures(out: Path, res: dict[str, Any], study: QuantizationStudy) -> list[P
     ax.set_xscale("log")
     ax.set_xlabel("k")
     ax.set_ylabel("recall@k vs exact")
-    ax.set_title(f"Fig 18.2: IVF nlist={res['config']['nlist']} nprobe={res['config']['nprobe']}")
+    ax.set_title(f"Recall by depth: IVF nlist={res['config']['nlist']} "
+                 f"nprobe={res['config']['nprobe']}")
     save(fig, "fig18_2_recall_by_k.png")
 
     lat = res["latency_vs_n"]
@@ -232,7 +233,7 @@ def _figures(out: Path, res: dict[str, Any], study: QuantizationStudy) -> list[P
     ax.loglog(lat["n"], lat["latency_ms"], marker="o")
     ax.set_xlabel("N (vectors)")
     ax.set_ylabel("ms per exact query (1 thread)")
-    ax.set_title(f"Fig 18.3: exact search latency, log-log slope {lat['loglog_slope']:.2f}")
+    ax.set_title(f"Exact search latency by N, log-log slope {lat['loglog_slope']:.2f}")
     save(fig, "fig18_3_latency_vs_n.png")
 
     stages = res["drift"]["stages"]
@@ -242,13 +243,13 @@ def _figures(out: Path, res: dict[str, Any], study: QuantizationStudy) -> list[P
     ax.set_xticks(range(len(stages)), [s["stage"] for s in stages], fontsize=7)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("recall@10")
-    ax.set_title("Fig 18.5: drift (new topics in old cells) and reindex")
+    ax.set_title("Drift (new topics in old cells) and reindex")
     save(fig, "fig18_5_drift.png")
 
     fig, ax = plt.subplots(figsize=(6, 3.6))
     ax.bar([r.representation for r in study.rows], [r.recall for r in study.rows])
     ax.set_ylabel(f"recall@{study.k} vs float32")
-    ax.set_title("Fig 18.6: quantization")
+    ax.set_title("Quantization: recall against float32")
     ax.tick_params(axis="x", labelsize=7)
     save(fig, "fig18_6_quantization.png")
 
@@ -260,7 +261,7 @@ def _figures(out: Path, res: dict[str, Any], study: QuantizationStudy) -> list[P
     ax.set_xscale("log")
     ax.set_xlabel("R (candidates rescored)")
     ax.set_ylabel(f"recall@{study.k}")
-    ax.set_title("Fig 18.7: binary screening + exact rescoring")
+    ax.set_title("Binary screening + exact rescoring of the top R")
     ax.legend(fontsize=8)
     save(fig, "fig18_7_binary_rescoring.png")
     return written
@@ -297,9 +298,11 @@ def run_experiments(out: str | Path, cfg: ExperimentConfig | None = None) -> dic
         faiss.omp_set_num_threads(threads)
     files = _figures(out, res, study)
     texts = {
-        "table18_1_quantization.md": "# Table 18.1: quantization\n\n" + study.markdown()
-        + "\nint8 counts its float32 per-vector scale (d + 4 bytes); the chapter counts d.\n",
-        "table18_2_indicators.md": "# Table 18.2: indicator groups\n\n| Group | What it answers "
+        "table18_1_quantization.md": "# Quantization: bytes per vector and recall\n\n"
+        + study.markdown()
+        + "\nint8 counts its float32 per-vector scale (d + 4 bytes), not d alone.\n",
+        "table18_2_indicators.md": "# Indicator groups of a production vector search system\n\n"
+        "| Group | What it answers "
         "and what is measured |\n|---|---|\n"
         + "".join(f"| {g} | {w} |\n" for g, w in INDICATOR_GROUPS),
         "evaluation_report.txt": "".join(f"{name + ':':<11}{value:.3f}\n" for name, value in

@@ -27,6 +27,7 @@ from recallwatch.bench.truth import (
 )
 from recallwatch.errors import InputError
 from recallwatch.formats.ann import Metric
+from recallwatch.vectors import top_k_rows
 
 __all__ = [
     "DEFAULT_DEPTHS",
@@ -61,7 +62,8 @@ def rescore(
 ) -> np.ndarray:
     """The k best of each row's candidates by exact distance (inputs prepared for ``metric``)."""
     dist = exact_distances(base, queries, candidates, metric)
-    order = np.argsort(dist, axis=1, kind="stable")[:, :k]
+    # smaller distance first; equal distances by id, the package's one tie rule
+    order = top_k_rows(-dist.astype(np.float64), k, candidates)
     return np.take_along_axis(candidates, order, axis=1)
 
 

@@ -25,6 +25,7 @@ import numpy as np
 from recallwatch._files import atomic_path
 from recallwatch.errors import InputError, NotInstalledError
 from recallwatch.formats.ann import Metric
+from recallwatch.vectors import normalise
 
 __all__ = [
     "TIE_EPSILON",
@@ -33,7 +34,6 @@ __all__ = [
     "exact_distances",
     "ground_truth",
     "id_recall",
-    "normalise",
     "prepare",
     "tie_aware_recall",
 ]
@@ -59,15 +59,6 @@ def _faiss() -> object:
     except ImportError as exc:
         raise NotInstalledError("faiss (exact ground truth)", "bench") from exc
     return faiss
-
-
-def normalise(x: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit L2 norm (zero rows stay zero), as float32."""
-    x = np.asarray(x, dtype=np.float32)
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    out = np.zeros_like(x)
-    np.divide(x, norms, out=out, where=norms > 0)
-    return out
 
 
 def prepare(x: np.ndarray, metric: Metric) -> np.ndarray:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
@@ -45,37 +45,63 @@ class _Group(TyperGroup):
             ctx.exit(3)
 
 
+# One sentence per word the commands use, so their help can be read without other documents.
+_HELP = """Does your vector search still find what it must? Acceptance gate, rank metrics, ANN
+benchmarks and index operations.
+
+\b
+Words used in the commands:
+  golden set: queries, each with the chunks it must find in its top K.
+  Gold chunk: a curated synthesis that must never be missed.
+  policy: the gate's thresholds, in a YAML file (defaults without one).
+  noise ceiling: the share of a query's top K allowed to score below the
+    worst-scoring chunk it expects.
+  waiver: a written diagnosis, in the policy, that excuses a failing query.
+  probe set: queries whose live results are compared with exact search.
+
+Exit codes: 0 success or ACCEPT, 1 STOP, alarm or refusal, 2 usage or input error, 3 internal
+error.
+"""
+
 app = typer.Typer(
     cls=_Group,
     name="recallwatch",
-    help="Does your vector search still find what it must? Acceptance gate, rank metrics, "
-    "ANN benchmarks and index operations.",
+    help=_HELP,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
     rich_markup_mode=None,
 )
 
-# Each module defines register(app). Listed here so that the order of --help is deliberate.
-_COMMAND_MODULES = [
+# The command modules, in the order of --help. Each defines register(app) and imports nothing
+# heavy at import time. A new command family (e.g. online_cmd) is one more line here; a listed
+# module that fails to import fails every command, loudly, rather than vanishing from --help.
+_COMMAND_MODULES = (
     "gate_cmd",
     "eval_cmd",
     "compare_cmd",
     "ingest_cmd",
     "history_cmd",
+    "history_copy_cmd",  # adds `history copy` to the group history_cmd registers
+    "golden_cmd",  # the `golden` group; modules listed after it add its commands
+    "label_cmd",  # the `label` group
     "bench_cmd",
-    "ops_cmd",
+    "monitor_cmd",
+    "reindex_cmd",
+    "promote_cmd",
+    "calibrate_cmd",
+    "groups_cmd",
+    "online_cmd",
     "serve_cmd",
-]
+)
 
-for _name in _COMMAND_MODULES:
-    try:
-        _module = importlib.import_module(f"recallwatch.cli.{_name}")
-    except ModuleNotFoundError as _exc:  # a command family not built yet
-        if _exc.name != f"recallwatch.cli.{_name}":
-            raise
-        continue
-    _module.register(app)
+
+def _register_commands(target: typer.Typer, modules: tuple[str, ...] = _COMMAND_MODULES) -> None:
+    for name in modules:
+        importlib.import_module(f"{__name__}.{name}").register(target)
+
+
+_register_commands(app)
 
 
 def _print_version(value: bool) -> None:
@@ -88,10 +114,9 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(
-        False, "--version", help="Print the version and exit.", callback=_print_version,
-        is_eager=True,
-    ),
+    version: Annotated[bool, typer.Option(
+        "--version", help="Print the version and exit.", callback=_print_version,
+        is_eager=True)] = False,
 ) -> None:
     """Does your vector search still find what it must?"""
 

@@ -16,6 +16,17 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
+def _help(text: str) -> list[str]:
+    """A help text as Markdown: a paragraph click keeps unwrapped (``\\b``) stays as written."""
+    out: list[str] = []
+    for para in inspect.cleandoc(text).split("\n\n"):
+        if para.startswith("\b\n"):
+            out += ["```", para[2:], "```", ""]
+        else:
+            out += [para, ""]
+    return out
+
+
 def _command(path: list[str], cmd: Any, out: list[str]) -> None:
     ctx = typer.Context(cmd, info_name=" ".join(path))
     subcommands = getattr(cmd, "commands", None)
@@ -25,8 +36,7 @@ def _command(path: list[str], cmd: Any, out: list[str]) -> None:
     out.append(f"```\n{' '.join(path)} {usage}\n```")
     out.append("")
     if cmd.help:
-        out.append(inspect.cleandoc(cmd.help))
-        out.append("")
+        out += _help(cmd.help)
     rows = [p.get_help_record(ctx) for p in cmd.params if not getattr(p, "hidden", False)]
     rows = [r for r in rows if r is not None]
     if rows:
@@ -44,9 +54,8 @@ def cli_reference() -> str:
     root = typer.main.get_command(app)
     out = ["# Command reference", "",
            "Generated from the code by `python -m recallwatch.cli._reference`; "
-           "do not edit by hand.",
-           "Exit codes everywhere: 0 success (ACCEPT), 1 STOP / refusal / alarm, 2 usage or input "
-           "error, 3 internal error.", ""]
+           "do not edit by hand.", "",
+           *_help(root.help or "")]
     for name, cmd in root.commands.items():  # type: ignore[attr-defined]
         _command(["recallwatch", name], cmd, out)
     return "\n".join(out).rstrip() + "\n"

@@ -5,24 +5,37 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
-from recallwatch.cli._common import TableJson, emit
+from recallwatch.cli._common import emit
+from recallwatch.cli._options import (
+    MinOneDepth,
+    OutDir,
+    RequiredOutDir,
+    Seed,
+    TableJson,
+    TableJsonFormat,
+)
 
 
 def bench(
-    sweep: Path = typer.Argument(..., help="Sweep file (YAML): dataset, k, engines with build "
-                                 "and query parameter grids. See docs/bench.md."),
-    out: Path | None = typer.Option(None, "--out", help="Write results.json, results.csv and "
-                                    "frontier.png here (default: the sweep's 'out', if any)."),
-    threads: int | None = typer.Option(None, "--threads", min=1, help="Threads for batched "
-                                       "search and builds (overrides the sweep's 'threads')."),
-    fmt: TableJson = typer.Option(TableJson.table, "--format", help="Output on stdout."),
-    quiet: bool = typer.Option(False, "--quiet", help="No progress lines on stderr."),
+    sweep: Annotated[Path, typer.Argument(
+        help="Sweep file (YAML): dataset, k, engines with build and query parameter grids. See "
+        "docs/bench.md.")],
+    out: OutDir = None,
+    threads: Annotated[int | None, typer.Option(
+        "--threads", min=1, help="Threads for batched search and builds (overrides the sweep's "
+        "'threads').")] = None,
+    fmt: TableJsonFormat = TableJson.table,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress lines on stderr.")] = False,
 ) -> None:
     """Sweep ANN engines on one dataset: recall, QPS, latency, memory, the frontier, and the
-    fastest configuration at each recall target."""
+    fastest configuration at each recall target.
+
+    With --out (default: the sweep's 'out', if any) it writes results.json, results.csv and
+    frontier.png there."""
     from dataclasses import replace
 
     from recallwatch.bench.output import render_table, sweep_to_dict, write_outputs
@@ -49,25 +62,33 @@ def bench(
 
 
 def quantize(
-    base: Path | None = typer.Argument(None, help="Vectors (.npy, .fvecs, .fbin, or an "
-                                       "ANN-Benchmarks .hdf5 whose train/test are used)."),
-    queries: Path | None = typer.Option(None, "--queries", help="Query vectors file; default: "
-                                        "--sample rows held out of BASE."),
-    sample: int = typer.Option(1000, "--sample", min=1, help="Queries held out of BASE when "
-                               "--queries is not given."),
-    synthetic: str | None = typer.Option(None, "--synthetic", help="Instead of BASE, the "
-                                         "chapter's collection: NxD, e.g. 20000x128."),
-    metric: str = typer.Option("ip", "--metric", help="ip, l2 or cosine (hdf5: its own)."),
-    k: int = typer.Option(10, "--k", min=1, help="Depth of recall@k."),
-    depths: str = typer.Option("10,20,50,100,200,500,1000,2000", "--depths",
-                               help="Rescoring depths R for binary + exact rescoring."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the held-out sample / synthetic data."),
-    out: Path | None = typer.Option(None, "--out", help="Write quantization.json and "
-                                    "quantization.md here."),
-    fmt: TableJson = typer.Option(TableJson.table, "--format", help="Output on stdout."),
+    base: Annotated[Path | None, typer.Argument(
+        help="Vectors (.npy, .fvecs, .fbin, or an ANN-Benchmarks .hdf5 whose train/test are "
+        "used).")] = None,
+    queries: Annotated[Path | None, typer.Option(
+        "--queries", help="Query vectors file; default: --sample rows held out of "
+        "BASE.")] = None,
+    sample: Annotated[int, typer.Option(
+        "--sample", min=1, help="Queries held out of BASE when --queries is not given.")] = 1000,
+    synthetic: Annotated[str | None, typer.Option(
+        "--synthetic", help="Instead of BASE, N synthetic vectors of dimension D clustered around "
+        "random topics: NxD, e.g. 20000x128.")] = None,
+    metric: Annotated[str, typer.Option(
+        "--metric", help="Similarity of the vectors: ip, l2 or cosine (an .hdf5 file brings "
+        "its own).")] = "ip",
+    k: MinOneDepth = 10,
+    depths: Annotated[str, typer.Option(
+        "--depths", help="Rescoring depths R for binary + exact rescoring.")] = (
+        "10,20,50,100,200,500,1000,2000"),
+    seed: Seed = 0,
+    out: OutDir = None,
+    fmt: TableJsonFormat = TableJson.table,
 ) -> None:
     """float32 / float16 / int8 / binary: bytes per vector and recall@k against float32, and
-    binary screening + exact rescoring over R (the chapter's table 18.1 and figure 18.7)."""
+    binary screening of the whole collection followed by exact rescoring of its top R.
+
+    --seed draws the held-out queries (or the synthetic data); with --out it writes
+    quantization.json and quantization.md there."""
     from recallwatch.bench.datasets import dataset_from_spec
     from recallwatch.bench.quantize import quantization_study
     from recallwatch.errors import InputError, UsageError
@@ -110,12 +131,10 @@ def quantize(
         typer.echo(f"wrote {out / 'quantization.json'}, {out / 'quantization.md'}", err=True)
 
 
-def experiments(
-    out: Path = typer.Option(..., "--out", help="Directory for the figures, tables, report and "
-                             "experiments.json."),
-) -> None:
-    """Reproduce the chapter's experiments (figures 18.1–18.3, 18.5–18.7, tables 18.1–18.2 and
-    the one-query evaluation report) with fixed seeds."""
+def experiments(out: RequiredOutDir) -> None:
+    """Run the reference experiments with fixed seeds: figures and tables of the metrics, recall
+    by depth k, latency against collection size, drift and reindex, quantization and binary
+    rescoring, written into --out with experiments.json (the configuration of every number)."""
     from recallwatch.bench.experiments import run_experiments
 
     result = run_experiments(out)

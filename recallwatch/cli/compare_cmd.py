@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from recallwatch.cli._common import TableJson, emit
+from recallwatch.cli._common import emit
+from recallwatch.cli._options import Alpha, Measures, Power, Seed, TableJson, TableJsonFormat
 
 if TYPE_CHECKING:
     from recallwatch.stats import Comparison
@@ -26,23 +27,24 @@ class CIChoice(str, Enum):
 
 
 def compare(
-    qrels: Path = typer.Argument(..., help="TREC qrels file (qid 0 docid rel), optionally gzip."),
-    run_a: Path = typer.Argument(..., help="Run A, the baseline (TREC run file)."),
-    run_b: Path = typer.Argument(..., help="Run B, the candidate (TREC run file)."),
-    measure: list[str] = typer.Option(..., "-m", "--measure", help="Measure in ir_measures "
-                                      "syntax, e.g. nDCG@10; repeat for several."),
-    test: TestChoice = typer.Option(TestChoice.randomization, "--test",
-                                    help="Paired significance test."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the randomization test and bootstrap."),
-    resamples: int = typer.Option(10_000, "--resamples", min=2, help="Random sign assignments "
-                                  "(randomization) and bootstrap resamples."),
-    alpha: float = typer.Option(0.05, "--alpha", help="Significance level, after Holm "
-                                "correction across the measures; the CI level is 1 - alpha."),
-    ci: CIChoice = typer.Option(CIChoice.bca, "--ci", help="Bootstrap interval method."),
-    tie_tolerance: float = typer.Option(1e-9, "--tie-tolerance", help="Per-query differences "
-                                        "within this count as ties."),
-    power: float = typer.Option(0.8, "--power", help="Power for the queries-needed estimate."),
-    fmt: TableJson = typer.Option(TableJson.table, "--format", help="Output on stdout."),
+    qrels: Annotated[Path, typer.Argument(
+        help="TREC qrels file (qid 0 docid rel), optionally gzip.")],
+    run_a: Annotated[Path, typer.Argument(help="Run A, the baseline (TREC run file).")],
+    run_b: Annotated[Path, typer.Argument(help="Run B, the candidate (TREC run file).")],
+    measure: Measures,
+    test: Annotated[TestChoice, typer.Option(
+        "--test", help="Paired significance test.")] = TestChoice.randomization,
+    seed: Seed = 0,
+    resamples: Annotated[int, typer.Option(
+        "--resamples", min=2, help="Random sign assignments (randomization) and bootstrap "
+        "resamples.")] = 10_000,
+    alpha: Alpha = 0.05,
+    ci: Annotated[CIChoice, typer.Option(
+        "--ci", help="Bootstrap interval method.")] = CIChoice.bca,
+    tie_tolerance: Annotated[float, typer.Option(
+        "--tie-tolerance", help="Per-query differences within this count as ties.")] = 1e-9,
+    power: Power = 0.8,
+    fmt: TableJsonFormat = TableJson.table,
 ) -> None:
     """Compare run B against run A on the same judged queries, with a paired significance test.
 
@@ -50,8 +52,9 @@ def compare(
     (trec_eval -c). Per measure it prints both means, delta = B - A, its bootstrap confidence
     interval (level 1 - alpha), the p-value Holm-corrected across the measures (* marks
     significance at alpha), wins/ties/losses of B, and how many queries a paired t-test would
-    need to detect the observed delta with the given power. The randomization p-value is
-    identical on every call with the same seed. Exit 0 whatever the outcome; 2 on bad input.
+    need to detect the observed delta with the given power. The randomization test and the
+    bootstrap draw with --seed: the same seed gives the same p-value on every call. Exit 0
+    whatever the outcome; 2 on bad input.
 
     --format json prints one object (schema "recallwatch.compare/1"; see docs/cli.md):
 

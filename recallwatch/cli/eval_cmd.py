@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
+
+from recallwatch.cli._options import EvalFormat, Measures
 
 if TYPE_CHECKING:
     from recallwatch.metrics import EvalResult
@@ -17,21 +19,14 @@ Format = Literal["table", "json", "tsv"]
 
 
 def eval_command(
-    qrels: Path = typer.Argument(..., help="TREC qrels file 'qid iter docid rel' (plain or .gz)."),
-    run: Path = typer.Argument(
-        ..., help="TREC run file 'qid Q0 docid rank score tag' (plain or .gz)."
-    ),
-    measure: list[str] = typer.Option(
-        ...,
-        "--measure",
-        "-m",
-        help="Measure in ir_measures syntax, e.g. nDCG@10, R@100, RR, AP, P(rel=2)@10, "
-        "nDCG(dcg=exp-log2)@10. Repeat for several.",
-    ),
-    per_query: bool = typer.Option(False, "--per-query", help="Also print each query's values."),
-    output_format: str = typer.Option(
-        "table", "--format", help="Output: table, json or tsv.", metavar="table|json|tsv"
-    ),
+    qrels: Annotated[Path, typer.Argument(
+        help="TREC qrels file 'qid iter docid rel' (plain or .gz).")],
+    run: Annotated[Path, typer.Argument(
+        help="TREC run file 'qid Q0 docid rank score tag' (plain or .gz).")],
+    measure: Measures,
+    per_query: Annotated[bool, typer.Option(
+        "--per-query", help="Also print each query's values.")] = False,
+    output_format: EvalFormat = "table",
 ) -> None:
     """Evaluate a TREC run against qrels (trec_eval -c semantics)."""
     from recallwatch.errors import UsageError

@@ -3,43 +3,50 @@
 from __future__ import annotations
 
 from datetime import date
-from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
-from recallwatch.cli._common import DEFAULT_HISTORY, emit
-
-
-class GateFormat(str, Enum):
-    table = "table"
-    json = "json"
-    markdown = "markdown"
+from recallwatch.cli._common import emit
+from recallwatch.cli._options import (
+    DEFAULT_HISTORY,
+    EmbedderSpec,
+    GateFormat,
+    GateFormatOption,
+    GoldenArg,
+    HistoryPath,
+    NoHistory,
+    PolicyFile,
+    ResultsFile,
+    StoreURIOrNone,
+)
 
 
 def gate(
-    golden: Path = typer.Argument(..., help="Golden dataset (YAML, JSON or JSONL)."),
-    store: str | None = typer.Option(None, "--store", help="Store URI, e.g. lancedb://kb?table=chunks."),
-    results: Path | None = typer.Option(None, "--results", help="Results file (JSONL) from any "
-                                        "external search system, instead of --store."),
-    policy: Path | None = typer.Option(None, "--policy", help="Policy file (YAML); absent = the "
-                                       "chapter's defaults."),
-    history: Path = typer.Option(DEFAULT_HISTORY, "--history", help="Run history (SQLite)."),
-    no_history: bool = typer.Option(False, "--no-history", help="Do not record the run."),
-    fmt: GateFormat = typer.Option(GateFormat.table, "--format", help="Output on stdout."),
-    junit: Path | None = typer.Option(None, "--junit", help="Also write JUnit XML here."),
-    report: Path | None = typer.Option(None, "--report", help="Also write report.json, "
-                                       "report.md, junit.xml and report.html into this directory "
-                                       "(all four or none; an earlier set there is replaced)."),
-    embedder: str | None = typer.Option(None, "--embedder", help="Embedder spec for --store "
-                                        "(default: the one that built the index)."),
-    corpus: Path | None = typer.Option(None, "--corpus", help="With --results: the corpus file, "
-                                       "for Gold labels and diagnosis."),
-    run_date: str | None = typer.Option(None, "--run-date", help="Judge validity windows on this "
-                                        "day (YYYY-MM-DD; default today)."),
+    golden: GoldenArg,
+    store: StoreURIOrNone = None,
+    results: ResultsFile = None,
+    policy: PolicyFile = None,
+    history: HistoryPath = DEFAULT_HISTORY,
+    no_history: NoHistory = False,
+    fmt: GateFormatOption = GateFormat.table,
+    junit: Annotated[Path | None, typer.Option(
+        "--junit", help="Also write JUnit XML here.")] = None,
+    report: Annotated[Path | None, typer.Option(
+        "--report", help="Also write report.json, report.md, junit.xml and report.html into "
+        "this directory (all four or none; an earlier set there is replaced).")] = None,
+    embedder: EmbedderSpec = None,
+    corpus: Annotated[Path | None, typer.Option(
+        "--corpus", help="With --results: the corpus file, for Gold labels and diagnosis.")] = None,
+    run_date: Annotated[str | None, typer.Option(
+        "--run-date", help="Judge validity windows on this day (YYYY-MM-DD; default "
+        "today).")] = None,
 ) -> None:
     """Run the golden set against an index and answer ACCEPT or STOP.
+
+    Searches --store (or reads --results from any other search system) and applies the policy:
+    --policy, or the default thresholds without it.
 
     Exit codes: 0 ACCEPT, 1 STOP, 2 usage or input error.
     """

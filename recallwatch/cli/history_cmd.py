@@ -1,23 +1,28 @@
-"""``recallwatch history …`` (list, show, compare, trend) and ``recallwatch promote``.
+"""``recallwatch history …``: list, show and compare gate runs; trends across runs.
 
-Exit codes: 0 success; 1 ``trend`` found a degradation pattern, or ``promote`` refused; 2 usage
-or input error (unknown run, unreadable history…).
+Exit codes: 0 success; 1 ``trend`` found a degradation pattern; 2 usage or input error (unknown
+run, unreadable history…).
 """
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from recallwatch.cli._common import DEFAULT_HISTORY, TableJson, emit
+from recallwatch.cli._common import emit, emit_json, existing_history
+from recallwatch.cli._options import (
+    DEFAULT_HISTORY,
+    BoundedAlpha,
+    DatasetName,
+    HistoryPath,
+    StoreURIOrNone,
+    TableJson,
+    TableJsonFormat,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
-
-    from recallwatch.history import History
 
 history_app = typer.Typer(
     help="The run history: list, show and compare gate runs; trends across runs.",
@@ -25,24 +30,7 @@ history_app = typer.Typer(
 )
 
 _RUN_HELP = "A run id, a unique prefix of one, or latest / previous / accepted."
-
-
-def _history_opt() -> Any:
-    return typer.Option(DEFAULT_HISTORY, "--history", help="Run history database (SQLite).")
-
-
-def _format_opt() -> Any:
-    return typer.Option(TableJson.table, "--format", help="Output on stdout.")
-
-
-def _open(path: Path) -> History:
-    from recallwatch.history import History
-
-    return History(path, create=False)
-
-
-def _json(obj: Any) -> None:
-    emit(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
+RunRef = Annotated[str, typer.Argument(help=_RUN_HELP)]
 
 
 def _when(created_at: str) -> str:
@@ -58,22 +46,24 @@ def _console() -> Console:
 
 @history_app.command("list")
 def list_runs(
-    history: Path = _history_opt(),
-    dataset: str | None = typer.Option(None, "--dataset", help="Only runs of this dataset name."),
-    limit: int = typer.Option(50, "--limit", min=1, help="At most this many runs, newest first."),
-    fmt: TableJson = _format_opt(),
+    history: HistoryPath = DEFAULT_HISTORY,
+    dataset: DatasetName = None,
+    limit: Annotated[int, typer.Option(
+        "--limit", min=1, help="At most this many runs, newest first.")] = 50,
+    fmt: TableJsonFormat = TableJson.table,
 ) -> None:
     """Recorded gate runs, newest first."""
-    with _open(history) as h:
+    with existing_history(history) as h:
         runs = h.runs(dataset=dataset, limit=limit)
+        location = h.location  # the file, or the URI with any password redacted
     if fmt is TableJson.json:
-        _json({"runs": [r.to_dict() for r in runs]})
+        emit_json({"runs": [r.to_dict() for r in runs]})
         return
-    from recallwatch.report._text import visible
+    from recallwatch.report import visible
 
     # One line per run, like `git log --oneline`: readable in any width, greppable, and the run
     # id first and whole, to paste into `history show`.
-    lines = [f"{len(runs)} run(s) in {visible(history)}"]
+    lines = [f"{len(runs)} run(s) in {visible(location)}"]
     if runs:
         lines.append(f"{'run':<23}  {'when (UTC)':<16}  {'verdict':<7}  {'quality':>7}  "
                      f"{'recall':>6}  {'failing':>9}  dataset, index version")
@@ -90,14 +80,14 @@ def list_runs(
 
 @history_app.command("show")
 def show(
-    run: str = typer.Argument(..., help=_RUN_HELP),
-    history: Path = _history_opt(),
-    fmt: TableJson = _format_opt(),
+    run: RunRef,
+    history: HistoryPath = DEFAULT_HISTORY,
+    fmt: TableJsonFormat = TableJson.table,
 ) -> None:
     """One run's full report, as the gate printed it (comparison with its baselines included)."""
     from recallwatch.report import to_json
 
-    with _open(history) as h:
+    with existing_history(history) as h:
         result = h.load(h.resolve(run))
     if fmt is TableJson.json:
         emit(to_json(result))
@@ -109,18 +99,20 @@ def show(
 
 @history_app.command("compare")
 def compare(
-    run_a: str = typer.Argument(..., help=f"The baseline. {_RUN_HELP}"),
-    run_b: str = typer.Argument(..., help=f"The candidate. {_RUN_HELP}"),
-    history: Path = _history_opt(),
-    store: str | None = typer.Option(None, "--store", help="The store both runs searched: names "
-                                     "the chunks ingested since A that now bury B's expected."),
-    fmt: TableJson = _format_opt(),
+    run_a: Annotated[str, typer.Argument(help=f"The baseline. {_RUN_HELP}")],
+    run_b: Annotated[str, typer.Argument(help=f"The candidate. {_RUN_HELP}")],
+    history: HistoryPath = DEFAULT_HISTORY,
+    store: StoreURIOrNone = None,
+    fmt: TableJsonFormat = TableJson.table,
 ) -> None:
-    """B against A: newly failing / passing queries, rank changes, paired tests, who buried it."""
-    from recallwatch.history._record import ingested_since
+    """B against A: newly failing / passing queries, rank changes, paired tests, who buried it.
+
+    With --store (the store both runs searched) it names the chunks ingested since A that now
+    outrank B's expected ones."""
+    from recallwatch.history import ingested_since
     from recallwatch.history.compare import compare_runs
 
-    with _open(history) as h:
+    with existing_history(history) as h:
         a = h.load(h.resolve(run_a))
         b = h.load(h.resolve(run_b))
     since: list[str] | None = None
@@ -137,7 +129,7 @@ def compare(
     if note:
         c["details"].append(note)
     if fmt is TableJson.json:
-        _json({"a": a.run_id, "b": b.run_id, **c})
+        emit_json({"a": a.run_id, "b": b.run_id, **c})
         return
     _print_comparison(c, a.run_id, b.run_id)
 
@@ -147,7 +139,7 @@ def _print_comparison(c: dict[str, Any], a: str, b: str) -> None:
     from rich.text import Text
 
     from recallwatch.history.compare import TESTED_METRICS
-    from recallwatch.report._text import visible
+    from recallwatch.report import visible
 
     console = _console()
     console.print(Text(visible(f"{b} vs {a}: {c['summary']}"), style="bold"))
@@ -178,24 +170,24 @@ def _print_comparison(c: dict[str, Any], a: str, b: str) -> None:
 
 @history_app.command("trend")
 def trend_cmd(
-    history: Path = _history_opt(),
-    dataset: str | None = typer.Option(None, "--dataset", help="Dataset name (default: the "
-                                       "latest run's)."),
-    last: int = typer.Option(20, "--last", min=2, help="Number of runs to analyse."),
-    alpha: float = typer.Option(0.05, "--alpha", min=0.0, max=1.0,
-                                help="Significance level of both trend tests."),
-    fmt: TableJson = _format_opt(),
+    history: HistoryPath = DEFAULT_HISTORY,
+    dataset: DatasetName = None,
+    last: Annotated[int, typer.Option(
+        "--last", min=2, help="Number of runs to analyse.")] = 20,
+    alpha: BoundedAlpha = 0.05,
+    fmt: TableJsonFormat = TableJson.table,
 ) -> None:
-    """Slow degradation, per-domain trends and noise creeping up over the last N comparable runs.
+    """Slow degradation, per-domain trends and noise creeping up over the last N comparable runs
+    of one golden set (--dataset; default: the latest run's).
 
     Exit code 1 when a pattern is found (an alarm a scheduled job can act on), else 0.
     """
     from recallwatch.history.trend import trend
 
-    with _open(history) as h:
+    with existing_history(history) as h:
         t = trend(h, dataset=dataset, last=last, alpha=alpha)
     if fmt is TableJson.json:
-        _json(t.to_dict())
+        emit_json(t.to_dict())
     else:
         _print_trend(t)
     if t.patterns:
@@ -207,7 +199,7 @@ def _print_trend(t: Any) -> None:
     from rich.text import Text
 
     from recallwatch.history.trend import MIN_RUNS, explain_tests
-    from recallwatch.report._text import visible
+    from recallwatch.report import visible
 
     console = _console()
     console.print(Text(visible(
@@ -235,70 +227,5 @@ def _print_trend(t: Any) -> None:
         console.print(Text("no trend pattern", style="green"))
 
 
-def promote_cmd(
-    store: str = typer.Option(..., "--store", help="Store URI, e.g. lancedb://kb?table=chunks."),
-    version: str | None = typer.Option(None, "--version", help="Index version to promote "
-                                       "(default: the store's current version)."),
-    golden: Path | None = typer.Option(None, "--golden", help="The current golden set (default: "
-                                       "the one of the latest gate run on this store)."),
-    policy: Path | None = typer.Option(None, "--policy", help="The current policy file (default: "
-                                       "with --golden, the chapter's defaults; without it, the "
-                                       "policy of the latest gate run on this store)."),
-    history: Path = _history_opt(),
-    fmt: TableJson = _format_opt(),
-) -> None:
-    """Mark an index version as production, only if an ACCEPTed gate run of the current golden
-    set and policy exists on exactly that version and its ingestion left nothing unresolved.
-
-    Exit codes: 0 promoted, 1 refused (every missing condition is named), 2 usage or input error.
-    """
-    from recallwatch.history import History
-    from recallwatch.history.promote import PromoteDecision, promote
-    from recallwatch.stores import open_store
-
-    dataset_hash = policy_hash = None
-    if golden is not None:
-        from recallwatch.formats.golden import load_golden
-        from recallwatch.formats.policy import load_policy
-
-        dataset_hash = load_golden(golden).hash
-        policy_hash = load_policy(policy).hash
-    elif policy is not None:
-        from recallwatch.formats.policy import load_policy
-
-        policy_hash = load_policy(policy).hash
-    vector_store = open_store(store)
-    try:
-        if not history.exists():
-            decision = PromoteDecision(
-                vector_store.uri, version or vector_store.current_version(), dataset_hash or "",
-                policy_hash or "", None,
-                missing=(f"no run history at {history}: no ACCEPTed gate run can be found "
-                         "(run the gate first, or name the file with --history)",))
-        else:
-            with History(history) as h:
-                decision = promote(h, vector_store, version=version, dataset_hash=dataset_hash,
-                                   policy_hash=policy_hash)
-    finally:
-        vector_store.close()
-    if fmt is TableJson.json:
-        _json(decision.to_dict())
-    else:
-        from recallwatch.report._text import visible
-
-        for note in decision.notes:
-            emit(visible(f"note: {note}"))
-        if decision.promoted:
-            emit(visible(f"promoted {decision.store} version {decision.version} to production "
-                         f"(ACCEPT run {decision.accepted_run})"))
-        else:
-            emit(visible(f"refused: {decision.store} version {decision.version} is not promoted"))
-            for m in decision.missing:
-                emit(visible(f"  missing: {m}"))
-    if not decision.promoted:
-        raise typer.Exit(1)
-
-
 def register(app: typer.Typer) -> None:
     app.add_typer(history_app, name="history")
-    app.command("promote")(promote_cmd)

@@ -11,36 +11,40 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
-from recallwatch.cli._common import TableJson, emit
+from recallwatch.cli._common import emit
+from recallwatch.cli._options import EmbedderSpec, StoreURI, TableJson, TableJsonFormat
 
 EXIT_REJECTED = 1
 
 
 def ingest(
-    corpus: Path = typer.Argument(..., help="Corpus file: .jsonl, .jsonl.gz or .parquet."),
-    store: str = typer.Option(..., "--store", help="Store URI, e.g. lancedb://kb?table=chunks."),
-    embedder: str | None = typer.Option(
-        None, "--embedder", help="Embedder spec, e.g. use-multilingual, e5-small, "
-        "'openai-http?base_url=URL&model=NAME&api_key_env=VAR'. Default: the one that built the "
-        "store, else use-multilingual."),
-    batch_size: int = typer.Option(256, "--batch-size", min=1, help="Texts per embedding call."),
-    commit_every: int = typer.Option(4096, "--commit-every", min=1,
-                                     help="Chunks per store commit (what a kill can cost)."),
-    prune: bool = typer.Option(False, "--prune", help="Also delete stored chunks that are not in "
-                               "the corpus (a full sync)."),
-    strict: bool = typer.Option(False, "--strict", help="Stop at the first bad record (exit 2) "
-                                "and write nothing, instead of rejecting it."),
-    fmt: TableJson = typer.Option(TableJson.table, "--format", help="Report on stdout."),
-    show_progress: bool | None = typer.Option(
-        None, "--progress/--no-progress",
-        help="Progress bar on stderr (default: when stderr is a terminal)."),
+    corpus: Annotated[Path, typer.Argument(
+        help="Corpus file: .jsonl, .jsonl.gz or .parquet.")],
+    store: StoreURI,
+    embedder: EmbedderSpec = None,
+    batch_size: Annotated[int, typer.Option(
+        "--batch-size", min=1, help="Texts per embedding call.")] = 256,
+    commit_every: Annotated[int, typer.Option(
+        "--commit-every", min=1, help="Chunks per store commit (what a kill can cost).")] = 4096,
+    prune: Annotated[bool, typer.Option(
+        "--prune", help="Also delete stored chunks that are not in the corpus (a full "
+        "sync).")] = False,
+    strict: Annotated[bool, typer.Option(
+        "--strict", help="Stop at the first bad record (exit 2) and write nothing, instead of "
+        "rejecting it.")] = False,
+    fmt: TableJsonFormat = TableJson.table,
+    show_progress: Annotated[bool | None, typer.Option(
+        "--progress/--no-progress",
+        help="Progress bar on stderr (default: when stderr is a terminal).")] = None,
 ) -> None:
     """Embed and write a corpus into a store: batched, idempotent, resumable after a kill.
 
     Unchanged chunks (same content hash) are skipped; rerunning a killed ingestion completes it.
+    A new store is embedded with use-multilingual unless --embedder names another.
     Exit codes: 0 all records ingested, 1 some records rejected (listed; the version is not
     promotable until resolved), 2 usage or input error.
     """

@@ -10,10 +10,11 @@ import contextlib
 import ipaddress
 import socket
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
-from recallwatch.cli._common import DEFAULT_HISTORY
+from recallwatch.cli._options import DEFAULT_HISTORY, HistoryPath
 
 
 def is_loopback(host: str) -> bool:
@@ -49,42 +50,46 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+def serve(
+    history: HistoryPath = DEFAULT_HISTORY,
+    host: Annotated[str, typer.Option(
+        "--host", help="Address to bind; anything but loopback is warned about.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(
+        "--port", min=0, max=65535, help="Port (0: any free port).")] = 8000,
+    bench: Annotated[Path | None, typer.Option(
+        "--bench", help="Directory of bench result files (results.json) for the frontiers "
+        "page.")] = None,
+) -> None:
+    """Serve the read-only dashboard: runs, run and query drill-downs, trends, the operations
+    monitor and benchmark frontiers. The history is opened read-only."""
+    from recallwatch.errors import NotInstalledError
+
+    try:
+        import uvicorn
+
+        from recallwatch.web.app import create_app
+    except ModuleNotFoundError as exc:
+        raise NotInstalledError(f"{exc.name} (needed by the dashboard)", "web") from None
+    web_app = create_app(history, bench=bench)  # refuses a missing history before binding
+    sock = _listen(host, port)
+    bound = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    if not is_loopback(host):
+        typer.echo(f"Warning: the dashboard is bound to {host}, not to loopback: anyone who "
+                   "can reach this address sees every query, chunk id and store URI of the "
+                   "history (it has no authentication). Use --host 127.0.0.1 unless you "
+                   "mean it.", err=True)
+    from recallwatch._redact import redact
+
+    typer.echo(f"recallwatch dashboard on http://{shown}:{bound}/ (history {redact(history)}, "
+               "read-only); Ctrl+C to stop", err=True)
+    server = uvicorn.Server(uvicorn.Config(web_app, log_level="warning", access_log=False))
+    # uvicorn shuts down cleanly, then re-raises the Ctrl+C it captured: for a server that
+    # is the normal way to stop, not an interrupted run
+    with contextlib.suppress(KeyboardInterrupt):
+        server.run(sockets=[sock])
+    typer.echo("recallwatch dashboard stopped", err=True)
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("serve")
-    def serve(
-        history: Path = typer.Option(DEFAULT_HISTORY, "--history",
-                                     help="Run history database (SQLite), opened read-only."),
-        host: str = typer.Option("127.0.0.1", "--host",
-                                 help="Address to bind; anything but loopback is warned about."),
-        port: int = typer.Option(8000, "--port", min=0, max=65535,
-                                 help="Port (0: any free port)."),
-        bench: Path | None = typer.Option(None, "--bench", help="Directory of bench result "
-                                          "files (results.json) for the frontiers page."),
-    ) -> None:
-        """Serve the read-only dashboard: runs, run and query drill-downs, trends, the operations
-        monitor and benchmark frontiers."""
-        from recallwatch.errors import NotInstalledError
-
-        try:
-            import uvicorn
-
-            from recallwatch.web.app import create_app
-        except ModuleNotFoundError as exc:
-            raise NotInstalledError(f"{exc.name} (needed by the dashboard)", "web") from None
-        web_app = create_app(history, bench=bench)  # refuses a missing history before binding
-        sock = _listen(host, port)
-        bound = sock.getsockname()[1]
-        shown = f"[{host}]" if ":" in host else host
-        if not is_loopback(host):
-            typer.echo(f"Warning: the dashboard is bound to {host}, not to loopback: anyone who "
-                       "can reach this address sees every query, chunk id and store URI of the "
-                       "history (it has no authentication). Use --host 127.0.0.1 unless you "
-                       "mean it.", err=True)
-        typer.echo(f"recallwatch dashboard on http://{shown}:{bound}/ (history {history}, "
-                   "read-only); Ctrl+C to stop", err=True)
-        server = uvicorn.Server(uvicorn.Config(web_app, log_level="warning", access_log=False))
-        # uvicorn shuts down cleanly, then re-raises the Ctrl+C it captured: for a server that
-        # is the normal way to stop, not an interrupted run
-        with contextlib.suppress(KeyboardInterrupt):
-            server.run(sockets=[sock])
-        typer.echo("recallwatch dashboard stopped", err=True)
+    app.command("serve")(serve)

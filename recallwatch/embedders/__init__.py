@@ -19,8 +19,7 @@ from recallwatch._registry import Registry, suggest
 from recallwatch.errors import UsageError
 
 if TYPE_CHECKING:
-    from recallwatch.embedders.base import Embedder
-    from recallwatch.stores.base import VectorStore
+    from recallwatch.embedders.base import Embedder, IndexMeta
 
 __all__ = [
     "DEFAULT_EMBEDDER",
@@ -83,7 +82,7 @@ def embedder_from_spec(spec: str, **overrides: Any) -> Embedder:
     return get_embedder(name, **options)
 
 
-def embedder_for_store(store: VectorStore, spec: str | None = None, **overrides: Any) -> Embedder:
+def embedder_for_store(store: IndexMeta, spec: str | None = None, **overrides: Any) -> Embedder:
     """The embedder to query ``store`` with: ``spec`` if given, else the one recorded when the
     store was built, else the default. Raises EmbedderMismatchError when it is not the embedder
     that built the index."""

@@ -32,6 +32,7 @@ import numpy as np
 
 from recallwatch._progress import progress
 from recallwatch.errors import EmbedderError, UsageError
+from recallwatch.vectors import normalise
 
 __all__ = ["BatchedEmbedder", "Role", "l2_normalise"]
 
@@ -48,12 +49,10 @@ def l2_normalise(vectors: np.ndarray, *, source: str) -> np.ndarray:
     finite = np.isfinite(out).all(axis=1)
     if not finite.all():
         raise EmbedderError(f"{source} returned non-finite values in row {int(np.argmin(finite))}")
-    # float64 norms: float32 sums of squares lose digits on wide vectors.
-    norms = np.linalg.norm(out.astype(np.float64), axis=1)
-    if (norms == 0).any():
-        raise EmbedderError(f"{source} returned an all-zero vector in row {int(np.argmin(norms))}")
-    normalised: np.ndarray = (out / norms[:, None]).astype(np.float32)
-    return normalised
+    zero = ~out.any(axis=1)
+    if zero.any():
+        raise EmbedderError(f"{source} returned an all-zero vector in row {int(np.argmax(zero))}")
+    return normalise(out)
 
 
 class BatchedEmbedder(ABC):

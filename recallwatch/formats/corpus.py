@@ -9,7 +9,8 @@ One record per chunk::
 
 ``id`` and ``text`` (the representation field: what is embedded and searched) are required and
 non-empty; everything else is optional. Each chunk gets a ``content_hash`` over all its fields, so
-an ingestion knows which chunks are unchanged.
+an ingestion knows which chunks are unchanged (the record and the hash live in
+:mod:`recallwatch.records`, below the formats and the stores, and are re-exported here).
 
 ``read_corpus(path, on_error="raise")`` stops at the first bad record; ``on_error="collect"``
 returns the good chunks and the rejected records with their reasons, for an ingestion report.
@@ -26,10 +27,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from recallwatch._hashing import canonical_hash
 from recallwatch.errors import InputError
-from recallwatch.formats._structured import LINE_KEY, check_keys, parse_json_line, read_text
-from recallwatch.stores.base import Chunk
+from recallwatch.formats.fields import check_keys
+from recallwatch.formats.structured import LINE_KEY, parse_json_line, read_text
+from recallwatch.records import OPTIONAL_TEXT_FIELDS as _OPTIONAL_TEXT
+from recallwatch.records import Chunk, chunk_to_record, content_hash
 
 __all__ = [
     "CHUNK_KINDS",
@@ -44,14 +46,13 @@ __all__ = [
     "write_corpus",
 ]
 
-GOLD_LABEL = "SINTESIS_CURADA"  # the chapter's label for a curated synthesis (a Gold chunk)
+GOLD_LABEL = "SINTESIS_CURADA"  # Spanish for "curated synthesis": the label of a Gold chunk
 
 # Closed on purpose: the diagnosis reads `kind` (a table without prose), so a typo ("tabel")
 # must be an error with a suggestion, not a chunk silently treated as text.
 ChunkKind = Literal["text", "table", "list", "faq", "code", "figure", "heading", "other"]
 CHUNK_KINDS: tuple[str, ...] = get_args(ChunkKind)
 
-_OPTIONAL_TEXT = ("content", "doc_id", "domain", "label", "description")
 _FIELDS = {"id", "text", "facets", "valid_from", "valid_to", "kind", *_OPTIONAL_TEXT}
 
 
@@ -182,29 +183,6 @@ def _check_text(value: str | None, name: str, where: dict[str, Any]) -> None:
     except UnicodeEncodeError:
         raise InputError(field=name, expected="valid Unicode text",
                          found="<an unpaired UTF-16 surrogate>", **where) from None
-
-
-def chunk_to_record(chunk: Chunk) -> dict[str, Any]:
-    """The corpus record of a chunk (optional fields left out when empty); inverse of the reader."""
-    out: dict[str, Any] = {"id": chunk.id, "text": chunk.text}
-    for name in _OPTIONAL_TEXT:
-        value = getattr(chunk, name)
-        if value is not None:
-            out[name] = value
-    if chunk.facets:
-        out["facets"] = dict(chunk.facets)
-    if chunk.valid_from is not None:
-        out["valid_from"] = chunk.valid_from.isoformat()
-    if chunk.valid_to is not None:
-        out["valid_to"] = chunk.valid_to.isoformat()
-    if chunk.kind != "text":
-        out["kind"] = chunk.kind
-    return out
-
-
-def content_hash(chunk: Chunk) -> str:
-    """sha256 over every field of the chunk except the hash itself (canonical JSON)."""
-    return canonical_hash(chunk_to_record(chunk))
 
 
 def write_corpus(chunks: list[Chunk], path: str | Path) -> None:

@@ -1,4 +1,4 @@
-"""The golden dataset (SPEC §6): queries with the chunk ids they must retrieve."""
+"""The golden dataset: queries with the chunk ids they must retrieve."""
 
 from __future__ import annotations
 
@@ -9,14 +9,8 @@ from typing import Any
 
 from recallwatch._hashing import canonical_hash  # re-exported: the dataset hash's home
 from recallwatch.errors import InputError
-from recallwatch.formats._structured import (
-    bounded,
-    check_keys,
-    line_of,
-    load_structured,
-    shown,
-    text_id,
-)
+from recallwatch.formats.fields import bounded, check_keys, line_of, shown, text_id
+from recallwatch.formats.structured import load_structured
 
 __all__ = ["MAX_TOP_K", "GoldenQuery", "GoldenSet", "canonical_hash", "load_golden"]
 

@@ -1,6 +1,6 @@
-"""The acceptance policy (SPEC §2, §6): every threshold of the gate, written down and hashed.
+"""The acceptance policy: every threshold of the gate, written down and hashed.
 
-An absent file means the chapter's defaults. A ``search`` section (depth, filter, boost) describes
+An absent file means the default rules. A ``search`` section (depth, filter, boost) describes
 how the system is queried; it is part of the run's configuration hash, not of the policy hash.
 """
 
@@ -12,17 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from recallwatch.errors import InputError
-from recallwatch.formats._structured import (
-    LINE_KEY,
-    bounded,
-    check_keys,
-    line_of,
-    load_structured,
-    shown,
-    text_id,
-)
+from recallwatch.formats.fields import bounded, check_keys, line_of, shown, text_id
 from recallwatch.formats.golden import MAX_TOP_K, canonical_hash
-from recallwatch.stores._common import FILTER_FIELDS
+from recallwatch.formats.structured import LINE_KEY, load_structured
+from recallwatch.records import FILTER_FIELDS
 
 __all__ = ["MAX_BOOST", "MAX_SEARCH_DEPTH", "Policy", "SearchSettings", "load_policy"]
 

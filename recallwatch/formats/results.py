@@ -1,4 +1,4 @@
-"""Results files from any external search system (SPEC §6): one JSON line per query,
+"""Results files from any external search system: one JSON line per query,
 ``{"query_id": id, "results": [{"id": chunk_id, "score": float}, …]}`` in rank order."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from recallwatch.errors import InputError
-from recallwatch.formats._structured import check_keys, iter_jsonl, line_of, shown, text_id
+from recallwatch.formats.fields import check_keys, line_of, shown, text_id
+from recallwatch.formats.structured import iter_jsonl
 
 __all__ = ["RankedList", "load_results"]
 

@@ -14,6 +14,9 @@ need more (repeated blanks, comments, text after the run tag, a ``+`` sign) are 
 pyarrow's regex kernels and parsed again, still without a Python loop. Only when that fails too is
 the file re-scanned line by line, to say where and what is wrong; that scan applies the same rules
 (a test holds the three to agreement).
+
+One module on purpose: the three readings and the writer apply one definition of a field and a
+value (``_LAYOUTS``, ``_INTEGER``, ``_DECIMAL``), kept side by side so that they cannot drift.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from recallwatch.errors import InputError
-from recallwatch.formats._arrow import arrow_owned, contains_byte, read_owned, to_numpy
+from recallwatch.formats.arrow import arrow_owned, contains_byte, read_owned, to_numpy
 
 __all__ = [
     "TrecKind",

@@ -1,4 +1,5 @@
-"""Run history: every gate run stored (SQLite), compared with its baselines, trended over time.
+"""Run history: every gate run stored (a SQLite file, or PostgreSQL for a team), compared with its
+baselines, trended over time.
 
     from recallwatch.history import History, record_gate_run
     result = record_gate_run(result, ".recallwatch/history.db", store=store)
@@ -6,35 +7,46 @@
 
 * :func:`record_gate_run` — compare a run with the previous run of its dataset and the last
   ACCEPT of its golden set and policy, then record it in one transaction;
-* :class:`History` — the SQLite file: runs, per-query rows, monitor records, migrations;
+* :class:`History` — a SQLite file or a ``postgresql://`` database: runs, per-query rows, monitor
+  records, migrations;
+* :func:`copy_history` — a history moved between the two, row for row;
 * :func:`compare_runs` — two runs: regressions, rank changes, paired tests, who buried what;
-* :func:`trend` — slow degradation, per-domain trends and noise creeping up over N runs;
-* :func:`promote` — production only for an ACCEPTed, cleanly ingested version.
+* :func:`trend` — slow degradation, per-domain trends and noise creeping up over N runs.
+
+The history records and compares; promoting a version changes a store, so it is an operation:
+:func:`recallwatch.ops.promote`.
 """
 
-from recallwatch.history._record import baselines, compare_with_baselines, record_gate_run
+from recallwatch.history._backend import is_postgresql
+from recallwatch.history._copy import CopyReport, copy_history
+from recallwatch.history._record import (
+    baselines,
+    compare_with_baselines,
+    ingested_since,
+    record_gate_run,
+)
 from recallwatch.history._schema import MIGRATIONS, SCHEMA_VERSION
 from recallwatch.history._store import History, MonitorRun, RunSummary
 from recallwatch.history.compare import compare_runs, config_differences
-from recallwatch.history.promote import PromoteDecision, check_promotion, promote
 from recallwatch.history.trend import SeriesTrend, Trend, TrendPattern, trend
 
 __all__ = [
     "MIGRATIONS",
     "SCHEMA_VERSION",
+    "CopyReport",
     "History",
     "MonitorRun",
-    "PromoteDecision",
     "RunSummary",
     "SeriesTrend",
     "Trend",
     "TrendPattern",
     "baselines",
-    "check_promotion",
     "compare_runs",
     "compare_with_baselines",
     "config_differences",
-    "promote",
+    "copy_history",
+    "ingested_since",
+    "is_postgresql",
     "record_gate_run",
     "trend",
 ]

@@ -6,10 +6,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from recallwatch._redact import redact
 from recallwatch.errors import StoreError
 from recallwatch.history._store import BaselinesMoved, History
 from recallwatch.history.compare import compare_runs
-from recallwatch.stores._uri import redact
 from recallwatch.stores.base import VectorStore
 from recallwatch.suite.model import GateResult
 

@@ -2,16 +2,22 @@
 
 Each migration is a name and its DDL. A database remembers which ones it has in
 ``schema_migrations``; opening it applies the missing ones in one write transaction, so several
-processes opening the same new file at once apply each migration exactly once. Migrations are
-append-only: a released one is never edited (an existing file was built from its text).
+processes opening the same new history at once apply each migration exactly once. Migrations are
+append-only: a released one is never edited (an existing history was built from its text). The
+DDL is written for SQLite; a PostgreSQL backend translates its column types
+(:meth:`~recallwatch.history._backend.Backend.ddl`), so both hold the same tables and columns.
 """
 
 from __future__ import annotations
 
-import sqlite3
+from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 from recallwatch.errors import HistoryError
+
+if TYPE_CHECKING:
+    from recallwatch.history._backend import Backend
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "check_schema", "migrate"]
 
@@ -91,48 +97,67 @@ _BOOKKEEPING = """
 """
 
 
-def migrate(conn: sqlite3.Connection, source: str) -> list[str]:
-    """Apply the migrations ``conn`` lacks, in one ``BEGIN IMMEDIATE`` transaction; return their
-    names. A database recording a migration this code does not know is refused (a newer
-    recallwatch wrote it)."""
-    conn.execute("BEGIN IMMEDIATE")
+def migrate(db: Backend) -> list[str]:
+    """Apply the migrations ``db`` lacks, in one write transaction (SQLite ``BEGIN IMMEDIATE``,
+    PostgreSQL the history's advisory lock); return their names. A database recording a
+    migration this code does not know is refused (a newer recallwatch wrote it)."""
+    known = {i + 1: name for i, (name, _) in enumerate(MIGRATIONS)}
+    # Up to date (the usual case): nothing to write, so no writer's lock to wait for.
+    if dict(_known_only(applied_migrations(db), known, db.location)) == known:
+        return []
+    db.begin_write()
     try:
-        conn.execute(_BOOKKEEPING)
-        applied = dict(conn.execute("SELECT version, name FROM schema_migrations").fetchall())
-        known = {i + 1: name for i, (name, _) in enumerate(MIGRATIONS)}
-        for version, name in sorted(applied.items()):
-            if known.get(version) != name:
-                raise HistoryError(
-                    f"{source}: schema migration {version} {name!r} is unknown to this "
-                    f"recallwatch (it knows up to {SCHEMA_VERSION} {MIGRATIONS[-1][0]!r}); "
-                    "the file was written by a newer version: upgrade recallwatch"
-                )
+        db.bootstrap()
+        db.execute(db.ddl(_BOOKKEEPING))
+        applied = dict(_known_only(
+            db.execute("SELECT version, name FROM schema_migrations"), known, db.location))
         done = []
         for version, (name, ddl) in enumerate(MIGRATIONS, start=1):
             if version in applied:
                 continue
             for statement in _statements(ddl):
-                conn.execute(statement)
-            conn.execute(
+                db.execute(db.ddl(statement))
+            db.execute(
                 "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
                 (version, name, datetime.now(UTC).isoformat(timespec="seconds")),
             )
             done.append(name)
-        conn.execute("COMMIT")
+        db.commit()
     except BaseException:
-        conn.execute("ROLLBACK")
+        db.rollback()
         raise
     return done
 
 
-def check_schema(conn: sqlite3.Connection, source: str) -> None:
-    """For a read-only connection: the file must hold exactly the migrations this code knows
+def _known_only(rows: Sequence[tuple[Any, ...]], known: dict[int, str],
+                source: str) -> list[tuple[int, str]]:
+    """``rows`` of schema_migrations as (version, name); refused if one is not ours."""
+    out = [(int(v), str(n)) for v, n in rows]
+    for version, name in out:
+        if known.get(version) != name:
+            raise HistoryError(
+                f"{source}: schema migration {version} {name!r} is unknown to this "
+                f"recallwatch (it knows up to {SCHEMA_VERSION} {MIGRATIONS[-1][0]!r}); "
+                "it was written by a newer version: upgrade recallwatch"
+            )
+    return out
+
+
+def applied_migrations(db: Backend) -> list[tuple[int, str]]:
+    """(version, name) of every migration ``db`` records, in order; none when it has no
+    bookkeeping table."""
+    if not db.has_table("schema_migrations"):
+        return []
+    rows = db.execute("SELECT version, name FROM schema_migrations ORDER BY version")
+    return [(int(v), str(n)) for v, n in rows]
+
+
+def check_schema(db: Backend) -> None:
+    """For a read-only connection: the history must hold exactly the migrations this code knows
     (it cannot apply missing ones)."""
+    source = db.location
     known = [(i + 1, name) for i, (name, _) in enumerate(MIGRATIONS)]
-    try:
-        applied = sorted(conn.execute("SELECT version, name FROM schema_migrations").fetchall())
-    except sqlite3.OperationalError:
-        applied = []
+    applied = applied_migrations(db)
     if applied != known:
         have = applied[-1][1] if applied else "none"
         raise HistoryError(

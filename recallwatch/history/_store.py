@@ -1,15 +1,19 @@
-"""The run history: one SQLite file (stdlib ``sqlite3``), safe under concurrent writers and kills.
+"""The run history: a SQLite file (stdlib ``sqlite3``) or a PostgreSQL database, safe under
+concurrent writers and kills.
 
-* WAL journal and a busy timeout, so readers never block the writer and writers wait their turn;
-* a run is written in one ``BEGIN IMMEDIATE`` transaction (the run row and every query row), so a
-  process killed at any moment leaves either the whole run or nothing;
-* ``synchronous=FULL``: a committed run survives a power cut, not only a killed process.
+* readers never block the writer, and writers wait their turn (SQLite: WAL journal and a busy
+  timeout; PostgreSQL: an advisory lock per history and ``lock_timeout``);
+* a run is written in one write transaction (the run row and every query row), so a process
+  killed at any moment leaves either the whole run or nothing;
+* a committed run survives a power cut, not only a killed process (SQLite ``synchronous=FULL``;
+  PostgreSQL's WAL).
+
+Every query below is written once, for both engines; :mod:`._backend` holds what differs.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
@@ -18,9 +22,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from recallwatch._redact import redact
 from recallwatch.errors import HistoryError, UsageError
-from recallwatch.history._schema import check_schema, migrate
-from recallwatch.stores._uri import redact
+from recallwatch.history._backend import Backend, open_backend
 from recallwatch.suite.model import GateResult
 
 __all__ = ["BaselinesMoved", "History", "MonitorRun", "RunSummary"]
@@ -81,62 +85,30 @@ class BaselinesMoved(HistoryError):
 
 
 class History:
-    """A run history file. ``create=False`` refuses a missing file instead of creating one (the
-    read-only commands: a typo in ``--history`` should not answer "no runs")."""
+    """A run history: a SQLite file, or a PostgreSQL database (``postgresql://…``). The same
+    tables, queries and guarantees on both (see :mod:`._backend`).
 
-    def __init__(self, path: str | Path, *, create: bool = True,
+    ``create=False`` refuses a missing history instead of creating one (the read-only commands: a
+    typo in ``--history`` should not answer "no runs"). ``read_only=True`` (the dashboard) opens
+    it so that the engine itself refuses every write; nothing is migrated, and a history lacking
+    a migration is refused rather than half-read.
+    """
+
+    def __init__(self, location: str | Path, *, create: bool = True,
                  timeout: float = BUSY_TIMEOUT_S, read_only: bool = False) -> None:
-        self.path = Path(path)
-        if read_only:
-            self._open_read_only(timeout)
-            return
-        if not self.path.exists():
-            if not create:
-                raise HistoryError(f"no run history at {self.path} (run the gate first, or name "
-                                   "the file with --history)")
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            # isolation_level=None: transactions are ours (BEGIN IMMEDIATE), never implicit.
-            self._conn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
-            self._conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-            self._conn.execute("PRAGMA journal_mode = WAL")
-            self._conn.execute("PRAGMA synchronous = FULL")
-            self._conn.execute("PRAGMA foreign_keys = ON")
-            migrate(self._conn, str(self.path))
-        except sqlite3.DatabaseError as exc:
-            self._close_quietly()
-            raise HistoryError(f"{self.path}: cannot open the run history: {exc}") from None
-        except BaseException:
-            self._close_quietly()
-            raise
+        self._db = open_backend(location, create=create, timeout=timeout, read_only=read_only)
+        #: what messages name: the file path, or the URI with any password redacted
+        self.location = self._db.location
 
-    def _open_read_only(self, timeout: float) -> None:
-        """``read_only=True`` (the dashboard): SQLite itself refuses every write (``mode=ro``), so
-        nothing is migrated; a file lacking a migration is refused rather than half-read."""
-        if not self.path.is_file():
-            raise HistoryError(f"no run history at {self.path} (run the gate with --history "
-                               "first, or name the file with --history)")
-        try:
-            self._conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True,
-                                         timeout=timeout, isolation_level=None)
-            self._conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-            check_schema(self._conn, str(self.path))
-        except sqlite3.DatabaseError as exc:
-            self._close_quietly()
-            raise HistoryError(f"{self.path}: cannot open the run history: {exc}") from None
-        except BaseException:
-            self._close_quietly()
-            raise
+    @property
+    def backend(self) -> str:
+        """``sqlite`` or ``postgresql``."""
+        return self._db.kind
 
     # -- lifecycle -------------------------------------------------------------------------------
 
-    def _close_quietly(self) -> None:
-        conn = getattr(self, "_conn", None)
-        if conn is not None:
-            conn.close()
-
     def close(self) -> None:
-        self._conn.close()
+        self._db.close()
 
     def __enter__(self) -> History:
         return self
@@ -146,23 +118,22 @@ class History:
         self.close()
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def _write(self) -> Iterator[Backend]:
+        """One write transaction; no other writer of this history runs until it ends."""
+        self._db.begin_write()
         try:
-            self._conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            raise HistoryError(f"{self.path}: cannot start a write: {exc}") from None
-        try:
-            yield self._conn
+            yield self._db
         except BaseException:
-            self._conn.execute("ROLLBACK")
+            self._db.rollback()
             raise
-        self._conn.execute("COMMIT")
+        self._db.commit()
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         try:
-            return self._conn.execute(sql, params).fetchall()
-        except sqlite3.DatabaseError as exc:
-            raise HistoryError(f"{self.path}: cannot read the run history: {exc}") from None
+            return self._db.execute(sql, params)
+        except self._db.errors as exc:
+            raise HistoryError(f"{self.location}: cannot read the run history: "
+                               f"{self._db.describe(exc)}") from None
 
     # -- gate runs -------------------------------------------------------------------------------
 
@@ -185,14 +156,17 @@ class History:
         """Hold the write lock, call ``compute()`` (it may read this history: it sees every run
         committed before, and no other can be added meanwhile), and write the run it returns, all
         in one transaction."""
+        db = self._db
         try:
-            with self._write() as conn:
+            with self._write():
                 result = compute()
-                self._insert(conn, result)
-        except sqlite3.IntegrityError as exc:
-            raise HistoryError(f"{self.path}: run {run_id} cannot be recorded: {exc}") from None
-        except sqlite3.DatabaseError as exc:
-            raise HistoryError(f"{self.path}: cannot write run {run_id}: {exc}") from None
+                self._insert(db, result)
+        except db.duplicate as exc:
+            raise HistoryError(f"{self.location}: run {run_id} cannot be recorded: "
+                               f"{db.describe(exc)}") from None
+        except db.errors as exc:
+            raise HistoryError(f"{self.location}: cannot write run {run_id}: "
+                               f"{db.describe(exc)}") from None
         return result
 
     def baseline_ids(self, result: GateResult, *,
@@ -203,7 +177,7 @@ class History:
                                    before_seq=before_seq))
 
     @staticmethod
-    def _insert(conn: sqlite3.Connection, result: GateResult) -> None:
+    def _insert(db: Backend, result: GateResult) -> None:
         data = result.to_dict()
         store = dict(result.store)
         if "uri" in store:
@@ -211,7 +185,7 @@ class History:
         data["store"] = store
         embedder = result.config.get("embedder")
         a = result.aggregate
-        conn.execute(
+        db.execute(
             "INSERT INTO runs (run_id, created_at, dataset_name, dataset_version, "
             "dataset_hash, policy_hash, config_hash, embedder, store_uri, index_version, "
             "verdict, n_queries, mean_quality, mean_recall, mean_precision, mrr, "
@@ -226,7 +200,7 @@ class History:
              a.mrr, a.mean_ndcg, a.mean_noise, a.failed_queries,
              json.dumps(data, ensure_ascii=False, default=str)),
         )
-        conn.executemany(
+        db.executemany(
             "INSERT INTO query_results (run_id, query_id, domain, passed, recall, quality, "
             "noise, precision, rr, ndcg, failed_rules, expected, diagnosis) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -253,18 +227,18 @@ class History:
     def summary(self, run_id: str) -> RunSummary:
         rows = self._query(f"SELECT {_SUMMARY_COLUMNS} FROM runs WHERE run_id = ?", (run_id,))
         if not rows:
-            raise UsageError(f"no run {run_id!r} in {self.path}")
+            raise UsageError(f"no run {run_id!r} in {self.location}")
         return RunSummary(*rows[0])
 
     def load(self, run_id: str) -> GateResult:
         """The full result of a run, as the gate produced it (comparison included)."""
         rows = self._query("SELECT result_json FROM runs WHERE run_id = ?", (run_id,))
         if not rows:
-            raise UsageError(f"no run {run_id!r} in {self.path}")
+            raise UsageError(f"no run {run_id!r} in {self.location}")
         try:
             return GateResult.from_dict(json.loads(rows[0][0]))
         except (ValueError, KeyError, TypeError) as exc:
-            raise HistoryError(f"{self.path}: run {run_id} is unreadable: {exc}") from None
+            raise HistoryError(f"{self.location}: run {run_id} is unreadable: {exc}") from None
 
     def resolve(self, ref: str, *, dataset: str | None = None) -> str:
         """A run id from ``latest``, ``previous`` (the one before latest), ``accepted`` (the latest
@@ -282,11 +256,13 @@ class History:
             rows = self._query(*named[ref])
             if not rows:
                 where = f" of dataset {dataset!r}" if dataset else ""
-                raise UsageError(f"no {ref} run{where} in {self.path}")
+                raise UsageError(f"no {ref} run{where} in {self.location}")
             return str(rows[0][0])
         escaped = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         rows = self._query(
-            f"SELECT run_id FROM runs {scope} {and_} (run_id = ? OR run_id LIKE ? ESCAPE '\\') "
+            # lower() on both sides: SQLite's LIKE ignores ASCII case, PostgreSQL's does not
+            f"SELECT run_id FROM runs {scope} {and_} "
+            "(run_id = ? OR lower(run_id) LIKE lower(?) ESCAPE '\\') "
             "ORDER BY seq DESC LIMIT 11", [*params, ref, escaped + "%"],
         )
         ids = [str(r[0]) for r in rows]
@@ -295,7 +271,7 @@ class History:
         if len(ids) == 1:
             return ids[0]
         if not ids:
-            raise UsageError(f"no run {ref!r} in {self.path} (give a run id, a unique prefix, "
+            raise UsageError(f"no run {ref!r} in {self.location} (give a run id, a unique prefix, "
                              "latest, previous or accepted; `recallwatch history list` shows them)")
         shown = ", ".join(ids[:10]) + (" …" if len(ids) > 10 else "")
         raise UsageError(f"run prefix {ref!r} is ambiguous: it matches {shown}")
@@ -348,14 +324,14 @@ class History:
                None if index_version is None else str(index_version), status,
                json.dumps(payload, ensure_ascii=False, default=str))
         try:
-            with self._write() as conn:
-                cur = conn.execute(
+            with self._write() as db:
+                return int(db.execute(
                     "INSERT INTO monitor_runs (kind, created_at, store_uri, index_version, status, "
-                    "payload) VALUES (?, ?, ?, ?, ?, ?)", row,
-                )
-                return int(cur.lastrowid or 0)
-        except sqlite3.DatabaseError as exc:
-            raise HistoryError(f"{self.path}: cannot write a {kind} record: {exc}") from None
+                    "payload) VALUES (?, ?, ?, ?, ?, ?) RETURNING id", row,
+                )[0][0])
+        except self._db.errors as exc:
+            raise HistoryError(f"{self.location}: cannot write a {kind} record: "
+                               f"{self._db.describe(exc)}") from None
 
     def monitor_runs(self, *, kind: str | None = None,
                      limit: int | None = None) -> list[MonitorRun]:
@@ -375,7 +351,13 @@ class History:
                 for row in self._query(sql, params)]
 
     def integrity_check(self) -> str:
-        return str(self._query("PRAGMA integrity_check")[0][0])
+        """``ok``, or what is wrong (SQLite: ``PRAGMA integrity_check``; PostgreSQL: the schema is
+        this recallwatch's and every table reads)."""
+        try:
+            return self._db.integrity_check()
+        except self._db.errors as exc:
+            raise HistoryError(f"{self.location}: cannot read the run history: "
+                               f"{self._db.describe(exc)}") from None
 
 
 def _max_seq(before_seq: int | None) -> int:

@@ -1,4 +1,4 @@
-"""Trends over the last N comparable runs of a dataset, named as the chapter's patterns.
+"""Trends over the last N comparable runs of a dataset, named as failure patterns.
 
 Each series (mean quality, mean recall, mean noise; overall and per domain) gets two tests of a
 monotone trend against run order: the OLS slope with its t-test p-value, and the Mann–Kendall test
@@ -174,30 +174,32 @@ def _patterns(series: dict[str, SeriesTrend],
             out.append(TrendPattern(
                 "slow_degradation",
                 f"slow general degradation: {_evidence(s)}, no single step larger than "
-                f"{s.largest_drop:.3g} — silent staleness: desynchronised sources or validity "
-                "dates not updated (the ghost mode arriving)",
+                f"{s.largest_drop:.3g} — content going stale unnoticed: sources out of sync "
+                "with the index, or validity dates not updated",
                 metric))
         break  # quality and recall tell the same story; name it once
     if series["mean_noise"].direction == "up":
         out.append(TrendPattern(
             "noise_creeping_up",
-            f"noise creeping up: {_evidence(series['mean_noise'])} — structural noise: generic "
-            "descriptions, mixed pills or loose facets", "mean_noise"))
+            f"noise creeping up: {_evidence(series['mean_noise'])} — structural noise (irrelevant "
+            "chunks crowding the top): generic descriptions, chunks that mix topics or loose "
+            "facets", "mean_noise"))
     for domain, by_metric in per_domain.items():
         down = [by_metric[m] for m in ("mean_quality", "mean_recall") if m in by_metric
                 and by_metric[m].direction == "down"]
         if down:
             out.append(TrendPattern(
                 "domain_degradation",
-                f"domain {domain} degrading: {_evidence(down[0])} — an ingestion or "
-                "classification problem of that domain (review its stages), not of the global "
-                "index", down[0].metric, domain))
+                f"domain {domain} degrading: {_evidence(down[0])} — look at how that domain "
+                "was ingested and classified (its sources, chunking, labels), not at the index "
+                "as a whole", down[0].metric, domain))
         noise = by_metric.get("mean_noise")
         if noise is not None and noise.direction == "up" and series["mean_noise"].direction != "up":
             out.append(TrendPattern(
                 "noise_creeping_up",
-                f"noise creeping up in domain {domain}: {_evidence(noise)} — structural noise: "
-                "generic descriptions, mixed pills or loose facets", "mean_noise", domain))
+                f"noise creeping up in domain {domain}: {_evidence(noise)} — structural noise "
+                "(irrelevant chunks crowding the top): generic descriptions, chunks that mix "
+                "topics or loose facets", "mean_noise", domain))
     return out
 
 
@@ -212,7 +214,7 @@ def trend(history: History, *, dataset: str | None = None, last: int = 20,
     newest = history.runs(dataset=dataset, limit=1)
     if not newest:
         where = f" of dataset {dataset!r}" if dataset else ""
-        raise UsageError(f"no runs{where} in {history.path}")
+        raise UsageError(f"no runs{where} in {history.location}")
     ref = newest[0]
     all_runs = history.runs(dataset=ref.dataset_name)
     same = [r for r in all_runs if (r.dataset_hash, r.policy_hash, r.config_hash)

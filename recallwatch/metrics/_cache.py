@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 from recallwatch._files import atomic_path, write_atomic
-from recallwatch.formats._arrow import from_numpy, to_numpy
+from recallwatch.formats.arrow import from_numpy, to_numpy
 from recallwatch.metrics._keys import Blocks, DocKeys
 
 if TYPE_CHECKING:

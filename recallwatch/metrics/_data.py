@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 
 from recallwatch.errors import InputError
 from recallwatch.formats import trec
-from recallwatch.formats._arrow import from_numpy, strings, to_numpy
+from recallwatch.formats.arrow import from_numpy, strings, to_numpy
 from recallwatch.metrics._keys import PAD, Blocks, DocKeys, mix, query_blocks
 
 __all__ = ["Qrels", "Run"]

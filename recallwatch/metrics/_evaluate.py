@@ -33,7 +33,7 @@ class EvalResult:
     not_judged: list[str]
 
     def to_json(self, per_query: bool = False) -> dict[str, Any]:
-        """The ``recallwatch eval --format json`` object (SPEC §6)."""
+        """The ``recallwatch eval --format json`` object (a stable contract: keys only added)."""
         out: dict[str, Any] = {"aggregate": {str(m): self.aggregate[m] for m in self.measures}}
         if per_query:
             columns = [(str(m), self.per_query[m].tolist()) for m in self.measures]

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from recallwatch.formats._arrow import from_numpy, to_numpy
+from recallwatch.formats.arrow import from_numpy, to_numpy
 
 __all__ = ["NO_MATCH", "PAD", "Blocks", "DocKeys", "pack_ids", "query_blocks"]
 

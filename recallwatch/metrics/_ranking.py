@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from recallwatch.formats._arrow import from_numpy, to_numpy
+from recallwatch.formats.arrow import from_numpy, to_numpy
 from recallwatch.metrics._data import uniform_blocks
 from recallwatch.metrics._keys import PAD, Blocks
 

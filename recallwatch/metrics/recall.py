@@ -1,4 +1,4 @@
-"""R@k (recall, trec_eval's denominator |rel|) and Rcap@k (the chapter's min(|rel|, k))."""
+"""R@k (recall, trec_eval's denominator |rel|) and Rcap@k (capped recall, min(|rel|, k))."""
 
 from __future__ import annotations
 
@@ -35,12 +35,11 @@ R = register(
 RCAP = register(
     Family(
         name="Rcap",
-        title="Capped recall at k (the chapter's recall@k)",
+        title="Capped recall at k",
         definition="Relevant documents in the top k, divided by min(|rel|, k), so a perfect "
-        "top k scores 1 even when a query has more than k relevant documents. This is the "
-        "chapter's `recall_at_k`; it differs from trec_eval's recall (`R@k`) on purpose, and is "
-        "trec_eval's relative precision: precision at k while k <= |rel|, recall at k beyond. "
-        "0 when |rel| = 0.",
+        "top k scores 1 even when a query has more than k relevant documents. It differs from "
+        "trec_eval's recall (`R@k`) on purpose, and is trec_eval's relative precision: "
+        "precision at k while k <= |rel|, recall at k beyond. 0 when |rel| = 0.",
         cutoff="required",
         params=(REL,),
         trec_eval="`relative_P.k` (`relative_P_k`); not `recall.k`, which divides by |rel|",

@@ -1,4 +1,4 @@
-"""Calibrations: the no-result score threshold, and the noise ceiling per domain (SPEC §2).
+"""Calibrations: the no-result score threshold, and the noise ceiling per domain.
 
 **No-result threshold.** Results scoring below the threshold ``t`` are dropped; when nothing
 remains the system answers "no result". *The answer* to a query is therefore its top K results
@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from recallwatch.errors import EmbedderMismatchError, InputError, UsageError
-from recallwatch.stores.base import Hits
+from recallwatch.stores.base import Hits, update_meta
 
 if TYPE_CHECKING:
     from recallwatch.embedders.base import Embedder, Fingerprint
@@ -241,11 +241,11 @@ def calibrate_threshold(
 def store_threshold(store: VectorStore, calibration: ThresholdCalibration) -> None:
     if calibration.fingerprint is None:
         raise UsageError("a threshold without an embedder fingerprint cannot be stored")
-    entries = dict(store.get_meta(THRESHOLD_META_KEY) or {})
     record = {k: v for k, v in calibration.to_dict().items() if k not in ("curve", "samples")}
     record["calibrated_at"] = datetime.now(UTC).isoformat(timespec="seconds")
-    entries[calibration.fingerprint["probe_hash"]] = record
-    store.set_meta(THRESHOLD_META_KEY, entries)
+    probe_hash = calibration.fingerprint["probe_hash"]
+    update_meta(store, THRESHOLD_META_KEY,
+                lambda entries: {**(entries or {}), probe_hash: record})
 
 
 def read_threshold(store: VectorStore, fingerprint: Fingerprint) -> float | None:

@@ -1,4 +1,4 @@
-"""Group gaps (the chapter's bias section): a per-query metric of a gate run, disaggregated by a
+"""Group gaps (bias across groups): a per-query metric of a gate run, disaggregated by a
 golden field, with each group's gap to the overall mean and a bootstrap interval of that gap.
 
 Fields: ``domain`` and ``tags`` come with the run (a query with several tags is in each of its

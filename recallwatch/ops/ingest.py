@@ -36,7 +36,13 @@ from recallwatch.embedders.base import (
 )
 from recallwatch.errors import InputError, UsageError
 from recallwatch.formats.corpus import Corpus, Rejection, read_corpus
-from recallwatch.stores.base import Chunk, VectorStore
+from recallwatch.stores.base import (
+    Chunk,
+    SupportsContentHashes,
+    SupportsSeal,
+    VectorStore,
+    update_meta,
+)
 
 __all__ = [
     "BLOCKS_META_KEY",
@@ -213,9 +219,9 @@ def ingest(
             store.delete(report.deleted)
             t_write += time.perf_counter() - t0
 
-    seal = getattr(store, "seal", None)  # versioned adapters: one completed ingestion, one version
-    if callable(seal) and (todo or report.deleted):
-        seal()
+    # adapters that build versions themselves: one completed ingestion, one version
+    if isinstance(store, SupportsSeal) and (todo or report.deleted):
+        store.seal()
     report.version = store.current_version()
     report.finished_at = _now()
     report.seconds = {"read": t_read, "embed": t_embed, "write": t_write,
@@ -243,11 +249,17 @@ def resolve_block(store: VectorStore, version: str, note: str) -> None:
     """Record a written reason to promote ``version`` despite its rejected records."""
     if not note.strip():
         raise UsageError("resolving a promotion block needs a written reason")
-    blocks = dict(store.get_meta(BLOCKS_META_KEY) or {})
-    if str(version) not in blocks:
-        raise UsageError(f"version {version} of {store.uri} has no promotion block to resolve")
-    blocks[str(version)] = {**blocks[str(version)], "resolved": {"note": note, "at": _now()}}
-    store.set_meta(BLOCKS_META_KEY, blocks)
+    resolved = {"note": note, "at": _now()}
+
+    def resolve(stored: dict[str, Any] | None) -> dict[str, Any]:
+        blocks = dict(stored or {})
+        if str(version) not in blocks:
+            raise UsageError(f"version {version} of {store.uri} has no promotion block to "
+                             "resolve")
+        blocks[str(version)] = {**blocks[str(version)], "resolved": resolved}
+        return blocks
+
+    update_meta(store, BLOCKS_META_KEY, resolve)
 
 
 def _record(store: VectorStore, report: IngestReport) -> None:
@@ -255,26 +267,25 @@ def _record(store: VectorStore, report: IngestReport) -> None:
     # Id lists can be the whole corpus: the stored report keeps counts and a sample.
     for key in ("added", "updated", "deleted"):
         entry[key] = entry[key][:_KEEP_REJECTIONS]
-    reports = list(store.get_meta(REPORTS_META_KEY) or [])
-    store.set_meta(REPORTS_META_KEY, [*reports, entry][-_KEEP_REPORTS:])
+    update_meta(store, REPORTS_META_KEY,
+                lambda reports: [*(reports or []), entry][-_KEEP_REPORTS:])
     if report.rejected:
-        blocks = dict(store.get_meta(BLOCKS_META_KEY) or {})
-        blocks[report.version] = {
+        block = {
             "reason": f"the ingestion of {report.corpus} at {report.finished_at} rejected "
                       f"{len(report.rejected)} record(s): {report.rejected[0].reason}"
                       + (" …" if len(report.rejected) > 1 else ""),
             "rejected": len(report.rejected), "at": report.finished_at,
         }
-        store.set_meta(BLOCKS_META_KEY, blocks)
+        update_meta(store, BLOCKS_META_KEY,
+                    lambda blocks: {**(blocks or {}), report.version: block})
     # Cleared last: a kill before this line leaves the versions written so far blocked.
     store.set_meta(IN_PROGRESS_META_KEY, None)
 
 
 def _stored_hashes(store: VectorStore, ids: Sequence[str], *, full: bool) -> dict[str, str]:
     """id -> content hash of the stored chunks among ``ids`` (all stored chunks when ``full``)."""
-    scan = getattr(store, "content_hashes", None)  # a one-column scan, where the adapter has it
-    if callable(scan):
-        hashes: dict[str, str] = scan()
+    if isinstance(store, SupportsContentHashes):  # a one-column scan
+        hashes = store.content_hashes()
         if full:
             return hashes
         wanted = set(ids)

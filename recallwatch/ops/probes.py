@@ -64,9 +64,11 @@ class ProbeSet:
 
 def read_logged_queries(path: str | Path) -> list[str]:
     """Query texts from a ``.txt`` (one per line) or ``.jsonl`` (``text``/``query`` field) log."""
+    from recallwatch.formats.structured import parse_json_line, read_text
+
     p = Path(path)
     try:
-        lines = p.read_text(encoding="utf-8").splitlines()
+        lines = read_text(p).splitlines()
     except OSError as exc:
         raise InputError(source=p, expected="a readable query log", found=exc.strerror) from None
     out: list[str] = []
@@ -76,11 +78,8 @@ def read_logged_queries(path: str | Path) -> list[str]:
         if p.suffix.lower() != ".jsonl":
             out.append(line.strip())
             continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(source=p, line=n, expected="a JSON object", found=exc.msg) from None
-        text = obj.get("text", obj.get("query")) if isinstance(obj, dict) else None
+        obj = parse_json_line(line, p, n)
+        text = obj.get("text", obj.get("query"))
         if not isinstance(text, str) or not text.strip():
             raise InputError(source=p, line=n, field="text",
                              expected="a non-empty string (or a 'query' field)", found=text)
@@ -133,7 +132,7 @@ def load_probes(path: str | Path) -> ProbeSet:
         if not texts:
             raise InputError(source=p, expected="at least one query", found="an empty file")
         return ProbeSet(p.stem, "1", tuple(texts), source=str(p))
-    from recallwatch.formats._structured import load_structured
+    from recallwatch.formats.structured import load_structured
 
     data = load_structured(p)
     if not isinstance(data, dict) or not isinstance(data.get("probes"), list) or not data["probes"]:

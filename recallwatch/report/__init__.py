@@ -3,7 +3,8 @@
 :func:`write_report_set` writes the four files a CI job keeps (``report.json``, ``report.md``,
 ``junit.xml``, ``report.html``) for the gate command and the pytest plugin alike, whole or not
 at all: the set is built in a hidden sibling directory and renamed into place, replacing an
-earlier set there.
+earlier set there. :func:`visible` makes user-provided text (queries, ids) safe to print: every
+line recallwatch shows goes through it. The charts' geometry is :mod:`recallwatch.report.plots`.
 """
 
 from __future__ import annotations
@@ -12,16 +13,17 @@ import json
 from pathlib import Path
 
 from recallwatch.errors import InputError
+from recallwatch.report._text import visible
 from recallwatch.suite.model import GateResult
 
-__all__ = ["REPORT_FILES", "check_report_dir", "check_report_file", "to_json",
+__all__ = ["REPORT_FILES", "check_report_dir", "check_report_file", "to_json", "visible",
            "write_junit", "write_report_set"]
 
 REPORT_FILES = ("report.json", "report.md", "junit.xml", "report.html")
 
 
 def to_json(result: GateResult) -> str:
-    """The SPEC §6 JSON object, pretty-printed, stable key order."""
+    """The gate's JSON object (docs/gate.md), pretty-printed, stable key order."""
     return json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n"
 
 

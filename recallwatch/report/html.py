@@ -25,9 +25,9 @@ import jinja2
 from markupsafe import Markup
 
 from recallwatch._version import __version__
-from recallwatch.report import _plots
+from recallwatch.report import plots
 from recallwatch.report._text import visible
-from recallwatch.suite.model import GateResult, QueryResult
+from recallwatch.suite.model import CAUSE_ORDER, GateResult, QueryResult
 from recallwatch.suite.score import SCORE_TOLERANCE
 
 __all__ = ["content_security_policy", "environment", "json_script", "render", "run_view", "to_html"]
@@ -94,6 +94,9 @@ def environment(*extra: Path) -> jinja2.Environment:
     env.globals["inline_js"] = Markup(script)
     env.globals["csp"] = content_security_policy(script)
     env.globals["version"] = __version__
+    env.globals["cause_order"] = CAUSE_ORDER
+    env.globals["gold_title"] = ("expects a Gold chunk: a curated synthesis the team wrote, which "
+                                 "must never be missed")
     return env
 
 
@@ -147,26 +150,26 @@ def _query_view(q: QueryResult, index: int, comparison: dict[str, Any] | None) -
             "worst_rank": worst, "changes": changes}
 
 
-def _quality_chart(result: GateResult) -> _plots.Chart:
+def _quality_chart(result: GateResult) -> plots.Chart:
     labels = [f"{10 * i}–{10 * i + 9}" for i in range(10)] + ["100"]
     passed, failed = [0.0] * 11, [0.0] * 11
     for q in result.queries:
         b = 10 if q.quality >= 100 else max(0, min(9, int(q.quality // 10)))
         (passed if q.passed else failed)[b] += 1
-    chart = _plots.bars("Quality score per query", labels, [("good", passed), ("bad", failed)],
+    chart = plots.bars("Quality score per query", labels, [("good", passed), ("bad", failed)],
                         x_label="quality (0–100)", y_label="queries")
     return _with_legend(chart, (("good", "passing"), ("bad", "failing")))
 
 
-def _with_legend(chart: _plots.Chart, legend: tuple[tuple[str, str], ...]) -> _plots.Chart:
+def _with_legend(chart: plots.Chart, legend: tuple[tuple[str, str], ...]) -> plots.Chart:
     return chart if chart.empty else replace(chart, legend=legend)
 
 
-def _domain_chart(result: GateResult) -> _plots.Chart:
+def _domain_chart(result: GateResult) -> plots.Chart:
     per = result.aggregate.per_domain
     names = sorted(per)
     floor = float(result.policy.get("recall_floor", 0.9))
-    return _plots.hbars(
+    return plots.hbars(
         "Mean recall by domain", names, [float(per[d]["mean_recall"]) for d in names],
         x_label="mean recall@K", floor=(floor, f"floor {floor:g}"), bad_below=floor,
         tips=[f"{int(per[d].get('n', 0))} queries, {int(per[d].get('failed', 0))} failing, "
@@ -174,7 +177,7 @@ def _domain_chart(result: GateResult) -> _plots.Chart:
     )
 
 
-def _rank_chart(result: GateResult) -> _plots.Chart:
+def _rank_chart(result: GateResult) -> plots.Chart:
     """Where the expected chunks landed: ranks 1..K, then beyond K in buckets, then not found."""
     k = max((q.top_k for q in result.queries), default=10)
     counts: Counter[tuple[str, bool]] = Counter()
@@ -190,7 +193,7 @@ def _rank_chart(result: GateResult) -> _plots.Chart:
             else:
                 label = next((lab for top, lab in beyond if h.rank <= top), f">{5 * k}")
             counts[(label, h.gold)] += 1
-    chart = _plots.bars(
+    chart = plots.bars(
         "Ranks of the expected chunks", labels,
         [("c0", [counts[(lab, False)] for lab in labels]),
          ("gold", [counts[(lab, True)] for lab in labels])],

@@ -41,7 +41,7 @@ def to_junit(result: GateResult) -> str:
                        + (f", missing {missing}" if missing else ""))
             failure = ET.SubElement(case, "failure", {"message": visible(message),
                                                       "type": "+".join(q.failed_rules)})
-            lines = [f"{x.step}. {x.cause}: {x.summary}" for x in q.diagnosis]
+            lines = [x.line() for x in q.diagnosis]
             if q.waiver:
                 lines.append(f"waiver: {q.waiver}")
             failure.text = visible("\n".join(lines))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from recallwatch.report._text import md_escape
-from recallwatch.suite.model import GateResult
+from recallwatch.suite.model import CAUSE_ORDER, GateResult
 
 __all__ = ["to_markdown"]
 
@@ -36,13 +36,16 @@ def to_markdown(result: GateResult) -> str:
         out.append("")
     failing = result.failing()
     if failing:
-        out += ["### Failing queries", "",
-                "| query | rules | recall | quality | noise | missing (rank) | diagnosis |",
+        out += ["### Failing queries", ""]
+        if any(x.cause != "noise" for q in failing for x in q.diagnosis):
+            out += [f"Diagnosis: {CAUSE_ORDER}.", ""]
+        out += ["| query (★ expects Gold) | rules | recall | quality | noise | missing (rank) | "
+                "diagnosis |",
                 "|---|---|---:|---:|---:|---|---|"]
         for q in failing:
             missing = ", ".join(f"{h.id} @ {h.rank or '>depth'}" for h in q.expected
                                 if not h.in_top_k) or "—"
-            diag = "<br>".join(md_escape(f"{x.step}. {x.cause}: {x.summary}") for x in q.diagnosis)
+            diag = "<br>".join(md_escape(x.line()) for x in q.diagnosis)
             if q.waiver:
                 diag += "<br>" + md_escape(f"waiver: {q.waiver}")
             out.append(

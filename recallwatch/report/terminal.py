@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from recallwatch.report._text import visible
-from recallwatch.suite.model import GateResult, QueryResult
+from recallwatch.suite.model import CAUSE_ORDER, GateResult, QueryResult
 
 __all__ = ["print_report", "render"]
 
@@ -38,7 +38,7 @@ def _failing_block(q: QueryResult) -> Text:
     if any(not h.in_top_k for h in q.expected):
         lines.append(Text.assemble("    missing: ", _missing(q)))
     for d in q.diagnosis:
-        lines.append(_t(f"    {d.step}. {d.cause}: {d.summary}"))
+        lines.append(_t(f"    {d.line()}"))
     if q.waiver:
         lines.append(_t(f"    waiver: {q.waiver}", "dim"))
     return Text("\n").join(lines)
@@ -76,6 +76,8 @@ def render(result: GateResult) -> Group:
     failing = result.failing()
     if failing:
         parts.append(_t(f"failing queries ({len(failing)})", "bold"))
+        if any(d.cause != "noise" for q in failing for d in q.diagnosis):
+            parts.append(_t(f"  diagnosis: {CAUSE_ORDER}", "dim"))
         parts += [_failing_block(q) for q in failing]
     for p in result.patterns:
         parts.append(_t(f"pattern {p.name}: {p.message} ({', '.join(p.queries[:8])})", "yellow"))

@@ -8,10 +8,14 @@ from urllib.parse import urlsplit
 from recallwatch._registry import Registry
 from recallwatch.errors import UsageError
 
+# URI parsing and credentials from the environment: shared with the PostgreSQL run history
+from recallwatch.stores._credentials import Secret, resolve_secret
+from recallwatch.stores._uri import StoreURI, parse_store_uri
+
 if TYPE_CHECKING:
     from recallwatch.stores.base import VectorStore
 
-__all__ = ["STORES", "open_store"]
+__all__ = ["STORES", "Secret", "StoreURI", "open_store", "parse_store_uri", "resolve_secret"]
 
 # scheme -> "module:callable(uri, *, create) -> VectorStore"
 STORES: Registry[object] = Registry("store scheme")

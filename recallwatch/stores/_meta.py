@@ -1,23 +1,84 @@
-"""A small JSON key-value file beside a store's data, for adapters without a metadata table.
+"""Store metadata beside a store's data, and the file lock every metadata update holds.
 
-Writes take an exclusive lock on a sibling ``.lock`` file and replace the file whole
-(:func:`recallwatch._files.write_atomic`): a reader sees the old or the new content, never half of
-it, and a writer killed mid-way leaves the old file intact.
+:class:`MetaFile` is a small JSON key-value file, for adapters without a metadata table (LanceDB,
+index files). Every change is a read-modify-write under :func:`file_lock` on a sibling ``.lock``
+file, and replaces the file whole (:func:`recallwatch._files.write_atomic`): a reader sees the old
+or the new content, never half of it, a writer killed mid-way leaves the old file intact, and two
+updaters (threads or processes) never lose each other's keys.
+
+:func:`file_lock` is also the lock of the adapters whose metadata lives in the engine but whose
+data lies on local disk (Chroma, Qdrant local mode, Milvus Lite).
 """
 
 from __future__ import annotations
 
 import fcntl
 import json
+import os
+import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from recallwatch._files import write_atomic
 from recallwatch.errors import StoreError
 
-__all__ = ["MetaFile"]
+__all__ = ["MetaFile", "file_lock"]
+
+
+class _Held:
+    """This process's hold on one lock file: a re-entrant thread lock, and the open file that
+    carries the flock while any holder in this process is inside."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.depth = 0
+        self.handle: IO[str] | None = None
+
+
+_HELD: dict[str, _Held] = {}
+_HELD_GUARD = threading.Lock()
+
+
+def _forget_after_fork() -> None:
+    # A forked child holds none of its parent's locks (a thread of the parent may have held one).
+    global _HELD_GUARD
+    _HELD.clear()
+    _HELD_GUARD = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
+
+
+@contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (created, with its directory, if missing): against
+    other processes through ``flock``, against other threads of this process through a thread
+    lock. Re-entrant within a thread, whichever object asks: a second ``flock`` on another
+    descriptor of the same file would wait for the first forever."""
+    key = str(path.absolute())
+    with _HELD_GUARD:
+        held = _HELD.setdefault(key, _Held())
+    with held.lock:
+        if held.depth == 0:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            handle = open(path, "a")  # noqa: SIM115 - held across the yield, closed below
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX)
+            except BaseException:
+                handle.close()
+                raise
+            held.handle = handle
+        held.depth += 1
+        try:
+            yield
+        finally:
+            held.depth -= 1
+            if held.depth == 0 and held.handle is not None:
+                fcntl.flock(held.handle, fcntl.LOCK_UN)
+                held.handle.close()
+                held.handle = None
 
 
 class MetaFile:
@@ -33,7 +94,7 @@ class MetaFile:
 
     def update(self, key: str, fn: Callable[[Any], Any]) -> Any:
         """Read-modify-write one key under the lock; returns the new value."""
-        with self._locked():
+        with self.locked():
             data = self._load()
             new = fn(data.get(key))
             if new is None:
@@ -42,6 +103,10 @@ class MetaFile:
                 data[key] = new
             self._write(data)
         return new
+
+    def locked(self) -> AbstractContextManager[None]:
+        """The lock every change of this file holds (re-entrant: hold it around several)."""
+        return file_lock(self.path.with_suffix(".lock"))
 
     def _load(self) -> dict[str, Any]:
         try:
@@ -63,13 +128,3 @@ class MetaFile:
         except (TypeError, ValueError) as exc:
             raise StoreError(f"store metadata must be JSON-serialisable: {exc}") from None
         write_atomic(self.path, text)
-
-    @contextmanager
-    def _locked(self) -> Iterator[None]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path.with_suffix(".lock"), "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)

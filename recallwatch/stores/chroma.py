@@ -9,6 +9,7 @@ Metadata values cannot be NULL: an absent field is stored as ``""`` and read bac
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,16 +18,12 @@ from typing import Any
 import numpy as np
 
 from recallwatch.errors import NotInstalledError, StoreError
-from recallwatch.stores._common import (
-    NormFilter,
-    Row,
-    VersionedStore,
-    check_name,
-    missing_location,
-    missing_table,
-    store_names,
-)
+from recallwatch.stores._meta import file_lock
 from recallwatch.stores._uri import parse_store_uri, redact
+from recallwatch.stores.checks import NormFilter, check_name
+from recallwatch.stores.failures import missing_location, missing_table
+from recallwatch.stores.rows import CHUNK_FIELDS, Row
+from recallwatch.stores.versioned import VersionedStore, store_names
 
 try:
     import chromadb
@@ -37,8 +34,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 __all__ = ["ChromaStore"]
 
-_FIELDS = ("id", "text", "content", "doc_id", "domain", "label", "facets", "valid_from",
-           "valid_to", "kind", "description", "content_hash", "ingested_version")
+_FIELDS = (*CHUNK_FIELDS, "ingested_version")
 _BATCH = 1000
 
 
@@ -88,6 +84,7 @@ class ChromaStore(VersionedStore):
                     raise missing_table(shown, "collection", name, present) from None
         except (ChromaError, OSError) as exc:
             raise StoreError(f"{shown}: cannot open Chroma: {exc}") from None
+        self._lock_path = path / ".recallwatch" / f"{name}.meta.lock"
         super().__init__(shown, name)
 
     @classmethod
@@ -162,6 +159,9 @@ class ChromaStore(VersionedStore):
 
     def _count(self, table: str) -> int:
         return int(self._collection(table).count())
+
+    def _meta_lock(self) -> contextlib.AbstractContextManager[Any]:
+        return file_lock(self._lock_path)
 
     def _meta_get(self, key: str) -> Any:
         got = self._metas.get(ids=[key], include=["documents"])

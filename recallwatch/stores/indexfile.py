@@ -14,6 +14,7 @@ from HNSW cleanly); ``exact=True`` ranks the sidecar vectors with numpy; one wri
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -26,29 +27,18 @@ import pyarrow.parquet as pq
 
 from recallwatch._files import atomic_path
 from recallwatch.errors import NotInstalledError, StoreError, UsageError
-from recallwatch.stores._common import (
-    NormFilter,
-    Row,
-    VersionedStore,
-    chunk_matches,
-    cosine_scores,
-    missing_location,
-    top_k,
-)
 from recallwatch.stores._meta import MetaFile
 from recallwatch.stores._uri import parse_store_uri, redact
+from recallwatch.stores.arrow import vector_column, vectors_of
+from recallwatch.stores.checks import NormFilter, chunk_matches
+from recallwatch.stores.failures import missing_location
+from recallwatch.stores.rows import CHUNK_FIELDS, Row
+from recallwatch.stores.versioned import VersionedStore
+from recallwatch.vectors import cosine_scores, normalise, top_k
 
 __all__ = ["IndexFileStore"]
 
 Engine = Literal["faiss", "hnswlib"]
-_FIELDS = ("id", "text", "content", "doc_id", "domain", "label", "facets", "valid_from",
-           "valid_to", "kind", "description", "content_hash")
-
-
-def _unit(a: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(a, axis=1, keepdims=True)
-    out: np.ndarray = (a / np.where(norms == 0, 1, norms)).astype(np.float32)
-    return out
 
 
 class _Graph:
@@ -77,17 +67,17 @@ class _Graph:
         if not len(vectors):
             return
         if self.engine == "faiss":
-            self.index.add(_unit(vectors))
+            self.index.add(normalise(vectors))
             return
         need = start + len(vectors)
         if need > self.index.get_max_elements():
             self.index.resize_index(max(need, 2 * self.index.get_max_elements()))
-        self.index.add_items(_unit(vectors), np.arange(start, need))
+        self.index.add_items(normalise(vectors), np.arange(start, need))
 
     def search(self, q: np.ndarray, k: int, ef: int, allowed: np.ndarray | None
                ) -> tuple[np.ndarray, np.ndarray]:
         """Labels (-1 = none) and inner products of the unit query, shape (len(q), k)."""
-        q = _unit(q)
+        q = normalise(q)
         if self.engine == "faiss":
             sel = None if allowed is None else self._faiss.IDSelectorBatch(allowed.astype("int64"))
             params = self._faiss.SearchParametersHNSW(efSearch=max(ef, k), sel=sel)
@@ -184,8 +174,7 @@ class IndexFileStore(VersionedStore):
             except (OSError, pa.ArrowInvalid) as exc:
                 raise StoreError(f"{self._uri}: cannot read sidecar {path}: {exc}") from None
             generation = int((data.schema.metadata or {}).get(b"generation", b"0"))
-            vectors = np.asarray(data.column("vector").to_pylist(), dtype=np.float32)
-            vectors = vectors.reshape(len(vectors), int(self._state["dim"]))
+            vectors = vectors_of(data.column("vector"), int(self._state["dim"]))
             rows = data.drop_columns(["vector"]).to_pylist()
             graph = self._new_graph()
             graph_path = self._graph_path(table, generation)
@@ -206,12 +195,12 @@ class IndexFileStore(VersionedStore):
         version.generation += 1
         version.where = {r["id"]: i for i, r in enumerate(version.rows)}
         columns: dict[str, Any] = {
-            f: pa.array([r.get(f) for r in version.rows], type=pa.string()) for f in _FIELDS}
+            f: pa.array([r.get(f) for r in version.rows], type=pa.string())
+            for f in CHUNK_FIELDS}
         columns["ingested_version"] = pa.array(
             [int(r["ingested_version"]) for r in version.rows], type=pa.int64())
-        dim = int(self._state["dim"])
-        columns["vector"] = pa.FixedSizeListArray.from_arrays(
-            pa.array(version.vectors.reshape(-1), type=pa.float32()), dim)
+        columns["vector"] = vector_column(
+            version.vectors.reshape(len(version.rows), int(self._state["dim"])))
         table_data = pa.table(columns).replace_schema_metadata(
             {"generation": str(version.generation)})
         path = self.dir / f"{table}.parquet"
@@ -284,7 +273,8 @@ class IndexFileStore(VersionedStore):
                 pos = np.arange(len(version.rows)) if allowed is None else allowed
                 ids = [version.rows[i]["id"] for i in pos]
                 scores = cosine_scores(vectors, version.vectors[pos])
-                return [(h.ids, h.scores.tolist()) for h in (top_k(ids, s, k) for s in scores)]
+                return [(found, best.tolist())
+                        for found, best in (top_k(ids, s, k) for s in scores)]
             try:
                 labels, scores = version.graph.search(vectors, min(k, size), self.ef, allowed)
             except RuntimeError as exc:
@@ -319,3 +309,6 @@ class IndexFileStore(VersionedStore):
 
     def _meta_set(self, key: str, value: Any) -> None:
         self._metafile.set(key, value)
+
+    def _meta_lock(self) -> contextlib.AbstractContextManager[Any]:
+        return self._metafile.locked()

@@ -1,4 +1,5 @@
-"""LanceDB on local disk, the embedded default: ``lancedb://PATH?table=NAME``.
+"""LanceDB on local disk, the embedded default (one idea, one class: past 400 lines because it is
+every VectorStore method and capability over one LanceDB table): ``lancedb://PATH?table=NAME``.
 
 URI parameters (all optional):
 
@@ -10,10 +11,10 @@ URI parameters (all optional):
 ``refine_factor``    re-rank ``k × refine_factor`` ANN candidates on the full vectors (default 10
                      for IVF_PQ, whose codes alone pick poor candidates; none for IVF_HNSW_SQ)
 
-Scores are cosine similarities recomputed exactly (float64) from the stored vectors of the hits, so
-``search`` and ``score_of`` agree to the last bit and the gate's noise rule compares like with like;
-an ANN index decides *which* chunks come back, never their score. Ties rank as every adapter ranks
-them (``stores._common.top_k``).
+Scores are cosine similarities recomputed exactly from the stored vectors of the hits
+(:func:`recallwatch.vectors.cosine_scores`), so ``search`` and ``score_of`` agree to the last bit
+and the gate's noise rule compares like with like; an ANN index decides *which* chunks come back,
+never their score. Ties rank as every adapter ranks them (:func:`recallwatch.vectors.top_k`).
 
 Opening a store never creates it unless it is opened for writing (``create=True``, what
 ``recallwatch ingest`` passes): a missing directory or table is a StoreError naming the tables that
@@ -22,36 +23,59 @@ exist. LanceDB's own exceptions (a damaged table, a refused query) reach the cal
 Versions are LanceDB table versions (one per write). ``promote`` sets the ``production`` tag, which
 also protects that version from cleanup. Store metadata (embedder fingerprint, ingestion reports)
 lives in ``PATH/.recallwatch/NAME.meta.json``, replaced atomically under a file lock.
+
+The table layout is :mod:`recallwatch.stores.lancedb_table`; the ANN index (its build rule,
+inspection, reindex and rollback) is :mod:`recallwatch.stores.lancedb_index`.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import json
-import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast, get_args
+from typing import TYPE_CHECKING, Any, ClassVar, cast, get_args
 
 import numpy as np
 import pyarrow as pa
 
 from recallwatch.errors import StoreError, UsageError
-from recallwatch.stores._common import (
-    check_unique_ids,
-    check_vectors,
-    chunk_from_row,
-    clamp_k,
-    engine_message,
-    guarded,
-    missing_location,
-    missing_table,
-    normalise_filter,
-    top_k,
-)
 from recallwatch.stores._meta import MetaFile
 from recallwatch.stores._uri import parse_store_uri, redact
-from recallwatch.stores.base import Chunk, Filter, Hits, IndexVersion
+from recallwatch.stores.arrow import vectors_of
+from recallwatch.stores.base import (
+    Chunk,
+    Filter,
+    Hits,
+    IndexState,
+    IndexVersion,
+    StagedIndex,
+    SupportsContentHashes,
+    SupportsIndexInspection,
+    SupportsMetaUpdate,
+    SupportsReindex,
+    SupportsVectors,
+)
+from recallwatch.stores.checks import check_unique_ids, check_vectors, clamp_k
+from recallwatch.stores.failures import engine_message, guarded, missing_location, missing_table
+from recallwatch.stores.lancedb_index import (
+    IndexType,
+    index_config,
+    index_parameters,
+    needs_index,
+    vector_index,
+)
+from recallwatch.stores.lancedb_table import (
+    batches,
+    fetch_vectors,
+    rows,
+    set_tag,
+    sql_list,
+    tagged_version,
+    to_arrow,
+    version_list,
+    where,
+)
+from recallwatch.stores.rows import chunk_from_row
+from recallwatch.vectors import cosine_scores, top_k
 
 if TYPE_CHECKING:
     from lancedb.db import DBConnection
@@ -60,17 +84,14 @@ if TYPE_CHECKING:
 
 __all__ = ["LanceStore"]
 
-IndexType = Literal["IVF_HNSW_SQ", "IVF_PQ"]
 _INDEX_TYPES: tuple[str, ...] = get_args(IndexType)
 _PARAMS = ("table", "index_threshold", "index_type", "nprobes", "ef", "refine_factor")
 _PRODUCTION_TAG = "production"
 _QUERY_BATCH = 64  # query vectors per LanceDB search call
-_IN_BATCH = 2000  # ids per `id IN (...)` clause: keeps each SQL statement small
-# Rebuild the ANN index when this share of rows is not in it (new rows are scanned flat meanwhile).
-_REINDEX_UNINDEXED_SHARE = 0.2
 
 
-class LanceStore:
+class LanceStore(SupportsVectors, SupportsContentHashes, SupportsMetaUpdate, SupportsReindex,
+                 SupportsIndexInspection):
     """A VectorStore over one LanceDB table."""
 
     # what LanceDB and pylance raise (Rust errors arrive as OSError, ValueError or RuntimeError)
@@ -168,13 +189,16 @@ class LanceStore:
         if not chunks:
             return
         check_unique_ids(chunks)
-        data = _to_arrow(chunks, vecs)
+        data = to_arrow(chunks, vecs)
         if tbl is None:
             self._tbl = self._db.create_table(self.table_name, data=data)
         else:
             (tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
              .execute(data))
-        self._maybe_index()
+        tbl = self._table()
+        assert tbl is not None  # just written
+        if needs_index(tbl, self.index_threshold):
+            self.build_index()
 
     @guarded
     def delete(self, ids: Sequence[str]) -> None:
@@ -182,8 +206,8 @@ class LanceStore:
         tbl = self._table()
         if tbl is None or not ids:
             return
-        for batch in _batches(list(ids), _IN_BATCH):
-            tbl.delete(f"id IN ({_sql_list(batch)})")
+        for batch in batches(list(ids)):
+            tbl.delete(f"id IN ({sql_list(batch)})")
 
     # -- reads ---------------------------------------------------------------------------------
     @guarded
@@ -195,20 +219,21 @@ class LanceStore:
         k = clamp_k(k, lambda: 0 if tbl is None else int(tbl.count_rows()))
         if tbl is None or k == 0:
             return [Hits([], np.empty(0, dtype=np.float32)) for _ in range(len(queries))]
-        where = _where(filter)
+        predicate = where(filter)
         out: list[Hits] = []
         # Several queries per LanceDB call (one scan of the data for all of them when exact).
         for start in range(0, len(queries), _QUERY_BATCH):
             block = queries[start:start + _QUERY_BATCH]
-            builder = self._vector_query(tbl, block, k, where, exact)
+            builder = self._vector_query(tbl, block, k, predicate, exact)
             result = builder.select(["id", "vector", "_distance"]).to_arrow()
             ids = result.column("id").to_pylist()
-            stored = _vectors(result.column("vector"))
+            stored = vectors_of(result.column("vector"))
             owner = (result.column("query_index").to_numpy() if "query_index" in
                      result.column_names else np.zeros(len(ids), dtype=np.int64))
             for n, row in enumerate(block):
                 rows = np.flatnonzero(owner == n)
-                out.append(top_k([ids[i] for i in rows], _cosine(row, stored[rows]), len(rows)))
+                scores = cosine_scores(row, stored[rows])[0]
+                out.append(Hits(*top_k([ids[i] for i in rows], scores, len(rows))))
         return out
 
     @guarded
@@ -223,13 +248,13 @@ class LanceStore:
         return str(self._vector_query(tbl, queries[:1], max(k, 1), None, exact)
                    .explain_plan(verbose=True))
 
-    def _vector_query(self, tbl: LanceTable, block: np.ndarray, k: int, where: str | None,
+    def _vector_query(self, tbl: LanceTable, block: np.ndarray, k: int, predicate: str | None,
                       exact: bool) -> LanceVectorQueryBuilder:
         """The one LanceDB query every search runs: cosine, k, the filter, the ANN parameters."""
         vq = cast("LanceVectorQueryBuilder", tbl.search(list(block), query_type="vector"))
         builder = vq.distance_type("cosine").limit(k)
-        if where:
-            builder = builder.where(where, prefilter=True)
+        if predicate:
+            builder = builder.where(predicate, prefilter=True)
         if exact:
             return builder.bypass_vector_index()
         if self.nprobes is not None:
@@ -253,7 +278,7 @@ class LanceStore:
             if not present:
                 out.append({})
                 continue
-            scores = _cosine(q, np.stack([found[i] for i in present]))
+            scores = cosine_scores(q, np.stack([found[i] for i in present]))[0]
             out.append({i: float(s) for i, s in zip(present, scores, strict=True)})
         return out
 
@@ -263,8 +288,8 @@ class LanceStore:
         if tbl is None or not ids:
             return {}
         out: dict[str, Chunk] = {}
-        for batch in _batches(list(dict.fromkeys(ids)), _IN_BATCH):
-            for row in self._rows(tbl, f"id IN ({_sql_list(batch)})"):
+        for batch in batches(list(dict.fromkeys(ids))):
+            for row in rows(tbl, f"id IN ({sql_list(batch)})"):
                 out[row["id"]] = chunk_from_row(row)
         return out
 
@@ -274,11 +299,11 @@ class LanceStore:
         if tbl is None:
             return []
         if doc_ids is None:
-            return sorted((chunk_from_row(r) for r in self._rows(tbl, None)), key=lambda c: c.id)
+            return sorted((chunk_from_row(r) for r in rows(tbl, None)), key=lambda c: c.id)
         found: list[Chunk] = []
-        for batch in _batches(list(dict.fromkeys(doc_ids)), _IN_BATCH):
-            where = f"doc_id IN ({_sql_list(batch)})"
-            found.extend(chunk_from_row(r) for r in self._rows(tbl, where))
+        for batch in batches(list(dict.fromkeys(doc_ids))):
+            found.extend(chunk_from_row(r)
+                         for r in rows(tbl, f"doc_id IN ({sql_list(batch)})"))
         return sorted(found, key=lambda c: c.id)
 
     @guarded
@@ -311,19 +336,7 @@ class LanceStore:
     @guarded
     def versions(self) -> list[IndexVersion]:
         tbl = self._table(latest=True)
-        if tbl is None:
-            return []
-        tags: dict[int, list[str]] = {}
-        for name, info in tbl.tags.list().items():
-            tags.setdefault(int(info["version"]), []).append(name)
-        out = []
-        for v in tbl.list_versions():
-            number = int(v["version"])
-            names = sorted(tags.get(number, []))
-            meta = {"rows": int(v["metadata"].get("total_rows", 0)), "tags": names}
-            out.append(IndexVersion(str(number), _utc(v["timestamp"]), _PRODUCTION_TAG in names,
-                                    meta))
-        return out
+        return [] if tbl is None else version_list(tbl, _PRODUCTION_TAG)
 
     @guarded
     def current_version(self) -> str:
@@ -332,28 +345,26 @@ class LanceStore:
 
     @guarded
     def checkout(self, version: str) -> LanceStore:
-        number = self._version_number(version)
+        return self.view(self._version_number(version))
+
+    def view(self, version: int) -> LanceStore:
+        """A read-only view of table version ``version`` with this store's parameters (a
+        version checked out, or a detached one a reindex verifies)."""
         return LanceStore(self.path, self.table_name, index_threshold=self.index_threshold,
                           index_type=self.index_type, nprobes=self.nprobes, ef=self.ef,
-                          refine_factor=self.refine_factor, uri=self._raw_uri, version=number)
+                          refine_factor=self.refine_factor, uri=self._raw_uri, version=version)
 
     @guarded
     def promote(self, version: str) -> None:
         number = self._version_number(version)
         tbl = self._table(latest=True)
         assert tbl is not None  # _version_number found the version, so the table exists
-        if _PRODUCTION_TAG in tbl.tags.list():
-            tbl.tags.update(_PRODUCTION_TAG, number)
-        else:
-            tbl.tags.create(_PRODUCTION_TAG, number)
+        set_tag(tbl.tags, _PRODUCTION_TAG, number)
 
     @guarded
     def production_version(self) -> str | None:
         tbl = self._table(latest=True)
-        if tbl is None:
-            return None
-        info = tbl.tags.list().get(_PRODUCTION_TAG)
-        return None if info is None else str(info["version"])
+        return None if tbl is None else tagged_version(tbl, _PRODUCTION_TAG)
 
     @guarded
     def ids_since(self, version: str) -> list[str]:
@@ -373,6 +384,36 @@ class LanceStore:
     @guarded
     def set_meta(self, key: str, value: Any) -> None:
         self._meta.set(key, value)
+
+    @guarded
+    def update_meta(self, key: str, change: Callable[[Any], Any]) -> Any:
+        return self._meta.update(key, change)
+
+    # -- the ANN index (see recallwatch.stores.lancedb_index) ----------------------------------
+    def index_state(self) -> IndexState | None:
+        from recallwatch.stores.lancedb_index import LanceIndex
+
+        return LanceIndex(self).state()
+
+    def index_problem(self) -> str | None:
+        from recallwatch.stores.lancedb_index import LanceIndex
+
+        return LanceIndex(self).problem()
+
+    def index_centroids(self) -> np.ndarray | None:
+        from recallwatch.stores.lancedb_index import LanceIndex
+
+        return LanceIndex(self).centroids()
+
+    def stage_index(self) -> StagedIndex:
+        from recallwatch.stores.lancedb_index import LanceIndex, StagedLanceIndex
+
+        return StagedLanceIndex(LanceIndex(self))
+
+    def restore_index(self, previous: Mapping[str, Any], current: Mapping[str, Any]) -> str:
+        from recallwatch.stores.lancedb_index import LanceIndex, restore
+
+        return restore(LanceIndex(self), previous, current)
 
     def close(self) -> None:
         self._tbl = None
@@ -435,71 +476,29 @@ class LanceStore:
     def _dimension(tbl: LanceTable) -> int:
         return int(tbl.schema.field("vector").type.list_size)
 
-    @staticmethod
-    def _rows(tbl: LanceTable, where: str | None) -> Iterator[dict[str, Any]]:
-        columns = [f.name for f in tbl.schema if f.name != "vector"]
-        yield from tbl.to_lance().to_table(columns=columns, filter=where).to_pylist()
-
     def _fetch_vectors(self, ids: list[str]) -> dict[str, np.ndarray]:
         tbl = self._table()
-        if tbl is None or not ids:
-            return {}
-        out: dict[str, np.ndarray] = {}
-        for batch in _batches(ids, _IN_BATCH):
-            t = tbl.to_lance().to_table(columns=["id", "vector"],
-                                        filter=f"id IN ({_sql_list(batch)})")
-            out.update(zip(t.column("id").to_pylist(), _vectors(t.column("vector")), strict=True))
-        return out
-
-    def _maybe_index(self) -> None:
-        """Build (or rebuild) the ANN index once the table is big enough for one to pay off."""
-        tbl = self._table()
-        assert tbl is not None  # called right after a write
-        rows = tbl.count_rows()
-        if rows < self.index_threshold:
-            return
-        index = next((i for i in tbl.list_indices() if "vector" in i.columns), None)
-        if index is not None:
-            unindexed = getattr(index, "num_unindexed_rows", 0) or 0
-            if unindexed <= _REINDEX_UNINDEXED_SHARE * rows:
-                return
-        self.build_index()
+        return {} if tbl is None or not ids else fetch_vectors(tbl, ids)
 
     @guarded
     def build_index(self) -> None:
         """(Re)build the ANN index on all rows now, whatever the threshold."""
         self._writable("build_index")
-        from lancedb.index import IvfHnswSq, IvfPq
-
         tbl = self._table()
         if tbl is None:
             raise StoreError(f"{self.uri}: cannot index an empty store")
-        params = self.index_parameters(tbl.count_rows(), self._dimension(tbl))
-        config: IvfHnswSq | IvfPq
-        if self.index_type == "IVF_PQ":
-            config = IvfPq(distance_type="cosine", num_partitions=params["num_partitions"],
-                           num_sub_vectors=params["num_sub_vectors"])
-        else:
-            config = IvfHnswSq(distance_type="cosine", num_partitions=params["num_partitions"])
+        config = index_config(self.index_type, tbl.count_rows(), self._dimension(tbl))
         tbl.create_index("vector", config=config, replace=True)
 
     def index_parameters(self, rows: int, dim: int) -> dict[str, int]:
         """The index parameters build_index uses for a table of ``rows`` × ``dim`` (the reindex
         builds with the same rule)."""
-        if self.index_type == "IVF_PQ":
-            # ~16 dimensions per PQ sub-vector, and a divisor of dim (LanceDB requires it).
-            sub = next(s for s in (dim // 16, dim // 8, dim // 4, dim // 2, 1)
-                       if s and dim % s == 0)
-            # sqrt(n) lists, but at least 256 training rows per list (LanceDB's own floor).
-            lists = max(1, min(int(math.sqrt(rows)), rows // 256))
-            return {"num_partitions": lists, "num_sub_vectors": sub}
-        # HNSW does the fine search inside each partition: few, large partitions.
-        return {"num_partitions": max(1, rows // 100_000)}
+        return index_parameters(self.index_type, rows, dim)
 
     @guarded
     def has_index(self) -> bool:
         tbl = self._table()
-        return tbl is not None and any("vector" in i.columns for i in tbl.list_indices())
+        return tbl is not None and vector_index(tbl) is not None
 
 
 def _holds_tables(path: Path) -> bool:
@@ -521,84 +520,3 @@ def _int_param(params: dict[str, str], key: str, default: int | None, uri: str) 
     if value < 1:  # LanceDB would take 0 or a negative number and fail deep inside a query
         raise UsageError(f"store URI {redact(uri)!r}: {key} must be at least 1, found {value}")
     return value
-
-
-def _batches(items: list[str], size: int) -> Iterator[list[str]]:
-    for start in range(0, len(items), size):
-        yield items[start:start + size]
-
-
-def _sql_str(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
-def _sql_list(values: Sequence[str]) -> str:
-    return ", ".join(_sql_str(v) for v in values)
-
-
-def _where(filter: Filter | None) -> str | None:
-    """The shared filter (equality / IN on metadata columns) as a LanceDB SQL predicate, pushed
-    down before the vector search (prefilter), so a filtered top-k is still k results."""
-    norm = normalise_filter(filter)
-    if not norm:
-        return None
-    return " AND ".join(f"{key} IN ({_sql_list(values)})" for key, values in norm.items())
-
-
-def _schema(dim: int) -> pa.Schema:
-    text = pa.string()
-    return pa.schema([
-        pa.field("id", text, nullable=False), pa.field("text", text, nullable=False),
-        ("content", text), ("doc_id", text), ("domain", text), ("label", text),
-        ("facets", text),
-        ("valid_from", pa.date32()), ("valid_to", pa.date32()),
-        ("kind", text), ("description", text), ("content_hash", text),
-        pa.field("vector", pa.list_(pa.float32(), dim)),
-    ])
-
-
-def _to_arrow(chunks: Sequence[Chunk], vectors: np.ndarray) -> pa.Table:
-    from recallwatch.formats.corpus import content_hash
-
-    cols: dict[str, list[Any]] = {name: [] for name in _schema(1).names if name != "vector"}
-    for c in chunks:
-        for name in ("id", "text", "content", "doc_id", "domain", "label", "valid_from",
-                     "valid_to", "kind", "description"):
-            cols[name].append(getattr(c, name))
-        facets = dict(c.facets)
-        cols["facets"].append(json.dumps(facets, ensure_ascii=False, sort_keys=True))
-        # A chunk written without a hash gets one here, so ids_since still sees its changes.
-        cols["content_hash"].append(c.content_hash or content_hash(c))
-    dim = vectors.shape[1]
-    flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).ravel(), type=pa.float32())
-    arrays = [pa.array(cols[name], type=_schema(dim).field(name).type) for name in cols]
-    arrays.append(pa.FixedSizeListArray.from_arrays(flat, dim))
-    return pa.Table.from_arrays(arrays, schema=_schema(dim))
-
-
-def _vectors(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    if len(arr) == 0:
-        return np.empty((0, 0), dtype=np.float32)
-    dim = arr.type.list_size
-    flat = arr.flatten().to_numpy(zero_copy_only=False)
-    return np.asarray(flat, dtype=np.float32).reshape(-1, dim)
-
-
-def _cosine(query: np.ndarray, stored: np.ndarray) -> np.ndarray:
-    """Cosine similarity in float64, returned as float32: the one formula every score uses."""
-    if len(stored) == 0:
-        return np.empty(0, dtype=np.float32)
-    q = query.astype(np.float64)
-    s = stored.astype(np.float64)
-    denom = np.linalg.norm(s, axis=1) * np.linalg.norm(q)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        sims = np.where(denom > 0, (s @ q) / denom, 0.0)
-    return sims.astype(np.float32)
-
-
-def _utc(value: Any) -> dt.datetime | None:
-    if not isinstance(value, dt.datetime):
-        return None
-    # LanceDB reports naive local time; make it explicit so runs compare across machines.
-    return value.astimezone(dt.UTC) if value.tzinfo is None else value

@@ -11,6 +11,7 @@ None (an empty ``content`` therefore reads back as None).
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,17 +20,13 @@ from typing import Any
 import numpy as np
 
 from recallwatch.errors import NotInstalledError, StoreError, UsageError
-from recallwatch.stores._common import (
-    NormFilter,
-    Row,
-    VersionedStore,
-    check_name,
-    missing_location,
-    missing_table,
-    store_names,
-)
 from recallwatch.stores._credentials import resolve_secret
+from recallwatch.stores._meta import file_lock
 from recallwatch.stores._uri import parse_store_uri, redact
+from recallwatch.stores.checks import NormFilter, check_name
+from recallwatch.stores.failures import missing_location, missing_table
+from recallwatch.stores.rows import CHUNK_FIELDS, Row
+from recallwatch.stores.versioned import VersionedStore, store_names
 
 try:
     from pymilvus import DataType, MilvusClient
@@ -39,8 +36,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 __all__ = ["MilvusStore"]
 
-_TEXT = ("text", "content", "doc_id", "domain", "label", "facets", "valid_from", "valid_to",
-         "kind", "description", "content_hash")
+_TEXT = CHUNK_FIELDS[1:]  # every chunk field but the id
 _FIELDS = ["id", *_TEXT, "ingested_version"]
 _MAX_VARCHAR = 65535
 _BATCH = 1000
@@ -104,6 +100,9 @@ class MilvusStore(VersionedStore):
             self._ready(self._meta_collection)
         except MilvusException as exc:
             raise StoreError(f"{shown}: cannot open Milvus: {exc.message}") from None
+        db = Path(parsed.path)
+        self._lock_path = (db.parent / ".recallwatch" / f"{db.name}.{name}.meta.lock"
+                           if self.lite else None)
         super().__init__(shown, name)
 
     @classmethod
@@ -208,6 +207,13 @@ class MilvusStore(VersionedStore):
     def _meta_set(self, key: str, value: Any) -> None:
         self._client.upsert(self._meta_collection,
                             [{"id": key, "vector": [0.0, 1.0], "value": json.dumps(value)}])
+
+    def _meta_lock(self) -> contextlib.AbstractContextManager[Any]:
+        # Milvus Lite: a file lock beside its database. A server offers no lock: the base's lock
+        # serialises the updaters of this process only.
+        if self._lock_path is None:
+            return super()._meta_lock()
+        return file_lock(self._lock_path)
 
     def _switch_production(self, table: str) -> None:
         aliases = set()

@@ -20,16 +20,12 @@ from typing import Any, Literal
 import numpy as np
 
 from recallwatch.errors import NotInstalledError, StoreError, UsageError
-from recallwatch.stores._common import (
-    NormFilter,
-    Row,
-    VersionedStore,
-    check_name,
-    missing_table,
-    store_names,
-)
 from recallwatch.stores._credentials import resolve_secret
 from recallwatch.stores._uri import parse_store_uri, redact
+from recallwatch.stores.checks import NormFilter, check_name
+from recallwatch.stores.failures import missing_table
+from recallwatch.stores.rows import CHUNK_FIELDS, Row
+from recallwatch.stores.versioned import VersionedStore, store_names
 
 try:
     import psycopg
@@ -43,8 +39,7 @@ __all__ = ["PgVectorStore"]
 
 IndexKind = Literal["hnsw", "ivfflat", "none"]
 
-_COLUMNS = ("id", "text", "content", "doc_id", "domain", "label", "facets", "valid_from",
-            "valid_to", "kind", "description", "content_hash", "ingested_version")
+_COLUMNS = (*CHUNK_FIELDS, "ingested_version")
 _SELECT = sql.SQL(", ").join(sql.Identifier(c) for c in _COLUMNS)
 # A write of at least this many rows drops the ANN index (rebuilt in bulk when next needed).
 _BULK_ROWS = 1000
@@ -163,6 +158,18 @@ class PgVectorStore(VersionedStore):
 
     def _atomic(self) -> contextlib.AbstractContextManager[None]:
         return self._tx()
+
+    @contextlib.contextmanager
+    def _meta_lock(self) -> Iterator[None]:
+        # A transaction holding an advisory lock named after the store: every process and
+        # connection updating this store's metadata waits for it (released at COMMIT).
+        with self._tx():
+            self._sql("SELECT pg_advisory_xact_lock(hashtext(%s))",
+                      [f"recallwatch {self.name}__meta"])
+            yield
+
+    def _build_index_now(self) -> None:
+        self.build_index()
 
     # ---- engine primitives -------------------------------------------------------------------
     def _create_table(self, table: str, dim: int) -> None:

@@ -9,6 +9,7 @@ switched in one ``update_collection_aliases`` call, which Qdrant applies atomica
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from collections.abc import Sequence
@@ -18,17 +19,13 @@ from typing import Any
 import numpy as np
 
 from recallwatch.errors import NotInstalledError, StoreError, UsageError
-from recallwatch.stores._common import (
-    NormFilter,
-    Row,
-    VersionedStore,
-    check_name,
-    missing_location,
-    missing_table,
-    store_names,
-)
 from recallwatch.stores._credentials import resolve_secret
+from recallwatch.stores._meta import file_lock
 from recallwatch.stores._uri import parse_store_uri, redact
+from recallwatch.stores.checks import NormFilter, check_name
+from recallwatch.stores.failures import missing_location, missing_table
+from recallwatch.stores.rows import Row
+from recallwatch.stores.versioned import VersionedStore, store_names
 
 try:
     from qdrant_client import QdrantClient
@@ -100,6 +97,8 @@ class QdrantStore(VersionedStore):
         if not exists and not create:
             self._client.close()
             raise missing_table(shown, "collection", name, present)
+        self._lock_path = (Path(path) / ".recallwatch" / f"{name}.meta.lock" if self.local
+                           else None)
         super().__init__(shown, name)
 
     @classmethod
@@ -194,6 +193,13 @@ class QdrantStore(VersionedStore):
     def _meta_set(self, key: str, value: Any) -> None:
         self._client.upsert(self._meta_collection, wait=True, points=[qm.PointStruct(
             id=_point_id(key), vector=[1.0], payload={"key": key, "value": json.dumps(value)})])
+
+    def _meta_lock(self) -> contextlib.AbstractContextManager[Any]:
+        # Local mode: a file lock in its directory. A server offers no lock: the base's lock
+        # serialises the updaters of this process only.
+        if self._lock_path is None:
+            return super()._meta_lock()
+        return file_lock(self._lock_path)
 
     def _switch_production(self, table: str) -> None:
         current = {a.alias_name for a in self._client.get_aliases().aliases}

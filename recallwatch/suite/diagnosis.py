@@ -1,6 +1,7 @@
-"""Why a query failed, in the chapter's order of repair: (1) chunking, (2) missing description,
-(3) labelling, (4) embedding — each with evidence computed from chunk metadata and the index —
-and the dataset-level failure patterns the chapter reads like symptoms."""
+"""Why a query failed, checked in order of repair (the most frequent and cheapest fix first):
+(1) chunking, (2) missing description, (3) labelling, (4) embedding — each with evidence computed
+from chunk metadata and the index — and the failure patterns across the dataset, each with what it
+usually means and where to look."""
 
 from __future__ import annotations
 
@@ -12,11 +13,10 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-import numpy as np
-
 from recallwatch.formats.policy import SearchSettings
 from recallwatch.stores.base import Chunk
 from recallwatch.suite.model import Diagnosis, Pattern, QueryResult
+from recallwatch.vectors import cosine_pairs
 
 __all__ = ["DiagnosisContext", "diagnose", "patterns", "prose_words"]
 
@@ -29,6 +29,14 @@ MIN_PROSE_WORDS = 12
 LENGTH_RATIO = 4.0
 # Two halves of one chunk this dissimilar (cosine) talk about different things.
 MIXED_SIMILARITY = 0.15
+# What to do about each cause, said after its findings.
+FIXES = {
+    "chunking": "re-chunk its document so that each chunk is whole (a table with its header, one "
+                "topic per chunk)",
+    "description": "write a description in the users' words at the head of the "
+                   "representation field",
+    "labelling": "correct its domain, validity dates or facets, or the search filter",
+}
 
 
 def prose_words(text: str) -> int:
@@ -109,7 +117,8 @@ def description_findings(chunk: Chunk) -> list[str]:
     desc = (chunk.description or "").strip()
     tail = ("its description is empty" if not desc
             else "a description exists but is not in the representation field")
-    return [f"{what} whose representation field has {words} prose word(s); {tail}"]
+    return [f"{what} whose representation field (the embedded text) has {words} prose word(s); "
+            f"{tail}"]
 
 
 def labelling_findings(chunk: Chunk, q: QueryResult, ctx: DiagnosisContext) -> list[str]:
@@ -179,8 +188,8 @@ def diagnose(q: QueryResult, ctx: DiagnosisContext) -> tuple[Diagnosis, ...]:
         step, cause, findings = first
         evidence["findings"] = findings
         evidence["also"] = {c: f for s, c, f in steps if f and s != step}
-        out.append(Diagnosis(step, cause, hit.id, f"{hit.id} ({where}): " + "; ".join(findings),
-                             evidence))
+        out.append(Diagnosis(step, cause, hit.id, f"{hit.id} ({where}): " + "; ".join(findings)
+                             + f" — fix: {FIXES[cause]}", evidence))
     if "noise" in q.failed_rules:
         below = [{"id": i, "score": round(s, 4)} for i, s in q.top
                  if q.noise_threshold is not None and s < q.noise_threshold - 1e-6]
@@ -188,8 +197,10 @@ def diagnose(q: QueryResult, ctx: DiagnosisContext) -> tuple[Diagnosis, ...]:
         out.append(Diagnosis(
             5, "noise", None,
             f"{q.noise} of the top {q.top_k} score below the worst expected chunk ({threshold}); "
-            f"allowed {q.allowed_noise}: structural noise — generic descriptions, mixed chunks or "
-            "loose facets (chapters 12, 10, 9), or a ceiling not yet calibrated for this domain",
+            f"the noise ceiling allows {q.allowed_noise}: irrelevant chunks crowd the top — "
+            "make generic descriptions specific, split chunks that mix topics, tighten loose "
+            "facets; or, if this domain's ceiling was never calibrated, calibrate it "
+            "(recallwatch calibrate-noise)",
             {"noise": q.noise, "allowed": q.allowed_noise, "threshold": q.noise_threshold,
              "below_threshold": below},
         ))
@@ -213,12 +224,12 @@ def halves_similarity(chunks: Sequence[Chunk], embed: Any) -> dict[str, float]:
     if vectors is None:
         return {}
     n = len(pairs)
-    sims = np.sum(vectors[:n] * vectors[n:], axis=1)
+    sims = cosine_pairs(vectors[:n], vectors[n:])
     return {p[0]: float(s) for p, s in zip(pairs, sims)}
 
 
 def patterns(queries: Sequence[QueryResult]) -> list[Pattern]:
-    """The chapter's dataset-level symptoms and the chapters they point to."""
+    """Failure patterns across the dataset, each with what it usually means and where to look."""
     failing = [q for q in queries if not q.passed]
     if not failing:
         return []
@@ -232,29 +243,31 @@ def patterns(queries: Sequence[QueryResult]) -> list[Pattern]:
         if len(qs) >= 2 and all(not q.passed for q in qs):
             out.append(Pattern(
                 "domain_failing",
-                f"every query of domain {domain!r} fails: an ingestion or classification problem "
-                "of that domain (chapters 6–9), not of the global index",
+                f"every query of domain {domain!r} fails: look at how that domain was ingested "
+                "and classified (its sources, chunking, domain labels and facets), not at the "
+                "index as a whole",
                 tuple(q.id for q in qs),
             ))
     if all(NUMERIC_TAGS & set(q.tags) for q in failing):
         out.append(Pattern(
             "numeric_only",
-            "only numeric/table queries fail: table chunking or missing descriptions "
-            "(chapters 10–12) — the most frequent pattern of a first deployment",
+            "only numeric/table queries fail: tables cut off, missing their header, or without "
+            "a written description — the most frequent pattern of a first deployment",
             ids,
         ))
     if all(q.has_gold for q in failing) and any(q.passed and not q.has_gold for q in queries):
         out.append(Pattern(
             "gold_only",
-            "only queries expecting a Gold chunk fail: the authority layer is not emerging — "
-            "check the SINTESIS_CURADA label and the consumer's boost",
+            "only queries expecting a Gold chunk (a curated synthesis) fail: the curated answers "
+            "do not reach the top — check that they carry the SINTESIS_CURADA label and the boost "
+            "the search configuration gives them",
             ids,
         ))
     if all(q.failed_rules == ("noise",) for q in failing):
         out.append(Pattern(
             "noise_high",
-            "recall is green but noise is high: structural noise — generic descriptions, mixed "
-            "chunks or loose facets (chapters 12, 10, 9)",
+            "recall is fine but noise is high: irrelevant chunks crowd the top — make generic "
+            "descriptions specific, split chunks that mix topics, tighten loose facets",
             ids,
         ))
     return out

@@ -6,6 +6,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 __all__ = [
+    "CAUSE_ORDER",
+    "CAUSE_TITLES",
     "SCHEMA_VERSION",
     "Aggregate",
     "Cause",
@@ -21,9 +23,20 @@ __all__ = [
 SCHEMA_VERSION = 1
 
 Verdict = Literal["ACCEPT", "STOP"]
-# The chapter's repair manual, in its order: chunking, description, labelling, embedding; plus the
-# noise rule's own cause (structural noise).
+# Why an expected chunk is missing, checked in this order (the cheapest and most frequent fix
+# first): chunking, description, labelling, embedding; plus the noise rule's own cause.
 Cause = Literal["chunking", "description", "labelling", "embedding", "noise"]
+# How each cause is named to a reader (the JSON keeps the short names above).
+CAUSE_TITLES: dict[str, str] = {
+    "chunking": "chunking",
+    "description": "missing description",
+    "labelling": "labelling",
+    "embedding": "embedding",
+    "noise": "noise",
+}
+# One line that tells a reader what the cause names mean, shown once above the diagnoses.
+CAUSE_ORDER = ("each missing chunk is checked for four causes in order — chunking, missing "
+               "description, labelling, embedding — and the first that fits is named")
 
 
 @dataclass(frozen=True)
@@ -37,11 +50,20 @@ class ExpectedHit:
 
 @dataclass(frozen=True)
 class Diagnosis:
-    step: int  # 1..4 in the chapter's order (5 for noise)
+    step: int  # 1..4 in the order the causes are checked (5 for noise)
     cause: Cause
     chunk_id: str | None
     summary: str
     evidence: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def title(self) -> str:
+        """The cause as a reader sees it, e.g. "missing description"."""
+        return CAUSE_TITLES.get(self.cause, self.cause)
+
+    def line(self) -> str:
+        """The cause named, then the finding: how every text report shows a diagnosis."""
+        return f"{self.title}: {self.summary}"
 
 
 @dataclass(frozen=True)
@@ -94,7 +116,7 @@ class Reason:
 
 @dataclass(frozen=True)
 class Pattern:
-    """A dataset-level failure pattern of the chapter, with the chapter's reading of it."""
+    """A failure pattern across the dataset, with what it usually means and where to look."""
 
     name: str
     message: str
@@ -157,7 +179,7 @@ class GateResult:
         return [q for q in self.queries if not q.passed]
 
     def to_dict(self) -> dict[str, Any]:
-        """The SPEC §6 JSON object (a superset: extra keys are additions, never renames)."""
+        """The gate's JSON object (its documented keys, plus additions; never renames)."""
         return {
             "schema_version": self.schema_version,
             "verdict": self.verdict,

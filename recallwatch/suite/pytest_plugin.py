@@ -41,8 +41,8 @@ def failure_message(result: GateResult) -> str:
     for q in result.failing():
         lines.append(f"  {q.id}: recall {q.recall:.3f}, quality {q.quality:.0f}, noise "
                      f"{q.noise}/{q.allowed_noise} ({','.join(q.failed_rules)})")
-        lines += [f"      {d.step}. {d.cause}: {d.summary}" for d in q.diagnosis]
-    from recallwatch.report._text import visible
+        lines += [f"      {d.line()}" for d in q.diagnosis]
+    from recallwatch.report import visible
 
     return visible("\n".join(lines))
 

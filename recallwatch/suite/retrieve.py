@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from recallwatch.embedders._blas import blas_threads
+from recallwatch._blas import blas_threads
 from recallwatch.embedders.base import (
     FINGERPRINT_META_KEY,
     Embedder,
@@ -85,7 +85,7 @@ class StoreSource:
         vectors = np.asarray(self.embedder.embed_queries([q.text for q in queries]),
                              dtype=np.float32)
         t1 = time.perf_counter()
-        # Exact rescoring is many small products: one BLAS thread each (see embedders._blas).
+        # Exact rescoring is many small products: one BLAS thread each (see recallwatch._blas).
         with blas_threads(1):
             hits = self.store.search(vectors, depth, filter=self.settings.filter or None)
             found = [set(h.ids) for h in hits]

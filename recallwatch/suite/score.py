@@ -1,4 +1,4 @@
-"""Per-query scoring: the chapter's recall, quality scale and noise rule, plus rank metrics.
+"""Per-query scoring: the gate's recall, quality scale and noise rule, plus rank metrics.
 
 Rank metrics (precision@K, RR, nDCG@K) come from recallwatch.metrics, the same kernels as
 ``recallwatch eval``, fed with the store's own rank order (no re-sorting).
@@ -25,7 +25,7 @@ SCORE_TOLERANCE = 1e-6
 
 
 def quality_score(recall: float, floor: float) -> float:
-    """The chapter's strict scale: 0 below the floor, then linear to 100 at recall 1.
+    """The strict quality scale: 0 below the floor, then linear to 100 at recall 1.
 
     With the default floor 0.90 this is (recall − 0.90) × 10, shown as 0–100."""
     if recall < floor:

@@ -74,7 +74,8 @@ def decide(queries: Sequence[QueryResult], agg: Aggregate,
         reasons.append(Reason(
             "gold_failure",
             f"{len(gold_failing)} failing "
-            f"quer{'y expects' if len(gold_failing) == 1 else 'ies expect'} a Gold chunk "
+            f"quer{'y expects' if len(gold_failing) == 1 else 'ies expect'} a Gold chunk, a "
+            "curated synthesis that must never be missed "
             f"(allowed {policy.gold_failures_allowed}): {detail}",
             _ids(gold_failing),
         ))
@@ -93,7 +94,8 @@ def decide(queries: Sequence[QueryResult], agg: Aggregate,
         reasons.append(Reason(
             "unwaived_failure",
             f"{len(unwaived)} failing quer{'y has' if len(unwaived) == 1 else 'ies have'} no "
-            f"written diagnosis (waiver) in the policy: {detail}",
+            "waiver (a written diagnosis in the policy's waivers that excuses the failure): "
+            f"{detail}",
             _ids(unwaived),
         ))
     if policy.min_group_quality is not None:

@@ -5,21 +5,21 @@ Pure functions of their inputs (no web framework here), so they are tested witho
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from recallwatch.errors import RecallwatchError
+from recallwatch.errors import InputError, RecallwatchError
+from recallwatch.formats.structured import load_structured
 from recallwatch.history import History, MonitorRun
 from recallwatch.ops.budget import BudgetStatus
-from recallwatch.report._plots import Chart, Series, lines, scatter
+from recallwatch.report.plots import Chart, Series, lines, scatter
 
 __all__ = ["INDICATORS", "bench_view", "flatten", "monitor_view", "trends_view"]
 
-# The chapter's dashboard groups the monitor page leads with (retrieval quality, latency,
+# The indicator groups the monitor page leads with (retrieval quality, latency,
 # throughput, coverage, index health), found by the words in a payload's field names (the ops
 # layer's records are free-form JSON): (title, words any of which a field name has, the better
 # direction). The error budget is not among them: its record holds several numbers (the policy's
@@ -248,8 +248,8 @@ def bench_view(bench_dir: Path | None) -> dict[str, Any]:
     files = sorted(bench_dir.rglob("*.json"))[:MAX_BENCH_FILES] if bench_dir.is_dir() else []
     for path in files:
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            doc = load_structured(path)
+        except (OSError, InputError) as exc:  # InputError: not UTF-8, not JSON, hostile JSON
             skipped.append((str(path), f"unreadable: {exc}"))
             continue
         if not (isinstance(doc, dict) and isinstance(doc.get("results"), list)

@@ -3,8 +3,9 @@
     from recallwatch.web import create_app
     app = create_app(".recallwatch/history.db", bench="bench-out/")  # any ASGI server
 
-Every request opens the history read-only (SQLite ``mode=ro``): the dashboard can never write,
-sees runs recorded while it serves, and needs no lock or shared connection between threads.
+Every request opens the history read-only (SQLite ``mode=ro``; on PostgreSQL a read-only
+session): the dashboard can never write, sees runs recorded while it serves, and needs no lock or
+shared connection between threads.
 Pages are rendered by the report's Jinja environment (autoescape on), so a run's page is the
 same markup as the self-contained HTML report.
 """
@@ -49,22 +50,22 @@ def _headers() -> dict[str, str]:
 
 
 def create_app(history: str | Path, *, bench: str | Path | None = None) -> Starlette:
-    """The dashboard over ``history`` (must exist) and, optionally, the bench result files
-    under ``bench``."""
-    history_path = Path(history)
+    """The dashboard over ``history`` (a SQLite file or a ``postgresql://`` URI; must exist) and,
+    optionally, the bench result files under ``bench``."""
     bench_dir = None if bench is None else Path(bench)
-    History(history_path, read_only=True).close()  # refuse a missing or foreign file up front
+    with History(history, read_only=True) as first:  # refuse a missing or foreign one up front
+        shown = first.location  # a URI's password redacted
     env = environment(TEMPLATES)
     headers = _headers()
 
     def page(template: str, section: str, status: int = 200, **context: Any) -> HTMLResponse:
-        html = env.get_template(template).render(section=section, history=str(history_path),
+        html = env.get_template(template).render(section=section, history=shown,
                                                  bench_dir=bench, **context)
         return HTMLResponse(html, status_code=status, headers=headers)
 
     @contextmanager
     def opened() -> Iterator[History]:
-        h = History(history_path, read_only=True)
+        h = History(history, read_only=True)
         try:
             yield h
         finally:

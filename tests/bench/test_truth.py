@@ -9,11 +9,11 @@ from recallwatch.bench.datasets import Dataset
 from recallwatch.bench.truth import (
     ground_truth,
     id_recall,
-    normalise,
     prepare,
     tie_aware_recall,
 )
 from recallwatch.errors import InputError
+from recallwatch.vectors import normalise
 
 
 def _brute(base: np.ndarray, queries: np.ndarray, k: int, metric: str) -> np.ndarray:

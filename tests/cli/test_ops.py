@@ -241,11 +241,12 @@ def test_calibrate_threshold_with_the_default_embedder_feeds_monitor_coverage(
 def test_every_ops_command_and_option_is_documented() -> None:
     import typer
 
-    from recallwatch.cli import ops_cmd
+    from recallwatch.cli import calibrate_cmd, groups_cmd, monitor_cmd, reindex_cmd
 
     docs = (Path(__file__).resolve().parents[2] / "docs" / "operations.md").read_text("utf-8")
     sub = typer.Typer(add_completion=False)
-    ops_cmd.register(sub)
+    for module in (monitor_cmd, reindex_cmd, calibrate_cmd, groups_cmd):
+        module.register(sub)
     group = typer.main.get_command(sub)
     assert set(group.commands) == {"probes", "monitor", "reindex", "rollback",  # type: ignore[attr-defined]
                                    "calibrate-threshold", "calibrate-noise", "groups"}

@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from recallwatch.embedders import _batching, _blas
+from recallwatch import _blas
+from recallwatch.embedders import _batching
 from recallwatch.embedders._batching import BatchedEmbedder, Role
 from recallwatch.embedders.use import USEEmbedder
 

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 from recallwatch.formats import trec
-from recallwatch.formats._arrow import arrow_owned, strings
+from recallwatch.formats.arrow import arrow_owned, strings
 
 
 @pytest.mark.parametrize(

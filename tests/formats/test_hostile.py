@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from recallwatch.cli import app
 from recallwatch.errors import InputError
-from recallwatch.formats._structured import load_structured
 from recallwatch.formats.corpus import read_corpus
+from recallwatch.formats.structured import load_structured
 
 runner = CliRunner()
 

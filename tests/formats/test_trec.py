@@ -392,7 +392,7 @@ def test_byte_search_with_and_without_the_c_library(
 ) -> None:
     import pyarrow as pa
 
-    from recallwatch.formats import _arrow
+    from recallwatch.formats import arrow as _arrow
 
     if not memchr:
         monkeypatch.setattr(_arrow, "_memchr", lambda: None)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ import pytest
 
 from recallwatch.formats.golden import GoldenSet
 from recallwatch.formats.policy import Policy
+from recallwatch.history._backend import Backend, SQLiteBackend, is_postgresql
 from recallwatch.stores.base import VectorStore
 from recallwatch.suite.gate import run_gate
 from recallwatch.suite.model import GateResult
@@ -159,3 +162,27 @@ def kb(tmp_path: Path) -> Iterator[KB]:
         yield base
     finally:
         store.close()
+
+
+# -- raw access to a history on either backend ---------------------------------------------
+
+@contextmanager
+def raw_backend(location: str | Path) -> Iterator[Backend]:
+    """A connection to the history at ``location`` that migrates nothing and checks nothing
+    (autocommit; ``?`` placeholders on both backends), for building old or broken histories."""
+    if is_postgresql(str(location)):
+        import psycopg
+
+        from recallwatch.history._pg import PostgresBackend
+        from recallwatch.stores._uri import parse_store_uri
+
+        u = parse_store_uri(str(location))
+        conn = psycopg.connect(host=u.host, port=u.port, user=u.username,
+                               dbname=u.path.lstrip("/"), autocommit=True)
+        db: Backend = PostgresBackend(str(location), conn, "public", None)
+    else:
+        db = SQLiteBackend(str(location), sqlite3.connect(location, isolation_level=None))
+    try:
+        yield db
+    finally:
+        db.close()

@@ -3,15 +3,13 @@ that now outrank a regressed query's expected chunk."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from recallwatch.history import History, record_gate_run
 from tests.history.helpers import KB
 
 
 def test_friday_evening_the_new_travel_procedure_buries_the_profiles_table(
-        kb: KB, tmp_path: Path) -> None:
-    db = tmp_path / "h.db"
+        kb: KB, history_at: str) -> None:
+    db = history_at
     accepted = record_gate_run(kb.gate(), db, store=kb.store)
     assert accepted.verdict == "ACCEPT"
     v1 = accepted.store["version"]
@@ -46,10 +44,10 @@ def test_friday_evening_the_new_travel_procedure_buries_the_profiles_table(
         assert h.load(now.run_id).comparison == now.comparison
 
 
-def test_a_single_culprit_reads_like_the_chapter(kb: KB, tmp_path: Path) -> None:
+def test_a_single_culprit_reads_like_the_chapter(kb: KB, history_at: str) -> None:
     from tests.history.helpers import TRAVEL_CORPUS
 
-    db = tmp_path / "h.db"
+    db = history_at
     accepted = record_gate_run(kb.gate(), db, store=kb.store)
     # Only part of the procedure arrives, and one note is rewritten.
     kb.ingest([*TRAVEL_CORPUS[:1], {"id": "nota_0", "text": "Nota general 0 revisada"}], "fix")
@@ -62,8 +60,8 @@ def test_a_single_culprit_reads_like_the_chapter(kb: KB, tmp_path: Path) -> None
     assert now.comparison["last_accepted"]["buried_by"] == {}
 
 
-def test_nothing_new_above_it_points_at_the_expected_chunk_itself(kb: KB, tmp_path: Path) -> None:
-    db = tmp_path / "h.db"
+def test_nothing_new_above_it_points_at_the_expected_chunk_itself(kb: KB, history_at: str) -> None:
+    db = history_at
     accepted = record_gate_run(kb.gate(), db, store=kb.store)
     # The expected chunk's text is rewritten and now matches the query badly.
     kb.ingest([{"id": "tabla_perfiles", "text": "Índice de anexos", "domain": "viajes"}], "edit")
@@ -77,8 +75,8 @@ def test_nothing_new_above_it_points_at_the_expected_chunk_itself(kb: KB, tmp_pa
 
 
 def test_without_the_store_the_report_falls_back_to_what_entered_the_top_k(
-        kb: KB, tmp_path: Path) -> None:
-    db = tmp_path / "h.db"
+        kb: KB, history_at: str) -> None:
+    db = history_at
     record_gate_run(kb.gate(), db)
     kb.ingest_travel()
     now = record_gate_run(kb.gate(), db)

@@ -1,4 +1,5 @@
-"""Named, recorded migrations; a real v1 file (made with the v1 DDL) migrates and keeps its runs."""
+"""Named, recorded migrations; a real v1 history (made with the v1 DDL) migrates and keeps its runs
+— on a SQLite file and on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -10,39 +11,42 @@ import pytest
 
 from recallwatch.errors import HistoryError
 from recallwatch.history import MIGRATIONS, SCHEMA_VERSION, History, record_gate_run
-from recallwatch.history._schema import _statements
-from tests.history.helpers import gate_run, golden_set
+from recallwatch.history._backend import Backend
+from recallwatch.history._schema import _statements, applied_migrations
+from recallwatch.suite.model import GateResult
+from tests.history.helpers import gate_run, golden_set, raw_backend
 
 
-def _applied(path: Path) -> list[tuple[int, str]]:
-    conn = sqlite3.connect(path)
-    try:
-        rows = conn.execute("SELECT version, name FROM schema_migrations ORDER BY version")
-        return rows.fetchall()
-    finally:
-        conn.close()
+def _applied(location: str) -> list[tuple[int, str]]:
+    with raw_backend(location) as db:
+        return applied_migrations(db)
 
 
-def test_a_new_file_records_every_migration(tmp_path: Path) -> None:
-    History(tmp_path / "h.db").close()
-    assert _applied(tmp_path / "h.db") == [(i + 1, name) for i, (name, _) in enumerate(MIGRATIONS)]
+def test_a_new_history_records_every_migration(history_at: str) -> None:
+    History(history_at).close()
+    assert _applied(history_at) == [(i + 1, name) for i, (name, _) in enumerate(MIGRATIONS)]
     assert SCHEMA_VERSION == len(MIGRATIONS) >= 2
-    History(tmp_path / "h.db").close()  # reopening applies nothing twice
-    assert len(_applied(tmp_path / "h.db")) == SCHEMA_VERSION
+    History(history_at).close()  # reopening applies nothing twice
+    assert len(_applied(history_at)) == SCHEMA_VERSION
 
 
-def _v1_file(path: Path) -> str:
+def _v1_history(location: str) -> str:
     """A history as recallwatch with only migration 1 wrote it, holding one run."""
     run = gate_run(golden_set(3), {"q01": {"q01_b": 12}})
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
-                 "applied_at TEXT NOT NULL)")
+    with raw_backend(location) as db:
+        _write_v1(db, run)
+    return run.run_id
+
+
+def _write_v1(db: Backend, run: GateResult) -> None:
+    db.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+               "applied_at TEXT NOT NULL)")
     for statement in _statements(MIGRATIONS[0][1]):
-        conn.execute(statement)
-    conn.execute("INSERT INTO schema_migrations VALUES (1, ?, '2025-01-01T00:00:00+00:00')",
-                 (MIGRATIONS[0][0],))
+        db.execute(db.ddl(statement))
+    db.execute("INSERT INTO schema_migrations VALUES (1, ?, '2025-01-01T00:00:00+00:00')",
+               (MIGRATIONS[0][0],))
     a = run.aggregate
-    conn.execute(
+    db.execute(
         "INSERT INTO runs (run_id, created_at, dataset_name, dataset_version, dataset_hash, "
         "policy_hash, config_hash, embedder, store_uri, index_version, verdict, n_queries, "
         "mean_quality, mean_recall, mean_precision, mrr, mean_ndcg, mean_noise, failed_queries, "
@@ -52,13 +56,11 @@ def _v1_file(path: Path) -> str:
          a.mean_precision, a.mrr, a.mean_ndcg, a.mean_noise, a.failed_queries,
          json.dumps(run.to_dict())),
     )
-    conn.close()
-    return run.run_id
 
 
-def test_a_v1_file_migrates_and_keeps_its_runs(tmp_path: Path) -> None:
-    db = tmp_path / "old.db"
-    old_id = _v1_file(db)
+def test_a_v1_history_migrates_and_keeps_its_runs(history_at: str) -> None:
+    db = history_at
+    old_id = _v1_history(db)
     assert _applied(db) == [(1, MIGRATIONS[0][0])]
     with History(db) as h:
         assert [r.run_id for r in h.runs()] == [old_id]
@@ -71,18 +73,29 @@ def test_a_v1_file_migrates_and_keeps_its_runs(tmp_path: Path) -> None:
     assert new.comparison is not None
     assert new.comparison["previous"]["run_id"] == old_id
     assert new.comparison["previous"]["newly_passing"] == ["q01"]
-    conn = sqlite3.connect(db)
-    indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
-    conn.close()
+    with raw_backend(db) as raw:
+        indexes = {r[0] for r in raw.execute(
+            "SELECT indexname FROM pg_indexes" if raw.kind == "postgresql"
+            else "SELECT name FROM sqlite_master WHERE type='index'")}
     assert {"runs_baseline", "runs_dataset", "runs_store", "monitor_runs_kind"} <= indexes
 
 
-def test_a_file_from_a_newer_recallwatch_is_refused(tmp_path: Path) -> None:
-    db = tmp_path / "h.db"
+def test_a_history_from_a_newer_recallwatch_is_refused(history_at: str) -> None:
+    db = history_at
     History(db).close()
-    conn = sqlite3.connect(db, isolation_level=None)
-    conn.execute("INSERT INTO schema_migrations VALUES (?, '9999_future', 'x')",
-                 (SCHEMA_VERSION + 1,))
-    conn.close()
+    with raw_backend(db) as raw:
+        raw.execute("INSERT INTO schema_migrations VALUES (?, '9999_future', 'x')",
+                    (SCHEMA_VERSION + 1,))
     with pytest.raises(HistoryError, match=r"9999_future.*upgrade recallwatch"):
         History(db)
+    with pytest.raises(HistoryError, match=r"not this recallwatch's.*upgrade recallwatch"):
+        History(db, read_only=True)
+
+
+def test_a_foreign_sqlite_file_is_named(tmp_path: Path) -> None:
+    db = tmp_path / "other.db"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE notes (x)")
+    conn.close()
+    with pytest.raises(HistoryError, match=r"other\.db: the run history's schema \(0 migrations"):
+        History(db, read_only=True)

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recallwatch.errors import InputError
-from recallwatch.formats._arrow import strings
+from recallwatch.formats.arrow import strings
 from recallwatch.metrics import Qrels, Run, evaluate
 from recallwatch.metrics._keys import NO_MATCH, DocKeys, pack_ids, query_blocks
 from recallwatch.metrics._ranking import rank_run

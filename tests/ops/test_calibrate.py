@@ -199,7 +199,7 @@ def example_kb(tmp_path_factory: pytest.TempPathFactory) -> tuple[LanceStore, Em
     from recallwatch.embedders import get_embedder
     from recallwatch.ops.ingest import ingest
 
-    store = LanceStore(tmp_path_factory.mktemp("example") / "kb")
+    store = LanceStore(tmp_path_factory.mktemp("example") / "kb", create=True)
     emb = get_embedder()
     ingest(KB / "corpus_v1.jsonl", store, emb, embedder_spec="use-multilingual")
     return store, emb

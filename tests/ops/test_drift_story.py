@@ -19,13 +19,13 @@ import pytest
 
 from recallwatch.bench.datasets import topic_collection
 from recallwatch.history import History
-from recallwatch.ops._lance_index import LanceIndex
 from recallwatch.ops.budget import BudgetPolicy
 from recallwatch.ops.monitor import run_monitor
 from recallwatch.ops.probes import ProbeSet
 from recallwatch.ops.reindex import reindex, rollback
 from recallwatch.stores.base import Chunk
 from recallwatch.stores.lancedb import LanceStore
+from recallwatch.stores.lancedb_index import LanceIndex
 
 DIM, OLD, WAVE, K = 64, 8000, 1500, 10
 # IVF-PQ as LanceStore builds it (31 lists, 4 sub-vectors at this size), 8 lists probed, the

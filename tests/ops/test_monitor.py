@@ -22,20 +22,17 @@ from recallwatch.cli import app
 from recallwatch.embedders.base import FINGERPRINT_META_KEY, Fingerprint
 from recallwatch.errors import EmbedderMismatchError, StoreError, UsageError
 from recallwatch.history import History
-from recallwatch.ops._lance_index import IndexState, LanceIndex
 from recallwatch.ops.budget import BudgetPolicy
 from recallwatch.ops.calibrate import ThresholdCalibration, store_threshold
-from recallwatch.ops.monitor import (
-    index_build,
-    index_problem,
-    post_webhook,
-    recall_vs_exact,
-    run_monitor,
-)
+from recallwatch.ops.index_health import index_build, index_problem
+from recallwatch.ops.monitor import run_monitor
 from recallwatch.ops.probes import ProbeSet
+from recallwatch.ops.recall import recall_vs_exact
 from recallwatch.ops.reindex import reindex, rollback
-from recallwatch.stores.base import Chunk
+from recallwatch.ops.webhook import post_webhook
+from recallwatch.stores.base import Chunk, IndexState
 from recallwatch.stores.lancedb import LanceStore
+from recallwatch.stores.lancedb_index import LanceIndex
 
 FP = Fingerprint("toy", "1", 16, "a" * 64)
 

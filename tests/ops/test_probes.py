@@ -52,6 +52,19 @@ def test_logged_query_files_and_their_errors(tmp_path: Path) -> None:
     assert load_probes(txt).texts == ("uno", "dos")
 
 
+def test_logged_queries_go_through_the_structured_loader(tmp_path: Path) -> None:
+    # Once read with a bare json.loads: a Latin-1 byte was a UnicodeDecodeError (an internal
+    # error) and a duplicate key silently kept the last value.
+    latin = tmp_path / "latin.jsonl"
+    latin.write_bytes(b'{"text": "caf\xe9"}\n')
+    with pytest.raises(InputError, match=r"latin.jsonl:1: expected UTF-8 text"):
+        read_logged_queries(latin)
+    twice = tmp_path / "twice.jsonl"
+    twice.write_text('{"text": "uno"}\n{"text": "a", "text": "b"}\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"twice.jsonl:2: invalid JSON \(duplicate key 'text'\)"):
+        read_logged_queries(twice)
+
+
 def test_vector_probes(tmp_path: Path) -> None:
     good = tmp_path / "v.npy"
     np.save(good, np.eye(3, 8, dtype=np.float64))

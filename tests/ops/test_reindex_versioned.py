@@ -17,26 +17,26 @@ from typer.testing import CliRunner
 from recallwatch.cli import app
 from recallwatch.errors import StoreError, UsageError
 from recallwatch.history import History, record_gate_run
-from recallwatch.history.promote import check_promotion
-from recallwatch.ops._versioned_index import VersionedIndex, content_difference
-from recallwatch.ops.monitor import INDEX_BUILDS_META_KEY, index_build, run_monitor
+from recallwatch.ops.index_health import INDEX_BUILDS_META_KEY, index_build
+from recallwatch.ops.monitor import run_monitor
 from recallwatch.ops.probes import ProbeSet
+from recallwatch.ops.promote import check_promotion
 from recallwatch.ops.reindex import (
     REINDEX_META_KEY,
     reindex,
     reindexed_from,
     rollback,
 )
-from recallwatch.stores._common import VersionedStore
 from recallwatch.stores.base import Chunk
+from recallwatch.stores.versioned import VersionedStore
+from recallwatch.stores.versioned_index import content_difference
 from tests.history.helpers import gate_run, golden_set
 from tests.stores import conftest as _servers
 from tests.stores import test_conformance as _conformance
 from tests.stores.conformance import Adapter
 
-# The store tests' fixtures: the adapter fixture and the PostgreSQL server it starts.
+# The store tests' adapter fixture (the PostgreSQL server it starts is tests/conftest.py's).
 adapter = _conformance.adapter
-postgres_server, pg_env = _servers.postgres_server, _servers.pg_env
 
 VERSIONED = ["pgvector", "qdrant-local", "milvus-lite", "chroma", "faiss", "hnswlib"]
 N, DIM, K = 2000, 32, 10
@@ -233,12 +233,11 @@ def test_a_copy_with_other_content_is_not_switched(tmp_path: Path) -> None:
     chunks, vectors, _ = clustered(300)
     store.upsert(chunks, vectors)
     store.promote(store.current_version())
-    vx = VersionedIndex(store)
-    _, candidate = vx.stage()
-    assert vx.content_check() is None
+    staged = store.stage_index()
+    assert staged.content_check() is None
     # simulate a copy that lost a row (the engine primitive, below every public check)
-    store._remove(store._table(int(candidate.current_version())), ["c00007"])
-    assert vx.content_check() == ("version 2 does not hold the content of version 1 (1 removed "
+    store._remove(store._table(int(staged.candidate.current_version())), ["c00007"])
+    assert staged.content_check() == ("version 2 does not hold the content of version 1 (1 removed "
                                   "(e.g. c00007)): not switched (a reindex must not change "
                                   "content)")
     assert content_difference({"a": "1", "b": "2"}, {"a": "x", "c": "3"}) == (

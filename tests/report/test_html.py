@@ -107,7 +107,7 @@ def test_drill_down_expected_ranks_topk_threshold_and_noise(stop: GateResult,
         expected_ids = {h.id for h in q.expected}
         assert len(d.cssselect("table.topk tr.exp")) == sum(i in expected_ids for i, _ in q.top)
         diags = d.cssselect(".diag b")
-        assert [H.text(b) for b in diags] == [f"{x.step}. {x.cause}" for x in q.diagnosis]
+        assert [H.text(b) for b in diags] == [x.title for x in q.diagnosis]
 
 
 def test_comparison_with_previous_and_last_accepted(runs: list[GateResult]) -> None:

@@ -18,7 +18,7 @@ import pytest
 from recallwatch.errors import InputError, StoreError, UsageError
 from recallwatch.stores import open_store
 from recallwatch.stores._uri import redact
-from recallwatch.stores.base import Chunk, VectorStore
+from recallwatch.stores.base import Chunk, VectorStore, update_meta
 
 DIM = 16
 N = 120
@@ -326,6 +326,34 @@ def check_k_deeper_than_the_store(adapter: Adapter) -> None:
     _close(adapter, store)
     empty = adapter.open("empty")
     assert [h.ids for h in empty.search(vectors[:2], 3_000_000_000)] == [[], []]
+
+
+def check_meta_updates_lose_nothing(adapter: Adapter) -> None:
+    # concurrent read-modify-writes of one key (as an ingestion and a reindex may make) all land
+    store = adapter.open()
+    store.set_meta("counts", {"seed": 0})
+    errors: list[BaseException] = []
+
+    def updater(n: int) -> None:
+        try:
+            for i in range(8):
+                update_meta(store, "counts",
+                            lambda old, key=f"t{n}-{i}": {**(old or {}), key: n})
+        except Exception as exc:  # recorded, then asserted empty
+            errors.append(exc)
+
+    threads = [threading.Thread(target=updater, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    store.upsert(*corpus(20))  # the store's own pointers change meanwhile (a first version)
+    for t in threads:
+        t.join(timeout=120)
+    assert errors == []
+    counts = store.get_meta("counts")
+    assert len(counts) == 1 + 6 * 8 and counts["t5-7"] == 5
+    assert store.count() == 20
+    assert update_meta(store, "counts", lambda old: None) is None  # None removes the key
+    assert store.get_meta("counts") is None
 
 
 CHECKS: dict[str, Callable[[Adapter], None]] = {

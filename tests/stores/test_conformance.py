@@ -13,6 +13,16 @@ import numpy as np
 import pytest
 
 from recallwatch.errors import StoreError
+from recallwatch.stores import open_store
+from recallwatch.stores.base import (
+    CAPABILITIES,
+    SupportsContentHashes,
+    SupportsIndexInspection,
+    SupportsMetaUpdate,
+    SupportsReindex,
+    SupportsSeal,
+    SupportsVectors,
+)
 
 from .conformance import CHECKS, Adapter
 from .conftest import PostgresServer
@@ -143,3 +153,49 @@ def test_reingesting_unchanged_chunks_writes_nothing(adapter: Adapter) -> None:
     assert store.current_version() != v1
     assert store.ids_since(v1) == []
     assert store.score_of(moved[:1], [[chunks[0].id]])[0][chunks[0].id] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("adapter", ADAPTERS, indirect=True)
+def test_declared_capabilities_work(adapter: Adapter) -> None:
+    from .conformance import corpus
+
+    # LanceDB builds its ANN index past index_threshold: low enough here to reindex one
+    uri = adapter.uri("caps") + ("&index_threshold=64" if adapter.name == "lancedb" else "")
+    store = open_store(uri, create=True)
+    adapter.opened.append(store)
+    chunks, vectors = corpus(120)
+    store.upsert(chunks, vectors)
+    caps = {c for c in CAPABILITIES if c in type(store).__mro__}
+    assert caps == {c for c in CAPABILITIES if isinstance(store, c)}
+    assert {SupportsVectors, SupportsContentHashes, SupportsMetaUpdate, SupportsReindex} <= caps
+    if isinstance(store, SupportsVectors):
+        got = store.vectors([chunks[3].id])
+        assert got.shape == (1, vectors.shape[1]) and got.dtype == np.float32
+    if isinstance(store, SupportsContentHashes):
+        assert store.content_hashes() == {c.id: c.content_hash for c in chunks}
+    if isinstance(store, SupportsMetaUpdate):
+        assert store.update_meta("n", lambda old: (old or 0) + 1) == 1
+        assert store.update_meta("n", lambda old: old + 1) == 2 == store.get_meta("n")
+    if isinstance(store, SupportsSeal):
+        sealed = store.current_version()
+        store.seal()
+        store.upsert(chunks[:1], vectors[:1] + 1.0)  # a write after a seal: a new version
+        assert store.current_version() != sealed and store.checkout(sealed).count() == 120
+    if isinstance(store, SupportsIndexInspection):
+        state = store.index_state()
+        assert state is not None and state.uuids and store.index_problem() is None
+        centroids = store.index_centroids()
+        assert centroids is None or centroids.shape[1] == vectors.shape[1]
+    if isinstance(store, SupportsReindex):
+        store.promote(store.current_version())
+        exact = [set(h.ids) for h in store.search(vectors[:5], 5, exact=True)]
+        staged = store.stage_index()
+        found = staged.candidate.search(vectors[:5], 5)  # the new index, before any switch
+        assert all(len(set(h.ids) & e) >= 4 for h, e in zip(found, exact))  # 120 rows: near exact
+        assert staged.content_check() is None
+        done = staged.publish()
+        staged.candidate.close()
+        assert done.content_of == staged.built_on and done.previous is not None
+        assert all(len(set(h.ids) & e) >= 4 for h, e in zip(store.search(vectors[:5], 5), exact))
+        assert store.restore_index(done.previous, done.current) == store.current_version()
+        assert store.content_hashes() == {c.id: c.content_hash for c in chunks}

@@ -90,7 +90,7 @@ def test_query_page_drill_down(client: TestClient, site: Site) -> None:
     assert H.text(d[0].cssselect("code.qid")[0]) == " ".join(failing.id.split())
     assert len(d[0].cssselect("table.topk tr.noise")) == failing.noise
     assert [H.text(b) for b in d[0].cssselect(".diag b")] == \
-        [f"{x.step}. {x.cause}" for x in failing.diagnosis]
+        [x.title for x in failing.diagnosis]
     # what changed since the previous run: the pushed-out chunk's rank
     prev = run.comparison["previous"]  # type: ignore[index]
     if failing.id in prev["rank_changes"]:
@@ -210,7 +210,7 @@ def test_dashboard_never_writes(site: Site) -> None:
                 for p in sorted(db.parent.glob(db.name + "*"))}
 
     with History(db) as h:  # checkpoint the WAL so the main file holds everything
-        h._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        h._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     before = snapshot()
     client = TestClient(create_app(db, bench=bench))
     for url in ("/", "/runs/latest", "/trends", "/monitor", "/bench"):
@@ -253,3 +253,16 @@ def test_history_needing_a_migration_is_refused_not_migrated(tmp_path: Path) -> 
     with pytest.raises(HistoryError, match="open it once with a writing command"):
         create_app(db)
     assert db.read_bytes() == before
+
+
+def test_a_hostile_bench_file_is_skipped_not_a_crash(tmp_path: Path) -> None:
+    # Sweep results are read by the structured loader: a file nested 100,000 deep (once a
+    # RecursionError and an error page) or not UTF-8 is listed as skipped, with where and why.
+    from recallwatch.web._views import bench_view
+
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    (tmp_path / "latin.json").write_bytes(b'{"k": "\xe9"}')
+    skipped = dict(bench_view(tmp_path)["skipped"])
+    assert skipped[str(tmp_path / "deep.json")].endswith("deep.json:1: invalid JSON (nested "
+                                                         "deeper than 20 levels)")
+    assert "latin.json:1: expected UTF-8 text" in skipped[str(tmp_path / "latin.json")]

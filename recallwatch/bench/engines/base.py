@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from recallwatch.errors import UsageError
-from recallwatch.formats._structured import number_text
+from recallwatch.formats.fields import number_text
 
 __all__ = [
     "CANDIDATES",

@@ -1,4 +1,5 @@
-"""Arrow helpers shared by the readers and the metrics."""
+"""Arrow helpers shared by the readers and the metrics (memory Arrow owns, numpy views without
+pandas, string arrays)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""LanceDB index operations the monitor and the reindex need, over pylance's public API.
+"""LanceDB's ANN index, one idea past 400 lines: how it is built, inspected, rebuilt and rolled
+back, over pylance's public API. What :class:`~recallwatch.stores.lancedb.LanceStore` answers to
+``SupportsReindex`` and ``SupportsIndexInspection`` (:mod:`recallwatch.stores.base`).
 
 How the switch is atomic: a Lance table is a sequence of manifests, and a reader sees exactly one
 manifest per query. The new index is built *unpublished* (``create_index_uncommitted``: its files
@@ -17,69 +19,105 @@ existing centroids and codebooks and writes a new segment, so the live segment's
 not the training time; following the segments back through the commits that replaced them gives
 the commit that trained them.
 
-The new index is built by the rule ``LanceStore.build_index`` applies (the store's index type,
-partitions and PQ sub-vectors for today's row count): a reindex retrains the centroids and
-codebooks on today's data.
+Every index is built by one rule, :func:`index_parameters` (the store's index type, partitions
+and PQ sub-vectors for today's row count): the first build, and a reindex, which retrains the
+centroids and codebooks on today's data.
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Sequence
-from dataclasses import dataclass
+import math
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 
 from recallwatch.errors import StoreError, UsageError
-from recallwatch.stores._common import engine_message, guarded
+from recallwatch.stores.arrow import vectors_of
+from recallwatch.stores.base import IndexState, PublishedIndex
+from recallwatch.stores.failures import engine_message, guarded
 
 if TYPE_CHECKING:
     import lance
     from lance.dataset import Index
+    from lancedb.index import IvfHnswSq, IvfPq
+    from lancedb.table import Table as LanceTable
 
+    from recallwatch.stores.base import VectorStore
     from recallwatch.stores.lancedb import LanceStore
 
-__all__ = ["IndexState", "LanceIndex", "is_lance"]
+__all__ = [
+    "PREVIOUS_TAG",
+    "IndexType",
+    "LanceIndex",
+    "StagedLanceIndex",
+    "index_config",
+    "index_parameters",
+    "needs_index",
+    "restore",
+    "vector_index",
+]
 
+IndexType = Literal["IVF_HNSW_SQ", "IVF_PQ"]
+PREVIOUS_TAG = "recallwatch-before-reindex"  # keeps the previous index's files from cleanup
 # Commits looked back through for the records of the live index's segments (one per write).
 _LOOKBACK = 1000
+# Rebuild the ANN index when this share of rows is not in it (new rows are scanned flat meanwhile).
+_REINDEX_UNINDEXED_SHARE = 0.2
 
 
-def is_lance(store: object) -> bool:
-    from recallwatch.stores.lancedb import LanceStore
+def vector_index(tbl: LanceTable) -> Any:
+    """LanceDB's listing of the table's vector index, or None."""
+    return next((i for i in tbl.list_indices() if "vector" in i.columns), None)
 
-    return isinstance(store, LanceStore)
+
+def needs_index(tbl: LanceTable, threshold: int) -> bool:
+    """Whether a write left the table big enough for an ANN index to pay off and without one
+    that covers it: none yet, or too many rows outside it."""
+    rows = tbl.count_rows()
+    if rows < threshold:
+        return False
+    index = vector_index(tbl)
+    unindexed = 0 if index is None else (getattr(index, "num_unindexed_rows", 0) or 0)
+    return index is None or unindexed > _REINDEX_UNINDEXED_SHARE * rows
 
 
-@dataclass(frozen=True)
-class IndexState:
-    """The live vector index of a table, as its manifest describes it."""
+def index_parameters(index_type: IndexType, rows: int, dim: int) -> dict[str, int]:
+    """The parameters every index of ``index_type`` is built with on ``rows`` × ``dim``."""
+    if index_type == "IVF_PQ":
+        # ~16 dimensions per PQ sub-vector, and a divisor of dim (LanceDB requires it).
+        sub = next(s for s in (dim // 16, dim // 8, dim // 4, dim // 2, 1)
+                   if s and dim % s == 0)
+        # sqrt(n) lists, but at least 256 training rows per list (LanceDB's own floor).
+        lists = max(1, min(int(math.sqrt(rows)), rows // 256))
+        return {"num_partitions": lists, "num_sub_vectors": sub}
+    # HNSW does the fine search inside each partition: few, large partitions.
+    return {"num_partitions": max(1, rows // 100_000)}
 
-    name: str
-    index_type: str
-    uuids: tuple[str, ...]
-    segments: tuple[dict[str, Any], ...]  # their manifest entries, to re-publish them (rollback)
-    trained_version: int  # the oldest table version a segment was built on
-    created_at: datetime | None  # when the live segments were written (optimize rewrites them)
-    trained_at: datetime | None  # when the index was trained (None: its commit was cleaned up)
-    indexed_rows: int
-    unindexed_rows: int
-    num_partitions: int | None
-    num_sub_vectors: int | None
+
+def index_config(index_type: IndexType, rows: int, dim: int) -> IvfHnswSq | IvfPq:
+    """LanceDB's index configuration for :func:`index_parameters` (cosine, always)."""
+    from lancedb.index import IvfHnswSq, IvfPq
+
+    params = index_parameters(index_type, rows, dim)
+    if index_type == "IVF_PQ":
+        return IvfPq(distance_type="cosine", num_partitions=params["num_partitions"],
+                     num_sub_vectors=params["num_sub_vectors"])
+    return IvfHnswSq(distance_type="cosine", num_partitions=params["num_partitions"])
 
 
 class LanceIndex:
-    """Index operations on one LanceStore's table (the latest version). Like the store's own
-    methods, each turns an exception of pylance into a StoreError naming the store."""
+    """Index operations on one LanceStore's table: inspection of the version the store reads
+    (the latest; a read-only view's own), and the build, switch and rollback on the latest. Like
+    the store's own methods, each turns an exception of pylance into a StoreError naming the
+    store."""
 
     # what pylance raises (Rust errors arrive as OSError, ValueError or RuntimeError)
     _engine_errors: ClassVar[tuple[type[BaseException], ...]] = (OSError, ValueError, RuntimeError)
 
     def __init__(self, store: LanceStore) -> None:
-        if store.read_only:
-            raise UsageError(f"{store.uri} is a read-only view of a past version")
         self.store = store
         self.table_path = str(store.path / f"{store.table_name}.lance")
 
@@ -88,13 +126,19 @@ class LanceIndex:
         return self.store.uri
 
     def dataset(self, version: int | None = None) -> lance.LanceDataset:
+        """The table at ``version`` (default: the version the store reads)."""
         import lance
 
         try:
-            return lance.dataset(self.table_path, version=version)
+            return lance.dataset(self.table_path,
+                                 version=self.store._pinned if version is None else version)
         except (ValueError, OSError) as exc:
             raise StoreError(f"{self.store.uri}: cannot open table {self.store.table_name!r}: "
                              f"{engine_message(exc)}") from None
+
+    def _writable(self) -> None:
+        if self.store.read_only:
+            raise UsageError(f"{self.store.uri} is a read-only view of a past version")
 
     @guarded
     def state(self, ds: lance.LanceDataset | None = None) -> IndexState | None:
@@ -141,6 +185,24 @@ class LanceIndex:
                 return [i for i in op.new_indices if vector_field in list(i.fields)]
         return []
 
+    def problem(self) -> str | None:
+        """Why the index cannot serve although one was built, or None. LanceDB skips an index
+        entry it cannot read (logging "Index … has version 1, which is not supported") and then
+        searches every row: the result is still right, so recall alone never shows it."""
+        try:
+            if self.state() is not None:
+                return None
+        except StoreError as exc:  # listed, but its files cannot be read
+            cause = exc.__cause__ or exc
+            return (f"the vector index cannot be read: its files are damaged or missing "
+                    f"({engine_message(cause)})")
+        ignored = self.ignored()
+        if ignored:
+            return (f"the vector index {ignored[0].name!r} is unusable: LanceDB does not list it "
+                    "(it cannot read its entry), so every search scans all rows; `recallwatch "
+                    "reindex` builds a new one")
+        return None
+
     def centroids(self) -> np.ndarray | None:
         """The IVF centroids of the live index (Lance exposes them), or None."""
         try:
@@ -149,34 +211,14 @@ class LanceIndex:
             return None
         if arr is None or len(arr) == 0:
             return None
-        dim = arr.type.list_size
-        return np.asarray(arr.flatten().to_numpy(zero_copy_only=False),
-                          dtype=np.float32).reshape(-1, dim)
+        return vectors_of(arr)
 
     @guarded
     def fold_new_rows(self) -> None:
         """Add unindexed rows to the live index with its *existing* centroids and codebooks, as
         LanceDB's ``optimize`` does: fast, and the way new topics drift out of reach."""
+        self._writable()
         self.dataset().optimize.optimize_indices()
-
-    @guarded
-    def vectors(self, ids: list[str]) -> np.ndarray:
-        """The stored vectors of ``ids``, in that order (a missing id is an error)."""
-        found: dict[str, np.ndarray] = {}
-        ds = self.dataset()
-        for start in range(0, len(ids), 2000):
-            batch = ids[start:start + 2000]
-            where = "id IN (" + ", ".join("'" + i.replace("'", "''") + "'" for i in batch) + ")"
-            t = ds.to_table(columns=["id", "vector"], filter=where)
-            col = t.column("vector").combine_chunks()
-            dim = col.type.list_size
-            vecs = np.asarray(col.flatten().to_numpy(zero_copy_only=False),
-                              dtype=np.float32).reshape(-1, dim)
-            found.update(zip(t.column("id").to_pylist(), vecs, strict=True))
-        missing = [i for i in ids if i not in found]
-        if missing:
-            raise StoreError(f"{self.store.uri} holds no chunk {missing[0]!r}")
-        return np.stack([found[i] for i in ids]) if ids else np.empty((0, 0), np.float32)
 
     # -- staged build, verification and atomic switch -----------------------------------------
     @guarded
@@ -186,6 +228,7 @@ class LanceIndex:
         (a detached version: nobody else sees it)."""
         import lance
 
+        self._writable()
         ds = self.dataset()
         removed = self._live(ds)  # an index LanceDB ignores is replaced like a live one
         if not removed:
@@ -199,9 +242,9 @@ class LanceIndex:
                              "...?table=NAME&index_threshold=N")
         name = removed[0].name
         dim = int(ds.schema.field("vector").type.list_size)
-        # The rule LanceStore.build_index applies, on today's row count (an index folded by
-        # optimize() no longer reports the parameters it was built with).
-        params: dict[str, Any] = self.store.index_parameters(ds.count_rows(), dim)
+        # The rule every build applies, on today's row count (an index folded by optimize() no
+        # longer reports the parameters it was built with).
+        params: dict[str, Any] = index_parameters(self.store.index_type, ds.count_rows(), dim)
         fragments = [f.fragment_id for f in ds.get_fragments()]
         staged = ds.create_index_uncommitted("vector", self.store.index_type, name=name,
                                              metric="cosine", replace=True,
@@ -213,6 +256,7 @@ class LanceIndex:
     @guarded
     def publish(self, staged: Any) -> int:
         """Swap the live index for ``staged`` in one commit; returns the new table version."""
+        self._writable()
         return self._swap([staged])
 
     @guarded
@@ -222,6 +266,7 @@ class LanceIndex:
         there, nothing is published."""
         import lance
 
+        self._writable()
         ds = self.dataset()
         current = {f.fragment_id for f in ds.get_fragments()}
         for seg in segments:
@@ -260,19 +305,60 @@ class LanceIndex:
     @guarded
     def tag(self, name: str, version: int) -> None:
         """Tag a version so cleanup keeps it (and the index files it names)."""
-        tags = self.dataset().tags
-        if name in tags.list():
-            tags.update(name, version)
-        else:
-            tags.create(name, version)
+        from recallwatch.stores.lancedb_table import set_tag
+
+        self._writable()
+        set_tag(self.dataset().tags, name, version)
 
     def _view(self, version: int) -> LanceStore:
-        from recallwatch.stores.lancedb import LanceStore
+        return self.store.view(version)
 
-        s = self.store
-        return LanceStore(s.path, s.table_name, index_threshold=s.index_threshold,
-                          index_type=s.index_type, nprobes=s.nprobes, ef=s.ef,
-                          refine_factor=s.refine_factor, uri=s.uri, version=version)
+
+class StagedLanceIndex:
+    """One staged reindex of a LanceStore (a :class:`~recallwatch.stores.base.StagedIndex`): an
+    unpublished index, verified through a detached version, published by one commit."""
+
+    def __init__(self, lx: LanceIndex) -> None:
+        self.lx = lx
+        self.live = lx.state()  # what a rollback puts back
+        self._built_on, self.staged, self._candidate = lx.stage()
+
+    @property
+    def built_on(self) -> str:
+        return str(self._built_on)
+
+    @property
+    def candidate(self) -> VectorStore:
+        return self._candidate
+
+    def content_check(self) -> str | None:
+        return None  # the switch is an index-only commit: the rows are the table's, untouched
+
+    def publish(self) -> PublishedIndex:
+        self.lx.tag(PREVIOUS_TAG, self._built_on)
+        version = self.lx.publish(self.staged)
+        live, new = self.live, self.lx.state()
+        uuids = list(new.uuids) if new else []
+        # the segments' manifest entries as they are, so a rollback restores exactly this index
+        previous = None if live is None else {
+            "name": live.name, "segments": list(live.segments), "uuids": list(live.uuids),
+            "trained_version": live.trained_version}
+        # A CreateIndex commit changes no row: version N holds the data of version N - 1.
+        return PublishedIndex(
+            version=str(version), content_of=str(version - 1), previous=previous,
+            current={"uuids": uuids}, build={"trained_version": self._built_on, "uuids": uuids})
+
+    def abandon(self) -> None:
+        pass  # nothing was published; LanceDB's cleanup removes the unpublished files
+
+
+def restore(lx: LanceIndex, previous: Mapping[str, Any], current: Mapping[str, Any]) -> str:
+    """Put back the index ``previous`` names, if the live index is still ``current``."""
+    live = lx.state()
+    if live is not None and set(live.uuids) != set(current.get("uuids", [])):
+        raise StoreError(f"{lx.uri}: the live index is not the one the last reindex built (it "
+                         "was rebuilt since); rollback would discard that rebuild")
+    return str(lx.republish(previous["segments"], previous["name"]))
 
 
 def _index_objects(name: str, segments: Sequence[dict[str, Any]]) -> list[Any]:
@@ -313,8 +399,11 @@ def _entry(desc: Any, seg: Any, record: Index | None) -> dict[str, Any]:
 
 
 def _main_line(ds: lance.LanceDataset) -> list[int]:
-    """The table's versions, newest first, as far back as :data:`_LOOKBACK` commits."""
-    return sorted((int(v["version"]) for v in ds.versions()), reverse=True)[:_LOOKBACK]
+    """The table's versions up to ``ds``'s, newest first, as far back as :data:`_LOOKBACK`
+    commits."""
+    up_to = int(ds.version)
+    return sorted((v for v in (int(v["version"]) for v in ds.versions()) if v <= up_to),
+                  reverse=True)[:_LOOKBACK]
 
 
 def _operation(ds: lance.LanceDataset, version: int) -> Any:

@@ -1,7 +1,9 @@
-"""What every non-embedded adapter shares: versions, validation, filters, rows, scores.
+"""Versions for the engines that have none, one idea past 400 lines: the base every adapter but
+LanceDB builds on.
 
-Engines other than LanceDB have no table versions, so :class:`VersionedStore` builds them once for
-all adapters:
+A VectorStore whose versions are physical tables, with every protocol method and capability
+written once here for six adapters, which implement only the engine primitives
+(``_create_table``, ``_write``, ``_query``…).
 
 * a version ``N`` is a physical table/collection ``<name>__v<N>``;
 * reads and writes go to the *current* version; ``promote(N)`` points *production* at it and
@@ -11,286 +13,85 @@ all adapters:
   for PostgreSQL, an alias for Qdrant and Milvus, one atomic file rename for index files), and the
   bare ``<name>`` is what an application queries to always read production;
 * every row carries ``ingested_version``; ``ids_since(v)`` lists rows whose version is newer.
-  Re-upserting a chunk with an unchanged ``content_hash`` keeps its version (idempotent ingest).
-
-An adapter implements only the engine primitives (``_create_table``, ``_write``, ``_query``…).
+  Re-upserting a chunk with an unchanged ``content_hash`` keeps its version (idempotent ingest);
+* the pointers (which versions exist, which is current, which is production) are one metadata
+  value, changed only under the store's metadata lock (:meth:`VersionedStore._meta_lock`), as
+  every :meth:`~VersionedStore.update_meta` is.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
-import difflib
-import functools
 import json
+import os
 import re
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import UTC, date, datetime
-from pathlib import Path
-from typing import Any, ClassVar, Concatenate, ParamSpec, Protocol, TypeAlias, TypeVar
+from datetime import UTC, datetime
+from typing import Any, ClassVar
 
 import numpy as np
 
-from recallwatch._registry import suggest
-from recallwatch.errors import InputError, RecallwatchError, StoreError, UsageError
-from recallwatch.stores.base import Chunk, Filter, Hits, IndexVersion
+from recallwatch.errors import InputError, StoreError, UsageError
+from recallwatch.stores.base import (
+    Chunk,
+    Filter,
+    Hits,
+    IndexVersion,
+    StagedIndex,
+    SupportsContentHashes,
+    SupportsMetaUpdate,
+    SupportsReindex,
+    SupportsSeal,
+    SupportsVectors,
+)
+from recallwatch.stores.checks import (
+    NormFilter,
+    check_k,
+    check_unique_ids,
+    check_vectors,
+    chunk_matches,
+    clamp_k,
+    normalise_filter,
+)
+from recallwatch.stores.failures import guarded
+from recallwatch.stores.rows import Row, chunk_from_row, row_from_chunk
+from recallwatch.vectors import cosine_scores, top_k
 
-__all__ = [
-    "FILTER_FIELDS",
-    "NormFilter",
-    "Row",
-    "VersionedStore",
-    "check_k",
-    "check_name",
-    "check_vectors",
-    "chunk_from_row",
-    "chunk_matches",
-    "clamp_k",
-    "cosine_scores",
-    "engine_message",
-    "guarded",
-    "missing_location",
-    "missing_table",
-    "normalise_filter",
-    "row_from_chunk",
-    "store_names",
-    "top_k",
-]
-
-# A row is what an engine stores beside the vector: the chunk's fields flattened to scalars.
-Row: TypeAlias = dict[str, Any]
-# A validated filter: column -> allowed values (one value = equality, several = IN).
-NormFilter: TypeAlias = dict[str, tuple[str, ...]]
-
-FILTER_FIELDS: tuple[str, ...] = ("doc_id", "domain", "label", "kind")
+__all__ = ["VersionedStore", "store_names"]
 
 _STATE_KEY = "__recallwatch_versions__"
-_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,47}$")
 _PHYSICAL_RE = re.compile(r"^(.+)__(?:v\d+|meta)$")
 
 
-def check_name(name: str | None, *, what: str, uri: str) -> str:
-    """A table/collection name usable verbatim in every engine (and in ``<name>__v<N>``)."""
-    if not name:
-        raise UsageError(f"store URI {uri!r}: missing {what} name")
-    if not _NAME_RE.match(name) or "__" in name:
-        raise UsageError(
-            f"store URI {uri!r}: {what} name {name!r} is invalid: expected letters, digits and "
-            "single underscores, starting with a letter or '_', at most 48 characters"
-        )
-    return name
-
-
-def normalise_filter(filter: Filter | None) -> NormFilter | None:
-    """Validate a user filter: known columns only, string values, at least one value each."""
-    if not filter:
-        return None
-    out: NormFilter = {}
-    for key, value in filter.items():
-        if key not in FILTER_FIELDS:
-            raise UsageError(
-                f"cannot filter on {key!r}: filterable fields are {', '.join(FILTER_FIELDS)}"
-            )
-        values = (value,) if isinstance(value, str) else tuple(value)
-        if not values or not all(isinstance(v, str) for v in values):
-            raise UsageError(
-                f"filter on {key!r}: expected a string or a non-empty list of strings, "
-                f"found {value!r}"
-            )
-        out[key] = values
-    return out
-
-
-def chunk_matches(row: Mapping[str, Any], filter: NormFilter | None) -> bool:
-    """The filter evaluated in Python, for engines (and exports) that cannot push it down."""
-    return filter is None or all(row.get(k) in values for k, values in filter.items())
-
-
-def row_from_chunk(chunk: Chunk, version: int) -> Row:
-    return {
-        "id": chunk.id,
-        "text": chunk.text,
-        "content": chunk.content,
-        "doc_id": chunk.doc_id,
-        "domain": chunk.domain,
-        "label": chunk.label,
-        "facets": json.dumps(dict(chunk.facets), sort_keys=True, ensure_ascii=False),
-        "valid_from": chunk.valid_from.isoformat() if chunk.valid_from else None,
-        "valid_to": chunk.valid_to.isoformat() if chunk.valid_to else None,
-        "kind": chunk.kind,
-        "description": chunk.description,
-        "content_hash": chunk.content_hash,
-        "ingested_version": version,
-    }
-
-
-def _as_date(value: Any) -> date | None:
-    if value is None or value == "":
-        return None
-    if isinstance(value, date):
-        return value
-    return date.fromisoformat(str(value))
-
-
-def _or_none(value: Any) -> str | None:
-    # Engines without NULL (Milvus scalar columns, Chroma metadata) store absent values as "".
-    return None if value is None or value == "" else str(value)
-
-
-def chunk_from_row(row: Mapping[str, Any]) -> Chunk:
-    facets = row.get("facets") or "{}"
-    return Chunk(
-        id=str(row["id"]),
-        text=str(row.get("text") or ""),
-        content=_or_none(row.get("content")),
-        doc_id=_or_none(row.get("doc_id")),
-        domain=_or_none(row.get("domain")),
-        label=_or_none(row.get("label")),
-        facets=json.loads(facets) if isinstance(facets, str) else dict(facets),
-        valid_from=_as_date(row.get("valid_from")),
-        valid_to=_as_date(row.get("valid_to")),
-        kind=str(row.get("kind") or "text"),
-        description=_or_none(row.get("description")),
-        content_hash=str(row.get("content_hash") or ""),
-    )
-
-
-def cosine_scores(queries: np.ndarray, vectors: np.ndarray) -> np.ndarray:
-    """Cosine similarity of every query row with every vector row (float32, shape (q, n))."""
-    def unit(a: np.ndarray) -> np.ndarray:
-        norms = np.linalg.norm(a, axis=1, keepdims=True)
-        return a / np.where(norms == 0, 1, norms)
-
-    scores: np.ndarray = unit(queries.astype(np.float32)) @ unit(vectors.astype(np.float32)).T
-    return scores.astype(np.float32)
-
-
-def check_vectors(vectors: np.ndarray, rows: int | None, what: str, dim: int | None) -> np.ndarray:
-    """float32 (n, d) vectors, or an InputError naming what is wrong (shape, width, NaN)."""
-    arr = np.asarray(vectors, dtype=np.float32)
-    if arr.ndim == 1:
-        arr = arr[None, :]
-    if arr.ndim != 2:
-        raise InputError(field=what, expected="a 2-D array (rows, dimension)",
-                         found=f"<array of shape {arr.shape}>")
-    if rows is not None and arr.shape[0] != rows:
-        raise InputError(field=what, expected=f"{rows} rows (one per chunk)",
-                         found=f"<{arr.shape[0]} rows>")
-    if dim is not None and arr.shape[1] != dim:
-        raise InputError(field=what, expected=f"dimension {dim} (the store's)",
-                         found=f"<dimension {arr.shape[1]}>")
-    if not np.isfinite(arr).all():
-        raise InputError(field=what, expected="finite numbers", found="<NaN or infinity>")
-    return arr
-
-
-def check_unique_ids(chunks: Sequence[Chunk]) -> None:
-    """One upsert may name a chunk only once."""
-    seen: set[str] = set()
-    for chunk in chunks:
-        if chunk.id in seen:
-            raise InputError("duplicate chunk id in one upsert", record=chunk.id, field="id")
-        seen.add(chunk.id)
-
-
-def check_k(k: int) -> None:
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise UsageError(f"k must be a positive integer, found {k!r}")
-
-
-# Every engine accepts a k this small whatever the row count; counting rows costs a query on some
-# (a full scan in PostgreSQL), so only a deeper k is compared with the count.
-_UNCOUNTED_K = 1000
-
-
-def clamp_k(k: int, count: Callable[[], int]) -> int:
-    """``k`` checked, and never more than the ``count()`` rows there are. Asking for more than
-    exists is harmless to the caller, but engines allocate k result slots or reject a k beyond
-    their limit, so a depth like 3,000,000,000 must never reach them."""
-    check_k(k)
-    return k if k <= _UNCOUNTED_K else min(k, count())
-
-
-# -- stores that do not exist: reading never creates them -------------------------------------
 def store_names(names: Iterable[str]) -> list[str]:
     """The store names behind an engine's physical tables: ``kb__v3`` and ``kb__meta`` are the
     versions and pointers of store ``kb`` (see the module docstring)."""
     return sorted({m.group(1) for n in names if (m := _PHYSICAL_RE.match(n))})
 
 
-def missing_table(uri: str, what: str, name: str, present: Sequence[str]) -> StoreError:
-    """The error for a table (collection) that does not exist: the ones that do, and the closest.
-    Opening a store to read it never creates it (only ``recallwatch ingest`` creates a store)."""
-    shown = ", ".join(present[:20]) + (f" and {len(present) - 20} more" if len(present) > 20
-                                       else "")
-    listing = f"{what}s present: {shown}" if present else f"there is no {what} yet"
-    return StoreError(f"{uri}: no {what} {name!r}{suggest(name, list(present))}; {listing}")
-
-
-def missing_location(uri: str, engine: str, path: Path, is_store: Callable[[Path], bool]
-                     ) -> StoreError:
-    """The error for a store path that does not exist (or holds no store of this engine), with
-    the closest sibling that does."""
-    try:
-        names = sorted(p.name for p in path.parent.iterdir() if p != path)
-    except OSError:
-        names = []
-    # only the names close enough to suggest are looked into (a directory may hold thousands)
-    close = difflib.get_close_matches(path.name, names, n=5, cutoff=0.6)
-    stores = [name for name in close if is_store(path.parent / name)]
-    return StoreError(f"{uri}: no {engine} store at {path}{suggest(path.name, stores)}")
-
-
-def top_k(ids: Sequence[str], scores: np.ndarray, k: int) -> Hits:
-    """The k best of one score row, ties broken by id ascending so results are reproducible."""
-    order = sorted(range(len(ids)), key=lambda i: (-float(scores[i]), ids[i]))[:k]
-    return Hits([ids[i] for i in order], np.asarray([scores[i] for i in order], dtype=np.float32))
-
-
 def _hits(ids: list[str], scores: Iterable[float]) -> Hits:
     # Engines return scores already ranked, but ANN engines may break ties differently; re-sort
-    # stably so the "non-increasing" promise of Hits holds everywhere.
-    return top_k(ids, np.asarray(list(scores), dtype=np.float32), len(ids))
+    # by the package's one tie rule so the "non-increasing" promise of Hits holds everywhere.
+    found = np.asarray(list(scores), dtype=np.float32)
+    return Hits(*top_k(ids, found, len(ids)))
 
 
-class _Engine(Protocol):
-    _engine_errors: ClassVar[tuple[type[BaseException], ...]]
-
-    @property
-    def uri(self) -> str: ...
+# One lock per store named in this process, for engines that offer no lock of their own.
+_PROCESS_LOCKS: dict[str, threading.RLock] = {}
 
 
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-_S = TypeVar("_S", bound=_Engine)
+def _process_lock(key: str) -> threading.RLock:
+    return _PROCESS_LOCKS.setdefault(key, threading.RLock())  # setdefault is atomic
 
 
-def guarded(method: Callable[Concatenate[_S, _P], _R]) -> Callable[Concatenate[_S, _P], _R]:
-    """Turn the engine client's own exceptions into a StoreError naming the store and the call,
-    so a lost connection or a refused request reaches the user as one clean line."""
-    @functools.wraps(method)
-    def wrapper(self: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        try:
-            return method(self, *args, **kwargs)
-        except RecallwatchError:
-            raise
-        except self._engine_errors as exc:
-            raise StoreError(f"{self.uri}: {method.__name__} failed: {engine_message(exc)}"
-                             ) from exc
-    return wrapper
+os.register_at_fork(after_in_child=_PROCESS_LOCKS.clear)
 
 
-_RUST_SOURCE = re.compile(r",? \S+\.rs:\d+:\d+")
-
-
-def engine_message(exc: BaseException) -> str:
-    """An engine's exception as one line for a user: whitespace folded, and without the Rust
-    source locations that LanceDB appends (``…/lance-io/src/local.rs:273:40``)."""
-    return " ".join(_RUST_SOURCE.sub("", str(exc)).split()) or type(exc).__name__
-
-
-class VersionedStore(ABC):
+class VersionedStore(ABC, SupportsVectors, SupportsContentHashes, SupportsSeal,
+                     SupportsMetaUpdate, SupportsReindex):
     """A VectorStore over an engine without native versions (see the module docstring)."""
 
     scheme: ClassVar[str]
@@ -356,14 +157,24 @@ class VersionedStore(ABC):
         """Only these columns of every row; engines that can skip the vectors override this."""
         return self._scan(table, None)[0]
 
-    def _switch_production(self, table: str) -> None:  # noqa: B027 - optional hook
+    def _switch_production(self, table: str) -> None:
         """Point the engine's alias ``<name>`` at ``table`` atomically (no-op without aliases)."""
 
     def _atomic(self) -> contextlib.AbstractContextManager[None]:
         """A transaction around the alias switch and the pointer write, where the engine has one."""
         return contextlib.nullcontext()
 
-    def _close(self) -> None:  # noqa: B027 - optional hook
+    def _meta_lock(self) -> contextlib.AbstractContextManager[Any]:
+        """The lock every metadata read-modify-write holds (pointers and ``update_meta``). Here a
+        lock shared by the store objects of this process that name this store; an engine with a
+        lock of its own overrides it (a file lock on local disk, a transaction in PostgreSQL).
+        It must be re-entrant: a pointer change holds it around ``_meta_set``."""
+        return _process_lock(f"{type(self).__name__} {self._uri} {self.name}")
+
+    def _build_index_now(self) -> None:
+        """Build the ANN index of the current version now, if the engine defers it (pgvector)."""
+
+    def _close(self) -> None:
         """Release the engine client."""
 
     def _exact_by_export(
@@ -378,8 +189,8 @@ class VersionedStore(ABC):
         scores = cosine_scores(vectors, stored[keep])
         out = []
         for row in scores:
-            hits = top_k(ids, row, k)
-            out.append((hits.ids, hits.scores.tolist()))
+            found, best = top_k(ids, row, k)
+            out.append((found, best.tolist()))
         return out
 
     # ---- VectorStore -------------------------------------------------------------------------
@@ -398,19 +209,33 @@ class VersionedStore(ABC):
         if self._pinned is None:
             self._state = self._meta_get(_STATE_KEY) or self._state
 
-    def _changed_state(self, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-        """A changed copy of the stored pointers. The pointers are never edited in place: threads
-        reading through this store replace ``self._state`` on every reload and deep-copy it in
-        ``checkout``, so an in-place edit could be lost to a reload or tear a copy. Writers change
-        a copy, save it, then publish it with one assignment (see ``_commit_state``)."""
-        self._reload_state()
-        state = copy.deepcopy(self._state)
-        change(state)
-        return state
+    def _update_state(self, change: Callable[[dict[str, Any]], None], *,
+                      switch: str | None = None) -> None:
+        """Change the stored pointers: under the metadata lock, the stored pointers are read,
+        ``change`` edits a copy, the copy is saved and then published to this object with one
+        assignment. The pointers are never edited in place: threads reading through this store
+        replace ``self._state`` on every reload and deep-copy it in ``checkout``, so an in-place
+        edit could be lost to a reload or tear a copy. With ``switch``, the engine's production
+        switch to that table commits together with the pointers (one transaction where the
+        engine has them)."""
+        def edit(stored: dict[str, Any] | None) -> dict[str, Any]:
+            state = copy.deepcopy(stored or self._state)
+            change(state)
+            return state
 
-    def _commit_state(self, state: dict[str, Any]) -> None:
-        self._meta_set(_STATE_KEY, state)
-        self._state = state
+        self._state = self._locked_update(_STATE_KEY, edit, switch=switch)
+
+    def _locked_update(self, key: str, change: Callable[[Any], Any], *,
+                       switch: str | None = None) -> Any:
+        """The one read-modify-write of a metadata value (the pointers, or a key of
+        ``update_meta``): read, change, write, all under the metadata lock; with ``switch``, the
+        engine's production switch to that table happens inside the same transaction."""
+        with self._atomic(), self._meta_lock():
+            new = change(self._meta_get(key))
+            if switch is not None:
+                self._switch_production(switch)
+            self._meta_set(key, new)
+        return new
 
     def _has_table(self) -> bool:
         return str(self._version()) in self._state["created"]
@@ -433,7 +258,7 @@ class VersionedStore(ABC):
                 state["created"][str(new)] = datetime.now(UTC).isoformat()
                 state["current"] = new
 
-            self._commit_state(self._changed_state(continue_in_copy))
+            self._update_state(continue_in_copy)
         elif str(cur) not in self._state["created"]:
             if dim is None:
                 return self._table(cur)
@@ -443,7 +268,7 @@ class VersionedStore(ABC):
                 state["created"][str(cur)] = datetime.now(UTC).isoformat()
                 state["dim"] = dim
 
-            self._commit_state(self._changed_state(created))
+            self._update_state(created)
         return self._table()
 
     def _check_vectors(self, vectors: np.ndarray, rows: int | None, what: str) -> np.ndarray:
@@ -590,14 +415,7 @@ class VersionedStore(ABC):
                 state["sealed"].append(number)
             state["production"] = number
 
-        self._switch_to(number, self._changed_state(production))
-
-    def _switch_to(self, number: int, state: dict[str, Any]) -> None:
-        # The engine's switch (view, alias) and the pointer write commit together.
-        with self._atomic():
-            self._switch_production(self._table(number))
-            self._meta_set(_STATE_KEY, state)
-        self._state = state
+        self._update_state(production, switch=self._table(number))
 
     @guarded
     def rollback_to(self, version: str) -> None:
@@ -614,7 +432,7 @@ class VersionedStore(ABC):
                 state["current"] = number
             state["production"] = number
 
-        self._switch_to(number, self._changed_state(back))
+        self._update_state(back, switch=self._table(number))
 
     @guarded
     def discard(self, version: str, *, current: str) -> None:
@@ -632,7 +450,7 @@ class VersionedStore(ABC):
             if int(state["current"]) == number:
                 state["current"] = back_to
 
-        self._commit_state(self._changed_state(drop))
+        self._update_state(drop)
         self._drop_table(self._table(number))
 
     @guarded
@@ -680,7 +498,12 @@ class VersionedStore(ABC):
         self._reload_state()
         cur = int(self._state["current"])
         if str(cur) in self._state["created"] and cur not in self._state["sealed"]:
-            self._commit_state(self._changed_state(lambda state: state["sealed"].append(cur)))
+
+            def sealed(state: dict[str, Any]) -> None:
+                if cur not in state["sealed"]:
+                    state["sealed"].append(cur)
+
+            self._update_state(sealed)
 
     @guarded
     def new_version(self) -> str:
@@ -697,17 +520,37 @@ class VersionedStore(ABC):
     @guarded
     def set_meta(self, key: str, value: Any) -> None:
         self._check_meta_key(key)
-        try:
-            json.dumps(value)
-        except (TypeError, ValueError) as exc:
-            raise InputError(field=f"meta {key!r}", expected="a JSON-serialisable value",
-                             found=f"<{type(value).__name__}>") from exc
+        _check_json(key, value)
         self._meta_set(key, value)
+
+    @guarded
+    def update_meta(self, key: str, change: Callable[[Any], Any]) -> Any:
+        self._check_meta_key(key)
+
+        def checked(old: Any) -> Any:
+            new = change(old)
+            _check_json(key, new)
+            return new
+
+        return self._locked_update(key, checked)
 
     def _check_meta_key(self, key: str) -> None:
         if not isinstance(key, str) or not key or key.startswith("__"):
             raise UsageError(
                 f"meta key {key!r}: expected a non-empty string not starting with '__'")
+
+    # ---- SupportsReindex (see recallwatch.stores.versioned_index) ----------------------------
+    @guarded
+    def stage_index(self) -> StagedIndex:
+        from recallwatch.stores.versioned_index import VersionedIndex
+
+        return VersionedIndex.stage(self)
+
+    @guarded
+    def restore_index(self, previous: Mapping[str, Any], current: Mapping[str, Any]) -> str:
+        from recallwatch.stores.versioned_index import restore
+
+        return restore(self, previous, current)
 
     def close(self) -> None:
         if self._pinned is None:
@@ -721,3 +564,11 @@ class VersionedStore(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._uri!r})"
+
+
+def _check_json(key: str, value: Any) -> None:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError) as exc:
+        raise InputError(field=f"meta {key!r}", expected="a JSON-serialisable value",
+                         found=f"<{type(value).__name__}>") from exc

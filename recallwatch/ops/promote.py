@@ -21,10 +21,11 @@ Otherwise nothing changes in the store and every missing condition is named.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from recallwatch.history._store import History, RunSummary
-from recallwatch.stores.base import VectorStore
+if TYPE_CHECKING:  # annotations only: importing recallwatch.ops stays light
+    from recallwatch.history import History, RunSummary
+    from recallwatch.stores.base import VectorStore
 
 __all__ = ["PromoteDecision", "check_promotion", "promote"]
 
@@ -65,7 +66,7 @@ def check_promotion(history: History, store: VectorStore, *, version: str | None
         if latest is None:
             return PromoteDecision(
                 uri, version, dataset_hash or "", policy_hash or "", None,
-                missing=(f"no gate run on {uri} in {history.path}: run `recallwatch gate "
+                missing=(f"no gate run on {uri} in {history.location}: run `recallwatch gate "
                          f"GOLDEN --store {uri}` first (or name the golden set with --golden)",))
         if dataset_hash is None:
             dataset_hash = latest.dataset_hash

@@ -1,0 +1,64 @@
+"""POST a JSON body and read a JSON answer, with retries: the standard library only (urllib), so
+the extra-free install can talk to OpenAI-compatible endpoints.
+
+Retries on connection failures and on 408/429/5xx answers, waiting ``retry_wait`` seconds before
+the first retry and twice as long before each next one. Any other HTTP status fails at once with
+the endpoint's own error message. The caller says which recallwatch error to raise.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+
+from recallwatch.errors import RecallwatchError
+
+__all__ = ["RETRY_STATUS", "error_detail", "post_json"]
+
+RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+
+
+def post_json(
+    url: str, body: dict[str, Any], *, headers: dict[str, str], error: type[RecallwatchError],
+    what: str, timeout: float = 60.0, max_retries: int = 3, retry_wait: float = 0.5,
+) -> Any:
+    """The decoded JSON answer to ``POST url body``; ``error`` (naming ``what``) on failure."""
+    payload = json.dumps(body).encode("utf-8")
+    request = urllib.request.Request(url, data=payload, method="POST",
+                                     headers={"Content-Type": "application/json", **headers})
+    for attempt in range(max_retries + 1):
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                return _decode(response.read(), url, what, error)
+        except urllib.error.HTTPError as exc:
+            detail = error_detail(exc.read())
+            if exc.code in RETRY_STATUS and attempt < max_retries:
+                time.sleep(retry_wait * 2**attempt)
+                continue
+            raise error(f"{url} answered HTTP {exc.code} for {what}: {detail}") from None
+        except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
+            if attempt < max_retries:
+                time.sleep(retry_wait * 2**attempt)
+                continue
+            reason = getattr(exc, "reason", exc)
+            raise error(f"cannot reach {url} after {max_retries + 1} attempts: {reason}") from None
+    raise error(f"no request was made to {url} (max_retries={max_retries})")
+
+
+def _decode(raw: bytes, url: str, what: str, error: type[RecallwatchError]) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        raise error(f"{url} answered {what} with a body that is not JSON: "
+                    f"{raw[:120].decode('utf-8', 'replace')!r}") from None
+
+
+def error_detail(body: bytes) -> str:
+    """The ``error.message`` of an OpenAI-style error body, else the start of the body."""
+    try:
+        return str(json.loads(body)["error"]["message"])
+    except (ValueError, KeyError, TypeError):
+        return body.decode("utf-8", "replace")[:200] or "<empty body>"

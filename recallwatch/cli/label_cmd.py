@@ -1,0 +1,15 @@
+"""``recallwatch label …``: judge results by hand (the group; its commands register into it)."""
+
+from __future__ import annotations
+
+import typer
+
+label_app = typer.Typer(
+    help="Judge search results by hand: pool the top results of several systems into a "
+    "judging queue, grade them in a local browser page, measure agreement between judges.",
+    no_args_is_help=True,
+)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(label_app, name="label")

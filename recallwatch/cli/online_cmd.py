@@ -1,0 +1,348 @@
+"""``recallwatch online …``: click models, A/B readouts, interleaving and the optional LLM judge,
+all from interaction logs (JSON Lines, one impression per line, plain or gzip; docs/online.md).
+
+Exit codes: 0 a readout / labels written; 1 the A/B readout is blocked (sample-ratio mismatch, too
+few units) or the LLM judge was refused (agreement too low); 2 usage or input error.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from recallwatch.cli._common import emit
+from recallwatch.cli._options import (
+    Alpha,
+    HumanQrels,
+    HumanQrelsOrNone,
+    Power,
+    TableJson,
+    TableJsonFormat,
+)
+
+if TYPE_CHECKING:
+    from recallwatch.online import ABReadout, InterleaveResult
+    from recallwatch.truth.click_models import ClickModelFit
+    from recallwatch.truth.judgments import JudgmentSet
+
+__all__ = ["register"]
+
+online_app = typer.Typer(
+    help="Online evaluation from interaction logs: click models turned into judgments, A/B "
+    "readouts, interleaving, and an optional LLM judge measured against human labels.",
+    no_args_is_help=True,
+)
+
+_LOG_HELP = "Interaction log: JSON Lines, one impression per line (plain or gzip)."
+
+
+def _json(obj: Any) -> None:
+    emit(json.dumps(obj, indent=2, ensure_ascii=False))
+
+
+def _cuts(text: str) -> list[float]:
+    from recallwatch.errors import UsageError
+
+    try:
+        return [float(x) for x in text.split(",")]
+    except ValueError:
+        raise UsageError(f"--cuts must be three comma-separated numbers, e.g. 0.15,0.35,0.6; "
+                         f"found {text!r}") from None
+
+
+@online_app.command("clicks")
+def clicks(
+    log: Path = typer.Argument(..., help=_LOG_HELP),
+    model: str = typer.Option("pbm", "--model", help="Click model: dctr (raw click-through "
+                              "rate), pbm (position-based), ubm (user browsing, cascade family) "
+                              "or dbn (simplified dynamic Bayesian network).",
+                              metavar="dctr|pbm|ubm|dbn"),
+    min_impressions: int = typer.Option(10, "--min-impressions", min=1, help="Label only "
+                                        "pairs shown at least this many times."),
+    cuts: str = typer.Option("0.15,0.35,0.6", "--cuts", help="Estimated relevance where grades "
+                             "1, 2 and 3 start."),
+    out: Path | None = typer.Option(None, "--out", help="Write the graded labels as TREC qrels "
+                                    "here (and OUT.provenance.json beside it)."),
+    qrels: HumanQrelsOrNone = None,
+    max_rank: int = typer.Option(50, "--max-rank", min=1, max=1000, help="Ignore results "
+                                 "shown deeper than this."),
+    fmt: TableJsonFormat = TableJson.table,
+) -> None:
+    """Fit a click model to an interaction log and turn it into graded judgments (0-3): the
+    relevance of each (query, result) pair with its position bias removed, for pairs shown
+    often enough."""
+    from recallwatch import __version__
+    from recallwatch.online import InteractionLog
+    from recallwatch.truth.click_models import CLICK_MODELS, ClickCounter, fit
+    from recallwatch.truth.judgments import (
+        agreement_with_qrels,
+        check_cuts,
+        judgments_from_fit,
+        read_qrels_grades,
+        write_judged_qrels,
+    )
+
+    CLICK_MODELS.get(model)  # an unknown name fails before the log is read
+    cut_points = list(check_cuts(_cuts(cuts)))
+    human = None if qrels is None else read_qrels_grades(qrels)
+    source = InteractionLog(log)
+    counter = ClickCounter(max_rank=max_rank)
+    counter.add(source)
+    fitted = fit(counter.counts(), model)
+    judged = judgments_from_fit(fitted, min_impressions=min_impressions, cuts=cut_points)
+    measured = None if human is None else agreement_with_qrels(
+        judged.grades(), human, rater=judged.source)
+    settings = {"model": model, "min_impressions": min_impressions, "cuts": cut_points,
+                "max_rank": max_rank}
+    sidecar = None
+    if out is not None:
+        summary = fitted.summary()
+        summary.pop("fit_seconds")  # provenance stays byte-identical across identical runs
+        sidecar = write_judged_qrels(out, judged, {
+            "created_by": f"recallwatch {__version__} online clicks",
+            "log": source.summary.to_dict(), "settings": settings, "fit": summary,
+            "agreement": None if measured is None else measured.to_dict(),
+        })
+    if fmt is TableJson.json:
+        _json({
+            "model": model,
+            "judgments": [j.to_dict() for j in judged.judgments],
+            "pairs": fitted.counts.n_pairs,
+            "unlabelled_pairs": judged.unlabelled,
+            "grades": judged.histogram(),
+            "fit": fitted.summary(),
+            "agreement": None if measured is None else measured.to_dict(),
+            "log": source.summary.to_dict(),
+            "settings": settings,
+            "out": None if out is None else str(out),
+        })
+        return
+    emit(_clicks_text(fitted, judged, source.summary.to_dict(), cut_points, min_impressions))
+    if qrels is not None:
+        if measured is None:
+            emit(f"agreement with {qrels}: no pair in common with the click labels")
+        else:
+            kappa = "undefined" if measured.kappa != measured.kappa else f"{measured.kappa:.3f}"
+            ci = "" if measured.ci is None else (
+                f" ({measured.ci_level:.0%} CI {measured.ci[0]:.2f} to {measured.ci[1]:.2f})")
+            emit(f"agreement with {qrels} on {measured.n} pairs: {measured.weights} kappa "
+                 f"{kappa}{ci}, same grade {measured.exact:.0%}")
+    if out is not None:
+        emit(f"wrote {out} ({len(judged.judgments)} labels) and {sidecar}")
+
+
+def _clicks_text(fitted: ClickModelFit, judged: JudgmentSet, log: dict[str, Any],
+                 cuts: list[float], min_impressions: int) -> str:
+    hist = judged.histogram()
+    lines = [
+        f"click model {fitted.model} on {log['path']} ({log['impressions']:,} impressions, "
+        f"sha256 {log['sha256'][:12]}…)",
+        f"  pairs      {fitted.counts.n_pairs:,} seen; {len(judged.judgments):,} labelled "
+        f"(shown ≥ {min_impressions} times), {judged.unlabelled:,} left unlabelled",
+        f"  grades     0: {hist[0]}  1: {hist[1]}  2: {hist[2]}  3: {hist[3]}  (cuts "
+        f"{' / '.join(f'{c:g}' for c in cuts)} on the estimated relevance)",
+    ]
+    bias = fitted.position_bias.get("examination_by_rank")
+    if bias:
+        lines.append("  position   P(look at rank 1..): "
+                     + " ".join(f"{g:.2f}" for g in bias[:10]) + (" …" if len(bias) > 10 else ""))
+    if fitted.iterations:
+        state = "converged" if fitted.converged else "NOT converged (raise the limit)"
+        lines.append(f"  EM         {fitted.iterations} steps, {state}, {fitted.seconds:.2f} s")
+    return "\n".join(lines)
+
+
+def _split(items: list[str]) -> dict[str, float] | None:
+    from recallwatch.errors import UsageError
+
+    if not items:
+        return None
+    out: dict[str, float] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        try:
+            if not sep:
+                raise ValueError
+            out[name] = float(value)
+        except ValueError:
+            raise UsageError(f"--split takes VARIANT=SHARE, e.g. A=50; found {item!r}") from None
+    return out
+
+
+@online_app.command("ab")
+def ab(
+    log: Path = typer.Argument(..., help=_LOG_HELP),
+    metric: list[str] = typer.Option(["ctr"], "--metric", help="ctr, abandonment, "
+                                     "time-to-click or conversion. Repeat for several.",
+                                     metavar="ctr|abandonment|time-to-click|conversion"),
+    unit: str = typer.Option("user", "--unit", help="What was randomised: user or session. "
+                             "Intervals are clustered by it.", metavar="user|session"),
+    control: str | None = typer.Option(None, "--control", help="The control variant (default "
+                                       "A, else the first by name)."),
+    split: list[str] = typer.Option([], "--split", help="Intended share of a variant, e.g. "
+                                    "--split A=50 --split B=50 (default: equal).",
+                                    metavar="VARIANT=SHARE"),
+    alpha: Alpha = 0.05,
+    power: Power = 0.8,
+    min_effect: float = typer.Option(0.05, "--min-effect", help="Smallest relative change worth "
+                                     "detecting (0.05 = 5 %), for the units still needed."),
+    min_units: int = typer.Option(100, "--min-units", help="Block the readout below this many "
+                                  "units per variant."),
+    srm_alpha: float = typer.Option(0.001, "--srm-alpha", help="Block the readout when the "
+                                    "sample-ratio test's p is below this."),
+    fmt: TableJsonFormat = TableJson.table,
+) -> None:
+    """A/B readout: metrics per variant with confidence intervals clustered by the randomised
+    unit, a sample-ratio mismatch (SRM) check that blocks the readout when the split is off, the
+    minimum detectable effect (MDE) and the units still needed, and a verdict."""
+    from recallwatch.errors import UsageError
+    from recallwatch.online import ABConfig, InteractionLog, aggregate_units, readout
+    from recallwatch.online.ab import METRIC_NAMES
+
+    for m in metric:
+        if m not in METRIC_NAMES:
+            raise UsageError(f"unknown --metric {m!r}; valid: {', '.join(METRIC_NAMES)}")
+    if unit not in ("user", "session"):
+        raise UsageError(f"--unit must be user or session, found {unit!r}")
+    metrics = tuple(dict.fromkeys(metric))
+    config = ABConfig(metrics=metrics, unit=unit, control=control,  # type: ignore[arg-type]
+                      alpha=alpha, power=power, min_effect=min_effect, srm_alpha=srm_alpha,
+                      min_units=min_units, split=_split(split))
+    source = InteractionLog(log)
+    table = aggregate_units(source, unit=config.unit, metrics=config.metrics, source=str(log))
+    result = readout(table, config, source=str(log))
+    if fmt is TableJson.json:
+        _json({**result.to_dict(), "log": source.summary.to_dict()})
+    else:
+        emit(_ab_text(result))
+    if result.blocked:
+        raise typer.Exit(1)
+
+
+def _ab_text(r: ABReadout) -> str:
+    c, t = r.control, r.treatment
+    unit = r.config.unit
+    lines = [f"A/B readout of {t} (treatment) against {c} (control), by {unit}: "
+             f"{r.units[c]:,} / {r.units[t]:,} {unit}s, {r.impressions.get(c, 0):,} / "
+             f"{r.impressions.get(t, 0):,} impressions",
+             f"  sample ratio  chi-square p = {r.srm_p_value:.3g} "
+             f"({'ok' if r.srm_ok else 'MISMATCH'}; blocks below {r.config.srm_alpha:g})"]
+    level = f"{1 - r.config.alpha:.0%}"
+    lines.append(f"  {'metric':<14} {c:>10} {t:>10} {'delta [' + level + ' CI]':>30} "
+                 f"{'p (Holm)':>9} {'MDE':>9}  verdict")
+    lines[-1] = lines[-1].replace("  verdict", "  verdict (CI per metric; MDE absolute)")
+    for m in r.metrics.values():
+        ci = f"{m.delta:+.4g} [{m.ci[0]:+.4g}, {m.ci[1]:+.4g}]"
+        lines.append(f"  {m.name:<14} {m.values[c]:>10.4g} {m.values[t]:>10.4g} {ci:>30} "
+                     f"{m.p_value_holm:>9.3g} {m.mde:>9.3g}  {m.verdict}")
+    lines.append(f"VERDICT: {r.verdict.upper()}")
+    lines.extend(f"  - {reason}" for reason in r.reasons)
+    return "\n".join(lines)
+
+
+@online_app.command("interleave")
+def interleave(
+    log: Path = typer.Argument(..., help="Interleaved impressions: every shown result carries "
+                               "team A or B."),
+    alpha: Alpha = 0.05,
+    fmt: TableJsonFormat = TableJson.table,
+) -> None:
+    """Score team-draft interleaving (both rankers' results mixed in one list, each result
+    tagged with its ranker): impressions won by each ranker and a binomial sign test."""
+    from recallwatch.online import InteractionLog, score_interleaving
+
+    source = InteractionLog(log)
+    result = score_interleaving(source, alpha=alpha, source=str(log))
+    if fmt is TableJson.json:
+        _json({**result.to_dict(), "log": source.summary.to_dict()})
+        return
+    emit(_interleave_text(result, source.summary.to_dict()))
+
+
+def _interleave_text(r: InterleaveResult, log: dict[str, Any]) -> str:
+    winner = r.winner or f"none (no significant preference at alpha {r.alpha:g})"
+    return "\n".join([
+        f"interleaving on {log['path']}: {r.impressions:,} impressions",
+        f"  wins       A {r.wins_a:,}  B {r.wins_b:,}  ties {r.ties:,}  (clicks credited: "
+        f"A {r.clicks_a:,}, B {r.clicks_b:,})",
+        f"  sign test  p = {r.p_value:.3g}; delta (B wins − A wins) / impressions = "
+        f"{r.delta:+.4f}",
+        f"WINNER: {winner}",
+    ])
+
+
+@online_app.command("judge")
+def judge(
+    qrels: HumanQrels,
+    pairs: Path = typer.Argument(..., help="Pairs to grade, JSONL: {query_id, query, id, "
+                                 "text} per line."),
+    base_url: str = typer.Option(..., "--base-url", help="OpenAI-compatible API base URL, "
+                                 "e.g. http://127.0.0.1:8000/v1."),
+    model: str = typer.Option(..., "--model", help="Model name sent to the endpoint."),
+    api_key_env: str | None = typer.Option(None, "--api-key-env", help="Name of the "
+                                           "environment variable holding the API key."),
+    min_kappa: float = typer.Option(0.6, "--min-kappa", help="Refuse to label when weighted "
+                                    "kappa against the human judgments is below this."),
+    max_bad_share: float = typer.Option(0.1, "--max-bad-replies", help="Refuse when more than "
+                                        "this share of replies is not a single grade 0-3."),
+    min_pairs: int = typer.Option(30, "--min-pairs", help="Refuse when fewer human-judged "
+                                  "pairs got a usable grade."),
+    weights: str = typer.Option("quadratic", "--weights", help="Kappa weights: quadratic, "
+                                "linear or unweighted."),
+    out: Path | None = typer.Option(None, "--out", help="Write the judge's labels as TREC "
+                                    "qrels here (and OUT.provenance.json beside it)."),
+    fmt: TableJsonFormat = TableJson.table,
+) -> None:
+    """Optional LLM judge (any OpenAI-compatible chat endpoint) grading (query, passage) pairs
+    0-3: measured against human judgments first (weighted kappa), refused below --min-kappa."""
+    from recallwatch import __version__
+    from recallwatch.errors import UsageError
+    from recallwatch.truth.agreement import WEIGHTS
+    from recallwatch.truth.judgments import read_qrels_grades, write_judged_qrels
+    from recallwatch.truth.llm_judge import LLMJudge, read_pairs, run_judge
+
+    if weights not in WEIGHTS:
+        raise UsageError(f"--weights must be one of {', '.join(WEIGHTS)}, found {weights!r}")
+    human = read_qrels_grades(qrels)
+    todo = read_pairs(pairs)
+    grader = LLMJudge(base_url, model, api_key_env=api_key_env)
+    result = run_judge(grader, todo, human, min_kappa=min_kappa, max_bad_share=max_bad_share,
+                       min_pairs=min_pairs, weights=weights)
+    sidecar = None
+    if result.accepted and out is not None:
+        sidecar = write_judged_qrels(out, result.judgments, {
+            "created_by": f"recallwatch {__version__} online judge",
+            "settings": result.settings,
+            "agreement": None if result.calibration is None else result.calibration.to_dict(),
+            "bad_replies": result.bad_replies,
+        })
+    if fmt is TableJson.json:
+        _json({**result.to_dict(), "out": None if sidecar is None else str(out)})
+    else:
+        a = result.calibration
+        bad = result.bad_replies
+        lines = [f"LLM judge {model} at {base_url}: {result.requests} requests, {bad} bad "
+                 f"repl{'y' if bad == 1 else 'ies'} (not a single grade 0-3)"]
+        if a is not None:
+            kappa = "undefined" if a.kappa != a.kappa else f"{a.kappa:.3f}"
+            ci = "" if a.ci is None else f" ({a.ci_level:.0%} CI {a.ci[0]:.2f} to {a.ci[1]:.2f})"
+            lines.append(f"  agreement with {qrels} on {a.n} pairs: {a.weights} kappa {kappa}"
+                         f"{ci}, same grade {a.exact:.0%}")
+            lines.append("  confusion (rows human, columns judge; grades "
+                         f"{' '.join(map(str, a.categories))}):")
+            lines.extend("    " + " ".join(f"{v:>5}" for v in row) for row in a.confusion)
+        lines.append(("ACCEPTED: " if result.accepted else "REFUSED: ") + "; ".join(
+            result.reasons))
+        if sidecar is not None:
+            lines.append(f"wrote {out} ({len(result.judgments.judgments)} labels, source "
+                         f"{result.judgments.source}) and {sidecar}")
+        emit("\n".join(lines))
+    if not result.accepted:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(online_app, name="online")

@@ -1,0 +1,447 @@
+"""A/B readouts from interaction logs: per-variant metrics, clustered intervals, SRM, power.
+
+In an A/B test users (or sessions) are split between the current system (the *control*) and the
+candidate (the *treatment*). Impressions of the same user are not independent (one user's habits
+colour all their searches), so every figure here is computed per *unit*, the thing that was
+randomised: each unit's impressions are first summed into a numerator and a denominator per
+metric, and a metric is the ratio of the sums over the units of a variant. Its standard error
+comes from the delta method on those per-unit sums (Deng et al. 2018), which is what clustering
+by unit means; treating impressions as independent would make intervals too narrow.
+
+Metrics, per impression (numerator / denominator):
+
+- ``ctr``, click-through rate: clicked results / 1 (clicks per impression; each result once);
+- ``abandonment``: 1 if nothing was clicked / 1 (no-result impressions included);
+- ``time-to-click``: seconds from the impression to its first click / 1, impressions with a click
+  only;
+- ``conversion``: 1 if the impression led to a conversion / 1.
+
+Checks that block a readout (exit 1): a sample-ratio mismatch (SRM: the units are not split as
+the experiment intended, a chi-square test with p below ``srm_alpha``, which means the assignment
+or the logging is broken and no difference can be trusted) and too few units per variant.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+from recallwatch.errors import InputError, UsageError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from recallwatch.online.log import Impression
+
+__all__ = [
+    "METRICS",
+    "ABConfig",
+    "ABReadout",
+    "MetricName",
+    "MetricReadout",
+    "Unit",
+    "UnitTable",
+    "aggregate_units",
+    "readout",
+]
+
+MetricName = Literal["ctr", "abandonment", "time-to-click", "conversion"]
+Unit = Literal["user", "session"]
+Verdict = Literal["better", "worse", "mixed", "no difference", "inconclusive", "blocked"]
+
+
+@dataclass(frozen=True)
+class _MetricDef:
+    higher_is_better: bool
+    description: str
+
+
+METRICS: dict[MetricName, _MetricDef] = {
+    "ctr": _MetricDef(True, "clicked results per impression"),
+    "abandonment": _MetricDef(False, "share of impressions without a click"),
+    "time-to-click": _MetricDef(False, "seconds from the impression to its first click"),
+    "conversion": _MetricDef(True, "share of impressions that led to a conversion"),
+}
+METRIC_NAMES: tuple[MetricName, ...] = get_args(MetricName)
+
+
+@dataclass(frozen=True)
+class ABConfig:
+    """Every setting a readout depends on; stored with the result."""
+
+    metrics: tuple[MetricName, ...] = ("ctr",)
+    unit: Unit = "user"
+    control: str | None = None  # default: "A" if present, else the first variant by name
+    alpha: float = 0.05
+    power: float = 0.8
+    min_effect: float = 0.05  # relative to control: the smallest change worth detecting
+    srm_alpha: float = 0.001
+    min_units: int = 100
+    split: dict[str, float] | None = None  # expected share per variant; default equal
+
+    def __post_init__(self) -> None:
+        if not self.metrics:
+            raise UsageError("name at least one metric")
+        for m in self.metrics:
+            if m not in METRICS:
+                raise UsageError(f"unknown metric {m!r}; valid: {', '.join(METRIC_NAMES)}")
+        for name, value in (("alpha", self.alpha), ("power", self.power),
+                            ("srm_alpha", self.srm_alpha)):
+            if not 0.0 < value < 1.0:
+                raise UsageError(f"{name} must be strictly between 0 and 1, got {value}")
+        if not self.min_effect > 0.0:
+            raise UsageError(f"min_effect must be > 0, got {self.min_effect}")
+        if self.min_units < 2:
+            raise UsageError(f"min_units must be at least 2, got {self.min_units}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"metrics": list(self.metrics), "unit": self.unit, "control": self.control,
+                "alpha": self.alpha, "power": self.power, "min_effect": self.min_effect,
+                "srm_alpha": self.srm_alpha, "min_units": self.min_units, "split": self.split}
+
+
+@dataclass(frozen=True)
+class UnitTable:
+    """Per-unit sums: ``variant[u]`` indexes ``variants``; ``num[m][u]``/``den[m][u]`` are unit u's
+    numerator and denominator of ``metrics[m]``."""
+
+    variants: list[str]
+    metrics: tuple[MetricName, ...]
+    variant: np.ndarray[Any, Any]  # int64[U]
+    num: np.ndarray[Any, Any]  # float64[M, U]
+    den: np.ndarray[Any, Any]  # float64[M, U]
+    impressions: dict[str, int] = field(default_factory=dict)
+    mixed_units: int = 0  # units seen in more than one variant, left out
+
+
+def aggregate_units(impressions: Iterable[Impression], *, unit: Unit = "user",
+                    metrics: Sequence[MetricName] = ("ctr",),
+                    source: str = "<log>") -> UnitTable:
+    """Stream impressions into per-unit sums (memory: a few numbers per unit)."""
+    import numpy as np
+
+    metrics = tuple(metrics)
+    m_count = len(metrics)
+    units: dict[str, int] = {}
+    variants: dict[str, int] = {}
+    unit_variant = array("q")
+    mixed: set[int] = set()
+    sums = array("d")  # unit-major: 2 * M numbers per unit
+    per_variant: dict[str, int] = {}
+    for imp in impressions:
+        key = imp.user if unit == "user" else imp.session
+        if key is None:
+            raise InputError(source=source, line=imp.line, record=imp.query_id, field=unit,
+                             expected=f"the {unit} of every impression (--unit {unit})",
+                             found="<nothing>")
+        if imp.variant is None:
+            raise InputError(source=source, line=imp.line, record=imp.query_id,
+                             field="variant", expected="the variant shown (an A/B log)",
+                             found="<nothing>")
+        v = variants.setdefault(imp.variant, len(variants))
+        per_variant[imp.variant] = per_variant.get(imp.variant, 0) + 1
+        u = units.get(key)
+        if u is None:
+            u = units[key] = len(units)
+            unit_variant.append(v)
+            sums.extend([0.0] * (2 * m_count))
+        elif unit_variant[u] != v:
+            mixed.add(u)
+        base = 2 * m_count * u
+        for i, name in enumerate(metrics):
+            value = _contribution(name, imp, source)
+            if value is not None:
+                sums[base + 2 * i] += value
+                sums[base + 2 * i + 1] += 1.0
+    if not units:
+        raise InputError(source=source, expected="at least one impression", found="<none>")
+    table = np.frombuffer(sums, dtype=np.float64).reshape(len(units), m_count, 2)
+    keep = np.ones(len(units), dtype=bool)
+    keep[list(mixed)] = False
+    names = sorted(variants, key=variants.__getitem__)
+    return UnitTable(
+        variants=names, metrics=metrics,
+        variant=np.frombuffer(unit_variant, dtype=np.int64)[keep].copy(),
+        num=table[keep, :, 0].T.copy(), den=table[keep, :, 1].T.copy(),
+        impressions=per_variant, mixed_units=len(mixed),
+    )
+
+
+def _contribution(name: MetricName, imp: Impression, source: str) -> float | None:
+    """The impression's numerator for the metric, or None when it does not count (its
+    denominator is then 0)."""
+    if name == "ctr":
+        return float(len(set(imp.click_positions)))
+    if name == "abandonment":
+        return 0.0 if imp.click_positions else 1.0
+    if name == "conversion":
+        if imp.conversion is None:
+            raise InputError(source=source, line=imp.line, record=imp.query_id,
+                             field="conversion", expected="true or false (--metric conversion)",
+                             found="<nothing>")
+        return 1.0 if imp.conversion else 0.0
+    # time-to-click
+    if not imp.click_positions:
+        return None
+    if imp.ts is None:
+        raise InputError(source=source, line=imp.line, record=imp.query_id, field="ts",
+                         expected="the impression's timestamp (--metric time-to-click)",
+                         found="<nothing>")
+    stamps = []
+    for i, stamp in enumerate(imp.click_ts, start=1):
+        if stamp is None:
+            raise InputError(source=source, line=imp.line, record=imp.query_id,
+                             field=f"clicks[{i}].ts",
+                             expected="the click's timestamp (--metric time-to-click)",
+                             found="<nothing>")
+        stamps.append(stamp)
+    first = min(stamps)
+    seconds = (first - imp.ts).total_seconds()
+    if seconds < 0:
+        raise InputError(source=source, line=imp.line, record=imp.query_id, field="clicks[].ts",
+                         expected="clicks at or after the impression's ts",
+                         found=f"<a click {-seconds:g} s before it>")
+    return seconds
+
+
+@dataclass(frozen=True)
+class MetricReadout:
+    name: MetricName
+    values: dict[str, float]
+    units: dict[str, int]
+    delta: float
+    relative_delta: float | None
+    ci: tuple[float, float]
+    p_value: float
+    p_value_holm: float
+    std_error: float
+    mde: float
+    relative_mde: float | None
+    units_needed: int | None
+    units_still_needed: int | None
+    verdict: Verdict
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "variants": {v: _finite(x) for v, x in self.values.items()},
+            "delta": _finite(self.delta), "relative_delta": _finite(self.relative_delta),
+            "ci": [_finite(self.ci[0]), _finite(self.ci[1])], "p_value": self.p_value,
+            "p_value_holm": self.p_value_holm, "std_error": _finite(self.std_error),
+            "mde": _finite(self.mde), "relative_mde": _finite(self.relative_mde),
+            "units_needed_per_variant": self.units_needed,
+            "units_still_needed_per_variant": self.units_still_needed,
+            "better": "higher" if METRICS[self.name].higher_is_better else "lower",
+            "definition": METRICS[self.name].description, "verdict": self.verdict,
+        }
+
+
+@dataclass(frozen=True)
+class ABReadout:
+    """The readout: ``blocked`` readouts carry the reasons and no metric verdicts to act on."""
+
+    config: ABConfig
+    control: str
+    treatment: str
+    units: dict[str, int]
+    impressions: dict[str, int]
+    mixed_units: int
+    srm_p_value: float
+    srm_ok: bool
+    expected_share: dict[str, float]
+    metrics: dict[str, MetricReadout]
+    verdict: Verdict
+    reasons: list[str]
+
+    @property
+    def blocked(self) -> bool:
+        return self.verdict == "blocked"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "reasons": self.reasons,
+            "control": self.control,
+            "treatment": self.treatment,
+            "unit": self.config.unit,
+            "units": self.units,
+            "impressions": self.impressions,
+            "mixed_units_excluded": self.mixed_units,
+            "srm": {"p_value": self.srm_p_value, "ok": self.srm_ok,
+                    "expected_share": self.expected_share, "threshold": self.config.srm_alpha,
+                    "test": "chi-square goodness of fit of units per variant"},
+            "metrics": {name: m.to_dict() for name, m in self.metrics.items()},
+            "method": "per-unit sums; ratio of sums per variant; delta-method standard errors "
+                      "(clustered by unit); two-sided z-test; Holm across metrics",
+            "config": self.config.to_dict(),
+        }
+
+
+def readout(table: UnitTable, config: ABConfig, *, source: str = "<log>") -> ABReadout:
+    """Compare the treatment with the control on every metric of ``table``."""
+    import numpy as np
+    from scipy import stats
+
+    from recallwatch.stats import holm
+
+    if len(table.variants) != 2:
+        raise InputError(source=source, field="variant",
+                         expected="exactly two variants in an A/B log",
+                         found=f"<{len(table.variants)}: {', '.join(table.variants)}>")
+    control = config.control or ("A" if "A" in table.variants else sorted(table.variants)[0])
+    if control not in table.variants:
+        raise UsageError(f"--control {control!r} is not a variant of the log; variants: "
+                         f"{', '.join(table.variants)}")
+    treatment = next(v for v in table.variants if v != control)
+    c_index, t_index = table.variants.index(control), table.variants.index(treatment)
+    order = [control, treatment]
+    counts = {v: int(np.sum(table.variant == table.variants.index(v))) for v in order}
+    share = {v: _expected_share(config, table.variants)[v] for v in order}
+    observed = np.array([counts[v] for v in order], dtype=np.float64)
+    expected = observed.sum() * np.array([share[v] for v in order])
+    srm_p = float(stats.chisquare(observed, expected).pvalue) if observed.sum() else 1.0
+    srm_ok = srm_p >= config.srm_alpha
+
+    z_alpha = float(stats.norm.isf(config.alpha / 2.0))
+    z_power = float(stats.norm.ppf(config.power))
+    raw: list[dict[str, Any]] = []
+    for m, name in enumerate(table.metrics):
+        est = {}
+        for label, index in ((control, c_index), (treatment, t_index)):
+            mask = table.variant == index
+            est[label] = _ratio(table.num[m][mask], table.den[m][mask])
+        (r_c, var_c, unit_var_c, n_c), (r_t, var_t, unit_var_t, n_t) = est[control], est[treatment]
+        delta = r_t - r_c
+        se = math.sqrt(var_c + var_t) if math.isfinite(var_c + var_t) else math.inf
+        if se > 0.0 and math.isfinite(se):
+            p = float(2.0 * stats.norm.sf(abs(delta) / se))
+        else:
+            p = 1.0 if delta == 0.0 or not math.isfinite(se) else 0.0
+        target = config.min_effect * abs(r_c)
+        needed: int | None = None
+        if target > 0.0 and math.isfinite(unit_var_c + unit_var_t):
+            needed = max(2, math.ceil((z_alpha + z_power) ** 2 * (unit_var_c + unit_var_t)
+                                      / target**2))
+        raw.append({
+            "name": name, "values": {control: r_c, treatment: r_t},
+            "units": {control: n_c, treatment: n_t}, "delta": delta,
+            "relative": delta / r_c if r_c else None,
+            "ci": (delta - z_alpha * se, delta + z_alpha * se), "p": p, "se": se,
+            "mde": (z_alpha + z_power) * se, "needed": needed,
+            "still": None if needed is None else max(0, needed - min(n_c, n_t)),
+            "r_c": r_c,
+        })
+    adjusted = holm([r["p"] for r in raw]).tolist()
+    metrics: dict[str, MetricReadout] = {}
+    for r, p_holm in zip(raw, adjusted):
+        name = r["name"]
+        significant = p_holm <= config.alpha
+        improving = (r["delta"] > 0) == METRICS[name].higher_is_better
+        verdict: Verdict
+        if significant and r["delta"] != 0:
+            verdict = "better" if improving else "worse"
+        elif r["still"] == 0:
+            verdict = "no difference"
+        else:
+            verdict = "inconclusive"
+        metrics[name] = MetricReadout(
+            name=name, values=r["values"], units=r["units"], delta=r["delta"],
+            relative_delta=r["relative"], ci=r["ci"], p_value=r["p"], p_value_holm=p_holm,
+            std_error=r["se"], mde=r["mde"],
+            relative_mde=r["mde"] / abs(r["r_c"]) if r["r_c"] else None,
+            units_needed=r["needed"], units_still_needed=r["still"], verdict=verdict,
+        )
+
+    reasons: list[str] = []
+    if table.mixed_units:
+        reasons.append(f"{table.mixed_units} {config.unit}s appeared in both variants and were "
+                       "left out (check the assignment)")
+    blocked = False
+    if not srm_ok:
+        blocked = True
+        shares = ", ".join(f"{v} {counts[v]} ({counts[v] / observed.sum():.1%}, expected "
+                           f"{share[v]:.1%})" for v in order)
+        reasons.append(f"sample-ratio mismatch: {config.unit}s per variant {shares}, chi-square "
+                       f"p = {srm_p:.2g} < {config.srm_alpha:g}; the split or the logging is "
+                       "broken, so no difference can be trusted")
+    small = [v for v in order if counts[v] < config.min_units]
+    if small:
+        blocked = True
+        reasons.append("too few units: " + ", ".join(f"{v} has {counts[v]} {config.unit}s"
+                                                     for v in small)
+                       + f" (at least {config.min_units} per variant)")
+    overall: Verdict
+    if blocked:
+        overall = "blocked"
+    else:
+        verdicts = {m.verdict for m in metrics.values()}
+        if {"better", "worse"} <= verdicts:
+            overall = "mixed"
+        elif "worse" in verdicts:
+            overall = "worse"
+        elif "better" in verdicts:
+            overall = "better"
+        elif verdicts == {"no difference"}:
+            overall = "no difference"
+        else:
+            overall = "inconclusive"
+        for res in metrics.values():
+            if res.verdict in ("better", "worse"):
+                reasons.append(f"{res.name}: {treatment} is {res.verdict} "
+                               f"({res.values[control]:.4g} → {res.values[treatment]:.4g}, "
+                               f"p (Holm) = {res.p_value_holm:.2g})")
+            elif res.verdict == "inconclusive" and res.units_still_needed is not None:
+                reasons.append(f"{res.name}: no significant difference yet; about "
+                               f"{res.units_still_needed} more {config.unit}s per variant are "
+                               f"needed to detect a {config.min_effect:.0%} change")
+            elif res.verdict == "no difference" and res.relative_mde is not None:
+                reasons.append(f"{res.name}: no significant difference, and a change of "
+                               f"{config.min_effect:.0%} would have been detected (the "
+                               f"smallest detectable is {res.relative_mde:.1%})")
+    return ABReadout(
+        config=config, control=control, treatment=treatment, units=counts,
+        impressions={v: table.impressions.get(v, 0) for v in order},
+        mixed_units=table.mixed_units, srm_p_value=srm_p, srm_ok=srm_ok, expected_share=share,
+        metrics=metrics, verdict=overall, reasons=reasons,
+    )
+
+
+def _finite(x: float | None) -> float | None:
+    """JSON has no NaN or infinity: an undefined figure is null."""
+    return x if x is not None and math.isfinite(x) else None
+
+
+def _expected_share(config: ABConfig, variants: list[str]) -> dict[str, float]:
+    if config.split is None:
+        return {v: 1.0 / len(variants) for v in variants}
+    unknown = sorted(set(config.split) - set(variants))
+    missing = sorted(set(variants) - set(config.split))
+    if unknown or missing:
+        raise UsageError(f"--split must name exactly the variants of the log "
+                         f"({', '.join(variants)}); found {', '.join(sorted(config.split))}")
+    total = sum(config.split.values())
+    if not total > 0 or any(not s > 0 for s in config.split.values()):
+        raise UsageError("--split shares must be positive")
+    return {v: config.split[v] / total for v in variants}
+
+
+def _ratio(num: np.ndarray[Any, Any], den: np.ndarray[Any, Any]
+           ) -> tuple[float, float, float, int]:
+    """Ratio of sums, its delta-method variance, the per-unit variance (variance × units) and
+    the number of units."""
+    import numpy as np
+
+    n = int(num.size)
+    total = float(den.sum())
+    if n == 0 or total == 0.0:
+        return math.nan, math.inf, math.inf, n
+    r = float(num.sum()) / total
+    if n < 2:
+        return r, math.inf, math.inf, n
+    mean_den = total / n
+    cov = np.cov(num, den, ddof=1)
+    unit_var = float(cov[0, 0] - 2.0 * r * cov[0, 1] + r * r * cov[1, 1]) / mean_den**2
+    unit_var = max(unit_var, 0.0)
+    return r, unit_var / n, unit_var, n

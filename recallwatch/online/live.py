@@ -1,0 +1,93 @@
+"""Live signals over a time window of an interaction log: the production health of search.
+
+A pure function of the impressions (no store, no clock): the monitor (issue 15, part 5) feeds it
+the latest window of the log and alarms on the figures. Definitions match the A/B readout's:
+
+- no-result rate: share of impressions that showed nothing;
+- CTR (click-through rate): clicked results per impression;
+- abandonment: share of impressions without a click (no-result impressions included);
+- latency p50 / p95 / p99: percentiles of ``latency_ms`` over the impressions that logged it.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from recallwatch.errors import InputError, UsageError
+
+if TYPE_CHECKING:
+    from recallwatch.online.log import Impression
+
+__all__ = ["LiveSignals", "live_signals"]
+
+
+@dataclass(frozen=True)
+class LiveSignals:
+    """The signals of one window; rates are None when the window holds no impression."""
+
+    start: datetime | None
+    end: datetime | None
+    impressions: int
+    no_result_rate: float | None
+    ctr: float | None
+    abandonment: float | None
+    latency_ms: dict[str, float] | None  # p50, p95, p99; None when no latency was logged
+    latency_count: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "window": {"start": None if self.start is None else self.start.isoformat(),
+                       "end": None if self.end is None else self.end.isoformat()},
+            "impressions": self.impressions, "no_result_rate": self.no_result_rate,
+            "ctr": self.ctr, "abandonment": self.abandonment, "latency_ms": self.latency_ms,
+            "latency_count": self.latency_count,
+        }
+
+
+def live_signals(impressions: Iterable[Impression], *, start: datetime | None = None,
+                 end: datetime | None = None, source: str = "<log>") -> LiveSignals:
+    """Signals of the impressions with ``start <= ts < end`` (all of them when no bound is
+    given). With a bound, every impression must carry ``ts``. Streams; memory is one float per
+    impression with a latency."""
+    import numpy as np
+
+    for bound in (start, end):
+        if bound is not None and bound.tzinfo is None:
+            raise UsageError("window bounds must be timezone-aware datetimes")
+    if start is not None and end is not None and not start < end:
+        raise UsageError(f"the window is empty: start {start} is not before end {end}")
+    windowed = start is not None or end is not None
+    n = empty = clicks = abandoned = 0
+    latencies = array("d")
+    for imp in impressions:
+        if windowed:
+            if imp.ts is None:
+                raise InputError(source=source, line=imp.line, record=imp.query_id, field="ts",
+                                 expected="a timestamp on every impression (a time window was "
+                                 "asked for)", found="<nothing>")
+            if (start is not None and imp.ts < start) or (end is not None and imp.ts >= end):
+                continue
+        n += 1
+        if not imp.shown:
+            empty += 1
+        clicked = len(set(imp.click_positions))
+        clicks += clicked
+        if not clicked:
+            abandoned += 1
+        if imp.latency_ms is not None:
+            latencies.append(imp.latency_ms)
+    latency = None
+    if latencies:
+        values = np.frombuffer(latencies, dtype=np.float64)
+        p50, p95, p99 = np.percentile(values, [50, 95, 99]).tolist()
+        latency = {"p50": p50, "p95": p95, "p99": p99}
+    return LiveSignals(
+        start=start, end=end, impressions=n,
+        no_result_rate=empty / n if n else None, ctr=clicks / n if n else None,
+        abandonment=abandoned / n if n else None, latency_ms=latency,
+        latency_count=len(latencies),
+    )

@@ -1,0 +1,90 @@
+"""Recall of the live index against exact search, on probe vectors: what the monitor and the
+reindex measure. Recall here is overlap with the exact top-k of the same store
+(:func:`recallwatch.bench.truth.id_recall`), not relevance."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from recallwatch.errors import InputError, StoreError, UsageError
+from recallwatch.ops.probes import ProbeSet
+
+if TYPE_CHECKING:
+    from recallwatch.embedders.base import Fingerprint
+    from recallwatch.stores.base import VectorStore
+
+__all__ = ["probe_vectors", "recall_vs_exact"]
+
+
+def probe_vectors(probes: ProbeSet, store: VectorStore) -> tuple[np.ndarray, Fingerprint | None]:
+    """The probes as query vectors, and the fingerprint of the embedder behind them.
+
+    Text probes are embedded with the embedder that built the index (its spec and fingerprint
+    are in the store's metadata, written at ingestion); vector probes are taken as they are, with
+    the store's fingerprint."""
+    from recallwatch.embedders.base import (
+        FINGERPRINT_META_KEY,
+        SPEC_META_KEY,
+        Fingerprint,
+        check_fingerprint,
+        fingerprint_of,
+    )
+
+    stored = store.get_meta(FINGERPRINT_META_KEY)
+    built_with = Fingerprint.from_dict(stored) if isinstance(stored, dict) else None
+    if probes.vectors is not None:
+        return probes.vectors, built_with
+    spec = store.get_meta(SPEC_META_KEY)
+    if not isinstance(spec, str):
+        raise UsageError(f"{store.uri} does not record the embedder that built it (no "
+                         f"{SPEC_META_KEY!r} in its metadata): give the probes as a .npy file of "
+                         "query vectors instead of texts")
+    from recallwatch.embedders import embedder_from_spec
+
+    embedder = embedder_from_spec(spec)
+    fp = fingerprint_of(embedder)
+    check_fingerprint(built_with, fp, index=store.uri)
+    vectors = np.asarray(embedder.embed_queries(list(probes.texts)), dtype=np.float32)
+    return vectors, fp
+
+
+def recall_vs_exact(
+    store: VectorStore, vectors: np.ndarray, k: int, *, exact_store: VectorStore | None = None,
+    failures: list[str] | None = None,
+) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """Per probe: recall@k of ``store``'s live search against exact search (on ``exact_store``,
+    default the same store), the live latency in seconds, and the live result counts. With a
+    ``failures`` list, a live search that fails (StoreError) counts as finding nothing and its
+    message is added there; without, it is raised."""
+    from recallwatch.bench.truth import id_recall
+
+    if k < 1:
+        raise InputError(field="k", expected="a positive integer", found=k)
+    live, seconds = [], np.empty(len(vectors), dtype=np.float64)
+    for i, row in enumerate(vectors):
+        t0 = time.perf_counter()
+        try:
+            live.append(store.search(row[None, :], k)[0].ids)
+        except StoreError as exc:
+            if failures is None:
+                raise
+            failures.append(str(exc))
+            live.append([])
+        seconds[i] = time.perf_counter() - t0
+    exact = [h.ids for h in (exact_store or store).search(vectors, k, exact=True)]
+    vocab: dict[str, int] = {}
+    # no wider than the longest answer: k may exceed the rows there are (the stores clamp it)
+    width = max(1, max((len(ids) for ids in (*live, *exact)), default=0))
+
+    def encode(rows: list[list[str]]) -> np.ndarray:
+        out = np.full((len(rows), width), -1, dtype=np.int64)
+        for r, ids in enumerate(rows):
+            for c, cid in enumerate(ids[:width]):
+                out[r, c] = vocab.setdefault(cid, len(vocab))
+        return out
+
+    recalls = id_recall(encode(live), encode(exact), k)
+    return recalls, seconds, [len(ids) for ids in live]

