@@ -278,9 +278,10 @@ def whole_process(directory: Path, rounds: int, baseline: Path | None = None,
     }
     if baseline is not None:  # the same command on another checkout (e.g. before a change)
         envs["rw-before"] = {**base_env, "PYTHONPATH": str(baseline), "RECALLWATCH_CACHE": "0"}
-        argv["rw-before"] = [sys.executable, "-c", "import sys; from recallwatch.cli import main;"
-                             " sys.exit(main())", "eval", str(qrels), str(run), *measures,
-                             "--format", "json"]
+        # -P: no working directory on sys.path, so PYTHONPATH alone picks the checkout
+        argv["rw-before"] = [sys.executable, "-P", "-c", "import sys; from recallwatch.cli "
+                             "import main; sys.exit(main())", "eval", str(qrels), str(run),
+                             *measures, "--format", "json"]
     # In a child: a forked child's peak RSS counts what its parent held when it forked (Linux
     # keeps the high-water mark across exec), so this parent must stay small.
     subprocess.run([sys.executable, __file__, "--check-values", "--dir", str(directory)],
