@@ -43,10 +43,10 @@ if TYPE_CHECKING:
     import lance
     from lance.dataset import Index
     from lancedb.index import IvfHnswSq, IvfPq
-    from lancedb.table import Table as LanceTable
 
     from recallwatch.stores.base import VectorStore
     from recallwatch.stores.lancedb import LanceStore
+    from recallwatch.stores.lancedb_read import ReadTable
 
 __all__ = [
     "PREVIOUS_TAG",
@@ -68,12 +68,12 @@ _LOOKBACK = 1000
 _REINDEX_UNINDEXED_SHARE = 0.2
 
 
-def vector_index(tbl: LanceTable) -> Any:
-    """LanceDB's listing of the table's vector index, or None."""
+def vector_index(tbl: ReadTable) -> Any:
+    """The listing of the table's vector index, or None."""
     return next((i for i in tbl.list_indices() if "vector" in i.columns), None)
 
 
-def needs_index(tbl: LanceTable, threshold: int) -> bool:
+def needs_index(tbl: ReadTable, threshold: int) -> bool:
     """Whether a write left the table big enough for an ANN index to pay off and without one
     that covers it: none yet, or too many rows outside it."""
     rows = tbl.count_rows()
