@@ -129,7 +129,10 @@ def exact_candidates(
             kept_ids, kept_vectors, kept_scores = best[n]
             pool_ids = kept_ids + ids
             pool_scores = np.concatenate([kept_scores, scores[n]])
-            chosen = top_k_positions(pool_ids, pool_scores, k)
-            pool_vectors = np.concatenate([kept_vectors, stored]) if kept_ids else stored
-            best[n] = ([pool_ids[i] for i in chosen], pool_vectors[chosen], pool_scores[chosen])
+            take = np.asarray(top_k_positions(pool_ids, pool_scores, k), dtype=np.int64)
+            kept = take < len(kept_ids)  # gather the chosen rows only: no copy of the block
+            chosen_vectors = np.empty((len(take), dim), dtype=stored.dtype)
+            chosen_vectors[kept] = kept_vectors[take[kept]]
+            chosen_vectors[~kept] = stored[take[~kept] - len(kept_ids)]
+            best[n] = ([pool_ids[i] for i in take], chosen_vectors, pool_scores[take])
     return [(ids, vectors) for ids, vectors, _ in best]
