@@ -20,8 +20,8 @@ Timed, per tool:
 Whole processes (``--whole-process``), what a user waits for at the prompt, rounds interleaved:
   rw-cold       `recallwatch eval QRELS RUN -m ... --format json`, run cache off
   rw-warm       the same with the run already in the binary cache (RECALLWATCH_CACHE_DIR)
-  rw-parquet    the same run as Parquet, read by `Run.read` (the library: the CLI change is a
-                proposal, so this child calls what the CLI would)
+  rw-parquet    the same run as Parquet, read by `Run.read` (what `recallwatch eval` calls),
+                evaluated in a small Python child
   rw-before     (with --baseline DIR) the same command with another checkout's code
   pytrec-files  a Python process that parses both files with pytrec_eval's own parsers
                 (parse_qrel, parse_run) and evaluates; it also reports the time of

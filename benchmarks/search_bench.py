@@ -5,9 +5,9 @@
 
 Uses the store gate_bench.py built in DIR/kb and the same synthetic queries (same generator and
 seeds), and a copy of it, DIR/kb-indexed, whose ANN index covers every row (``optimize()``): the
-LanceDB adapter rebuilds its index only once 20 % of the rows are outside it, and every query
-scans the rows outside it flat. That copy is the prototype of the proposal for stores/lancedb.py
-(being restructured on another branch): index what an ingestion added, at the end of it.
+LanceDB adapter rebuilds its index only once 20 % of the rows are outside it, and searches the
+rows outside it with one exact scan per block of queries (LanceDB alone would scan them once per
+query). The copy shows what indexing every row would add.
 
 For each store, in rounds that alternate them, the gate runs its retrieval the way
 ``recallwatch gate`` does (``StoreSource``): times per query for embedding the queries, the ANN

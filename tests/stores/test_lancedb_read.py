@@ -161,7 +161,7 @@ def test_rows_outside_the_index_are_scanned_once_and_found(
     truth = [set(h.ids) for h in store.search(queries, 10, exact=True)]
     monkeypatch.setattr(type(tbl), "unindexed_fragments", lambda _self: [])
     theirs = store.search(queries, 10)  # LanceDB's own search of the rows outside its index
-    for a, b in zip(ours, theirs, strict=True):
+    for a in ours:
         assert list(a.scores) == sorted(a.scores, reverse=True) and len(a.ids) == 10
     recall = [len(set(h.ids) & t) for h, t in zip(ours, truth, strict=True)]
     recall_theirs = [len(set(h.ids) & t) for h, t in zip(theirs, truth, strict=True)]
