@@ -247,7 +247,9 @@ class LanceStore(SupportsVectors, SupportsContentHashes, SupportsMetaUpdate, Sup
             extra = exact_candidates(tbl, block, k, predicate, outside) if outside else None
             for n, row in enumerate(block):
                 rows = np.flatnonzero(owner == n)
-                found, vectors = [ids[i] for i in rows], stored[rows]
+                found = [ids[i] for i in rows]
+                vectors = stored[rows] if len(rows) else np.empty((0, queries.shape[1]),
+                                                                  dtype=np.float32)
                 if extra is not None and extra[n][0]:
                     found = found + extra[n][0]
                     vectors = np.concatenate([vectors, extra[n][1]])

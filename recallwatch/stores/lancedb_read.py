@@ -24,7 +24,7 @@ scores LanceDB's hits, so both paths give the same hits, in the same order, with
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -40,13 +40,18 @@ __all__ = ["ReadTable", "exact_candidates"]
 _SCAN_BLOCK = 8192  # stored vectors scored at a time: 8192 x 512 float64 is 32 MB
 
 
-class _IndexInfo(NamedTuple):
+class _IndexInfo:
     """What the adapter reads of an index, in the shape of LanceDB's ``IndexConfig``."""
 
-    name: str
-    index_type: str
-    columns: list[str]
-    num_unindexed_rows: int  # rows written after the index was built (searched flat)
+    def __init__(self, ds: lance.LanceDataset, name: str, index_type: str,
+                 columns: list[str]) -> None:
+        self._ds, self.name, self.index_type, self.columns = ds, name, index_type, columns
+
+    @property
+    def num_unindexed_rows(self) -> int:
+        """Rows written after the index was built (LanceDB's figure, from the same statistics);
+        asked for only when a write decides whether to rebuild."""
+        return int(self._ds.stats.index_stats(self.name).get("num_unindexed_rows", 0) or 0)
 
 
 class ReadTable:
@@ -79,9 +84,7 @@ class ReadTable:
         return [dict(v) for v in self.ds.versions()]
 
     def list_indices(self) -> list[_IndexInfo]:
-        rows = self.count_rows()
-        return [_IndexInfo(d.name, d.index_type, list(d.field_names),
-                           max(0, rows - int(d.num_rows_indexed)))
+        return [_IndexInfo(self.ds, d.name, d.index_type, list(d.field_names))
                 for d in self.ds.describe_indices()]
 
     def unindexed_fragments(self) -> list[Any]:
