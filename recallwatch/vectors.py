@@ -18,7 +18,7 @@ from typing import TypeVar
 
 import numpy as np
 
-__all__ = ["cosine_pairs", "cosine_scores", "normalise", "top_k", "top_k_rows"]
+__all__ = ["cosine_pairs", "cosine_scores", "normalise", "top_k", "top_k_positions", "top_k_rows"]
 
 _Id = TypeVar("_Id", str, int)
 _BLOCK = 16384  # rows converted to float64 at a time
@@ -73,19 +73,25 @@ def top_k(ids: Sequence[_Id], scores: np.ndarray, k: int) -> tuple[list[_Id], np
     """The ``k`` best of one row of scores, by the tie rule above: their ids and their scores
     (float32, non-increasing)."""
     values = np.asarray(scores, dtype=np.float32).reshape(-1)
+    order = top_k_positions(ids, values, k)
+    return [ids[i] for i in order], values[order]
+
+
+def top_k_positions(ids: Sequence[_Id], scores: np.ndarray, k: int) -> list[int]:
+    """The positions of :func:`top_k`'s choice, best first."""
+    values = np.asarray(scores, dtype=np.float32).reshape(-1)
     if len(ids) != len(values):
         raise ValueError(f"top_k: {len(ids)} ids but {len(values)} scores")
     n = len(values)
     k = max(0, min(k, n))
     if k == 0:
-        return [], np.empty(0, dtype=np.float32)
+        return []
     candidates: Sequence[int] = range(n)
     if k < n:
         # everything scoring at least the k-th best, ties included, then the exact order
         kth = np.partition(values, n - k)[n - k]
         candidates = np.flatnonzero(values >= kth).tolist()
-    order = sorted(candidates, key=lambda i: (-float(values[i]), ids[i]))[:k]
-    return [ids[i] for i in order], values[order]
+    return sorted(candidates, key=lambda i: (-float(values[i]), ids[i]))[:k]
 
 
 def top_k_rows(scores: np.ndarray, k: int, ids: np.ndarray | None = None) -> np.ndarray:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,3 +23,16 @@ def cranfield_dir() -> Path:
         pytest.skip(f"Cranfield collection not found at {CRANFIELD} "
                     "(it is not copied into the repo)")
     return CRANFIELD
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """recallwatch's user cache (parsed runs, the USE model) under the test run's temporary
+    directory, never in the home of whoever runs the tests."""
+    before = os.environ.get("RECALLWATCH_CACHE_DIR")
+    os.environ["RECALLWATCH_CACHE_DIR"] = str(tmp_path_factory.mktemp("recallwatch-cache"))
+    yield
+    if before is None:
+        os.environ.pop("RECALLWATCH_CACHE_DIR", None)
+    else:
+        os.environ["RECALLWATCH_CACHE_DIR"] = before

@@ -39,6 +39,8 @@ LAYERS: dict[str, int] = {
     "recallwatch.records": 0,
     "recallwatch.vectors": 0,
     "recallwatch._http": 0,
+    "recallwatch._blas": 0,
+    "recallwatch._usercache": 0,
     "recallwatch.formats": 1,
     "recallwatch.metrics": 2,
     "recallwatch.stats": 3,

@@ -29,8 +29,10 @@ class CIChoice(str, Enum):
 def compare(
     qrels: Annotated[Path, typer.Argument(
         help="TREC qrels file (qid 0 docid rel), optionally gzip.")],
-    run_a: Annotated[Path, typer.Argument(help="Run A, the baseline (TREC run file).")],
-    run_b: Annotated[Path, typer.Argument(help="Run B, the candidate (TREC run file).")],
+    run_a: Annotated[Path, typer.Argument(
+        help="Run A, the baseline (TREC run file, or Parquet/Arrow).")],
+    run_b: Annotated[Path, typer.Argument(
+        help="Run B, the candidate (TREC run file, or Parquet/Arrow).")],
     measure: Measures,
     test: Annotated[TestChoice, typer.Option(
         "--test", help="Paired significance test.")] = TestChoice.randomization,
@@ -82,7 +84,7 @@ def compare(
     from recallwatch.stats import compare as run_compare
 
     result = run_compare(
-        Qrels.from_trec(qrels), Run.from_trec(run_a), Run.from_trec(run_b), measure,
+        Qrels.from_trec(qrels), Run.read(run_a), Run.read(run_b), measure,
         test=test.value, seed=seed, n_resamples=resamples, alpha=alpha, ci_method=ci.value,
         tie_tolerance=tie_tolerance, power=power,
     )

@@ -22,20 +22,21 @@ def eval_command(
     qrels: Annotated[Path, typer.Argument(
         help="TREC qrels file 'qid iter docid rel' (plain or .gz).")],
     run: Annotated[Path, typer.Argument(
-        help="TREC run file 'qid Q0 docid rank score tag' (plain or .gz).")],
+        help="TREC run file 'qid Q0 docid rank score tag' (plain or .gz), or a Parquet or "
+        "Arrow file (.parquet, .arrow, .feather) with columns qid, docid and score.")],
     measure: Measures,
     per_query: Annotated[bool, typer.Option(
         "--per-query", help="Also print each query's values.")] = False,
     output_format: EvalFormat = "table",
 ) -> None:
-    """Evaluate a TREC run against qrels (trec_eval -c semantics)."""
+    """Evaluate a run against TREC qrels (trec_eval -c semantics)."""
     from recallwatch.errors import UsageError
     from recallwatch.metrics import Qrels, Run, evaluate, parse_measure
 
     if output_format not in ("table", "json", "tsv"):
         raise UsageError(f"--format must be table, json or tsv, found {output_format!r}")
     measures = [parse_measure(m) for m in measure]  # bad names fail before any file is read
-    result = evaluate(Qrels.from_trec(qrels), Run.from_trec(run), measures)
+    result = evaluate(Qrels.from_trec(qrels), Run.read(run), measures)
     if output_format == "json":
         typer.echo(json.dumps(result.to_json(per_query=per_query), indent=2))
     elif output_format == "tsv":

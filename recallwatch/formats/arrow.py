@@ -3,12 +3,18 @@ pandas, string arrays)."""
 
 from __future__ import annotations
 
+import ctypes
+import functools
+import os
+import stat as stat_mode
+from collections.abc import Callable
+from io import BufferedIOBase, RawIOBase
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["arrow_owned", "strings", "to_numpy"]
+__all__ = ["arrow_owned", "contains_byte", "from_numpy", "read_owned", "strings", "to_numpy"]
 
 
 def arrow_owned(data: bytes | memoryview | np.ndarray[Any, Any]) -> pa.Buffer:
@@ -32,6 +38,55 @@ def arrow_owned(data: bytes | memoryview | np.ndarray[Any, Any]) -> pa.Buffer:
     return buffer
 
 
+def read_owned(stream: BufferedIOBase | RawIOBase) -> pa.Buffer | None:
+    """The rest of a regular file, read straight into memory Arrow owns (one copy, not two);
+    None when ``stream`` is not a regular file or changes size while it is read."""
+    try:
+        info = os.fstat(stream.fileno())
+        if not stat_mode.S_ISREG(info.st_mode):
+            return None
+        size = info.st_size - stream.tell()
+    except (OSError, AttributeError, ValueError):
+        return None
+    if size < 0:
+        return None
+    buffer = pa.allocate_buffer(size)
+    view = memoryview(buffer).cast("B")
+    done = 0
+    while done < size:
+        n = stream.readinto(view[done:])
+        if not n:
+            return None  # shrank while read
+        done += n
+    if stream.read(1):
+        return None  # grew while read
+    return buffer
+
+
+@functools.cache
+def _memchr() -> Callable[[int, int, int], int | None] | None:
+    try:
+        memchr = ctypes.CDLL(None).memchr
+    except (OSError, AttributeError, TypeError):  # no C library to look in (Windows)
+        return None
+    memchr.restype = ctypes.c_void_p
+    memchr.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
+    return memchr
+
+
+def contains_byte(buffer: pa.Buffer, byte: int) -> bool:
+    """Whether ``byte`` occurs in ``buffer``: C's ``memchr`` (what ``bytes.__contains__`` uses),
+    at memory speed and without copying the buffer into a ``bytes`` object."""
+    if buffer.size == 0:
+        return False
+    memchr = _memchr()
+    if memchr is not None:
+        return memchr(buffer.address, byte, buffer.size) is not None
+    data = np.frombuffer(buffer, dtype=np.uint8)
+    step = 1 << 22
+    return any(bool((data[i:i + step] == byte).any()) for i in range(0, len(data), step))
+
+
 def to_numpy(array: pa.Array | pa.ChunkedArray, fill: Any = None) -> np.ndarray[Any, Any]:
     """The values of a primitive Arrow array as numpy, nulls replaced by ``fill``.
 
@@ -39,6 +94,9 @@ def to_numpy(array: pa.Array | pa.ChunkedArray, fill: Any = None) -> np.ndarray[
     the buffers directly does not.
     """
     if isinstance(array, pa.ChunkedArray):
+        if array.num_chunks > 1 and not array.null_count:
+            # numpy concatenates into numpy memory: one copy, no Arrow intermediate
+            return np.concatenate([to_numpy(chunk) for chunk in array.chunks])
         array = array.combine_chunks()
     dtype = np.dtype(array.type.to_pandas_dtype())
     validity, buffer = array.buffers()[:2]
@@ -52,6 +110,19 @@ def to_numpy(array: pa.Array | pa.ChunkedArray, fill: Any = None) -> np.ndarray[
         bits = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")
         values = np.where(bits[offset : offset + n].astype(bool), values, fill)
     return values
+
+
+def from_numpy(values: np.ndarray[Any, Any]) -> pa.Array:
+    """A 1-D numpy array of numbers or booleans as an Arrow array, in Arrow-owned memory.
+
+    ``pa.array`` would import pandas (about a second) to rule out pandas input.
+    """
+    values = np.ascontiguousarray(values)
+    if values.dtype == np.bool_:
+        bits = np.packbits(values, bitorder="little")
+        return pa.Array.from_buffers(pa.bool_(), len(values), [None, arrow_owned(bits)])
+    kind = pa.from_numpy_dtype(values.dtype)
+    return pa.Array.from_buffers(kind, len(values), [None, arrow_owned(values)])
 
 
 def strings(values: list[Any]) -> pa.Array:

@@ -22,6 +22,7 @@ value (``_LAYOUTS``, ``_INTEGER``, ``_DECIMAL``), kept side by side so that they
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import itertools
 import math
@@ -38,7 +39,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from recallwatch.errors import InputError
-from recallwatch.formats.arrow import arrow_owned, to_numpy
+from recallwatch.formats.arrow import arrow_owned, contains_byte, read_owned, to_numpy
 
 __all__ = [
     "TrecKind",
@@ -108,6 +109,7 @@ class TrecTable:
     doc_ids: pa.Array  # string
     values: np.ndarray[Any, Any]  # int64 grades (qrels) or float64 scores (run)
     source: str
+    sha256: str | None = None  # of the file's bytes as stored (asked for with digest=True)
 
     def __len__(self) -> int:
         return len(self.values)
@@ -118,20 +120,44 @@ def read_qrels(path: str | PathLike[str]) -> TrecTable:
     return _read(path, "qrels")
 
 
-def read_run(path: str | PathLike[str]) -> TrecTable:
+def read_run(path: str | PathLike[str], *, digest: bool = False) -> TrecTable:
     """Read a TREC run file (plain or gzip): ``qid Q0 docid rank score tag``.
 
     The rank column is ignored, as trec_eval ignores it: order comes from the scores. So is any
-    text after the tag.
+    text after the tag. ``digest``: also hash the bytes read (``TrecTable.sha256``), the very
+    bytes parsed, so the hash names exactly this table.
     """
-    return _read(path, "run")
+    return _read(path, "run", digest=digest)
 
 
 def _read_bytes(path: str | PathLike[str], kind: TrecKind) -> bytes:
+    data = _read_buffer(path, kind)[0]
+    return data if isinstance(data, bytes) else data.to_pybytes()
+
+
+def _read_buffer(
+    path: str | PathLike[str], kind: TrecKind, *, digest: bool = False
+) -> tuple[bytes | pa.Buffer, str | None]:
+    """The file's bytes (gzip decompressed, a byte-order mark dropped): a plain regular file
+    straight into Arrow-owned memory (read once, never copied), anything else as ``bytes``;
+    with ``digest``, the sha256 of the bytes as stored."""
     p = Path(path)
+    sha256 = None
     try:
         with p.open("rb") as f:
-            data = f.read()
+            owned = read_owned(f)
+            if owned is not None:
+                sha256 = hashlib.sha256(memoryview(owned)).hexdigest() if digest else None
+                head = owned[: len(_BOM)].to_pybytes()
+                if not head.startswith(_GZIP_MAGIC):
+                    # (the byte-order mark: see below)
+                    return (owned.slice(len(_BOM)) if head == _BOM else owned), sha256
+                data = owned.to_pybytes()
+            else:
+                if f.seekable():
+                    f.seek(0)
+                data = f.read()
+                sha256 = hashlib.sha256(data).hexdigest() if digest else None
     except FileNotFoundError:
         raise InputError(
             source=p, expected=f"a readable TREC {kind} file", found="<no such file>"
@@ -156,7 +182,7 @@ def _read_bytes(path: str | PathLike[str], kind: TrecKind) -> bytes:
                 hint="the data ends or breaks on this line",
             ) from None
     # Editors on Windows prepend a byte-order mark; it would otherwise join the first query id.
-    return data[len(_BOM) :] if data.startswith(_BOM) else data
+    return (data[len(_BOM) :] if data.startswith(_BOM) else data), sha256
 
 
 def _partial_gunzip(data: bytes) -> bytes:
@@ -171,20 +197,24 @@ def _partial_gunzip(data: bytes) -> bytes:
     return b"".join(out)
 
 
-def _read(path: str | PathLike[str], kind: TrecKind) -> TrecTable:
+def _read(path: str | PathLike[str], kind: TrecKind, *, digest: bool = False) -> TrecTable:
     layout = _LAYOUTS[kind]
     source = str(path)
-    data = _read_bytes(path, kind)
-    if not data or data.isspace():  # isspace stops at the first other byte; strip would copy
+    read, sha256 = _read_buffer(path, kind, digest=digest)
+    data = read if isinstance(read, pa.Buffer) else arrow_owned(read)
+    if _blank(data):
         raise InputError(
             source=source,
             expected=f"at least one line '{layout.example}'",
             found="<an empty file>",
         )
     # trec_eval forbids NUL bytes (its fields are C strings); a NUL is never legal here either.
-    columns = None if b"\0" in data else (_parse_fast(data, layout) or _parse_general(data, layout))
+    # The fast path never accepts one (it refuses control bytes in fields).
+    columns = _parse_fast(data, layout)
+    if columns is None and not contains_byte(data, 0):
+        columns = _parse_general(data.to_pybytes(), layout)
     if columns is None or (kind == "run" and not np.isfinite(columns[2]).all()):
-        raise _locate_error(data, source, layout) or InputError(
+        raise _locate_error(data.to_pybytes(), source, layout) or InputError(
             source=source,
             expected=f"lines '{layout.example}'",
             found="<a line recallwatch could not locate>",
@@ -197,37 +227,70 @@ def _read(path: str | PathLike[str], kind: TrecKind) -> TrecTable:
             expected=f"at least one line '{layout.example}'",
             found="<only comments and blank lines>",
         )
-    return TrecTable(qids, docids, values, source)
+    return TrecTable(qids, docids, values, source, sha256)
 
 
 _Columns = tuple[pa.Array, pa.Array, np.ndarray[Any, Any]]
 
 
-def _parse_fast(data: bytes, layout: _Layout) -> _Columns | None:
+def _blank(data: pa.Buffer) -> bool:
+    """Whether the file holds only whitespace (looking no further than its first other byte)."""
+    head = data[:4096].to_pybytes()
+    return not head or (head.isspace() and (len(head) == data.size or data.to_pybytes().isspace()))
+
+
+def _parse_fast(data: bytes | pa.Buffer, layout: _Layout) -> _Columns | None:
     """The common case, one space or tab between fields: pyarrow's CSV reader alone.
 
     None when the file needs more than that, never a wrong table: every shape a single-space
     CSV parse would misread is excluded by a memchr-speed test first, or detected after.
     """
-    if b"\t" in data or b"\x0b" in data or b"\x0c" in data:
-        data = data.translate(_TABS_TO_SPACES)  # any isspace byte separates fields
-    if b"\r" in data and _has_lone_cr(data):
+    if isinstance(data, bytes):
+        data = arrow_owned(data)
+    if contains_byte(data, ord("\r")) and _has_lone_cr(data):
         return None  # a lone CR separates fields for trec_eval, lines for pyarrow
+    columns = _parse_single_space(data, layout)
+    if columns is None and any(contains_byte(data, byte) for byte in b"\t\x0b\x0c"):
+        # any isspace byte separates fields (a tab-separated file fails the first try at once)
+        columns = _parse_single_space(arrow_owned(data.to_pybytes().translate(_TABS_TO_SPACES)),
+                                      layout)
+    return columns
+
+
+def _parse_single_space(data: pa.Buffer, layout: _Layout) -> _Columns | None:
     if layout.kind == "qrels" and _may_hold_hex(data):
         return None  # pyarrow reads 0x10 as 16, trec_eval's atol as 0: let the strict path judge
     value_type = pa.int64() if layout.kind == "qrels" else pa.float64()
     table = _read_csv(data, layout, value_type, every_column=True)
     if table is None:
         return None
-    # Repeated or edge blanks make empty fields, which a single-space parse would accept.
     for name in layout.columns:
-        if name != layout.value_column and _has_empty(table.column(name)):
+        if name == layout.value_column:
+            continue  # parsed as a number: any other byte fails the parse
+        column = table.column(name)
+        # Repeated or edge blanks make empty fields, which a single-space parse would accept;
+        # a tab, CR, VT, FF or NUL inside a field means other separators (or a refusal).
+        if _has_empty(column) or _has_control_byte(column):
             return None
     qids = table.column("qid").combine_chunks()
-    if b"#" in data and pc.any(pc.starts_with(qids, "#")).as_py():
+    if contains_byte(data, ord("#")) and pc.any(pc.starts_with(qids, "#")).as_py():
         return None  # a comment line with as many words as a record
     values = to_numpy(table.column(layout.value_column))
     return qids, table.column("docid").combine_chunks(), values
+
+
+def _has_control_byte(column: pa.ChunkedArray) -> bool:
+    """Whether a field holds a byte below 0x0e (NUL, tab, LF, VT, FF, CR and 1-8): one vectorised
+    minimum over the field bytes, cheaper than a scan of the whole file per byte value."""
+    for chunk in column.chunks:
+        if not len(chunk):
+            continue
+        offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=len(chunk) + 1,
+                                offset=chunk.offset * 4)
+        data = np.frombuffer(chunk.buffers()[2], dtype=np.uint8)[offsets[0]:offsets[-1]]
+        if len(data) and data.min() < 0x0E:
+            return True
+    return False
 
 
 def _parse_general(data: bytes, layout: _Layout) -> _Columns | None:
@@ -265,24 +328,29 @@ def _parse_general(data: bytes, layout: _Layout) -> _Columns | None:
     )
 
 
-def _whole(data: bytes) -> pa.Array:
+def _whole(data: bytes | pa.Buffer) -> pa.Array:
     """The bytes as a one-element binary array for pyarrow's regex kernels.
 
-    Copied into Arrow-owned memory: a kernel may pass its input through unchanged, and what it
-    returns reaches the threaded CSV reader (see ``arrow_owned``).
+    In Arrow-owned memory (``bytes`` are copied): a kernel may pass its input through unchanged,
+    and what it returns reaches the threaded CSV reader (see ``arrow_owned``).
     """
-    offsets = np.array([0, len(data)], dtype=np.int64)
+    owned = data if isinstance(data, pa.Buffer) else arrow_owned(data)
+    offsets = np.array([0, owned.size], dtype=np.int64)
     return pa.LargeBinaryArray.from_buffers(
-        pa.large_binary(), 1, [None, arrow_owned(offsets), arrow_owned(data)]
+        pa.large_binary(), 1, [None, arrow_owned(offsets), owned]
     )
 
 
-def _may_hold_hex(data: bytes) -> bool:
+def _may_hold_hex(data: pa.Buffer) -> bool:
     """Whether a field may start with 0x or 0X (memchr for the letter first: the pair is slower)."""
-    return (b"x" in data and b" 0x" in data) or (b"X" in data and b" 0X" in data)
+    letters = [letter for letter in b"xX" if contains_byte(data, letter)]
+    if not letters:
+        return False
+    text = data.to_pybytes()
+    return any(b" 0" + bytes([letter]) in text for letter in letters)
 
 
-def _has_lone_cr(data: bytes) -> bool:
+def _has_lone_cr(data: bytes | pa.Buffer) -> bool:
     """Whether a CR in ``data`` is not followed by LF (one RE2 scan, faster than numpy's)."""
     return bool(pc.match_substring_regex(_whole(data), r"\r(?:[^\n]|$)")[0].as_py())
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from os import PathLike
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,8 @@ import pyarrow.compute as pc
 
 from recallwatch.errors import InputError
 from recallwatch.formats import trec
-from recallwatch.formats.arrow import strings, to_numpy
+from recallwatch.formats.arrow import from_numpy, strings, to_numpy
+from recallwatch.metrics._keys import PAD, Blocks, DocKeys, mix, query_blocks
 
 __all__ = ["Qrels", "Run"]
 
@@ -71,6 +73,32 @@ class _Entries:
             raise InputError(
                 source=self.source, expected=f"at least one {self._what}", found="<none>"
             )
+        self._check_duplicates()
+
+    @cached_property
+    def blocks(self) -> Blocks | None:
+        """The query blocks, None when some query's rows are not contiguous."""
+        return query_blocks(self.query_ids)
+
+    @cached_property
+    def grid(self) -> Blocks | None:
+        """The query blocks when they make a grid small enough to work on (the fast path)."""
+        blocks = self.blocks
+        return blocks if blocks is not None and blocks.fits() else None
+
+    @cached_property
+    def doc_keys(self) -> DocKeys:
+        """Exact integer keys of the document ids, one per row."""
+        return DocKeys.of(self.doc_ids)
+
+    def _check_duplicates(self) -> None:
+        """Raise on a document listed twice for one query, naming both places.
+
+        The grid proves most inputs clean; anything it cannot settle (and every real duplicate,
+        for its message) goes through the general check.
+        """
+        if self.grid is not None and not self._grid_has_duplicates(self.grid):
+            return
         if not _has_duplicates(self.query_codes, self.doc_codes):
             return
         keys = self.query_codes.astype(np.int64) * len(self.doc_dictionary) + self.doc_codes
@@ -81,7 +109,7 @@ class _Entries:
             qid = self.query_ids[int(rows[0])].as_py()
             docid = self.doc_ids[int(rows[0])].as_py()
             where: dict[str, Any] = {"source": self.source}
-            if self.source is not None:
+            if self.source is not None and not self.source.lower().endswith(_COLUMNAR):
                 first, second = (trec.line_of_record(self.source, int(r)) for r in rows[:2])
                 where["line"] = second
                 detail = f"also on line {first}"
@@ -93,6 +121,24 @@ class _Entries:
                 field="docid",
                 **where,
             )
+
+    def _grid_has_duplicates(self, blocks: Blocks) -> bool:
+        """Whether some query block may list a document twice (a row-wise sort of the keys)."""
+        if blocks.width < 2:
+            return False
+        grid = blocks.grid(mix(self.doc_keys.words), PAD)
+        step = max(1, (1 << 16) // blocks.width)  # rows per sort: the temporaries stay in cache
+        for start in range(0, len(grid), step):
+            keys = np.sort(grid[start:start + step], axis=1)
+            same = keys[:, 1:] == keys[:, :-1]
+            if blocks.valid is not None:
+                # Padding sorts last; pairs that start in it do not count. (A key equal to PAD,
+                # which only a mix of two words can be, makes a pair that does: the general check
+                # decides.)
+                same &= np.arange(blocks.width - 1) < blocks.widths[start:start + step, None]
+            if same.any():
+                return True
+        return False
 
 
 def uniform_blocks(query_codes: Array) -> int | None:
@@ -164,25 +210,30 @@ class Qrels(_Entries):
         return cls(qids, docids, _integers(values, relevance))
 
     @cached_property
-    def _query_order(self) -> pa.Array:
-        return pc.sort_indices(self.query_dictionary)
+    def _query_order(self) -> tuple[pa.Array, Array]:
+        """(the distinct query ids in byte order, each judgment's position among them)."""
+        blocks = self.blocks
+        names = self.query_dictionary if blocks is None else blocks.names
+        order = to_numpy(pc.sort_indices(names))
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        index = rank[self.query_codes] if blocks is None else np.repeat(rank, blocks.widths)
+        return names.take(from_numpy(order)), index
 
-    @cached_property
+    @property
     def sorted_query_dictionary(self) -> pa.Array:
         """The judged query ids in byte order: the queries an evaluation scores."""
-        return self.query_dictionary.take(self._query_order)
+        return self._query_order[0]
 
     @property
     def query_names(self) -> list[str]:
         names: list[str] = self.sorted_query_dictionary.to_pylist()
         return names
 
-    @cached_property
+    @property
     def query_index(self) -> Array:
         """Position of each judgment's query in :attr:`query_names`."""
-        rank = np.empty(len(self._query_order), dtype=np.int64)
-        rank[to_numpy(self._query_order)] = np.arange(len(rank))
-        return rank[self.query_codes]
+        return self._query_order[1]
 
     @cached_property
     def sorted_keys(self) -> tuple[Array, Array]:
@@ -208,10 +259,65 @@ class Run(_Entries):
         self._check()
 
     @classmethod
-    def from_trec(cls, path: str | PathLike[str]) -> Run:
-        """Read a TREC run file ``qid Q0 docid rank score tag`` (plain or gzip)."""
-        t = trec.read_run(path)
-        return cls(t.query_ids, t.doc_ids, t.values.astype(np.float64, copy=False), t.source)
+    def from_trec(cls, path: str | PathLike[str], *, cache: bool | None = None) -> Run:
+        """Read a TREC run file ``qid Q0 docid rank score tag`` (plain or gzip).
+
+        ``cache``: keep the parsed run in the user's binary cache, so that evaluating the same
+        file again skips parsing it (see ``recallwatch.metrics._cache``: keyed by the file's
+        content hash, files of 16 MB or more, written the second time a file is read). None:
+        on unless ``RECALLWATCH_CACHE=0`` is set.
+        """
+        from recallwatch.metrics._cache import default_cache
+
+        store = default_cache() if cache is not False else None
+        if cache and store is None:
+            store = default_cache(force=True)
+        write = False
+        if store is not None:
+            hit, write = store.lookup(Path(path))
+            if hit is not None:
+                return hit
+        t = trec.read_run(path, digest=write)
+        run = cls(t.query_ids, t.doc_ids, t.values.astype(np.float64, copy=False), t.source)
+        if store is not None and write and t.sha256 is not None:
+            store.store(Path(path), t.sha256, run)
+        return run
+
+    @classmethod
+    def read(cls, path: str | PathLike[str], *, cache: bool | None = None) -> Run:
+        """A run file, by its suffix: ``.parquet``, or Arrow IPC (``.arrow``, ``.feather``,
+        ``.ipc``), with columns ``qid``, ``docid`` and ``score``; anything else is a TREC run
+        file (:meth:`from_trec`)."""
+        suffix = Path(path).suffix.lower()
+        if suffix in _COLUMNAR:
+            return cls.from_table(_read_columnar(Path(path), suffix), source=str(path))
+        return cls.from_trec(path, cache=cache)
+
+    @classmethod
+    def from_table(
+        cls, table: pa.Table, *, query_id: str = "qid", doc_id: str = "docid",
+        score: str = "score", source: str | None = None,
+    ) -> Run:
+        """An Arrow table with query id, document id and score columns."""
+        qids, docids, values = _columns(table, query_id, doc_id, score, source=source)
+        return cls(qids, docids, _floats(values, score, source), source)
+
+    @classmethod
+    def _validated(
+        cls, query_ids: pa.Array, doc_ids: pa.Array, scores: Array, source: str | None, *,
+        preordered: bool, blocks: Blocks | None, doc_keys: DocKeys | None,
+    ) -> Run:
+        """A run rebuilt from what an earlier construction validated and derived (the binary
+        cache): not checked again."""
+        run = cls.__new__(cls)
+        for name, value in (("query_ids", query_ids), ("doc_ids", doc_ids), ("scores", scores),
+                            ("source", source), ("preordered", preordered)):
+            object.__setattr__(run, name, value)
+        if blocks is not None:
+            run.__dict__["blocks"] = blocks  # what the cached properties would compute
+        if doc_keys is not None:
+            run.__dict__["doc_keys"] = doc_keys
+        return run
 
     @classmethod
     def from_dict(cls, run: Mapping[str, Mapping[str, float]]) -> Run:
@@ -290,31 +396,70 @@ def _integers(values: Any, what: str) -> Array:
     raise InputError(field=what, expected="an integer grade", found=bad)
 
 
-def _floats(values: Any, what: str) -> Array:
+def _floats(values: Any, what: str, source: str | None = None) -> Array:
     try:
         array = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
         bad = next(v for v in values if not isinstance(v, int | float))
-        raise InputError(field=what, expected="a finite number", found=bad) from None
+        raise InputError(source=source, field=what, expected="a finite number",
+                         found=bad) from None
     if not np.isfinite(array).all():
         raise InputError(
-            field=what, expected="a finite number", found=float(array[~np.isfinite(array)][0])
+            source=source, field=what, expected="a finite number",
+            found=float(array[~np.isfinite(array)][0]),
         )
     return array
 
 
-def _columns(frame: Any, *names: str) -> tuple[pa.Array, pa.Array, Array]:
-    """Three columns of a pandas or polars DataFrame, without importing either library."""
-    table = frame.to_arrow() if hasattr(frame, "to_arrow") else pa.Table.from_pandas(frame)
+def _columns(
+    frame: Any, *names: str, source: str | None = None
+) -> tuple[pa.Array, pa.Array, Array]:
+    """Three columns of an Arrow table or a pandas or polars DataFrame, without importing
+    either library."""
+    if isinstance(frame, pa.Table):
+        table = frame
+    else:
+        table = frame.to_arrow() if hasattr(frame, "to_arrow") else pa.Table.from_pandas(frame)
     missing = [n for n in names if n not in table.column_names]
     if missing:
         raise InputError(
+            source=source,
             field=missing[0],
             expected=f"a column named {missing[0]!r}",
             found=f"<columns {', '.join(table.column_names)}>",
         )
     qid, docid, value = (table.column(n).combine_chunks() for n in names)
+    for name, column in zip(names, (qid, docid, value), strict=False):
+        if column.null_count:
+            raise InputError(source=source, field=name, expected="a value in every row",
+                             found="<a missing value>")
     qid, docid = (pc.cast(c, pa.string()) if c.type != pa.string() else c for c in (qid, docid))
-    if value.null_count:
-        raise InputError(field=names[2], expected="a number", found="<a missing value>")
+    if pa.types.is_boolean(value.type):
+        value = pc.cast(value, pa.int8())
+    if not (pa.types.is_integer(value.type) or pa.types.is_floating(value.type)):
+        raise InputError(source=source, field=names[2], expected="a column of numbers",
+                         found=f"<a column of {value.type}>")
     return qid, docid, to_numpy(value)
+
+
+_COLUMNAR = (".parquet", ".arrow", ".feather", ".ipc")
+
+
+def _read_columnar(path: Path, suffix: str) -> pa.Table:
+    """A Parquet or Arrow IPC file, read into memory Arrow owns."""
+    what = "a Parquet file" if suffix == ".parquet" else "an Arrow IPC (Feather v2) file"
+    try:
+        if suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            return pq.read_table(path)
+        with pa.OSFile(str(path)) as f:
+            return pa.ipc.open_file(f).read_all()
+    except FileNotFoundError:
+        raise InputError(source=path, expected=what, found="<no such file>") from None
+    except IsADirectoryError:
+        raise InputError(source=path, expected=what, found="<a directory>") from None
+    except PermissionError:
+        raise InputError(source=path, expected=what, found="<permission denied>") from None
+    except (OSError, pa.ArrowException) as exc:
+        raise InputError(source=path, expected=what, found=f"<{exc}>") from None

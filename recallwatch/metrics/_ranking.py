@@ -6,7 +6,10 @@ their rank (they push relevant ones down) but need no row of their own. Ranking 
 score descending, then document id descending (byte order, as ``strcmp``).
 
 Most run files are already written in that order, so the common case costs a few linear passes;
-only an out-of-order run pays for a sort.
+only an out-of-order run pays for a sort. A run whose queries come in blocks (the usual file) is
+joined on a grid, one row per query (:mod:`recallwatch.metrics._keys`): each relevant judgment is
+looked up in its query's row only, and only rows out of order are sorted. Other runs take the
+general path (dictionary codes, one global sort); both give the same ranking, bit for bit.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from recallwatch.formats.arrow import to_numpy
+from recallwatch.formats.arrow import from_numpy, to_numpy
 from recallwatch.metrics._data import uniform_blocks
+from recallwatch.metrics._keys import PAD, Blocks
 
 if TYPE_CHECKING:
     from recallwatch.metrics._data import Qrels, Run
@@ -153,7 +157,113 @@ class Joined:
     not_judged: list[str]
 
 
-def rank_run(qrels: Qrels, run: Run) -> Joined:
+def rank_run(qrels: Qrels, run: Run, *, general: bool = False) -> Joined:
+    """Join ``run`` with ``qrels`` and rank it (``general``: skip the grid path, for tests)."""
+    if run.grid is not None and not general:
+        return _rank_grid(qrels, run, run.grid)
+    return _rank_general(qrels, run)
+
+
+def _rank_grid(qrels: Qrels, run: Run, blocks: Blocks) -> Joined:
+    names = qrels.query_names
+    n_queries = len(names)
+    block_query = _index_in(blocks.names, qrels.sorted_query_dictionary)  # -1: not judged
+    judged_block = block_query >= 0
+    not_judged = sorted(blocks.names.take(from_numpy(np.flatnonzero(~judged_block))).to_pylist())
+    query_block = np.full(n_queries, -1, dtype=np.int64)
+    query_block[block_query[judged_block]] = np.flatnonzero(judged_block)
+    missing = [names[i] for i in np.flatnonzero(query_block < 0)]
+
+    relevant = np.flatnonzero(qrels.grades >= 1)
+    qidx = qrels.query_index[relevant]
+    block = query_block[qidx]
+    wanted = run.doc_keys.lookup(qrels.doc_ids.take(from_numpy(relevant)))
+    column = _find_in_rows([blocks.grid(w, PAD) for w in run.doc_keys.words], block, wanted)
+    hit = column >= 0
+    qidx, block, column = qidx[hit], block[hit], column[hit]
+    grade = qrels.grades[relevant][hit]
+    rank = column + 1 if run.preordered else _grid_ranks(run, blocks, block, column)
+    order = np.lexsort((rank, qidx))
+    judged = qrels.grades >= 1
+    ranking = Ranking(
+        n_queries=n_queries,
+        qidx=qidx[order].astype(np.int64),
+        rank=rank[order].astype(np.int64),
+        grade=grade[order].astype(np.int64),
+        judged_qidx=qrels.query_index[judged],
+        judged_grade=qrels.grades[judged],
+    )
+    return Joined(ranking, names, missing, not_judged)
+
+
+_FIND_CELLS = 1 << 18  # grid cells compared per step of _find_in_rows (stays in cache)
+
+
+def _find_in_rows(grid: list[Array], rows: Array, keys: tuple[Array, ...]) -> Array:
+    """The column of ``keys[i]`` in grid row ``rows[i]``; -1 where absent or the row is -1."""
+    out = np.full(len(rows), -1, dtype=np.int64)
+    todo = np.flatnonzero(rows >= 0)
+    step = max(1, _FIND_CELLS // max(grid[0].shape[1], 1))
+    for start in range(0, len(todo), step):
+        sel = todo[start:start + step]
+        at = rows[sel]
+        equal = grid[0][at] == keys[0][sel, None]
+        for words, key in zip(grid[1:], keys[1:], strict=True):
+            equal &= words[at] == key[sel, None]
+        found = equal.any(axis=1)
+        out[sel[found]] = equal[found].argmax(axis=1)
+    return out
+
+
+def _grid_ranks(run: Run, blocks: Blocks, block: Array, column: Array) -> Array:
+    """1-based trec_eval rank of the rows at (block, column): the column itself, +1, in blocks
+    already in order (score descending, then document id descending); sorted otherwise."""
+    scores = blocks.grid(run.scores, -np.inf)
+    wrong = scores[:, 1:] > scores[:, :-1]
+    ties = scores[:, 1:] == scores[:, :-1]
+    if blocks.valid is not None:
+        ties &= blocks.valid[:, 1:]
+    ordered: tuple[Array, ...] = ()
+    if ties.any():
+        ordered = run.doc_keys.ordered()  # only now: for coded ids it sorts the dictionary
+        tie_block, tie_col = np.nonzero(ties)
+        first = blocks.starts[tie_block] + tie_col
+        misordered = ~_greater(ordered, first, first + 1)
+        wrong[tie_block[misordered], tie_col[misordered]] = True
+    unsorted = np.flatnonzero(wrong.any(axis=1))
+    rank = column + 1
+    if len(unsorted) == 0:
+        return rank
+    if not ordered:
+        ordered = run.doc_keys.ordered()
+    cells = blocks.starts[unsorted][:, None] + np.arange(blocks.width)
+    inside = np.arange(blocks.width)[None, :] < blocks.widths[unsorted][:, None]
+    cells = np.where(inside, cells, 0)
+    # descending document id: ascending complement; padding (score -inf) sorts last
+    sort_keys = [np.where(inside, ~words[cells], PAD) for words in reversed(ordered)]
+    sort_keys.append(-scores[unsorted])
+    by_rank = np.lexsort(sort_keys, axis=-1)
+    rank_of = np.empty_like(by_rank)
+    np.put_along_axis(rank_of, by_rank, np.arange(1, blocks.width + 1)[None, :], axis=-1)
+    slot = np.full(len(blocks), -1, dtype=np.int64)
+    slot[unsorted] = np.arange(len(unsorted))
+    moved = slot[block] >= 0
+    rank[moved] = rank_of[slot[block[moved]], column[moved]]
+    return rank
+
+
+def _greater(words: tuple[Array, ...], a: Array, b: Array) -> Array:
+    """Whether the id at row ``a`` sorts after the id at row ``b`` (lexicographic on words)."""
+    greater = np.zeros(len(a), dtype=bool)
+    equal = np.ones(len(a), dtype=bool)
+    for w in words:
+        wa, wb = w[a], w[b]
+        greater |= equal & (wa > wb)
+        equal &= wa == wb
+    return greater
+
+
+def _rank_general(qrels: Qrels, run: Run) -> Joined:
     names = qrels.query_names
     n_queries = len(names)
     # run query code -> evaluated query index (-1: not judged)

@@ -129,12 +129,10 @@ def auto_reindex(
     if not isinstance(store, SupportsReindex):
         return AutoReindex(trigger, why, None, f"{store.uri} cannot build a new index beside the "
                            "live one (no versions)")
-    from recallwatch.stores.versioned import VersionedStore
-    from recallwatch.stores.versioned_index import stage_problem
-
-    # Checked before the attempt is written: a store that cannot be reindexed yet (no production
-    # version) must say why on every run, not hold the guard for a build that never started.
-    problem = stage_problem(store) if isinstance(store, VersionedStore) else None
+    # Checked before the attempt is written: a store that cannot be reindexed yet (no index to
+    # rebuild, no production version) says why on every run, and holds no guard for a build
+    # that never started.
+    problem = store.reindex_problem()
     if problem is not None:
         return AutoReindex(trigger, why, None, problem)
     last = store.get_meta(AUTO_REINDEX_META_KEY)

@@ -258,6 +258,11 @@ class SupportsReindex(Protocol):
     copy production into a new version with a fresh index and switch their view, alias or
     pointer."""
 
+    def reindex_problem(self) -> str | None:
+        """Why a reindex cannot start now (no index to rebuild, no production version…), or
+        None: asked before anything is built or recorded."""
+        ...
+
     def stage_index(self) -> StagedIndex:
         """Build a new index of the production data where no reader sees it."""
         ...

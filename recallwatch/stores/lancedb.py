@@ -25,7 +25,9 @@ also protects that version from cleanup. Store metadata (embedder fingerprint, i
 lives in ``PATH/.recallwatch/NAME.meta.json``, replaced atomically under a file lock.
 
 The table layout is :mod:`recallwatch.stores.lancedb_table`; the ANN index (its build rule,
-inspection, reindex and rollback) is :mod:`recallwatch.stores.lancedb_index`.
+inspection, reindex and rollback) is :mod:`recallwatch.stores.lancedb_index`. Reads go through
+pylance alone (:mod:`recallwatch.stores.lancedb_read`): ``lancedb`` is imported only to write, to
+build an index, or to search one, so a gate on a store without an ANN index never loads it.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ from recallwatch.stores.lancedb_index import (
     needs_index,
     vector_index,
 )
+from recallwatch.stores.lancedb_read import ReadTable, exact_candidates
 from recallwatch.stores.lancedb_table import (
     batches,
     fetch_vectors,
@@ -113,8 +116,6 @@ class LanceStore(SupportsVectors, SupportsContentHashes, SupportsMetaUpdate, Sup
                             ("ef", ef), ("refine_factor", refine_factor)):
             if value is not None and value < 1:
                 raise UsageError(f"{name} must be at least 1, found {value}")
-        import lancedb
-
         self.path = Path(path).expanduser()
         self.table_name = table
         self.index_threshold = index_threshold
@@ -131,9 +132,9 @@ class LanceStore(SupportsVectors, SupportsContentHashes, SupportsMetaUpdate, Sup
                 self.path.mkdir(parents=True, exist_ok=True)
             elif not self.path.is_dir():
                 raise missing_location(self.uri, "LanceDB", self.path, _holds_tables)
-            # connect() creates a missing directory: only reached when it exists or may be made
-            self._db: DBConnection = lancedb.connect(str(self.path))
-            self._tbl: LanceTable | None = None
+            self._connection: DBConnection | None = None  # lancedb's, opened when first needed
+            self._engine_tbl: LanceTable | None = None
+            self._tbl: ReadTable | None = None
             self._meta = MetaFile(self.path / ".recallwatch" / f"{table}.meta.json")
             if not create:
                 self._tbl = self._open(version)
@@ -193,10 +194,10 @@ class LanceStore(SupportsVectors, SupportsContentHashes, SupportsMetaUpdate, Sup
         check_unique_ids(chunks)
         data = to_arrow(chunks, vecs)
         if tbl is None:
-            self._tbl = self._db.create_table(self.table_name, data=data)
+            self._engine_tbl = self._db.create_table(self.table_name, data=data)
         else:
-            (tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
-             .execute(data))
+            (self._engine().merge_insert("id").when_matched_update_all()
+             .when_not_matched_insert_all().execute(data))
         tbl = self._table()
         assert tbl is not None  # just written
         if needs_index(tbl, self.index_threshold):
@@ -208,8 +209,9 @@ class LanceStore(SupportsVectors, SupportsContentHashes, SupportsMetaUpdate, Sup
         tbl = self._table()
         if tbl is None or not ids:
             return
+        engine = self._engine()
         for batch in batches(list(ids)):
-            tbl.delete(f"id IN ({sql_list(batch)})")
+            engine.delete(f"id IN ({sql_list(batch)})")
 
     # -- reads ---------------------------------------------------------------------------------
     @guarded
@@ -223,19 +225,38 @@ class LanceStore(SupportsVectors, SupportsContentHashes, SupportsMetaUpdate, Sup
             return [Hits([], np.empty(0, dtype=np.float32)) for _ in range(len(queries))]
         predicate = where(filter)
         out: list[Hits] = []
-        # Several queries per LanceDB call (one scan of the data for all of them when exact).
+        if exact or vector_index(tbl) is None:
+            # no ANN index to ask: one scan of the stored vectors for every query, on pylance
+            for row, (ids, stored) in zip(queries, exact_candidates(tbl, queries, k, predicate),
+                                          strict=True):
+                scores = cosine_scores(row, stored)[0] if ids else np.empty(0, dtype=np.float32)
+                out.append(Hits(*top_k(ids, scores, len(ids))))
+            return out
+        engine = self._engine()
+        # LanceDB searches the index alone; the rows outside it are scanned here once for every
+        # query of a block (see recallwatch.stores.lancedb_read)
+        outside = tbl.unindexed_fragments()
         for start in range(0, len(queries), _QUERY_BATCH):
             block = queries[start:start + _QUERY_BATCH]
-            builder = self._vector_query(tbl, block, k, predicate, exact)
+            builder = self._vector_query(engine, block, k, predicate, exact)
+            if outside:
+                builder = builder.fast_search()
             result = builder.select(["id", "vector", "_distance"]).to_arrow()
             ids = result.column("id").to_pylist()
             stored = vectors_of(result.column("vector"))
             owner = (result.column("query_index").to_numpy() if "query_index" in
                      result.column_names else np.zeros(len(ids), dtype=np.int64))
+            extra = exact_candidates(tbl, block, k, predicate, outside) if outside else None
             for n, row in enumerate(block):
                 rows = np.flatnonzero(owner == n)
-                scores = cosine_scores(row, stored[rows])[0]
-                out.append(Hits(*top_k([ids[i] for i in rows], scores, len(rows))))
+                found = [ids[i] for i in rows]
+                vectors = stored[rows] if len(rows) else np.empty((0, queries.shape[1]),
+                                                                  dtype=np.float32)
+                if extra is not None and extra[n][0]:
+                    found = found + extra[n][0]
+                    vectors = np.concatenate([vectors, extra[n][1]])
+                scores = cosine_scores(row, vectors)[0] if found else np.empty(0, np.float32)
+                out.append(Hits(*top_k(found, scores, k)))
         return out
 
     @guarded
@@ -247,7 +268,7 @@ class LanceStore(SupportsVectors, SupportsContentHashes, SupportsMetaUpdate, Sup
         if tbl is None:
             return ""
         k = clamp_k(k, lambda: int(tbl.count_rows()))
-        return str(self._vector_query(tbl, queries[:1], max(k, 1), None, exact)
+        return str(self._vector_query(self._engine(), queries[:1], max(k, 1), None, exact)
                    .explain_plan(verbose=True))
 
     def _vector_query(self, tbl: LanceTable, block: np.ndarray, k: int, predicate: str | None,
@@ -412,6 +433,12 @@ class LanceStore(SupportsVectors, SupportsContentHashes, SupportsMetaUpdate, Sup
 
         return LanceIndex(self).size_bytes()
 
+    @guarded
+    def reindex_problem(self) -> str | None:
+        from recallwatch.stores.lancedb_index import LanceIndex
+
+        return LanceIndex(self).stage_problem()
+
     def stage_index(self) -> StagedIndex:
         from recallwatch.stores.lancedb_index import LanceIndex, StagedLanceIndex
 
@@ -424,6 +451,7 @@ class LanceStore(SupportsVectors, SupportsContentHashes, SupportsMetaUpdate, Sup
 
     def close(self) -> None:
         self._tbl = None
+        self._engine_tbl = None
 
     # -- internals -----------------------------------------------------------------------------
     def _writable(self, what: str) -> None:
@@ -440,23 +468,46 @@ class LanceStore(SupportsVectors, SupportsContentHashes, SupportsMetaUpdate, Sup
             if not token:
                 return sorted(names)
 
-    def _open(self, version: int | None = None) -> LanceTable | None:
+    @property
+    def _db(self) -> DBConnection:
+        if self._connection is None:
+            import lancedb
+
+            # connect() creates a missing directory: only reached when it exists or may be made
+            self._connection = lancedb.connect(str(self.path))
+        return self._connection
+
+    def _open(self, version: int | None = None) -> ReadTable | None:
+        location = self.path / f"{self.table_name}.lance"
+        if not location.is_dir():
+            return None
         try:
-            return self._db.open_table(self.table_name, version=version)
-        except ValueError as exc:
-            if "not found" in str(exc).lower():
-                return None
-            if version is not None:
+            return ReadTable(location, version)
+        except self._engine_errors as exc:
+            if version is not None and "not found" in str(exc).lower():
                 raise StoreError(f"{self.uri}: version {version} does not exist "
                                  "(or was cleaned up)") from None
-            raise StoreError(f"{self.uri}: cannot open table {self.table_name!r}: {exc}") from None
+            raise StoreError(f"{self.uri}: cannot open table {self.table_name!r}: "
+                             f"{engine_message(exc)}") from None
 
-    def _table(self, *, latest: bool = False) -> LanceTable | None:
+    def _engine(self) -> LanceTable:
+        """The table through lancedb, at this store's version: to write, index or ANN-search."""
+        if self._engine_tbl is None:
+            try:
+                self._engine_tbl = self._db.open_table(self.table_name, version=self._pinned)
+            except ValueError as exc:
+                raise StoreError(f"{self.uri}: cannot open table {self.table_name!r}: "
+                                 f"{engine_message(exc)}") from None
+        elif self._pinned is None:
+            self._engine_tbl.checkout_latest()  # type: ignore[no-untyped-call]
+        return self._engine_tbl
+
+    def _table(self, *, latest: bool = False) -> ReadTable | None:
         if self._tbl is None:
             self._tbl = self._open(self._pinned)
         elif self._pinned is None:
             # Another process may have written since: follow the latest version.
-            self._tbl.checkout_latest()  # type: ignore[no-untyped-call]
+            self._tbl.checkout_latest()
         if latest and self._pinned is not None:
             return self._open()
         return self._tbl
@@ -480,7 +531,7 @@ class LanceStore(SupportsVectors, SupportsContentHashes, SupportsMetaUpdate, Sup
                              None if tbl is None else self._dimension(tbl))
 
     @staticmethod
-    def _dimension(tbl: LanceTable) -> int:
+    def _dimension(tbl: ReadTable) -> int:
         return int(tbl.schema.field("vector").type.list_size)
 
     def _fetch_vectors(self, ids: list[str]) -> dict[str, np.ndarray]:
@@ -495,7 +546,8 @@ class LanceStore(SupportsVectors, SupportsContentHashes, SupportsMetaUpdate, Sup
         if tbl is None:
             raise StoreError(f"{self.uri}: cannot index an empty store")
         config = index_config(self.index_type, tbl.count_rows(), self._dimension(tbl))
-        tbl.create_index("vector", config=config, replace=True)
+        self._engine().create_index("vector", config=config, replace=True)
+        self._table()  # the read path follows the version the index made
 
     def index_parameters(self, rows: int, dim: int) -> dict[str, int]:
         """The index parameters build_index uses for a table of ``rows`` × ``dim`` (the reindex

@@ -45,10 +45,10 @@ if TYPE_CHECKING:
     import lance
     from lance.dataset import Index
     from lancedb.index import IvfHnswSq, IvfPq
-    from lancedb.table import Table as LanceTable
 
     from recallwatch.stores.base import VectorStore
     from recallwatch.stores.lancedb import LanceStore
+    from recallwatch.stores.lancedb_read import ReadTable
 
 __all__ = [
     "PREVIOUS_TAG",
@@ -68,12 +68,12 @@ PREVIOUS_TAG = "recallwatch-before-reindex"  # keeps the previous index's files 
 _LOOKBACK = 1000
 
 
-def vector_index(tbl: LanceTable) -> Any:
-    """LanceDB's listing of the table's vector index, or None."""
+def vector_index(tbl: ReadTable) -> Any:
+    """The listing of the table's vector index, or None."""
     return next((i for i in tbl.list_indices() if "vector" in i.columns), None)
 
 
-def needs_index(tbl: LanceTable, threshold: int) -> bool:
+def needs_index(tbl: ReadTable, threshold: int) -> bool:
     """Whether a write left the table big enough for a first ANN index to pay off. Rebuilding
     an index that too many new rows lie outside is verified first, so it is not done here: an
     ingestion does it through :mod:`recallwatch.ops.autoreindex` (rows outside the index are
@@ -236,6 +236,20 @@ class LanceIndex:
 
     # -- staged build, verification and atomic switch -----------------------------------------
     @guarded
+    def stage_problem(self, ds: lance.LanceDataset | None = None) -> str | None:
+        """Why there is no index to rebuild (the table is below its index threshold, or no
+        write has built one yet), or None."""
+        ds = ds or self.dataset()
+        if self._live(ds):
+            return None
+        rows, threshold = ds.count_rows(), self.store.index_threshold
+        state = (f"below index_threshold ({threshold:,}), so every search is exact"
+                 if rows < threshold else f"past index_threshold ({threshold:,}), but no "
+                 "write has built the index yet")
+        return (f"{self.store.uri} has no vector index to rebuild: its {rows:,} rows are "
+                f"{state}. The index is built on the write that takes the table past the "
+                "threshold, which the store URI sets: ...?table=NAME&index_threshold=N")
+
     def stage(self) -> tuple[int, Any, LanceStore]:
         """Build a new index on the latest version without publishing it. Returns the version it
         was built on, the unpublished index, and a read-only store view that searches with it
@@ -244,16 +258,10 @@ class LanceIndex:
 
         self._writable()
         ds = self.dataset()
+        problem = self.stage_problem(ds)
+        if problem is not None:
+            raise UsageError(problem)
         removed = self._live(ds)  # an index LanceDB ignores is replaced like a live one
-        if not removed:
-            rows, threshold = ds.count_rows(), self.store.index_threshold
-            state = (f"below index_threshold ({threshold:,}), so every search is exact"
-                     if rows < threshold else f"past index_threshold ({threshold:,}), but no "
-                     "write has built the index yet")
-            raise UsageError(f"{self.store.uri} has no vector index to rebuild: its {rows:,} rows "
-                             f"are {state}. The index is built on the write that takes the table "
-                             "past the threshold, which the store URI sets: "
-                             "...?table=NAME&index_threshold=N")
         name = removed[0].name
         dim = int(ds.schema.field("vector").type.list_size)
         # The rule every build applies, on today's row count (an index folded by optimize() no

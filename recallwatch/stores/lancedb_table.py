@@ -17,7 +17,7 @@ from recallwatch.stores.checks import normalise_filter
 from recallwatch.stores.rows import CHUNK_FIELDS, Row, row_from_chunk
 
 if TYPE_CHECKING:
-    from lancedb.table import Table as LanceTable
+    from recallwatch.stores.lancedb_read import ReadTable
 
 __all__ = [
     "IN_BATCH",
@@ -85,13 +85,13 @@ def where(filter: Filter | None) -> str | None:
     return " AND ".join(f"{key} IN ({sql_list(values)})" for key, values in norm.items())
 
 
-def rows(tbl: LanceTable, predicate: str | None) -> Iterator[Row]:
+def rows(tbl: ReadTable, predicate: str | None) -> Iterator[Row]:
     """The rows (every column but the vector) that match ``predicate``."""
     columns = [f.name for f in tbl.schema if f.name != "vector"]
     yield from tbl.to_lance().to_table(columns=columns, filter=predicate).to_pylist()
 
 
-def fetch_vectors(tbl: LanceTable, ids: list[str]) -> dict[str, np.ndarray]:
+def fetch_vectors(tbl: ReadTable, ids: list[str]) -> dict[str, np.ndarray]:
     """id -> stored vector of the ``ids`` present."""
     out: dict[str, np.ndarray] = {}
     for batch in batches(ids):
@@ -101,7 +101,7 @@ def fetch_vectors(tbl: LanceTable, ids: list[str]) -> dict[str, np.ndarray]:
 
 
 # -- versions and tags ------------------------------------------------------------------------
-def version_list(tbl: LanceTable, production_tag: str) -> list[IndexVersion]:
+def version_list(tbl: ReadTable, production_tag: str) -> list[IndexVersion]:
     """Every version of the table, with its row count and tags; production is the tagged one."""
     tags: dict[int, list[str]] = {}
     for name, info in tbl.tags.list().items():
@@ -124,7 +124,7 @@ def set_tag(tags: Any, name: str, version: int) -> None:
         tags.create(name, version)
 
 
-def tagged_version(tbl: LanceTable, name: str) -> str | None:
+def tagged_version(tbl: ReadTable, name: str) -> str | None:
     info = tbl.tags.list().get(name)
     return None if info is None else str(info["version"])
 

@@ -541,6 +541,11 @@ class VersionedStore(ABC, SupportsVectors, SupportsContentHashes, SupportsSeal,
 
     # ---- SupportsReindex (see recallwatch.stores.versioned_index) ----------------------------
     @guarded
+    def reindex_problem(self) -> str | None:
+        from recallwatch.stores.versioned_index import stage_problem
+
+        return stage_problem(self)
+
     def stage_index(self) -> StagedIndex:
         from recallwatch.stores.versioned_index import VersionedIndex
 

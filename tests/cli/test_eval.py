@@ -187,3 +187,20 @@ def test_unknown_format() -> None:
     result = runner.invoke(app, ["eval", str(QRELS), str(RUN), "-m", "AP", "--format", "xml"])
     assert result.exit_code == 2
     assert "xml" in result.output
+
+
+def test_a_parquet_run_gives_what_the_trec_run_gives(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [line.split() for line in RUN.read_text().splitlines()]
+    parquet = tmp_path / "run.parquet"
+    pq.write_table(pa.table({"qid": [r[0] for r in rows], "docid": [r[2] for r in rows],
+                             "score": [float(r[4]) for r in rows]}), parquet)
+    argv = ["-m", "nDCG@10", "-m", "AP", "--per-query", "--format", "json"]
+    trec = runner.invoke(app, ["eval", str(QRELS), str(RUN), *argv])
+    columnar = runner.invoke(app, ["eval", str(QRELS), str(parquet), *argv])
+    assert trec.exit_code == columnar.exit_code == 0, columnar.output
+    assert json.loads(columnar.stdout) == json.loads(trec.stdout)
+    compared = runner.invoke(app, ["compare", str(QRELS), str(RUN), str(parquet), "-m", "AP"])
+    assert compared.exit_code == 0, compared.output

@@ -370,3 +370,34 @@ def test_truncated_gzip_names_the_line_where_the_data_ends(tmp_path: Path) -> No
         f"{path}:{err.value.line}: expected a complete gzip stream, found <Compressed file ended "
         "before the end-of-stream marker was reached> (the data ends or breaks on this line)"
     )
+
+
+def test_a_pipe_is_read_as_a_file_is(tmp_path: Path) -> None:
+    import os
+    import threading
+
+    fifo = tmp_path / "run"
+    os.mkfifo(fifo)
+    content = b"\xef\xbb\xbfq1 Q0 d1 1 2.5 r\nq2 Q0 d2 1 -1e-3 r\n"
+    writer = threading.Thread(target=fifo.write_bytes, args=(content,))
+    writer.start()
+    t = read_run(fifo)
+    writer.join()
+    assert t.query_ids.to_pylist() == ["q1", "q2"] and t.values.tolist() == [2.5, -1e-3]
+
+
+@pytest.mark.parametrize("memchr", [True, False], ids=["memchr", "numpy"])
+def test_byte_search_with_and_without_the_c_library(
+    monkeypatch: pytest.MonkeyPatch, memchr: bool
+) -> None:
+    import pyarrow as pa
+
+    from recallwatch.formats import arrow as _arrow
+
+    if not memchr:
+        monkeypatch.setattr(_arrow, "_memchr", lambda: None)
+    data = _arrow.arrow_owned(b"q1 Q0 d1 1 2.5 r\n" * 1000 + b"#")
+    assert _arrow.contains_byte(data, ord("#")) and _arrow.contains_byte(data, ord("\n"))
+    assert not _arrow.contains_byte(data, 0) and not _arrow.contains_byte(data, ord("\t"))
+    assert not _arrow.contains_byte(pa.allocate_buffer(0), 0)
+    assert _arrow.contains_byte(data.slice(data.size - 1), ord("#"))

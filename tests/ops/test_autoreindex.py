@@ -17,7 +17,12 @@ from recallwatch.bench.datasets import synthetic
 from recallwatch.cli import app
 from recallwatch.embedders.function import CallableEmbedder
 from recallwatch.history import History
-from recallwatch.ops.autoreindex import AUTO_REINDEX_META_KEY, index_needs_rebuild, row_probes
+from recallwatch.ops.autoreindex import (
+    AUTO_REINDEX_META_KEY,
+    auto_reindex,
+    index_needs_rebuild,
+    row_probes,
+)
 from recallwatch.ops.ingest import ingest
 from recallwatch.ops.monitor import run_monitor
 from recallwatch.ops.probes import ProbeSet
@@ -224,3 +229,16 @@ def test_dashboard_timeline_shows_the_loops_events(tmp_path: Path) -> None:
     assert "at most one per 24 hours" in rows[0][1]
     assert rows[1][1].startswith("reindex automatic (monitor: recall@10 ")
     assert "≥ floor 0: switched" in rows[1][1]
+
+
+def test_a_store_without_an_index_to_rebuild_is_skipped_without_holding_the_guard(
+    tmp_path: Path,
+) -> None:
+    store, data = small_store(tmp_path / "s", indexed=False)  # below index_threshold: exact
+    probes = ProbeSet("p", "1", vectors=data.queries)
+    report = run_monitor(store, probes, floor=0.0, reindex_below=1.0, now=T0)
+    assert report.reindex is None  # exact search: recall 1, nothing to trigger
+    loop = auto_reindex(store, probes, trigger="monitor", why="test", now=T0)
+    assert loop.result is None and loop.skipped is not None
+    assert "has no vector index to rebuild" in loop.skipped and "index_threshold" in loop.skipped
+    assert store.get_meta(AUTO_REINDEX_META_KEY) is None  # no attempt recorded

@@ -156,7 +156,7 @@ def test_reindex_switches_and_rollback_restores(tmp_path: Path, index_type: str,
     done = rollback(store)
     # LanceDB itself lists exactly the old index again, and searching through it answers as
     # before (an index it ignored would list nothing and scan every row)
-    listed = LanceStore.open(store.uri)._table().list_indices()  # type: ignore[union-attr]
+    listed = LanceStore.open(store.uri)._engine().list_indices()
     assert [i.index_uuid for i in listed] == list(old.uuids)
     assert [h.ids for h in store.search(data.queries, 10)] == before
     restored = lx.state()
@@ -242,7 +242,7 @@ def test_index_age_is_the_time_it_was_trained(tmp_path: Path, compaction: str) -
     if compaction == "fold":  # what recallwatch's drift story runs: LanceDB's optimize_indices
         lx.fold_new_rows()
     else:  # LanceDB's own optimize: compaction and index folding
-        store._table().optimize()  # type: ignore[union-attr]
+        store._engine().optimize()
     folded = lx.state()
     assert folded is not None and folded.uuids != trained.uuids  # the segments were rewritten
     assert folded.created_at is not None and folded.created_at > trained.trained_at

