@@ -1,6 +1,6 @@
 """Re-chunk a corpus file another way, renaming every chunk (as a real re-chunking does).
 
-    python examples/kb/rechunk.py IN.jsonl [MORE.jsonl …] OUT.jsonl --mode merge|window|sentences
+    python examples/kb/rechunk.py IN.jsonl [MORE.jsonl …] OUT.jsonl --mode merge|window|sentences|shift
 
 Later input files replace the chunks of earlier ones with the same id, as ingesting them in turn
 does (``corpus_v1.jsonl fix_v2.jsonl`` is the knowledge base of version 2).
@@ -11,7 +11,10 @@ Chunks are grouped by ``doc_id`` in file order, then:
 * ``window``: every two consecutive chunks, sliding by one, so neighbours overlap by a whole
   chunk (``DOC/w1``…);
 * ``sentences``: every prose chunk is cut at its sentence ends (``DOC/s1``…); a table stays whole,
-  as any sensible chunker keeps a table with its header.
+  as any sensible chunker keeps a table with its header;
+* ``shift``: the prose of a document is cut into sentences and packed again into chunks of about
+  the document's mean chunk size (in characters), the first one half that size, so every cut
+  moves to the middle of an old chunk (``DOC/x1``…); a table stays whole, as one chunk.
 
 A new chunk keeps the metadata (domain, label, facets, validity, kind, description) of the first
 chunk it comes from; ``text`` and ``content`` are the joined texts and contents. The golden
@@ -22,13 +25,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-# A sentence ends at . ! ? followed by a space and a capital (or an opening ¿ ¡).
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[¿¡A-ZÁÉÍÓÚÑ])")
+from recallwatch.formats.sentences import split_sentences  # the product's one sentence splitter
 
 
 def _documents(records: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -49,9 +50,35 @@ def _sentences(record: dict[str, Any], doc: str, start: int) -> Iterator[dict[st
     if record.get("kind") == "table" or record.get("description"):
         yield {**record, "id": f"{doc}/s{start}"}
         return
-    for n, piece in enumerate(_SENTENCE_END.split(record["text"].strip()), start):
+    for n, piece in enumerate(split_sentences(record["text"]), start):
         yield {**{k: v for k, v in record.items() if k != "content"}, "id": f"{doc}/s{n}",
                "text": piece, "content": piece}
+
+
+def _shifted(chunks: list[dict[str, Any]], doc: str) -> list[dict[str, Any]]:
+    size = sum(len(c["text"]) for c in chunks) / len(chunks)
+    out: list[dict[str, Any]] = []
+    pending: list[tuple[dict[str, Any], str]] = []  # (the chunk it comes from, sentence)
+
+    def flush() -> None:
+        if pending:
+            text = " ".join(s for _, s in pending)
+            meta = {k: v for k, v in pending[0][0].items() if k not in ("id", "text", "content")}
+            out.append({"id": f"{doc}/x{len(out) + 1}", "text": text, "content": text, **meta})
+            pending.clear()
+
+    for c in chunks:
+        if c.get("kind") == "table" or c.get("description"):
+            flush()
+            out.append({**c, "id": f"{doc}/x{len(out) + 1}"})
+            continue
+        for sentence in split_sentences(c.get("content") or c["text"]):
+            pending.append((c, sentence))
+            target = size / 2 if not out else size  # the first cut falls mid-chunk
+            if sum(len(s) + 1 for _, s in pending) >= target:
+                flush()
+    flush()
+    return out
 
 
 def rechunk(records: list[dict[str, Any]], mode: str) -> list[dict[str, Any]]:
@@ -66,15 +93,17 @@ def rechunk(records: list[dict[str, Any]], mode: str) -> list[dict[str, Any]]:
         elif mode == "sentences":
             for r in chunks:
                 out += list(_sentences(r, doc, sum(o["id"].startswith(f"{doc}/") for o in out) + 1))
+        elif mode == "shift":
+            out += _shifted(chunks, doc)
         else:
-            raise ValueError(f"unknown mode {mode!r}: merge, window or sentences")
+            raise ValueError(f"unknown mode {mode!r}: merge, window, sentences or shift")
     return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("files", type=Path, nargs="+", help="input corpus files, then the output")
-    parser.add_argument("--mode", choices=["merge", "window", "sentences"], default="merge")
+    parser.add_argument("--mode", choices=["merge", "window", "sentences", "shift"], default="merge")
     args = parser.parse_args()
     *sources, target = args.files
     if not sources:
