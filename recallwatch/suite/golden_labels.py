@@ -14,9 +14,9 @@ from recallwatch._registry import suggest
 from recallwatch.errors import DatasetError, InputError
 from recallwatch.formats.fields import line_of
 from recallwatch.formats.golden import Anchor, GoldenQuery, GoldenSet
+from recallwatch.formats.sentences import split_sentences
 from recallwatch.formats.structured import load_structured
 from recallwatch.records import Chunk
-from recallwatch.formats.sentences import split_sentences
 from recallwatch.suite.anchors import AnchorResolution, closest_chunks, locate
 
 if TYPE_CHECKING:
@@ -187,7 +187,8 @@ def _choose_quotes(q: GoldenQuery, chunks: Sequence[Chunk], doc_chunks: dict[str
                if locate(Anchor(c.doc_id or "", s), doc_chunks[c.doc_id or ""],
                          split=False).chunk_ids == (c.id,)]
         if len(sentences) < 2 or not own:
-            why = "one sentence" if len(sentences) < 2 else "no sentence is its own"
+            why = ("one sentence" if len(sentences) < 2
+                   else "each of its sentences is also in another chunk")
             out.append(QuoteChoice(q.id, c.id, whole, why=why))
             continue
         out.append(QuoteChoice(q.id, c.id, whole))  # replaced below

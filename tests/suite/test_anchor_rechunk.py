@@ -184,12 +184,12 @@ def test_same_golden_set_same_verdict_on_original_and_capped_chunks(stores: Stor
     assert (code_v2, on_v2["verdict"]) == (code_cap, on_cap["verdict"]) == (0, "ACCEPT")
     # on version 2 the anchors expect the very chunks the ids did: the same per-query figures
     for a, b in zip(ids["queries"], on_v2["queries"], strict=True):  # type: ignore[call-overload]
-        assert (a["id"], sorted(a["expected"]), a["recall"]) == \
-            (b["id"], sorted(b["expected"]), b["recall"])
+        assert (a["id"], sorted(e["id"] for e in a["expected"]), a["recall"]) == \
+            (b["id"], sorted(e["id"] for e in b["expected"]), b["recall"])
     # on the new chunking every anchor is whole in one new chunk, and its fact is in the top K
     for q in on_cap["queries"]:  # type: ignore[attr-defined]
         assert all(a["kind"] == "whole" and a["in_context"] for a in q["anchors"]), q["id"]
-        assert all("/c" in c for c in q["expected"])
+        assert all("/c" in e["id"] for e in q["expected"])
     # the whole-chunk quotes of the same labels: a cut chunk needs both halves, and the gate
     # stops (both halves are not always in the top 10)
     whole = stores.root / "golden_chunk.yaml"
@@ -247,13 +247,17 @@ def test_calibration_resolves_anchors_like_ids(stores: Stores) -> None:
         data: dict[str, object] = json.loads(result.stdout)
         return data
 
-    assert noise(KB / "golden.yaml") == noise(SHIPPED)
+    by_ids, by_anchors = noise(KB / "golden.yaml"), noise(SHIPPED)
+    by_ids.pop("run_id"), by_anchors.pop("run_id")  # two runs of the gate
+    assert by_ids == by_anchors
 
 
 @pytest.mark.slow
 def test_cranfield_sentence_quotes_land_in_one_sentence(cranfield_dir: Path) -> None:
     """Cranfield abstracts whole vs split into sentences: quoting the fact, every label of 10
-    queries resolves to one sentence chunk (quoting the abstract, a long one is split)."""
+    queries resolves whole to a sentence chunk (to several only when the abstract repeats that
+    very sentence, e.g. its title: any of them counts); quoting the abstract, a long one is
+    split."""
     whole, sentences, golden = _cranfield(cranfield_dir)
     few = GoldenSet.from_dict({**golden.to_dict(), "queries": [
         q.to_dict() for q in golden.queries[:10]]})
@@ -262,8 +266,11 @@ def test_cranfield_sentence_quotes_land_in_one_sentence(cranfield_dir: Path) -> 
     assert all(q.position is not None or q.why == "one sentence" for q in migration.quotes)
     for x in check_labels(migration.golden, sentences):
         r = x.resolution
-        assert r is not None and r.kind == "whole" and len(r.chunk_ids) == 1, x
-        assert r.chunk_ids[0].startswith(r.anchor.doc_id + ".")
+        assert r is not None and r.kind == "whole", x
+        assert all(c.startswith(r.anchor.doc_id + ".") for c in r.chunk_ids)
+        if len(r.chunk_ids) > 1:
+            texts = {c.text for c in sentences if c.id in r.chunk_ids}
+            assert texts == {r.anchor.quote}, x
     assert {x.status for x in check_labels(migration.golden, whole)} == {"ok"}
     split = check_labels(migrate_labels(few, whole, None).golden, sentences)
     assert Counter(x.status for x in split)["split"] > 0
