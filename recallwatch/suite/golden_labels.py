@@ -4,6 +4,7 @@ anchors, or into the ids of a new chunking, reporting every label that is ambigu
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -163,6 +164,12 @@ class QuoteChoice:
                 f"(similarity {self.similarity:.3f}): {_clip(self.quote, 70)}")
 
 
+# A shorter sentence is a heading or a label ("Período de prueba.") more often than a fact, and
+# other documents may hold it too, so fact recall would find it in their chunks.
+MIN_QUOTE_WORDS = 5
+_WORD = re.compile(r"\w+")
+
+
 def _is_table(chunk: Chunk) -> bool:
     return chunk.kind == "table" or bool(chunk.description)
 
@@ -170,9 +177,10 @@ def _is_table(chunk: Chunk) -> bool:
 def _choose_quotes(q: GoldenQuery, chunks: Sequence[Chunk], doc_chunks: dict[str, list[Chunk]],
                    embedder: Embedder) -> list[QuoteChoice]:
     """For each expected chunk of ``q``, the sentence most similar to the query text (cosine of
-    the embedder's query and document vectors; the first of equals). Only sentences found in
-    that chunk alone among its document's chunks qualify, so the anchor resolves to the very
-    chunk it came from; a table, or a chunk with no such sentence, is quoted whole."""
+    the embedder's query and document vectors; the first of equals). Only sentences of
+    ``MIN_QUOTE_WORDS`` words or more found in that chunk alone among its document's chunks
+    qualify, so the anchor resolves to the very chunk it came from; a table, or a chunk with no
+    such sentence, is quoted whole."""
     import numpy as np
 
     out: list[QuoteChoice] = []
@@ -184,11 +192,12 @@ def _choose_quotes(q: GoldenQuery, chunks: Sequence[Chunk], doc_chunks: dict[str
             continue
         sentences = split_sentences(whole)
         own = [i for i, s in enumerate(sentences)
-               if locate(Anchor(c.doc_id or "", s), doc_chunks[c.doc_id or ""],
-                         split=False).chunk_ids == (c.id,)]
+               if len(_WORD.findall(s)) >= MIN_QUOTE_WORDS
+               and locate(Anchor(c.doc_id or "", s), doc_chunks[c.doc_id or ""],
+                          split=False).chunk_ids == (c.id,)]
         if len(sentences) < 2 or not own:
-            why = ("one sentence" if len(sentences) < 2
-                   else "each of its sentences is also in another chunk")
+            why = ("one sentence" if len(sentences) < 2 else
+                   f"no sentence of {MIN_QUOTE_WORDS} words or more is in this chunk alone")
             out.append(QuoteChoice(q.id, c.id, whole, why=why))
             continue
         out.append(QuoteChoice(q.id, c.id, whole))  # replaced below

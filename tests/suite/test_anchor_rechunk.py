@@ -7,6 +7,7 @@ calibration with anchors."""
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -53,7 +54,8 @@ def _small_golden() -> GoldenSet:
 
 def test_sentence_quotes_ties_go_to_the_first_sentence_and_tables_stay_whole() -> None:
     """With an embedder that finds every sentence equally similar (a user's function), the
-    first sentence that no other chunk of the document holds is quoted; tables are whole."""
+    first sentence of five words or more is quoted (in these chunks no other chunk of the
+    document holds it); tables are whole."""
     from recallwatch.embedders import get_embedder
 
     flat = get_embedder("callable", fn=lambda texts: np.ones((len(texts), 4), np.float32))
@@ -65,8 +67,10 @@ def test_sentence_quotes_ties_go_to_the_first_sentence_and_tables_stay_whole() -
         if chunk.kind == "table" or chunk.description:
             assert choice.why == "a table is one fact" and choice.quote == chunk.content
         else:
-            assert choice.position == 1 and choice.similarity == pytest.approx(1.0)
-            assert choice.quote == split_sentences(chunk.content or chunk.text)[0]
+            sentences = split_sentences(chunk.content or chunk.text)
+            first = next(i for i, s in enumerate(sentences) if len(re.findall(r"\w+", s)) >= 5)
+            assert choice.position == first + 1 and choice.similarity == pytest.approx(1.0)
+            assert choice.quote == sentences[first]
     assert {c.chunk_id for c in migration.quotes} >= {"silver_finanzas_123", "silver_art_012"}
 
 
@@ -90,11 +94,11 @@ def test_sentence_quotes_pick_the_most_similar_own_sentence() -> None:
             continue
         sentences = split_sentences(whole)
         assert choice.position is not None and choice.quote == sentences[choice.position - 1]
-        # the eligible sentences: those no other chunk of the document holds
+        # the eligible sentences: five words or more, and no other chunk of the document holds them
         from recallwatch.formats.golden import Anchor
 
-        own = [s for s in sentences
-               if locate(Anchor(chunk.doc_id or "", s), doc).chunk_ids == (chunk.id,)]
+        own = [s for s in sentences if len(re.findall(r"\w+", s)) >= 5
+               and locate(Anchor(chunk.doc_id or "", s), doc).chunk_ids == (chunk.id,)]
         assert choice.quote in own
         vectors = np.asarray(embedder.embed_documents(own), np.float64)
         query = np.asarray(embedder.embed_queries([texts[choice.query]]), np.float64)[0]
