@@ -15,12 +15,23 @@ from typing import Annotated, Any
 import typer
 
 from recallwatch.cli._common import add_to_group, emit, emit_json
-from recallwatch.cli._options import GoldenArg, StoreURIOrNone, TableJson, TableJsonFormat
+from recallwatch.cli._options import (
+    EmbedderSpec,
+    GoldenArg,
+    StoreURIOrNone,
+    TableJson,
+    TableJsonFormat,
+)
 
 
 class Into(str, Enum):
     anchors = "anchors"
     ids = "ids"
+
+
+class Quote(str, Enum):
+    chunk = "chunk"
+    sentence = "sentence"
 
 
 _CHUNKS_HELP = "a corpus file (JSONL or Parquet) or a store URI"
@@ -98,6 +109,11 @@ def migrate(
         "or as the new chunks' ids.")] = Into.anchors,
     version: Annotated[str | None, typer.Option(
         "--version", help="The migrated set's version (default: the old one plus one).")] = None,
+    quote: Annotated[Quote, typer.Option(
+        "--quote", help="What an anchor quotes: the whole old chunk, or the sentence of it most "
+        "similar to the query (by the embedder), which survives a re-chunking that cuts the "
+        "chunk in pieces. Tables are quoted whole.")] = Quote.chunk,
+    embedder: EmbedderSpec = None,
     fmt: TableJsonFormat = TableJson.table,
 ) -> None:
     """Rewrite a golden set's chunk ids as content anchors, or as the ids of a new chunking.
@@ -107,25 +123,38 @@ def migrate(
     label is reported: ok, split (held by several new chunks, all expected), ambiguous (held whole
     by several: kept as an anchor) or lost (not found: kept as an anchor quoting the old text, to
     fix by hand; exit 1). The version changes, so the history tells the two sets apart.
+
+    With --quote sentence each anchor quotes one sentence of the old chunk: the one whose
+    embedding is most similar to the query's (the first of equals), among the sentences no other
+    chunk of its document holds; every choice is listed. YAML comments of the golden set are not
+    carried over: copy them by hand.
     """
     from contextlib import ExitStack
 
     from recallwatch.formats.golden import load_golden
-    from recallwatch.suite.golden_labels import load_chunks, migrate_labels, write_golden
+    from recallwatch.suite.golden_labels import (
+        load_chunks,
+        migrate_labels,
+        quote_embedder,
+        write_golden,
+    )
 
     golden_set = load_golden(golden)
     with ExitStack() as stack:
         old_chunks = stack.enter_context(load_chunks(old))
         new_chunks = stack.enter_context(load_chunks(new)) if new is not None else None
+        scorer = quote_embedder(embedder, old) if quote is Quote.sentence else None
         result = migrate_labels(golden_set, old_chunks, new_chunks, into=into.value,
-                                version=version)
+                                version=version, quote=quote.value, embedder=scorer)
     write_golden(result.golden, out)
     if fmt is TableJson.json:
         emit_json({"golden": str(golden), "out": str(out), "version": result.golden.version,
                    "hash": result.golden.hash, "labels": [x.to_dict() for x in result.labels],
-                   "lost": len(result.lost), "ambiguous": len(result.ambiguous)})
+                   "lost": len(result.lost), "ambiguous": len(result.ambiguous),
+                   "quotes": [x.to_dict() for x in result.quotes]})
     else:
         emit("\n".join([
+            *(f"quote     query {x.query}: {x.describe()}" for x in result.quotes),
             *_lines(result.labels, golden, only_problems=True),
             f"wrote {out}: {result.golden.name} v{golden_set.version} #{golden_set.hash[:8]} → "
             f"v{result.golden.version} #{result.golden.hash[:8]}; {len(result.labels)} label(s): "

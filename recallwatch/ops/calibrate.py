@@ -41,7 +41,7 @@ margin (in chunks) above it, printed as the policy's ``noise_ceiling`` section.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -53,7 +53,7 @@ from recallwatch.stores.base import Hits, update_meta
 
 if TYPE_CHECKING:
     from recallwatch.embedders.base import Embedder, Fingerprint
-    from recallwatch.formats.golden import GoldenSet
+    from recallwatch.formats.golden import GoldenQuery, GoldenSet
     from recallwatch.stores.base import VectorStore
     from recallwatch.suite.model import GateResult
 
@@ -187,6 +187,19 @@ def _top(h: Hits) -> tuple[str | None, float | None]:
     return (h.ids[0], float(h.scores[0])) if h.ids else (None, None)
 
 
+def _with_anchor_chunks(store: VectorStore,
+                        queries: Sequence[GoldenQuery]) -> Sequence[GoldenQuery]:
+    """Each query with the chunks its content anchors resolve to in ``store`` added to its
+    expected chunks, as the gate resolves them (any alternative of an anchor counts as an
+    expected chunk in the answer, and all are removed for the in-domain negatives)."""
+    if not any(q.anchors for q in queries):
+        return queries
+    from recallwatch.suite.anchors import resolve_queries
+
+    resolved = resolve_queries(queries, lambda docs: store.chunks(doc_ids=list(docs)))
+    return [replace(q, anchors=()) for q in resolved.candidates(queries)]
+
+
 def calibrate_threshold(
     store: VectorStore, embedder: Embedder, golden: GoldenSet,
     unanswerable: Sequence[str] | None = None, *, negatives: Negatives = "in-domain",
@@ -211,7 +224,7 @@ def calibrate_threshold(
     stored = store.get_meta(FINGERPRINT_META_KEY)
     check_fingerprint(Fingerprint.from_dict(stored) if isinstance(stored, dict) else None, fp,
                       index=store.uri)
-    queries = golden.queries
+    queries = _with_anchor_chunks(store, golden.queries)
     vectors = np.asarray(embedder.embed_queries([q.text for q in queries]), np.float32)
     ks = [q.top_k or golden.top_k for q in queries]
     samples = []

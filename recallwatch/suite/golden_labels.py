@@ -4,24 +4,30 @@ anchors, or into the ids of a new chunking, reporting every label that is ambigu
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from recallwatch._registry import suggest
 from recallwatch.errors import DatasetError, InputError
 from recallwatch.formats.fields import line_of
 from recallwatch.formats.golden import Anchor, GoldenQuery, GoldenSet
+from recallwatch.formats.sentences import split_sentences
 from recallwatch.formats.structured import load_structured
 from recallwatch.records import Chunk
 from recallwatch.suite.anchors import AnchorResolution, closest_chunks, locate
 
-__all__ = ["LabelCheck", "Migration", "check_labels", "load_chunks", "migrate_labels",
-           "write_golden"]
+if TYPE_CHECKING:
+    from recallwatch.embedders.base import Embedder
+
+__all__ = ["LabelCheck", "Migration", "QuoteChoice", "check_labels", "load_chunks",
+           "migrate_labels", "quote_embedder", "write_golden"]
 
 Status = Literal["ok", "ambiguous", "split", "lost"]
+QuoteMode = Literal["chunk", "sentence"]
 
 
 @contextmanager
@@ -40,6 +46,24 @@ def load_chunks(where: str | Path) -> Iterator[list[Chunk]]:
     from recallwatch.formats.corpus import read_corpus
 
     yield list(read_corpus(Path(text)))
+
+
+def quote_embedder(spec: str | None, old: str | Path) -> Embedder:
+    """The embedder that picks the quoted sentences: ``spec`` if given, else the one that built
+    the old store (a URI), else the default."""
+    from recallwatch.embedders import embedder_for_store, embedder_from_spec, get_embedder
+
+    if spec is not None:
+        return embedder_from_spec(spec)
+    if "://" in str(old):
+        from recallwatch.stores import open_store
+
+        store = open_store(str(old))
+        try:
+            return embedder_for_store(store)
+        finally:
+            store.close()
+    return get_embedder()
 
 
 @dataclass(frozen=True)
@@ -73,9 +97,13 @@ def _lines(golden: GoldenSet) -> dict[str, int | None]:
     return {str(q.get("id")): line_of(q) for q in queries if isinstance(q, dict)}
 
 
+def _clip(quote: str, width: int = 50) -> str:
+    text = " ".join(quote.split())
+    return text[:width] + "…" if len(text) > width else text
+
+
 def _label(a: Anchor) -> str:
-    quote = " ".join(a.quote.split())
-    return f"{a.doc_id}: {quote[:50] + '…' if len(quote) > 50 else quote}"
+    return f"{a.doc_id}: {_clip(a.quote)}"
 
 
 def check_labels(golden: GoldenSet, chunks: Sequence[Chunk]) -> list[LabelCheck]:
@@ -110,9 +138,94 @@ def check_labels(golden: GoldenSet, chunks: Sequence[Chunk]) -> list[LabelCheck]
 
 
 @dataclass(frozen=True)
+class QuoteChoice:
+    """What an anchor made from a chunk id quotes (``--quote sentence``): sentence ``position``
+    (1-based) of the chunk's ``sentences``, chosen for its ``similarity`` to the query; ``why``
+    says when the whole chunk was quoted instead."""
+
+    query: str
+    chunk_id: str
+    quote: str
+    position: int | None = None
+    sentences: int = 1
+    similarity: float | None = None
+    why: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"query": self.query, "chunk": self.chunk_id, "quote": self.quote,
+                "position": self.position, "sentences": self.sentences,
+                "similarity": None if self.similarity is None else round(self.similarity, 4),
+                "why": self.why}
+
+    def describe(self) -> str:
+        if self.position is None:
+            return f"{self.chunk_id}: whole chunk ({self.why})"
+        return (f"{self.chunk_id}: sentence {self.position}/{self.sentences} "
+                f"(similarity {self.similarity:.3f}): {_clip(self.quote, 70)}")
+
+
+# A shorter sentence is a heading or a label ("Período de prueba.") more often than a fact, and
+# other documents may hold it too, so fact recall would find it in their chunks.
+MIN_QUOTE_WORDS = 5
+_WORD = re.compile(r"\w+")
+
+
+def _is_table(chunk: Chunk) -> bool:
+    return chunk.kind == "table" or bool(chunk.description)
+
+
+def _choose_quotes(q: GoldenQuery, chunks: Sequence[Chunk], doc_chunks: dict[str, list[Chunk]],
+                   embedder: Embedder) -> list[QuoteChoice]:
+    """For each expected chunk of ``q``, the sentence most similar to the query text (cosine of
+    the embedder's query and document vectors; the first of equals). Only sentences of
+    ``MIN_QUOTE_WORDS`` words or more found in that chunk alone among its document's chunks
+    qualify, so the anchor resolves to the very chunk it came from; a table, or a chunk with no
+    such sentence, is quoted whole."""
+    import numpy as np
+
+    out: list[QuoteChoice] = []
+    wanted: list[tuple[Chunk, list[str], list[int]]] = []
+    for c in chunks:
+        whole = c.content or c.text
+        if _is_table(c):
+            out.append(QuoteChoice(q.id, c.id, whole, why="a table is one fact"))
+            continue
+        sentences = split_sentences(whole)
+        own = [i for i, s in enumerate(sentences)
+               if len(_WORD.findall(s)) >= MIN_QUOTE_WORDS
+               and locate(Anchor(c.doc_id or "", s), doc_chunks[c.doc_id or ""],
+                          split=False).chunk_ids == (c.id,)]
+        if len(sentences) < 2 or not own:
+            why = ("one sentence" if len(sentences) < 2 else
+                   f"no sentence of {MIN_QUOTE_WORDS} words or more is in this chunk alone")
+            out.append(QuoteChoice(q.id, c.id, whole, why=why))
+            continue
+        out.append(QuoteChoice(q.id, c.id, whole))  # replaced below
+        wanted.append((c, sentences, own))
+    if not wanted:
+        return out
+    texts = [sentences[i] for _, sentences, own in wanted for i in own]
+    docs = np.asarray(embedder.embed_documents(texts), np.float64)
+    query = np.asarray(embedder.embed_queries([q.text]), np.float64)[0]
+    norms = np.linalg.norm(docs, axis=1) * (np.linalg.norm(query) or 1.0)
+    sims = (docs @ query) / np.where(norms > 0, norms, 1.0)
+    at = 0
+    chosen: dict[str, QuoteChoice] = {}
+    for c, sentences, own in wanted:
+        part = sims[at:at + len(own)]
+        at += len(own)
+        best = int(np.argmax(part))  # argmax keeps the first of equals: position breaks ties
+        i = own[best]
+        chosen[c.id] = QuoteChoice(q.id, c.id, sentences[i], i + 1, len(sentences),
+                                   float(part[best]))
+    return [chosen.get(x.chunk_id, x) for x in out]
+
+
+@dataclass(frozen=True)
 class Migration:
     golden: GoldenSet
     labels: list[LabelCheck]
+    quotes: list[QuoteChoice] = field(default_factory=list)
 
     @property
     def lost(self) -> list[LabelCheck]:
@@ -129,9 +242,14 @@ def _next_version(version: str) -> str:
 
 def migrate_labels(golden: GoldenSet, old: Sequence[Chunk], new: Sequence[Chunk] | None, *,
                    into: Literal["anchors", "ids"] = "anchors",
-                   version: str | None = None) -> Migration:
+                   version: str | None = None, quote: QuoteMode = "chunk",
+                   embedder: Embedder | None = None) -> Migration:
     """Rewrite every chunk id of ``golden`` (a chunk of ``old``) as an anchor quoting that
     chunk's content, or (``into="ids"``) as the ids of the ``new`` chunks that hold it.
+
+    ``quote="sentence"`` quotes, of each chunk, the sentence most similar to the query instead
+    (by ``embedder``, default: the default embedder), so that a re-chunking that cuts the old
+    chunk in pieces expects only the piece holding the fact; the choices are in ``quotes``.
 
     With ``new``, each label is resolved there and reported: ``ok``, ``split`` (all the new
     chunks are expected), ``ambiguous`` (several new chunks hold it whole: it stays an anchor,
@@ -142,6 +260,14 @@ def migrate_labels(golden: GoldenSet, old: Sequence[Chunk], new: Sequence[Chunk]
         raise InputError(field="--to", expected="the new corpus or store to take the new ids from",
                          found="<nothing>")
     old_by_id = {c.id: c for c in old}
+    old_by_doc: dict[str, list[Chunk]] = {}
+    for c in old:
+        old_by_doc.setdefault(c.doc_id or "", []).append(c)
+    if quote == "sentence" and embedder is None:
+        from recallwatch.embedders import get_embedder
+
+        embedder = get_embedder()
+    choices: list[QuoteChoice] = []
     new_by_doc: dict[str, list[Chunk]] = {}
     for c in new or ():
         new_by_doc.setdefault(c.doc_id or "", []).append(c)
@@ -151,6 +277,7 @@ def migrate_labels(golden: GoldenSet, old: Sequence[Chunk], new: Sequence[Chunk]
     for q in golden.queries:
         line = lines.get(q.id)
         anchors: list[Anchor] = []
+        olds: list[Chunk] = []
         for cid in q.expected:
             chunk = old_by_id.get(cid)
             if chunk is None:
@@ -163,7 +290,15 @@ def migrate_labels(golden: GoldenSet, old: Sequence[Chunk], new: Sequence[Chunk]
                     f"chunk {cid!r} has no doc_id, so no anchor can name its document",
                     source=golden.source, line=line, record=q.id, field="expected",
                     hint="give the old corpus's chunks a doc_id")
-            anchors.append(Anchor(chunk.doc_id, chunk.content or chunk.text, cid in q.gold))
+            olds.append(chunk)
+        if quote == "sentence" and embedder is not None and olds:
+            picked = _choose_quotes(q, olds, old_by_doc, embedder)
+            choices.extend(picked)
+            texts = [x.quote for x in picked]
+        else:
+            texts = [c.content or c.text for c in olds]
+        for chunk, text in zip(olds, texts, strict=True):
+            anchors.append(Anchor(chunk.doc_id or "", text, chunk.id in q.gold))
         anchors.extend(q.anchors)
         ids: list[str] = []
         gold: list[str] = []
@@ -187,7 +322,7 @@ def migrate_labels(golden: GoldenSet, old: Sequence[Chunk], new: Sequence[Chunk]
                                anchors=tuple(kept)))
     migrated = replace(golden, queries=tuple(queries),
                        version=version or _next_version(golden.version))
-    return Migration(migrated, labels)
+    return Migration(migrated, labels, choices)
 
 
 def write_golden(golden: GoldenSet, path: str | Path) -> None:

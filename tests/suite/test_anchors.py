@@ -16,6 +16,7 @@ import pytest
 from recallwatch.errors import DatasetError, InputError
 from recallwatch.formats.corpus import read_corpus
 from recallwatch.formats.golden import Anchor, GoldenSet, load_golden
+from recallwatch.formats.sentences import split_sentences
 from recallwatch.records import Chunk
 from recallwatch.suite.anchors import fact_found, locate, resolve_queries
 from recallwatch.suite.golden_labels import check_labels, migrate_labels, write_golden
@@ -194,7 +195,7 @@ def _cranfield(cranfield_dir: Path) -> tuple[list[Chunk], list[Chunk], GoldenSet
     whole = [Chunk(id=d, text=t, doc_id=d) for d, t in docs.items()]
     sentences = []
     for d, t in docs.items():
-        for n, s in enumerate(re.split(r"(?<=[.?!])\s+", t), 1):
+        for n, s in enumerate(split_sentences(t), 1):
             sentences.append(Chunk(id=f"{d}.{n}", text=s, doc_id=d))
     qrels = read_qrels(cranfield_dir / "cranqrel")
     queries = [q for q in read_queries(cranfield_dir / "cran.qry")][:25]
