@@ -68,6 +68,8 @@ def ray_session(address: str | None = None, workers: int | None = None) -> Itera
     if workers is not None and workers < 1:
         raise UsageError(f"--workers must be at least 1, found {workers}")
     ray = require_ray()
+    if address is not None:
+        _check_reachable(address)
     if ray.is_initialized():
         yield ray
         return
@@ -85,6 +87,30 @@ def ray_session(address: str | None = None, workers: int | None = None) -> Itera
         yield ray
     finally:
         ray.shutdown()
+
+
+# How long --address may take to accept a connection before the command gives up.
+CONNECT_TIMEOUT_S = 5.0
+
+
+def _check_reachable(address: str) -> None:
+    """Refuse an --address nobody listens on in seconds: Ray itself retries for minutes."""
+    import socket
+
+    if address in ("auto", "local"):
+        return
+    target = address.split("://", 1)[-1]
+    host, sep, port = target.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise UsageError(f"--address must be HOST:PORT of the Ray head node (or auto), found "
+                         f"{address!r}")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        raise UsageError(f"cannot reach the Ray cluster at {address}: nothing accepted a "
+                         f"connection within {CONNECT_TIMEOUT_S:g} s ({exc.strerror or exc}); "
+                         "check --address: HOST:PORT of the head node (`ray start --head` prints "
+                         "it), or auto") from None
 
 
 def _quiet_data(ray: ModuleType) -> None:

@@ -174,3 +174,27 @@ def test_ray_options_need_the_ray_engine(tmp_path: Path) -> None:
     r = runner.invoke(app, ["ingest", str(corpus), "--store", store, "--workers", "2"])
     assert r.exit_code == 2
     assert r.stderr.strip() == "Error: --address and --workers only apply with --engine ray"
+
+
+def test_an_address_nobody_listens_on_is_refused_in_seconds(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    corpus = corpus_file(tmp_path, 2)
+    store = f"lancedb://{tmp_path / 'kb'}?table=chunks"
+    # (the message is recallwatch's own check, made before Ray's minutes of retries)
+    r = runner.invoke(app, ["ingest", str(corpus), "--store", store, "--engine", "ray",
+                            "--address", f"127.0.0.1:{port}"])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    [line] = r.stderr.strip().splitlines()
+    assert line.startswith(f"Error: cannot reach the Ray cluster at 127.0.0.1:{port}: nothing "
+                           "accepted a connection within 5 s")
+    assert "check --address" in line
+    assert not (tmp_path / "kb").exists()  # nothing written
+    bad = runner.invoke(app, ["ingest", str(corpus), "--store", store, "--engine", "ray",
+                              "--address", "head-node"])
+    assert bad.exit_code == 2
+    assert "--address must be HOST:PORT of the Ray head node (or auto), found 'head-node'" \
+        in bad.stderr
