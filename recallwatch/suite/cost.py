@@ -3,8 +3,10 @@
 Comparing quality while ignoring cost favours the more expensive system, so every run on a store
 records its cost next to its quality:
 
-* search latency: the wall time of each golden query's own search call, in milliseconds, as
-  p50 (median) and p99 (linear interpolation between the two nearest queries);
+* search latency: the wall time of a golden query's own search call, one query per call, in
+  milliseconds, as p50 (median) and p99 (linear interpolation between the two nearest queries);
+  timed on every query up to 100, else on 100 spread evenly over the set (the ranked lists the
+  gate scores come from one batched call);
 * query embedding time: the golden queries are embedded in one batch; its time divided by the
   number of queries;
 * index bytes: the ANN index's size, where the store can say (``SupportsIndexSize``).
