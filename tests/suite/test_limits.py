@@ -270,11 +270,13 @@ def test_max_drop_against_a_postgresql_history(tmp_path: Path, kb: GoldenSet,
 
 
 def test_latency_is_timed_on_every_query_up_to_a_hundred_then_spread_over_the_set() -> None:
+    from itertools import pairwise
+
     from recallwatch.suite.retrieve import LATENCY_QUERIES, latency_rows
 
     assert latency_rows(0) == [] and latency_rows(78) == list(range(78))
     assert latency_rows(LATENCY_QUERIES) == list(range(LATENCY_QUERIES))
     rows = latency_rows(1000)
     assert len(rows) == LATENCY_QUERIES and rows[0] == 0 and rows[-1] == 999
-    gaps = {b - a for a, b in zip(rows, rows[1:])}
+    gaps = {b - a for a, b in pairwise(rows)}
     assert gaps <= {10, 11}  # evenly spread: 999 / 99 = 10.09
