@@ -96,6 +96,10 @@ def index_needs_rebuild(store: VectorStore) -> str | None:
     rows = state.indexed_rows + state.unindexed_rows
     if rows == 0 or state.unindexed_rows <= REBUILD_UNINDEXED_SHARE * rows:
         return None
+    if state.indexed_rows == 0:
+        # The engine could not train an index on so few rows (LanceDB's IVF_PQ wants 256 per
+        # list) and scans them all: a rebuild now would leave them out again.
+        return None
     return (f"{state.unindexed_rows} of {rows} rows ({state.unindexed_rows / rows:.0%}) are "
             f"outside the index, more than {REBUILD_UNINDEXED_SHARE:.0%}")
 

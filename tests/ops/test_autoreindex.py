@@ -242,3 +242,35 @@ def test_a_store_without_an_index_to_rebuild_is_skipped_without_holding_the_guar
     assert loop.result is None and loop.skipped is not None
     assert "has no vector index to rebuild" in loop.skipped and "index_threshold" in loop.skipped
     assert store.get_meta(AUTO_REINDEX_META_KEY) is None  # no attempt recorded
+
+
+@pytest.mark.slow
+def test_the_loop_on_the_example_knowledge_base(tmp_path: Path) -> None:
+    kb = Path(__file__).resolve().parents[2] / "examples" / "kb"
+    indexed = f"lancedb://{tmp_path / 'kb'}?table=indexed&index_threshold=100"
+    assert runner.invoke(app, ["ingest", str(kb / "corpus_v1.jsonl"), "--store", indexed,
+                               "--no-history"]).exit_code == 0
+    probes = tmp_path / "probes.json"
+    assert runner.invoke(app, ["probes", str(probes), "--golden",
+                               str(kb / "golden.yaml")]).exit_code == 0
+    args = ["monitor", "--store", indexed, "--probes", str(probes), "--floor", "0.5",
+            "--history", str(tmp_path / "h.db"), "--format", "json"]
+    first = json.loads(runner.invoke(app, args).stdout)
+    if first["recall"] == 1.0:  # the 165-chunk index found every exact neighbour: no trigger
+        pytest.skip("the example's index answered exactly on this machine")
+    loop = json.loads(runner.invoke(app, [*args, "--reindex-below", "1"]).stdout)["reindex"]
+    assert loop["trigger"] == "monitor" and loop["switched"], loop
+    assert loop["result"]["recall_candidate"] >= 0.5
+    with History(tmp_path / "h.db") as h:
+        [record] = h.monitor_runs(kind="reindex")
+    assert record.status == "switched" and record.payload["auto"]["trigger"] == "monitor"
+
+
+def test_an_index_too_small_to_train_is_not_rebuilt_by_ingestion(tmp_path: Path) -> None:
+    # IVF_PQ on 200 rows: LanceDB leaves every row out of an index it cannot train, and scans
+    store = LanceStore.open(f"lancedb://{tmp_path / 'kb'}?table=t&index_threshold=100"
+                            "&index_type=IVF_PQ", create=True)
+    report = ingest(_corpus(tmp_path / "a.jsonl", 200), store, Lookup())
+    state = LanceIndex(store).state()
+    assert state is not None and state.indexed_rows == 0 and state.unindexed_rows == 200
+    assert report.index_rebuild is None and index_needs_rebuild(store) is None
