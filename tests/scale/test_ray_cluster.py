@@ -155,4 +155,6 @@ def test_two_node_cluster_gives_the_single_process_bytes(
     for d in (da, db):
         for key in ("run_id", "created_at", "timings"):
             d.pop(key)
+        cost = d.pop("cost")  # measured times differ; what is counted does not
+        d["cost_counted"] = (cost["queries"], cost["index_bytes"])
     assert da == db
