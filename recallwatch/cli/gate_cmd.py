@@ -137,11 +137,10 @@ def _with_staleness(result: Any, vector_store: Any, golden: Path, policy: Path |
         return result
     emb = None
     if log is not None:
-        from recallwatch.embedders import embedder_for_store, get_embedder
+        from recallwatch.embedders import embedder_for_store, embedder_from_spec, get_embedder
 
         emb = (embedder_for_store(vector_store, embedder) if vector_store is not None
-               else None if embedder is None else _embedder(embedder))
-        emb = emb or get_embedder()
+               else get_embedder() if embedder is None else embedder_from_spec(embedder))
     hist = None
     if history is not None:
         from recallwatch.history import History
@@ -155,12 +154,6 @@ def _with_staleness(result: Any, vector_store: Any, golden: Path, policy: Path |
             hist.close()
     return replace(result, staleness=figures,
                    warnings=tuple(result.warnings) + tuple(warnings_of(figures)))
-
-
-def _embedder(spec: str) -> Any:
-    from recallwatch.embedders import embedder_from_spec
-
-    return embedder_from_spec(spec)
 
 
 def _write_outputs(result: object, fmt: GateFormat, junit: Path | None,

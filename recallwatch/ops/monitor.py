@@ -203,7 +203,8 @@ def run_monitor(
     if reindex_below is not None and recall < reindex_below:
         done = auto_reindex(store, probes, trigger="monitor",
                             why=f"recall@{k} {recall:.3f} < {reindex_below:g}", k=k, floor=floor,
-                            window=reindex_window, history=history, now=now)
+                            window=reindex_window, history=history, now=now,
+                            vectors=vectors)
         loop = {**done.to_dict(), "summary": done.summary()}
     held = _resources(store, int(vectors.shape[1]), notes)  # after the loop: what serves now
     report = MonitorReport(

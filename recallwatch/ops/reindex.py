@@ -33,6 +33,8 @@ from recallwatch.ops.recall import probe_vectors, recall_vs_exact
 from recallwatch.stores.base import SupportsReindex, update_meta
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from recallwatch.history import History
     from recallwatch.stores.base import VectorStore
 
@@ -85,12 +87,14 @@ def _now() -> str:
 def reindex(
     store: VectorStore, probes: ProbeSet, *, k: int = 10, floor: float = 0.95,
     history: History | None = None, trigger: dict[str, Any] | None = None,
+    vectors: np.ndarray | None = None,
 ) -> ReindexResult:
     """Build, verify on ``probes`` and switch (or refuse). ``trigger`` says who asked when it was
     not a person (:mod:`recallwatch.ops.autoreindex`), recorded with the history record."""
     engine = _reindexable(store)
     live_build = index_build(store) or {}  # when the live index was trained, as recorded
-    vectors, _ = probe_vectors(probes, store)
+    if vectors is None:  # a caller that has just embedded the probes passes them
+        vectors, _ = probe_vectors(probes, store)
     started = _now()
     before = float(recall_vs_exact(store, vectors, k)[0].mean())
     t0 = time.perf_counter()

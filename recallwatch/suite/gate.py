@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -82,8 +82,9 @@ class Gate:
         expected_ids = list(dict.fromkeys(c for q in queries for c in q.expected))
         chunks = source.chunks(expected_ids)
         scored = score_queries(queries, retrieved, chunks, self.policy, self.golden.top_k)
+        shown = _shown_chunks(scored, source, chunks)  # one read of every chunk the run shows
         if anchors is not None:
-            scored = _with_fact_recall(scored, queries, anchors, source)
+            scored = _with_fact_recall(scored, queries, anchors, shown)
 
         failing_ids = {h.id for q in scored if not q.passed for h in q.expected if not h.in_top_k}
         failing_chunks = [chunks[c] for c in failing_ids if c in chunks]
@@ -140,7 +141,7 @@ class Gate:
             split=split,
             checks=tuple(checks),
             cost=cost,
-            chunk_texts=_texts(scored, source),
+            chunk_texts={c: excerpt(chunk.text) for c, chunk in shown.items()},
         )
 
 
@@ -170,10 +171,8 @@ def select_part(golden: GoldenSet, part: Part = "auto"
 
 
 def _with_fact_recall(scored: list[QueryResult], queries: Sequence[GoldenQuery],
-                      anchors: QueryAnchors, source: Source) -> list[QueryResult]:
+                      anchors: QueryAnchors, texts: Mapping[str, Chunk]) -> list[QueryResult]:
     """Each query's anchor resolutions and fact recall@K (its quotes found in the top-K text)."""
-    top_ids = list(dict.fromkeys(cid for q in scored for cid, _ in q.top))
-    texts = source.chunks(top_ids)
     out = []
     for q, golden_q in zip(scored, queries):
         context = [texts[cid] for cid, _ in q.top if cid in texts]
@@ -183,14 +182,17 @@ def _with_fact_recall(scored: list[QueryResult], queries: Sequence[GoldenQuery],
 
 
 
-def _texts(scored: list[QueryResult], source: Source) -> dict[str, str]:
-    """An excerpt of the text of every chunk the run shows (expected, top-K, beyond K), once per
-    chunk, read in one batch: a person decides from text, not ids."""
-    shown = list(dict.fromkeys(
+def _shown_chunks(scored: list[QueryResult], source: Source,
+                  known: Mapping[str, Chunk]) -> dict[str, Chunk]:
+    """Every chunk the run shows (expected, top-K, beyond K), in that order, once each: the ones
+    already read (``known``) and the rest in one batch. Their text gives fact recall and the
+    excerpts a person decides from."""
+    ids = list(dict.fromkeys(
         c for q in scored for c in [*(h.id for h in q.expected), *(c for c, _ in q.top),
                                     *(c for c, _ in q.beyond_k)]))
-    chunks = source.chunks(shown)
-    return {c: excerpt(chunks[c].text) for c in shown if c in chunks}
+    missing = [c for c in ids if c not in known]
+    read = {**known, **(source.chunks(missing) if missing else {})}
+    return {c: read[c] for c in ids if c in read}
 
 
 def run_gate(
