@@ -40,6 +40,7 @@ LAYERS: dict[str, int] = {
     "recallwatch.vectors": 0,
     "recallwatch._http": 0,
     "recallwatch._blas": 0,
+    "recallwatch._process": 0,
     "recallwatch._usercache": 0,
     "recallwatch.formats": 1,
     "recallwatch.metrics": 2,

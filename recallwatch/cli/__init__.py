@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import sys
 from typing import Annotated, Any
 
 import typer
@@ -127,4 +126,13 @@ def _root(
 
 
 def main() -> None:
-    sys.exit(app())
+    """The console script. It starts light and leaves as soon as the command is done
+    (:mod:`recallwatch._process`): the exit code and the output are the same."""
+    from recallwatch._process import leave, mark_command_line
+
+    mark_command_line()
+    try:
+        code = app()
+    except SystemExit as done:
+        code = done.code
+    leave(code)

@@ -147,8 +147,10 @@ def _with_staleness(result: Any, vector_store: Any, golden: Path, policy: Path |
 
         hist = History(history)
     try:
-        figures = check_staleness(result, load_golden(golden), load_policy(policy).staleness,
-                                  history=hist, log=log, embedder=emb)
+        # the golden set again only for the log's figures (a gate without --log never reads it)
+        figures = check_staleness(result, load_golden(golden) if log is not None else None,
+                                  load_policy(policy).staleness, history=hist, log=log,
+                                  embedder=emb)
     finally:
         if hist is not None:
             hist.close()

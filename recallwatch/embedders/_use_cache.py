@@ -5,7 +5,8 @@ parses a 2.5 MB sentencepiece file in pure Python (0.5 s) and the weights are de
 30 MB npz (0.4 s). A gate that embeds 78 short queries spends most of its model time there. So the
 first load writes what it built to the user's cache, and later loads read it back: the tokenizer's
 tables with ``marshal`` (0.09 s), the weight arrays as ``.npy`` files memory-mapped read-only (no
-copy; the 65 MB embedding table is paged in only where a token's row is read).
+copy). The 65 MB embedding table is read row by row (:class:`TableRows`) until a long job has
+read many rows, then memory-mapped too.
 
 * **Where.** ``models`` in recallwatch's user cache (:mod:`recallwatch._usercache`); one
   directory per package version and size and date of the package's model files, so another
@@ -25,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import json
 import marshal
+import os
 from array import array
 from pathlib import Path
 from typing import Any
@@ -34,7 +36,7 @@ import numpy as np
 from recallwatch._hashing import canonical_hash
 from recallwatch._usercache import user_cache
 
-__all__ = ["load_use"]
+__all__ = ["TableRows", "load_use"]
 
 _FORMAT = "1"
 
@@ -120,10 +122,69 @@ def _restore(model: Any, entry: Path, threads: int) -> None:
     backend = NumpyBackend.__new__(NumpyBackend)
     state: dict[str, Any] = dict(manifest["scalars"])
     for name in manifest["arrays"]:
-        state[name] = np.load(entry / f"{name}.npy", mmap_mode="r", allow_pickle=False)
+        path = entry / f"{name}.npy"
+        state[name] = (TableRows(path) if name == "table" and hasattr(os, "preadv")
+                       else np.load(path, mmap_mode="r", allow_pickle=False))
     for name, n in manifest["lists"].items():
         state[name] = [np.load(entry / f"{name}.{i}.npy", mmap_mode="r", allow_pickle=False)
                        for i in range(n)]
     # BLAS threads are limited around every call by the embedder (recallwatch._blas)
     vars(backend).update(state, sp=tok, threads=threads, _threadpool=None)
     model._sp, model._backend = tok, backend
+
+
+class TableRows:
+    """The model's embedding table (one row per token piece) on disk, read a row at a time.
+
+    The model reads it only as ``table[token_ids]``. A memory map pages in the neighbours of
+    every row read as well (the kernel maps up to 64 KB around each fault), so the 78 short
+    queries of a gate brought 26 MB of the 65 MB table into the process's memory for about
+    1,500 rows of 512 bytes. Reading the rows themselves (``pread``) brings in only them. A job
+    that reads many rows (an ingestion) would pay a system call per row, so past
+    :attr:`MAP_AFTER` rows the table is memory-mapped, as before. The rows are the same bytes
+    either way.
+    """
+
+    MAP_AFTER = 1 << 16  # rows read one by one before the table is mapped
+
+    def __init__(self, path: Path) -> None:
+        import weakref
+
+        with path.open("rb") as f:
+            version = np.lib.format.read_magic(f)
+            read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                           else np.lib.format.read_array_header_2_0)
+            shape, fortran, dtype = read_header(f)
+            self._offset = f.tell()
+        if fortran or len(shape) != 2:
+            raise ValueError(f"{path}: expected a C-ordered 2-D table, found shape {shape}")
+        self.path, self.shape, self.dtype = path, tuple(shape), np.dtype(dtype)
+        self._row_bytes = self.shape[1] * self.dtype.itemsize
+        self._fd = os.open(path, os.O_RDONLY)
+        weakref.finalize(self, os.close, self._fd)
+        self._read = 0
+        self._mapped: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, rows: Any) -> np.ndarray:
+        if self._mapped is not None:
+            return np.asarray(self._mapped[rows])
+        index = np.asarray(rows, dtype=np.int64)
+        wanted, where = np.unique(index, return_inverse=True)
+        if len(wanted) and (wanted[0] < 0 or wanted[-1] >= self.shape[0]):
+            raise IndexError(f"row {int(wanted[0] if wanted[0] < 0 else wanted[-1])} is outside "
+                             f"the table's {self.shape[0]} rows")
+        out = np.empty((len(wanted), self.shape[1]), dtype=self.dtype)
+        view = out.reshape(-1).view(np.uint8).data
+        step = self._row_bytes
+        for i, row in enumerate(wanted.tolist()):
+            got = os.preadv(self._fd, [view[i * step:(i + 1) * step]],
+                            self._offset + row * step)
+            if got != step:
+                raise OSError(f"{self.path}: short read of row {row}")
+        self._read += len(wanted)
+        if self._read > self.MAP_AFTER:
+            self._mapped = np.load(self.path, mmap_mode="r", allow_pickle=False)
+        return out[where.reshape(index.shape)]

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from recallwatch._process import without_pandas
 from recallwatch.stores.arrow import vectors_of
 from recallwatch.vectors import cosine_scores, top_k_positions
 
@@ -58,7 +59,8 @@ class ReadTable:
     """The part of LanceDB's ``Table`` that the adapter's reads use, over a Lance dataset."""
 
     def __init__(self, path: Path, version: int | None = None) -> None:
-        import lance
+        with without_pandas():  # pyarrow.dataset's check for pandas imports it for nothing
+            import lance
 
         self.ds: lance.LanceDataset = lance.dataset(str(path), version=version)
 

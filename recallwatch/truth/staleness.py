@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from recallwatch.errors import UsageError
 from recallwatch.vectors import normalise
 
 if TYPE_CHECKING:
@@ -142,14 +143,18 @@ def log_figures(log: str | Path, golden: GoldenSet, embedder: Embedder,
             "uncovered_topics": uncovered, "stale": stale}
 
 
-def check_staleness(result: GateResult, golden: GoldenSet, settings: StalenessSettings, *,
-                    history: History | None = None, log: str | Path | None = None,
+def check_staleness(result: GateResult, golden: GoldenSet | None, settings: StalenessSettings,
+                    *, history: History | None = None, log: str | Path | None = None,
                     embedder: Embedder | None = None) -> dict[str, Any]:
-    """The ``staleness`` object of a gate result: the figures of each check that could run."""
+    """The ``staleness`` object of a gate result: the figures of each check that could run
+    (``golden`` is needed only with a ``log``)."""
     out: dict[str, Any] = {"settings": settings.to_dict(), "history": None, "log": None}
     if history is not None:
         out["history"] = history_figures(history, result, settings)
     if log is not None:
+        if golden is None:
+            raise UsageError("the staleness of a query log is judged against its golden set: "
+                             "give the golden set")
         if embedder is None:
             from recallwatch.embedders import get_embedder
 

