@@ -180,3 +180,20 @@ def test_words_the_commands_use_are_defined_in_the_root_help() -> None:
     for term, pattern in TERMS.items():
         if re.search(pattern, every):
             assert f"{term}:" in root, f"the commands say {term!r}: define it in the root --help"
+
+
+def test_the_console_script_runs_each_command_as_the_whole_app_does() -> None:
+    """main() gives typer only the command named (it is faster to start): every command's and
+    group's help, and a usage error, read exactly as through the whole app."""
+    from recallwatch.cli import _app_for
+
+    runner = CliRunner()
+    for path, _ in _commands():
+        args = path.split()[1:]
+        one = _app_for(args)
+        assert (one is app) == (not args), path
+        for tail in (["--help"], ["--no-such-option"]):
+            whole, alone = runner.invoke(app, [*args, *tail]), runner.invoke(one, [*args, *tail])
+            assert (alone.exit_code, alone.output) == (whole.exit_code, whole.output), path
+    for args in (["--help"], ["--version"], ["gaet"], []):
+        assert _app_for(args) is app
