@@ -8,11 +8,12 @@ shard against every query as :func:`recallwatch.scale.ray_engine.ground_truth` d
 driver merges the shards' top-k as they come back. Nothing holds more than a few shards.
 
 The answer is the store's own exact search's: the same similarity
-(:data:`recallwatch.stores.base.SEARCH_METRIC`) and the same tie rule (equal scores by chunk id,
-smallest first). Each shard's rows are put in id order before the task scores them, and the
-merge numbers the candidates' ids in their sort order, so ties fall by id across shards too. The
-scores are computed in float32 (faiss) where the stores use float64 or their engine's own
-arithmetic: two rows whose similarities differ only in the last bits may come in the other order.
+(:data:`recallwatch.stores.base.SEARCH_METRIC`), computed as the LanceDB adapter computes it
+(:func:`recallwatch.vectors.cosine_scores`: float64, answered in float32), and the same tie rule
+(equal scores by chunk id, smallest first). Each shard's rows are put in id order before the task
+scores them, and the merge numbers the candidates' ids in their sort order, so ties fall by id
+across shards too. A store whose engine computes the cosine itself (pgvector) may order two rows
+whose similarities differ only in their last bits the other way.
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from recallwatch.bench.truth import merge_topk, prepare
+from recallwatch.bench.truth import merge_topk
 from recallwatch.errors import InputError, UsageError
 from recallwatch.formats.ann import Metric
-from recallwatch.scale.ray_engine import DEFAULT_SHARD_ROWS, _concurrency, _shard_topk, require_ray
+from recallwatch.scale.ray_engine import DEFAULT_SHARD_ROWS, _concurrency, require_ray
 from recallwatch.stores.base import (
     SEARCH_METRIC,
     SupportsContentHashes,
@@ -87,9 +88,31 @@ def _merge_named(parts: list[_Named], k: int, metric: Metric) -> _Named:
     return scores, [[vocab[i] for i in row if i >= 0] for row in rows]
 
 
+def _shard_cosine_topk(shard: np.ndarray, queries: np.ndarray, k: int,
+                       block: int) -> tuple[np.ndarray, np.ndarray]:
+    """Top-min(k, rows) of every query against one shard whose rows are in id order: cosine as
+    the stores' exact search computes it, equal scores by position (so by id)."""
+    from recallwatch.vectors import cosine_scores
+
+    n = shard.shape[0]
+    depth = min(k, n)
+    scores = np.empty((len(queries), depth), dtype=np.float32)
+    positions = np.empty((len(queries), depth), dtype=np.int64)
+    for start in range(0, len(queries), block):  # a block's scores: block x shard rows
+        part = cosine_scores(queries[start:start + block], shard)
+        # everything scoring at least the depth-th best, ties included, then the exact order
+        kth = np.partition(part, n - depth, axis=1)[:, n - depth]
+        for r, row in enumerate(part):
+            candidates = np.flatnonzero(row >= kth[r])
+            best = candidates[np.lexsort((candidates, -row[candidates].astype(np.float64)))]
+            positions[start + r] = best[:depth]
+            scores[start + r] = row[best[:depth]]
+    return scores, positions
+
+
 def store_truth(
     store: VectorStore, queries: np.ndarray, k: int, *, shard_rows: int = DEFAULT_SHARD_ROWS,
-    workers: int | None = None, block: int = 4096,
+    workers: int | None = None, block: int = 256,
 ) -> StoreTruth:
     """The exact top-k of ``queries`` among the store's rows, scored on Ray tasks, one task per
     shard of ``shard_rows`` rows (at most ``workers`` at a time; default the cluster's CPUs).
@@ -104,7 +127,7 @@ def store_truth(
     if q.ndim != 2:
         raise InputError(field="vectors", expected="a 2-D matrix of query vectors",
                          found=f"<shape {q.shape}>")
-    task = ray.remote(num_cpus=1)(_shard_topk)
+    task = ray.remote(num_cpus=1)(_shard_cosine_topk)
     limit = _concurrency(ray, workers)
     q_ref = ray.put(q)
     best: _Named = (np.empty((len(q), 0), dtype=np.float32), [[] for _ in range(len(q))])
@@ -126,8 +149,8 @@ def store_truth(
             done, _ = ray.wait(list(running), num_returns=1)
             absorb(done)
         order = sorted(range(len(ids)), key=ids.__getitem__)  # ties within a shard by id
-        shard = prepare(np.asarray(vectors)[order], metric)
-        running[task.remote(shard, 0, q_ref, k, metric, block)] = [ids[i] for i in order]
+        shard = np.ascontiguousarray(np.asarray(vectors)[order], dtype=np.float32)
+        running[task.remote(shard, q_ref, k, block)] = [ids[i] for i in order]
     while running:
         done, _ = ray.wait(list(running), num_returns=1)
         absorb(done)
