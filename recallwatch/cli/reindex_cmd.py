@@ -13,9 +13,13 @@ from recallwatch.cli._common import emit, emit_json, open_store, recording_histo
 from recallwatch.cli._options import (
     DEFAULT_HISTORY,
     Depth,
+    EngineChoice,
+    EngineOption,
     HistoryPath,
     NoHistory,
     ProbesFile,
+    RayAddress,
+    RayWorkers,
     RecallFloor,
     StoreURI,
     TableJson,
@@ -30,13 +34,18 @@ def reindex(
     floor: RecallFloor = 0.95,
     history: HistoryPath = DEFAULT_HISTORY,
     no_history: NoHistory = False,
+    engine: EngineOption = EngineChoice.local,
+    address: RayAddress = None,
+    workers: RayWorkers = None,
     fmt: TableJsonFormat = TableJson.table,
 ) -> None:
     """Build a new index in the background, verify it on the probes, and switch atomically (exit
     1: the new index missed --floor and the current one keeps serving). Any adapter; the new
     index is built with the URI's index parameters. LanceDB: one index commit; other adapters:
     a copy of production with a fresh index, promoted by the engine's view, alias or pointer
-    switch once verified and checked to hold the same content."""
+    switch once verified and checked to hold the same content. With --engine ray the exact
+    search the recall is measured against runs on Ray, as for monitor."""
+    from recallwatch.cli.monitor_cmd import exact_search
     from recallwatch.ops.probes import load_probes
     from recallwatch.ops.reindex import reindex as run
 
@@ -44,7 +53,8 @@ def reindex(
     vs = open_store(store)
     hist = recording_history(history, no_history)
     try:
-        result = run(vs, probe_set, k=k, floor=floor, history=hist)
+        with exact_search(engine, address, workers) as exact:
+            result = run(vs, probe_set, k=k, floor=floor, history=hist, exact=exact)
     finally:
         vs.close()
         if hist is not None:

@@ -42,6 +42,7 @@ from recallwatch.stores.base import (
 
 if TYPE_CHECKING:
     from recallwatch.history import History
+    from recallwatch.ops.recall import ExactSearch
     from recallwatch.stores.base import VectorStore
 
 __all__ = [
@@ -124,10 +125,12 @@ def auto_reindex(
     store: VectorStore, probes: ProbeSet, *, trigger: str, why: str, k: int = 10,
     floor: float = 0.95, window: timedelta = DEFAULT_WINDOW, history: History | None = None,
     now: datetime | None = None, vectors: np.ndarray | None = None,
+    exact: ExactSearch | None = None,
 ) -> AutoReindex:
     """Reindex ``store`` unless one was attempted within ``window``; the new index is switched
     in only when its recall@k on ``probes`` reaches ``floor``. ``vectors``: the probes already
-    embedded (the monitor has them), so they are not embedded twice."""
+    embedded (the monitor has them), so they are not embedded twice; ``exact``: the exact search
+    recall is measured against (default the store's own)."""
     if window < timedelta(0):
         raise InputError(field="window", expected="a duration of 0 or more", found=str(window))
     now = now or datetime.now(UTC)
@@ -151,7 +154,7 @@ def auto_reindex(
     attempt = {"at": now.isoformat(timespec="seconds"), "trigger": trigger, "why": why}
     store.set_meta(AUTO_REINDEX_META_KEY, attempt)  # before the build: a kill still counts
     result = reindex(store, probes, k=k, floor=floor, history=history,
-                     trigger={"trigger": trigger, "why": why}, vectors=vectors)
+                     trigger={"trigger": trigger, "why": why}, vectors=vectors, exact=exact)
     store.set_meta(AUTO_REINDEX_META_KEY,
                    {**attempt, "outcome": "switched" if result.switched else "refused",
                     "version": result.version, "recall": result.recall_candidate})

@@ -48,7 +48,7 @@ from recallwatch.ops.drift import DriftSignal, drift_signal
 from recallwatch.ops.index_health import index_build, index_problem
 from recallwatch.ops.live_signals import LiveCheck, live_breached
 from recallwatch.ops.probes import ProbeSet
-from recallwatch.ops.recall import probe_vectors, recall_vs_exact
+from recallwatch.ops.recall import ExactSearch, probe_vectors, recall_vs_exact
 from recallwatch.stores.base import SupportsIndexSize
 
 if TYPE_CHECKING:
@@ -129,13 +129,16 @@ def run_monitor(
     budget: BudgetPolicy | None = None, history: History | None = None,
     now: datetime | None = None, live: LiveCheck | None = None,
     reindex_below: float | None = None, reindex_window: timedelta = DEFAULT_WINDOW,
+    exact: ExactSearch | None = None,
 ) -> MonitorReport:
     """Measure the live index with the probes; record the run in ``history`` when given (the
     error budget is computed over the history's earlier monitor runs of this store). ``live``:
     the live signals of real traffic, already held to their thresholds
     (:func:`recallwatch.ops.live_signals.check_live`); its alarms are the monitor's. With
     ``reindex_below``, recall under it triggers a verified reindex (switched only when the new
-    index reaches ``floor``)."""
+    index reaches ``floor``). ``exact``: the exact search recall is measured against, in the
+    reindex's verification too (default the store's own, ``search(exact=True)``; the Ray engine:
+    :class:`recallwatch.scale.store_truth.RayExactSearch`)."""
     from recallwatch.ops.calibrate import read_threshold
 
     if not 0.0 <= floor <= 1.0:
@@ -150,7 +153,7 @@ def run_monitor(
     if problem is not None:
         alarms.append(problem)
     failures: list[str] = []
-    recalls, seconds, _ = recall_vs_exact(store, vectors, k, failures=failures)
+    recalls, seconds, _ = recall_vs_exact(store, vectors, k, failures=failures, exact=exact)
     if failures:
         alarms.append(f"the live search fails ({len(failures)} of {len(vectors)} probes): "
                       f"{failures[0]}")
@@ -204,7 +207,7 @@ def run_monitor(
         done = auto_reindex(store, probes, trigger="monitor",
                             why=f"recall@{k} {recall:.3f} < {reindex_below:g}", k=k, floor=floor,
                             window=reindex_window, history=history, now=now,
-                            vectors=vectors)
+                            vectors=vectors, exact=exact)
         loop = {**done.to_dict(), "summary": done.summary()}
     held = _resources(store, int(vectors.shape[1]), notes)  # after the loop: what serves now
     report = MonitorReport(

@@ -5,6 +5,7 @@ reindex measure. Recall here is overlap with the exact top-k of the same store
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -16,7 +17,17 @@ if TYPE_CHECKING:
     from recallwatch.embedders.base import Fingerprint
     from recallwatch.stores.base import VectorStore
 
-__all__ = ["probe_vectors", "recall_vs_exact"]
+__all__ = ["ExactSearch", "probe_vectors", "recall_vs_exact", "store_exact"]
+
+#: Exact top-k ids of each query vector among a store's rows: ``exact(store, vectors, k)``. The
+#: default is the store's own (:func:`store_exact`); the Ray engine computes the same answer on a
+#: cluster (:class:`recallwatch.scale.store_truth.RayExactSearch`).
+ExactSearch = Callable[["VectorStore", np.ndarray, int], list[list[str]]]
+
+
+def store_exact(store: VectorStore, vectors: np.ndarray, k: int) -> list[list[str]]:
+    """The store's own exact search (``search(exact=True)``)."""
+    return [h.ids for h in store.search(vectors, k, exact=True)]
 
 
 def probe_vectors(probes: ProbeSet, store: VectorStore) -> tuple[np.ndarray, Fingerprint | None]:
@@ -53,12 +64,12 @@ def probe_vectors(probes: ProbeSet, store: VectorStore) -> tuple[np.ndarray, Fin
 
 def recall_vs_exact(
     store: VectorStore, vectors: np.ndarray, k: int, *, exact_store: VectorStore | None = None,
-    failures: list[str] | None = None,
+    failures: list[str] | None = None, exact: ExactSearch | None = None,
 ) -> tuple[np.ndarray, np.ndarray, list[int]]:
     """Per probe: recall@k of ``store``'s live search against exact search (on ``exact_store``,
-    default the same store), the live latency in seconds, and the live result counts. With a
-    ``failures`` list, a live search that fails (StoreError) counts as finding nothing and its
-    message is added there; without, it is raised."""
+    default the same store, by ``exact``, default the store's own), the live latency in seconds,
+    and the live result counts. With a ``failures`` list, a live search that fails (StoreError)
+    counts as finding nothing and its message is added there; without, it is raised."""
     from recallwatch.bench.truth import id_recall
 
     if k < 1:
@@ -74,10 +85,10 @@ def recall_vs_exact(
             failures.append(str(exc))
             live.append([])
         seconds[i] = time.perf_counter() - t0
-    exact = [h.ids for h in (exact_store or store).search(vectors, k, exact=True)]
+    truth = (exact or store_exact)(exact_store or store, vectors, k)
     vocab: dict[str, int] = {}
     # no wider than the longest answer: k may exceed the rows there are (the stores clamp it)
-    width = max(1, max((len(ids) for ids in (*live, *exact)), default=0))
+    width = max(1, max((len(ids) for ids in (*live, *truth)), default=0))
 
     def encode(rows: list[list[str]]) -> np.ndarray:
         out = np.full((len(rows), width), -1, dtype=np.int64)
@@ -86,5 +97,5 @@ def recall_vs_exact(
                 out[r, c] = vocab.setdefault(cid, len(vocab))
         return out
 
-    recalls = id_recall(encode(live), encode(exact), k)
+    recalls = id_recall(encode(live), encode(truth), k)
     return recalls, seconds, [len(ids) for ids in live]

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from recallwatch.errors import StoreError, UsageError
 from recallwatch.ops.index_health import index_build, record_index_build
 from recallwatch.ops.probes import ProbeSet
-from recallwatch.ops.recall import probe_vectors, recall_vs_exact
+from recallwatch.ops.recall import ExactSearch, probe_vectors, recall_vs_exact
 from recallwatch.stores.base import SupportsReindex, update_meta
 
 if TYPE_CHECKING:
@@ -87,22 +87,23 @@ def _now() -> str:
 def reindex(
     store: VectorStore, probes: ProbeSet, *, k: int = 10, floor: float = 0.95,
     history: History | None = None, trigger: dict[str, Any] | None = None,
-    vectors: np.ndarray | None = None,
+    vectors: np.ndarray | None = None, exact: ExactSearch | None = None,
 ) -> ReindexResult:
     """Build, verify on ``probes`` and switch (or refuse). ``trigger`` says who asked when it was
-    not a person (:mod:`recallwatch.ops.autoreindex`), recorded with the history record."""
+    not a person (:mod:`recallwatch.ops.autoreindex`), recorded with the history record.
+    ``exact``: the exact search both recalls are measured against (default the store's own)."""
     engine = _reindexable(store)
     live_build = index_build(store) or {}  # when the live index was trained, as recorded
     if vectors is None:  # a caller that has just embedded the probes passes them
         vectors, _ = probe_vectors(probes, store)
     started = _now()
-    before = float(recall_vs_exact(store, vectors, k)[0].mean())
+    before = float(recall_vs_exact(store, vectors, k, exact=exact)[0].mean())
     t0 = time.perf_counter()
     staged = engine.stage_index()
     built_on, candidate = staged.built_on, staged.candidate
     t1 = time.perf_counter()
     try:
-        recall = float(recall_vs_exact(candidate, vectors, k)[0].mean())
+        recall = float(recall_vs_exact(candidate, vectors, k, exact=exact)[0].mean())
     finally:
         candidate.close()
     t2 = time.perf_counter()

@@ -32,7 +32,7 @@ build an index, or to search one, so a gate on a store without an ANN index neve
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast, get_args
 
@@ -57,6 +57,7 @@ from recallwatch.stores.base import (
     SupportsMetaUpdate,
     SupportsReindex,
     SupportsVectors,
+    SupportsVectorScan,
 )
 from recallwatch.stores.checks import check_unique_ids, check_vectors, clamp_k
 from recallwatch.stores.failures import engine_message, guarded, missing_location, missing_table
@@ -95,8 +96,9 @@ _PRODUCTION_TAG = "production"
 _QUERY_BATCH = 64  # query vectors per LanceDB search call
 
 
-class LanceStore(SupportsVectors, SupportsContentHashes, SupportsMetaUpdate, SupportsReindex,
-                 SupportsIndexInspection, SupportsIndexSize, SupportsIndexVariants):
+class LanceStore(SupportsVectors, SupportsVectorScan, SupportsContentHashes, SupportsMetaUpdate,
+                 SupportsReindex, SupportsIndexInspection, SupportsIndexSize,
+                 SupportsIndexVariants):
     """A VectorStore over one LanceDB table."""
 
     # what LanceDB and pylance raise (Rust errors arrive as OSError, ValueError or RuntimeError)
@@ -344,6 +346,25 @@ class LanceStore(SupportsVectors, SupportsContentHashes, SupportsMetaUpdate, Sup
             shown = ", ".join(missing[:5]) + (" …" if len(missing) > 5 else "")
             raise StoreError(f"{self.uri}: no stored chunk {shown or '(no id given)'}")
         return np.stack([fetched[i] for i in ids]).astype(np.float32, copy=False)
+
+    def scan_vectors(self, rows: int) -> Iterator[tuple[list[str], np.ndarray]]:
+        """Shards of at most ``rows`` (id, vector) rows of the version read: one pylance scan of
+        the two columns, in the dataset's storage order (fragments, then rows), which a version
+        never changes."""
+        if rows < 1:
+            raise UsageError(f"rows must be at least 1, found {rows}")
+        tbl = self._table()
+        if tbl is None:
+            return
+        scanner = tbl.to_lance().scanner(columns=["id", "vector"], batch_size=rows,
+                                         strict_batch_size=True, scan_in_order=True)
+        try:
+            for batch in scanner.to_batches():
+                if batch.num_rows:
+                    yield batch.column(0).to_pylist(), vectors_of(batch.column(1))
+        except self._engine_errors as exc:  # a generator is not covered by @guarded
+            raise StoreError(f"{self.uri}: scan_vectors failed: {engine_message(exc)}"
+                             ) from exc
 
     @guarded
     def content_hashes(self) -> dict[str, str]:

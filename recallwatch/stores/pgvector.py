@@ -22,7 +22,7 @@ import numpy as np
 from recallwatch.errors import NotInstalledError, StoreError, UsageError
 from recallwatch.stores._credentials import resolve_secret
 from recallwatch.stores._uri import parse_store_uri, redact
-from recallwatch.stores.base import SupportsIndexSize, SupportsQuantizedSearch
+from recallwatch.stores.base import SupportsIndexSize, SupportsQuantizedSearch, SupportsVectorScan
 from recallwatch.stores.checks import NormFilter, check_name
 from recallwatch.stores.failures import engine_message, missing_table
 from recallwatch.stores.rows import CHUNK_FIELDS, Row
@@ -57,7 +57,7 @@ def _int_param(uri: Any, name: str, default: int) -> int:
     return int(raw)
 
 
-class PgVectorStore(VersionedStore, SupportsIndexSize, SupportsQuantizedSearch):
+class PgVectorStore(VersionedStore, SupportsVectorScan, SupportsIndexSize, SupportsQuantizedSearch):
     scheme = "postgresql"
     _engine_errors = (psycopg.Error,)
 
@@ -327,6 +327,29 @@ class PgVectorStore(VersionedStore, SupportsIndexSize, SupportsQuantizedSearch):
             raise StoreError(f"{self.uri}: quantized_search failed: {engine_message(exc)}"
                              ) from exc
         return out
+
+    def scan_vectors(self, rows: int) -> Iterator[tuple[list[str], np.ndarray]]:
+        """Shards of at most ``rows`` (id, vector) rows of the current version, read through a
+        server-side cursor in one transaction (one snapshot; PostgreSQL, not this process, holds
+        the rest), ordered by id."""
+        if rows < 1:
+            raise UsageError(f"rows must be at least 1, found {rows}")
+        self._reload_state()
+        if not self._has_table():
+            return
+        # COLLATE "C": the bytes' order, the same whatever the database's locale
+        query = sql.SQL('SELECT id, embedding FROM {} ORDER BY id COLLATE "C"').format(
+            sql.Identifier(self._table()))
+        try:
+            with self._tx(), self._conn.cursor(name="recallwatch_scan") as cur:
+                cur.itersize = rows
+                cur.execute(query)
+                while found := cur.fetchmany(rows):
+                    yield ([str(r[0]) for r in found],
+                           np.stack([r[1].to_numpy() for r in found]).astype(np.float32))
+        except psycopg.Error as exc:  # a generator is not covered by @guarded
+            raise StoreError(f"{self.uri}: scan_vectors failed: {engine_message(exc)}"
+                             ) from exc
 
     def _fetch(self, table: str, ids: Sequence[str]) -> tuple[list[Row], np.ndarray]:
         return self._rows(sql.SQL("SELECT {}, embedding FROM {} WHERE id = ANY(%s)").format(

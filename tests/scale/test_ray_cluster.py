@@ -1,6 +1,6 @@
 """The Ray engine on a real two-node cluster on 127.0.0.1: a head (``ray start --head``) and a
 worker node joining it, one CPU each, so that work crosses nodes. The same bytes as one process
-for ingestion, the exact ground truth and the gate.
+for ingestion, the exact ground truth, the gate and the monitor.
 
 Only the processes this test starts are stopped: each ``ray start`` runs in a session of its
 own and its daemons stay in it, so teardown ends that session's processes by id (``ray stop``
@@ -29,6 +29,7 @@ from typer.testing import CliRunner
 from recallwatch.bench.truth import ground_truth
 from recallwatch.cli import app
 from tests.scale.test_ray_engine import SPEC, contents, corpus_file
+from tests.scale.test_ray_monitor import indexed_store, report_without_timings
 
 pytestmark = pytest.mark.slow
 runner = CliRunner(env={"COLUMNS": "200"})
@@ -110,6 +111,24 @@ np.savez(work + "/truth.npz", ids=truth.ids, distances=truth.distances)
 """
 
 
+_MONITOR = """
+import json, sys, numpy as np
+from datetime import datetime
+from recallwatch.ops.monitor import run_monitor
+from recallwatch.ops.probes import load_probes
+from recallwatch.scale.ray_engine import ray_session
+from recallwatch.scale.store_truth import RayExactSearch
+from recallwatch.stores import open_store
+uri, probes, address, now = sys.argv[1:5]
+store = open_store(uri)
+with ray_session(address):
+    report = run_monitor(store, load_probes(probes), k=10, floor=0.99,
+                         now=datetime.fromisoformat(now),
+                         exact=RayExactSearch(shard_rows=250, workers=2))
+print(json.dumps(report.to_dict()))
+"""
+
+
 def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(args, env=env, capture_output=True, text=True, timeout=600)
 
@@ -158,3 +177,38 @@ def test_two_node_cluster_gives_the_single_process_bytes(
         cost = d.pop("cost")  # measured times differ; what is counted does not
         d["cost_counted"] = (cost["queries"], cost["index_bytes"])
     assert da == db
+
+
+def test_monitor_on_the_cluster_reports_what_one_process_reports(
+        two_nodes: tuple[str, dict[str, str]], tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from recallwatch.bench.datasets import synthetic
+    from recallwatch.ops.monitor import run_monitor
+    from recallwatch.ops.probes import load_probes
+
+    address, env = two_nodes
+    data = synthetic(1000, 16, topics=8, queries=30, seed=4)
+    store = indexed_store(tmp_path / "s", data.base)
+    uri = store.uri
+    np.save(tmp_path / "probes.npy", data.queries)
+    now = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
+    one = run_monitor(store, load_probes(tmp_path / "probes.npy"), k=10, floor=0.99,
+                      now=now).to_dict()
+    store.close()
+    assert one["recall"] < 0.99
+    # the Python API, in 4 shards over the two nodes
+    r = _run([sys.executable, "-c", _MONITOR, uri, str(tmp_path / "probes.npy"), address,
+              now.isoformat()], env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert report_without_timings(json.loads(r.stdout)) == report_without_timings(one)
+    # the command, as a user runs it
+    args = ["monitor", "--store", uri, "--probes", str(tmp_path / "probes.npy"), "--floor",
+            "0.99", "--no-history", "--format", "json"]
+    a = runner.invoke(app, args)
+    b = _run([RECALLWATCH, *args, "--engine", "ray", "--address", address, "--workers", "2"], env)
+    assert a.exit_code == b.returncode == 1, b.stderr[-3000:]
+    da, db = json.loads(a.stdout), json.loads(b.stdout)
+    for d in (da, db):
+        d.pop("index_age_seconds")  # measured from the clock at each run
+    assert report_without_timings(da) == report_without_timings(db)

@@ -52,12 +52,13 @@ def test_the_declarations_are_the_ones_documented(classes: dict[str, type]) -> N
                  "SupportsVectors"]
     assert names == {
         "chroma": versioned, "faiss": versioned, "hnswlib": versioned, "milvus": versioned,
-        "postgresql": sorted([*versioned, "SupportsIndexSize", "SupportsQuantizedSearch"]),
+        "postgresql": sorted([*versioned, "SupportsIndexSize", "SupportsQuantizedSearch",
+                              "SupportsVectorScan"]),
         "qdrant": versioned,
         "qdrant+local": versioned,
         "lancedb": ["SupportsContentHashes", "SupportsIndexInspection", "SupportsIndexSize",
                     "SupportsIndexVariants", "SupportsMetaUpdate", "SupportsReindex",
-                    "SupportsVectors"],
+                    "SupportsVectorScan", "SupportsVectors"],
     }
 
 

@@ -22,6 +22,7 @@ from recallwatch.stores.base import (
     SupportsReindex,
     SupportsSeal,
     SupportsVectors,
+    SupportsVectorScan,
 )
 
 from .conformance import CHECKS, Adapter
@@ -171,6 +172,13 @@ def test_declared_capabilities_work(adapter: Adapter) -> None:
     if isinstance(store, SupportsVectors):
         got = store.vectors([chunks[3].id])
         assert got.shape == (1, vectors.shape[1]) and got.dtype == np.float32
+    if isinstance(store, SupportsVectorScan):
+        shards = list(store.scan_vectors(50))
+        assert len(shards) >= 3 and all(0 < len(ids) <= 50 for ids, _ in shards)
+        ids = [i for part, _ in shards for i in part]
+        assert sorted(ids) == sorted(c.id for c in chunks)  # every row once
+        assert np.concatenate([v for _, v in shards]).tobytes() == store.vectors(ids).tobytes()
+        assert [i for part, _ in store.scan_vectors(50) for i in part] == ids  # a stable order
     if isinstance(store, SupportsContentHashes):
         assert store.content_hashes() == {c.id: c.content_hash for c in chunks}
     if isinstance(store, SupportsMetaUpdate):
