@@ -78,5 +78,5 @@ def leave(code: object) -> NoReturn:
         try:
             stream.flush()
         except (OSError, ValueError):  # a closed pipe: nothing more can be written anyway
-            status = status or 1
+            status = status or 141  # as the shell reports a program ended by SIGPIPE
     os._exit(status)

@@ -55,3 +55,18 @@ def test_the_console_script_exits_with_the_command_s_code() -> None:
              "sys.argv = ['recallwatch', 'gate', 'no-such-golden.yaml', '--results', 'x.jsonl']\n"
              "main()\n")
     assert r.returncode == 2 and r.stderr.startswith("Error: ") and r.stdout == ""
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly() -> None:
+    """`recallwatch ... | head`: the reader closes the pipe; no internal error, the SIGPIPE
+    status."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from recallwatch.cli import main\n"
+         "sys.argv = ['recallwatch', 'history', '--help']\nmain()\n"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # before the command writes: its first write finds no reader
+    with proc.stderr:
+        err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 141
+    assert err == b""

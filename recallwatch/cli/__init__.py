@@ -31,6 +31,11 @@ class _Group(TyperGroup):
         except KeyboardInterrupt:
             typer.echo("Error: interrupted; no partial result was reported or recorded", err=True)
             ctx.exit(130)
+        except BrokenPipeError:
+            # whoever read the output has gone (`recallwatch ... | head`): end quietly, with the
+            # status of a program ended by SIGPIPE, and write nothing more there
+            _drop_stdout()
+            ctx.exit(SIGPIPE_STATUS)
         except Exception as exc:
             if type(exc).__module__.startswith(("click.", "typer.")):
                 raise  # exits, usage errors and aborts: the framework reports them
@@ -43,6 +48,20 @@ class _Group(TyperGroup):
                 err=True,
             )
             ctx.exit(3)
+
+
+# The exit status when the output's reader has gone, as the shell reports a program that
+# SIGPIPE ended (128 + 13).
+SIGPIPE_STATUS = 141
+
+
+def _drop_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no file behind stdout (an embedding program)
+        pass
 
 
 # One sentence per word the commands use, so their help can be read without other documents.
