@@ -60,6 +60,7 @@ LAYERS: dict[str, int] = {
     # because its entry point in pyproject.toml is a contract)
     "recallwatch.cli": 13,
     "recallwatch": 13,  # recallwatch/__init__.py alone
+    "recallwatch.__main__": 13,  # python -m recallwatch: the command
     "recallwatch.suite.pytest_plugin": 13,
 }
 
@@ -230,7 +231,8 @@ def test_layers_are_numbered_without_gaps() -> None:
     order = sorted({v for v in LAYERS.values()})
     assert order == list(range(14))
     assert [u for u, v in LAYERS.items() if v == 13] == [
-        "recallwatch.cli", "recallwatch", "recallwatch.suite.pytest_plugin"]
+        "recallwatch.cli", "recallwatch", "recallwatch.__main__",
+        "recallwatch.suite.pytest_plugin"]
 
 
 # The checker checked: a small made-up tree where each rule is broken once.

@@ -70,3 +70,14 @@ def test_a_reader_that_goes_away_ends_the_command_quietly() -> None:
         err = proc.stderr.read()
     assert proc.wait(timeout=120) == 141
     assert err == b""
+
+
+def test_python_dash_m_runs_the_command() -> None:
+    r = subprocess.run([sys.executable, "-m", "recallwatch", "--version"], capture_output=True,
+                       text=True, timeout=120)
+    from recallwatch import __version__
+
+    assert (r.returncode, r.stdout.strip()) == (0, __version__)
+    r = subprocess.run([sys.executable, "-m", "recallwatch", "gate", "no-such.yaml",
+                        "--results", "x.jsonl"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stderr.startswith("Error: ")
