@@ -5,21 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from typer.testing import CliRunner
-
-from recallwatch.cli import app
 from recallwatch.formats.golden import load_golden
 from recallwatch.formats.judging import read_queue
 from recallwatch.formats.trec import read_qrels
 from recallwatch.truth.judging import JudgmentLog
+from tests.clirun import cli
 
 KB = Path(__file__).resolve().parents[2] / "examples" / "kb"
-runner = CliRunner()
-
-
-def cli(*args: str) -> tuple[int, str, str]:
-    r = runner.invoke(app, list(args))
-    return r.exit_code, r.stdout, r.stderr
 
 
 def test_pool_agree_export_merge(tmp_path: Path) -> None:

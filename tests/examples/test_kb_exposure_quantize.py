@@ -11,19 +11,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
-from recallwatch.cli import app
 from recallwatch.stores.lancedb import LanceStore
+from tests.clirun import wide_cli as cli
 
 KB = Path(__file__).resolve().parents[2] / "examples" / "kb"
-runner = CliRunner(env={"COLUMNS": "200"})
 pytestmark = pytest.mark.slow  # embeds the knowledge base and its golden queries
-
-
-def cli(*args: str) -> tuple[int, str, str]:
-    r = runner.invoke(app, list(args))
-    return r.exit_code, r.stdout, r.stderr
 
 
 @pytest.fixture(scope="module")

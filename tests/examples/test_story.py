@@ -8,17 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from recallwatch.cli import app
+from tests.clirun import wide_cli as cli
 
 KB = Path(__file__).resolve().parents[2] / "examples" / "kb"
-runner = CliRunner(env={"COLUMNS": "200"})
-
-
-def cli(*args: str) -> tuple[int, str, str]:
-    r = runner.invoke(app, list(args))
-    return r.exit_code, r.stdout, r.stderr
 
 
 @pytest.fixture(scope="module")

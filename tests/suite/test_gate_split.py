@@ -9,9 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from recallwatch.cli import app
 from recallwatch.errors import InputError, UsageError
 from recallwatch.formats.golden import load_golden
 from recallwatch.formats.policy import load_policy
@@ -19,14 +17,9 @@ from recallwatch.ops.calibrate import calibrate_noise, tuning_part
 from recallwatch.report.markdown import to_markdown
 from recallwatch.suite.gate import run_gate
 from recallwatch.suite.model import GateResult
+from tests.clirun import cli
 
 KB = Path(__file__).resolve().parents[2] / "examples" / "kb"
-runner = CliRunner()
-
-
-def cli(*args: str) -> tuple[int, str, str]:
-    r = runner.invoke(app, list(args))
-    return r.exit_code, r.stdout, r.stderr
 
 
 @pytest.fixture

@@ -10,9 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
-from recallwatch.cli import app
 from recallwatch.errors import InputError
 from recallwatch.formats import cranfield
 from recallwatch.formats.golden import load_golden
@@ -24,17 +22,12 @@ from recallwatch.truth.sample import (
     read_query_log,
     trigram_jaccard,
 )
+from tests.clirun import cli
 from tests.truth.query_logs import write_interaction_log, write_query_list
 
 KB = Path(__file__).resolve().parents[2] / "examples" / "kb"
-runner = CliRunner()
 GOLDEN = load_golden(KB / "golden.yaml")
 KB_QUERIES = [(q.text, q.domain) for q in GOLDEN.queries]
-
-
-def cli(*args: str) -> tuple[int, str, str]:
-    r = runner.invoke(app, list(args))
-    return r.exit_code, r.stdout, r.stderr
 
 
 @pytest.fixture(scope="module")

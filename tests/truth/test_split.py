@@ -10,20 +10,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
-from recallwatch.cli import app
 from recallwatch.errors import InputError
 from recallwatch.formats.golden import GoldenSet, load_golden
 from recallwatch.truth.split import plan_split, split_golden
+from tests.clirun import cli
 
 KB = Path(__file__).resolve().parents[2] / "examples" / "kb"
-runner = CliRunner()
-
-
-def cli(*args: str) -> tuple[int, str, str]:
-    r = runner.invoke(app, list(args))
-    return r.exit_code, r.stdout, r.stderr
 
 
 @pytest.fixture
