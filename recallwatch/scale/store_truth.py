@@ -88,31 +88,36 @@ def _merge_named(parts: list[_Named], k: int, metric: Metric) -> _Named:
     return scores, [[vocab[i] for i in row if i >= 0] for row in rows]
 
 
+# Scores held at once by a task: queries x shard rows, float32. The shard is normalised once per
+# block of queries, so the fewer blocks the better; at 262,144 rows this is 256 queries a block.
+_SCORE_BYTES = 256 << 20
+
+
 def _shard_cosine_topk(shard: np.ndarray, queries: np.ndarray, k: int,
-                       block: int) -> tuple[np.ndarray, np.ndarray]:
-    """Top-min(k, rows) of every query against one shard whose rows are in id order: cosine as
-    the stores' exact search computes it, equal scores by position (so by id)."""
-    from recallwatch.vectors import cosine_scores
+                       block: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """Top-min(k, rows) of every query against one shard whose rows are in id order: cosine and
+    tie rule as the stores' exact search (:mod:`recallwatch.vectors`), equal scores by position
+    (so by id). ``block``: queries scored at a time (default: as many as _SCORE_BYTES holds)."""
+    from recallwatch.vectors import cosine_scores, top_k_positions
 
     n = shard.shape[0]
     depth = min(k, n)
+    step = block or max(1, _SCORE_BYTES // (4 * n))
+    positions = range(n)
     scores = np.empty((len(queries), depth), dtype=np.float32)
-    positions = np.empty((len(queries), depth), dtype=np.int64)
-    for start in range(0, len(queries), block):  # a block's scores: block x shard rows
-        part = cosine_scores(queries[start:start + block], shard)
-        # everything scoring at least the depth-th best, ties included, then the exact order
-        kth = np.partition(part, n - depth, axis=1)[:, n - depth]
+    best = np.empty((len(queries), depth), dtype=np.int64)
+    for start in range(0, len(queries), step):
+        part = cosine_scores(queries[start:start + step], shard)
         for r, row in enumerate(part):
-            candidates = np.flatnonzero(row >= kth[r])
-            best = candidates[np.lexsort((candidates, -row[candidates].astype(np.float64)))]
-            positions[start + r] = best[:depth]
-            scores[start + r] = row[best[:depth]]
-    return scores, positions
+            chosen = top_k_positions(positions, row, depth)
+            best[start + r] = chosen
+            scores[start + r] = row[chosen]
+    return scores, best
 
 
 def store_truth(
     store: VectorStore, queries: np.ndarray, k: int, *, shard_rows: int = DEFAULT_SHARD_ROWS,
-    workers: int | None = None, block: int = 256,
+    workers: int | None = None, block: int | None = None,
 ) -> StoreTruth:
     """The exact top-k of ``queries`` among the store's rows, scored on Ray tasks, one task per
     shard of ``shard_rows`` rows (at most ``workers`` at a time; default the cluster's CPUs).
