@@ -16,19 +16,37 @@ imports recallwatch keeps the ordinary behaviour.
 * **Teardown.** After a command has returned, finalising the modules of pyarrow, pylance and
   numpy took 0.1-0.2 s. :func:`leave` runs the exit handlers (``atexit``: logging, temporary
   directories, worker pools), flushes the standard streams and ends the process without it.
+* **A reader that went away.** When the output goes into a pipe whose reader leaves before it has
+  taken all of it (``recallwatch gate … | head -c 10``), the process ends with 141, as the shell
+  reports a program that SIGPIPE ended, whatever the command's own code. Output that fits in the
+  pipe is written at once, so :func:`leave` waits (at most :data:`DRAIN_WAIT` seconds) for the
+  reader to take it or to leave: which of the two happened decides the code, not how fast the
+  writing was.
 """
 
 from __future__ import annotations
 
 import atexit
+import errno
 import os
+import select
+import stat
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib.machinery import ModuleSpec
 from typing import Any, NoReturn
 
-__all__ = ["leave", "mark_command_line", "without_pandas"]
+__all__ = ["DRAIN_WAIT", "SIGPIPE_STATUS", "leave", "mark_command_line", "reader_left",
+           "without_pandas"]
+
+# The exit status when the output's reader has gone, as the shell reports a program that
+# SIGPIPE ended (128 + 13).
+SIGPIPE_STATUS = 141
+
+# How long leave() waits, at most, for a pipe's reader to take the output written into it.
+DRAIN_WAIT = 2.0
 
 _command_line = False
 
@@ -65,7 +83,8 @@ def without_pandas() -> Iterator[None]:
 
 def leave(code: object) -> NoReturn:
     """End the command-line process with ``code`` (as ``sys.exit`` takes it) once the exit
-    handlers have run and the output is written, without finalising every module."""
+    handlers have run and the output is written, without finalising every module. The code is
+    141 when the output's reader went away before taking all of it."""
     if code is None:
         status = 0
     elif isinstance(code, int):
@@ -77,6 +96,36 @@ def leave(code: object) -> NoReturn:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError):  # a closed pipe: nothing more can be written anyway
-            status = status or 141  # as the shell reports a program ended by SIGPIPE
+        except BrokenPipeError:
+            status = SIGPIPE_STATUS
+        except (OSError, ValueError):  # a closed stream: nothing more can be written anyway
+            status = status or SIGPIPE_STATUS
+    if status != SIGPIPE_STATUS and reader_left(1):
+        status = SIGPIPE_STATUS
     os._exit(status)
+
+
+def reader_left(fd: int, wait: float | None = None) -> bool:
+    """Whether ``fd`` is a pipe whose reader went away before reading everything written into
+    it. Waits, at most ``wait`` seconds (default :data:`DRAIN_WAIT`), while the reader is there
+    and output is still unread."""
+    try:
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return False
+        import fcntl
+        import termios
+
+        watch = select.poll()
+        watch.register(fd, 0)  # a pipe with no reader left reports POLLERR, asked for or not
+        deadline = time.monotonic() + (DRAIN_WAIT if wait is None else wait)
+        while True:
+            if any(events & select.POLLERR for _, events in watch.poll(0)):
+                return True
+            unread = int.from_bytes(fcntl.ioctl(fd, termios.FIONREAD, bytes(4)), sys.byteorder)
+            if unread == 0 or time.monotonic() >= deadline:
+                return False
+            time.sleep(0.005)
+    except OSError as exc:  # no pipe after all, or a platform without these calls
+        return exc.errno == errno.EPIPE
+    except (ImportError, AttributeError, ValueError):
+        return False

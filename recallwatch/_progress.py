@@ -23,6 +23,8 @@ def progress(total: int, description: str, *, enabled: bool = True) -> Iterator[
     if not enabled or total <= 0:
         yield lambda n=1: None
         return
+    import sys
+
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -33,13 +35,17 @@ def progress(total: int, description: str, *, enabled: bool = True) -> Iterator[
         TimeRemainingColumn,
     )
 
+    from recallwatch._terminal import shown, unshown
+
     bar = Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
         TimeElapsedColumn(), TimeRemainingColumn(),
-        console=Console(stderr=True), transient=True,
+        # the bar moves the cursor: it writes to the stream itself, not through the escaping
+        # of user text (recallwatch._terminal); it shows only its own words and counts
+        console=Console(file=unshown(sys.stderr)), transient=True,
     )
     with bar:
-        task = bar.add_task(description, total=total)
+        task = bar.add_task(shown(description), total=total)
 
         def advance(n: int = 1) -> None:
             bar.advance(task, n)

@@ -11,7 +11,8 @@
      ├── StoreError                   a vector store failed or refused an operation
      ├── HistoryError                 the run history cannot be read or written
      ├── JudgeError                   an LLM judge endpoint failed or answered unusably
-     └── Interrupted                  a run stopped before it completed; nothing was recorded
+     └── Interrupted                  a run stopped before it completed (CLI exit code 130); the
+                                      message says what was kept
 
 The library raises these; only the CLI turns them into ``Error: …`` and an exit code.
 """
@@ -138,4 +139,4 @@ class JudgeError(RecallwatchError):
 
 
 class Interrupted(RecallwatchError):
-    """A run was interrupted before it completed; no partial result was recorded."""
+    """A run was interrupted before it completed; the message says what it kept, if anything."""

@@ -42,6 +42,7 @@ LAYERS: dict[str, int] = {
     "recallwatch._blas": 0,
     "recallwatch._process": 0,
     "recallwatch._usercache": 0,
+    "recallwatch._terminal": 0,
     "recallwatch.formats": 1,
     "recallwatch.metrics": 2,
     "recallwatch.stats": 3,

@@ -1,11 +1,14 @@
 """The ``recallwatch`` command line: the only place that turns errors into exit codes.
 
-Exit codes: 0 success / ACCEPT, 1 STOP (or an alarm), 2 usage or input error, 3 internal error.
+Exit codes: 0 success / ACCEPT, 1 STOP (or an alarm), 2 usage or input error, 3 internal error,
+130 interrupted, 141 the output's reader went away first.
 Command modules import nothing heavy at import time, so ``recallwatch --help`` stays fast.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import importlib
 import os
 import sys
@@ -14,45 +17,103 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from recallwatch.errors import RecallwatchError
+from recallwatch._process import SIGPIPE_STATUS as _SIGPIPE_STATUS
+from recallwatch.errors import Interrupted, RecallwatchError
 
 __all__ = ["app", "main"]
 
 
 class _Group(TyperGroup):
-    """Turns recallwatch errors into one ``Error:`` line and exit code 2, never a traceback."""
+    """Turns recallwatch errors into one ``Error:`` line and exit code 2, never a traceback; and
+    writes everything a command prints with control characters shown, never obeyed, and no
+    secret (:mod:`recallwatch._terminal`)."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        from recallwatch._terminal import shown_streams
+
+        _remember_typed_secrets(sys.argv[1:] if not args and "args" not in kwargs
+                                else list(kwargs.get("args") or (args[0] if args else [])))
+        with shown_streams():
+            try:
+                return super().main(*args, **kwargs)
+            except SystemExit as done:
+                # click and rich turn a broken pipe into exit 1 (after the command or around
+                # it): the reader went away, which has its own code
+                if _broken_pipe(done):
+                    _drop_stdout()
+                    raise SystemExit(SIGPIPE_STATUS) from None
+                raise
+            except BrokenPipeError:  # while click wrote a usage error or the help
+                _drop_stdout()
+                raise SystemExit(SIGPIPE_STATUS) from None
 
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
+        except Interrupted as exc:
+            _say(f"Error: {exc}")
+            ctx.exit(INTERRUPTED_STATUS)
         except RecallwatchError as exc:
-            typer.echo(f"Error: {exc}", err=True)
+            _say(f"Error: {exc}")
             ctx.exit(2)
         except KeyboardInterrupt:
-            typer.echo("Error: interrupted; no partial result was reported or recorded", err=True)
-            ctx.exit(130)
+            _say("Error: interrupted before the command completed; nothing was reported, and "
+                 "nothing was recorded as complete")
+            ctx.exit(INTERRUPTED_STATUS)
         except BrokenPipeError:
             # whoever read the output has gone (`recallwatch ... | head`): end quietly, with the
             # status of a program ended by SIGPIPE, and write nothing more there
             _drop_stdout()
             ctx.exit(SIGPIPE_STATUS)
+        except SystemExit as done:
+            if _broken_pipe(done):  # rich: "broken pipe" becomes SystemExit(1)
+                _drop_stdout()
+                ctx.exit(SIGPIPE_STATUS)
+            raise
         except Exception as exc:
             if type(exc).__module__.startswith(("click.", "typer.")):
                 raise  # exits, usage errors and aborts: the framework reports them
             # anything else is an internal bug: one line for the user, the trace on request
             if os.environ.get("RECALLWATCH_DEBUG"):
                 raise
-            typer.echo(
-                f"Internal error: {type(exc).__name__}: {exc} "
-                "(set RECALLWATCH_DEBUG=1 for the traceback, and please report it)",
-                err=True,
-            )
+            _say(f"Internal error: {type(exc).__name__}: {exc} "
+                 "(set RECALLWATCH_DEBUG=1 for the traceback, and please report it)")
             ctx.exit(3)
 
 
 # The exit status when the output's reader has gone, as the shell reports a program that
-# SIGPIPE ended (128 + 13).
-SIGPIPE_STATUS = 141
+# SIGPIPE ended (128 + 13), and when the user interrupted the command (128 + SIGINT).
+SIGPIPE_STATUS = _SIGPIPE_STATUS
+INTERRUPTED_STATUS = 130
+
+
+def _say(line: str) -> None:
+    """One line on stderr; nothing when no one reads it any more."""
+    with contextlib.suppress(BrokenPipeError, ValueError):
+        typer.echo(line, err=True)
+
+
+def _broken_pipe(done: BaseException) -> bool:
+    """Whether ``done`` (an exit) was raised while a broken pipe was being handled."""
+    cause = done.__context__
+    while cause is not None:
+        if isinstance(cause, BrokenPipeError) or (
+                isinstance(cause, OSError) and cause.errno == errno.EPIPE):
+            return True
+        cause = cause.__context__
+    return False
+
+
+def _remember_typed_secrets(args: list[str]) -> None:
+    """The password of every URI on the command line is never printed, whatever else happens
+    to it (a parse error, an engine's message): see recallwatch._redact.scrub."""
+    from recallwatch._redact import password_span, remember
+
+    for arg in args:
+        for text in (arg, arg.partition("=")[2]):
+            span = password_span(text)
+            if span is not None:
+                remember(text[span[0]:span[1]])
 
 
 def _drop_stdout() -> None:
@@ -79,7 +140,9 @@ Words used in the commands:
   probe set: queries whose live results are compared with exact search.
 
 Exit codes: 0 success or ACCEPT, 1 STOP, alarm or refusal, 2 usage or input error, 3 internal
-error.
+error (a bug to report), 130 interrupted (Ctrl-C; the message says what was kept), 141 the
+output's reader went away before taking all of it (recallwatch ... | head), as the shell reports
+a program that SIGPIPE ended. Every command keeps these; its help lists its own 0, 1 and 2.
 """
 
 app = typer.Typer(

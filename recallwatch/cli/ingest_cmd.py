@@ -77,7 +77,8 @@ def ingest(
     With --engine ray the embedding runs on Ray workers (each loads the model once) and this
     process writes the vectors in order: the store ends up byte for byte the same.
     Exit codes: 0 all records ingested, 1 some records rejected (listed; the version is not
-    promotable until resolved), 2 usage or input error.
+    promotable until resolved), 2 usage or input error, 130 interrupted (Ctrl-C): the message
+    says how many chunks were committed; the same ingest again finishes the job.
     """
     from recallwatch.embedders import DEFAULT_EMBEDDER, embedder_from_spec
     from recallwatch.embedders.base import SPEC_META_KEY

@@ -39,7 +39,7 @@ from recallwatch.embedders.base import (
     check_fingerprint,
     fingerprint_of,
 )
-from recallwatch.errors import InputError, UsageError
+from recallwatch.errors import InputError, Interrupted, UsageError
 from recallwatch.formats.corpus import Corpus, Rejection, read_corpus
 from recallwatch.stores.base import (
     Chunk,
@@ -231,19 +231,25 @@ def ingest(
                    for g in groups for b in range(0, len(g), batch_size)]
         stream = _vectors(embedder, batches, embed_batches)
         # closed when the ingestion stops, even half-way: a remote embedding ends with it
-        with progress(len(todo), f"ingesting into {store.uri}",
-                      enabled=show_progress) as advance, closing(stream):
-            for group in groups:
-                vectors = np.empty((len(group), fingerprint.dimension), dtype=np.float32)
-                t0 = time.perf_counter()
-                for b in range(0, len(group), batch_size):
-                    n = min(batch_size, len(group) - b)
-                    vectors[b:b + n] = next(stream)
-                    advance(n)
-                t1 = time.perf_counter()
-                store.upsert(group, vectors)
-                t_embed += t1 - t0
-                t_write += time.perf_counter() - t1
+        committed = commits = 0
+        try:
+            with progress(len(todo), f"ingesting into {store.uri}",
+                          enabled=show_progress) as advance, closing(stream):
+                for group in groups:
+                    vectors = np.empty((len(group), fingerprint.dimension), dtype=np.float32)
+                    t0 = time.perf_counter()
+                    for b in range(0, len(group), batch_size):
+                        n = min(batch_size, len(group) - b)
+                        vectors[b:b + n] = next(stream)
+                        advance(n)
+                    t1 = time.perf_counter()
+                    store.upsert(group, vectors)
+                    committed, commits = committed + len(group), commits + 1
+                    t_embed += t1 - t0
+                    t_write += time.perf_counter() - t1
+        except KeyboardInterrupt:
+            raise Interrupted(_kept(store.uri, committed, len(todo), commits,
+                                    len(groups))) from None
         if report.deleted:
             t0 = time.perf_counter()
             store.delete(report.deleted)
@@ -262,6 +268,14 @@ def ingest(
                       "total": time.perf_counter() - t_start}
     _record(store, report)
     return report
+
+
+def _kept(store: str, committed: int, todo: int, commits: int, groups: int) -> str:
+    """What an interrupted ingestion leaves, and how to finish it."""
+    return (f"ingestion into {store} interrupted: {committed:,} of the {todo:,} chunks to write "
+            f"were committed ({commits} of {groups} commit(s)); the store keeps them, and its "
+            "new version is not promotable until an ingestion completes. Run the same ingest "
+            "again to finish: the chunks already committed are skipped")
 
 
 def _rebuild_if_needed(store: VectorStore, floor: float, window_hours: float,

@@ -20,6 +20,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from recallwatch._redact import remember
 from recallwatch.errors import InputError, UsageError
 from recallwatch.stores._uri import StoreURI
 
@@ -66,7 +67,15 @@ def _from_file(uri: StoreURI, key: str) -> Secret | None:
 
 
 def resolve_secret(uri: StoreURI, key: str = "password") -> Secret | None:
-    """The secret for this URI, or None when none is configured (the engine may not need one)."""
+    """The secret for this URI, or None when none is configured (the engine may not need one).
+    Whatever it is, no message printed afterwards shows it (:func:`recallwatch._redact.scrub`)."""
+    secret = _resolve(uri, key)
+    if secret is not None:
+        remember(secret.value)
+    return secret
+
+
+def _resolve(uri: StoreURI, key: str) -> Secret | None:
     if uri.password:
         return Secret(uri.password, "the URI")
     var = uri.param("password_env")

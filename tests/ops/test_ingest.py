@@ -24,7 +24,7 @@ from recallwatch.embedders.base import (
     fingerprint_of,
 )
 from recallwatch.embedders.function import CallableEmbedder
-from recallwatch.errors import EmbedderMismatchError, InputError, UsageError
+from recallwatch.errors import EmbedderMismatchError, InputError, Interrupted, UsageError
 from recallwatch.formats.corpus import read_corpus
 from recallwatch.ops.ingest import (
     IN_PROGRESS_META_KEY,
@@ -242,3 +242,32 @@ def test_resumes_after_sigkill_without_duplicates_or_losses(tmp_path: Path) -> N
     stored = {c: store.search(hashed_vectors([want[c].text]), 1, exact=True)[0].ids[0]
               for c in list(want)[::97]}
     assert all(k == v for k, v in stored.items())  # vectors belong to their own chunks
+
+
+def test_an_interrupted_ingestion_says_what_it_kept(tmp_path: Path) -> None:
+    """Ctrl-C half-way: the committed groups stay, the error counts them, a rerun finishes."""
+    n, calls = 120, []
+
+    def fn(texts: Sequence[str]) -> np.ndarray:
+        if len(texts) == 20 and not set(texts) & set(PROBE_SENTENCES):
+            calls.append(len(texts))
+            if len(calls) == 5:  # the first batch of the third group of 40
+                raise KeyboardInterrupt
+        return hashed_vectors(texts)
+
+    emb = CallableEmbedder(fn, name="hashed", version="1", dimension=16)
+    src = write_corpus(tmp_path / "c.jsonl", [{"id": f"c{i:03d}", "text": f"text {i}"}
+                                               for i in range(n)])
+    store = LanceStore(tmp_path / "kb", create=True)
+    with pytest.raises(Interrupted) as err:
+        ingest(src, store, emb, batch_size=20, commit_every=40)
+    assert store.count() == 80
+    assert str(err.value) == (
+        f"ingestion into {store.uri} interrupted: 80 of the 120 chunks to write were committed "
+        "(2 of 3 commit(s)); the store keeps them, and its new version is not promotable until "
+        "an ingestion completes. Run the same ingest again to finish: the chunks already "
+        "committed are skipped")
+    assert any("has not finished" in b for b in promotion_blockers(store, store.current_version()))
+    calls.append(0)  # past the fifth call: no more interruptions
+    report = ingest(src, store, emb, batch_size=20, commit_every=40)
+    assert (report.unchanged, len(report.added), store.count()) == (80, 40, n)
