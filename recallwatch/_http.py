@@ -4,6 +4,10 @@ the extra-free install can talk to OpenAI-compatible endpoints.
 Retries on connection failures and on 408/429/5xx answers, waiting ``retry_wait`` seconds before
 the first retry and twice as long before each next one. Any other HTTP status fails at once with
 the endpoint's own error message. The caller says which recallwatch error to raise.
+
+An endpoint may echo the request's key in its error body ("Incorrect API key provided: sk-…"): the
+value of every header whose name says it holds a secret (``Authorization``, ``api-key``…) is
+taken out of every message (:func:`recallwatch._redact.scrub`), and so is any secret in the URL.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+from recallwatch._redact import is_secret_name, redact, remember, scrub
 from recallwatch.errors import RecallwatchError
 
 __all__ = ["RETRY_STATUS", "error_detail", "post_json"]
@@ -26,6 +31,25 @@ def post_json(
     what: str, timeout: float = 60.0, max_retries: int = 3, retry_wait: float = 0.5,
 ) -> Any:
     """The decoded JSON answer to ``POST url body``; ``error`` (naming ``what``) on failure."""
+    for name, value in headers.items():
+        if is_secret_name(name):
+            remember(value)
+            remember(value.rpartition(" ")[2])  # "Bearer KEY": the key alone too
+    try:
+        return _post(url, body, headers=headers, error=error, what=what, timeout=timeout,
+                     max_retries=max_retries, retry_wait=retry_wait)
+    except RecallwatchError as exc:
+        message = scrub(str(exc))
+        shown = redact(url)
+        if message == str(exc) and shown == url:
+            raise
+        raise type(exc)(message.replace(url, shown)) from None
+
+
+def _post(
+    url: str, body: dict[str, Any], *, headers: dict[str, str], error: type[RecallwatchError],
+    what: str, timeout: float, max_retries: int, retry_wait: float,
+) -> Any:
     payload = json.dumps(body).encode("utf-8")
     request = urllib.request.Request(url, data=payload, method="POST",
                                      headers={"Content-Type": "application/json", **headers})

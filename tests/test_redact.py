@@ -4,13 +4,19 @@ before it is shown or stored, and places that used their own."""
 from __future__ import annotations
 
 import json
+import os
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
+from recallwatch._http import post_json
 from recallwatch._redact import has_secret, is_secret_name, redact, redact_all
 from recallwatch.bench.sweep import load_sweep
-from recallwatch.errors import UsageError
+from recallwatch.embedders.openai_http import OpenAIHTTPEmbedder
+from recallwatch.errors import EmbedderError, JudgeError, UsageError
 from recallwatch.ops.webhook import post_webhook
 
 KEY = "sk-live-0123456789"
@@ -78,3 +84,46 @@ def test_a_sweep_records_its_configuration_without_the_store_password(tmp_path: 
                     "engines:\n  - engine: faiss-flat\n", encoding="utf-8")
     raw = load_sweep(path).raw
     assert raw["dataset"] == {"store": "postgresql://rw:***@db/kb?table=t"}
+
+
+@pytest.fixture
+def echoing_endpoint() -> Iterator[str]:
+    """A real HTTP server that answers every POST with 401 and the request's key in its error
+    message, as some OpenAI-compatible endpoints do."""
+
+    class Echo(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            body = json.dumps({"error": {"message": "Incorrect API key provided: "
+                                         f"{self.headers.get('Authorization')} (also "
+                                         f"{self.headers.get('Authorization', '')[7:]})"}})
+            self.send_response(401)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body.encode())
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_a_key_echoed_by_an_endpoint_is_never_shown(echoing_endpoint: str,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    key = f"sk-echo-{KEY}-{os.getpid()}"
+    with pytest.raises(JudgeError) as judged:
+        post_json(echoing_endpoint, {}, headers={"Authorization": f"Bearer {key}"},
+                  error=JudgeError, what="a grade", max_retries=0)
+    assert "Incorrect API key provided: *** (also ***)" in str(judged.value)
+    monkeypatch.setenv("ECHO_KEY", key + "-embedder")
+    embedder = OpenAIHTTPEmbedder(echoing_endpoint, "m", api_key_env="ECHO_KEY", dimension=4,
+                                  max_retries=0)
+    with pytest.raises(EmbedderError) as embedded:
+        embedder.embed_queries(["q"])
+    for err in (judged, embedded):
+        assert key not in str(err.value) and "answered HTTP 401" in str(err.value)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from recallwatch._redact import has_secret, redact
+from recallwatch._redact import has_secret, redact, remember, scrub
 from recallwatch.embedders._batching import BatchedEmbedder, Role
 from recallwatch.errors import EmbedderError, UsageError
 
@@ -69,6 +69,7 @@ class OpenAIHTTPEmbedder(BatchedEmbedder):
                 raise UsageError(
                     f"the API key for {self.url} is read from ${self.api_key_env}, which is not set"
                 )
+            remember(key)  # an endpoint that echoes it in an error does not get it shown
             headers["Authorization"] = f"Bearer {key}"
         return headers
 
@@ -91,17 +92,17 @@ class OpenAIHTTPEmbedder(BatchedEmbedder):
                 if exc.code in _RETRY_STATUS and attempt < self.max_retries:
                     time.sleep(self.retry_wait * 2**attempt)
                     continue
-                raise EmbedderError(
+                raise EmbedderError(scrub(
                     f"{self.url} answered HTTP {exc.code} for model {self.model!r}: {detail}"
-                ) from None
+                )) from None
             except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
                 if attempt < self.max_retries:
                     time.sleep(self.retry_wait * 2**attempt)
                     continue
                 reason = getattr(exc, "reason", exc)
-                raise EmbedderError(
+                raise EmbedderError(scrub(
                     f"cannot reach {self.url} after {self.max_retries + 1} attempts: {reason}"
-                ) from None
+                )) from None
         raise AssertionError("unreachable")  # the loop always returns or raises
 
     def _parse(self, raw: bytes, n: int) -> np.ndarray:
@@ -110,9 +111,9 @@ class OpenAIHTTPEmbedder(BatchedEmbedder):
             rows = sorted(data, key=lambda item: int(item["index"]))
             vectors = np.asarray([row["embedding"] for row in rows], dtype=np.float32)
         except (ValueError, KeyError, TypeError) as exc:
-            raise EmbedderError(
+            raise EmbedderError(scrub(
                 f"{self.url} returned a body that is not an OpenAI embeddings response ({exc})"
-            ) from None
+            )) from None
         if vectors.ndim != 2 or vectors.shape[0] != n:
             raise EmbedderError(
                 f"{self.url} returned {vectors.shape[0] if vectors.ndim else 0} embeddings "

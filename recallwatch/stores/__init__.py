@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from recallwatch._redact import redact
 from recallwatch._registry import Registry
 from recallwatch.errors import UsageError
 
@@ -44,12 +45,16 @@ def open_store(uri: str, *, create: bool = False) -> VectorStore:
     :class:`~recallwatch.errors.StoreError` listing the ones that do. ``create=True`` (what
     ``recallwatch ingest`` passes) opens a store that may not exist yet, for writing: it is
     created, empty, where the URI says."""
-    scheme = urlsplit(uri).scheme
+    try:
+        scheme = urlsplit(uri).scheme
+    except ValueError:  # a broken URI: parse_store_uri says what is wrong, password hidden
+        scheme = parse_store_uri(uri).scheme
     if not scheme:
         raise UsageError(
-            f"store URI {uri!r} has no scheme: expected e.g. lancedb://PATH?table=NAME; "
+            f"store URI {redact(uri)!r} has no scheme: expected e.g. lancedb://PATH?table=NAME; "
             f"known schemes: {', '.join(STORES.names())}"
         )
+    parse_store_uri(uri)  # every adapter reads it so: a broken URI is refused before any opens
     opener = STORES.get(scheme)
     store: VectorStore = opener(uri, create=create)  # type: ignore[operator]
     return store
