@@ -33,6 +33,9 @@ class _Group(TyperGroup):
 
         _remember_typed_secrets(sys.argv[1:] if not args and "args" not in kwargs
                                 else list(kwargs.get("args") or (args[0] if args else [])))
+        # click.echo would strip ESC [ … sequences from text going to a file or a pipe,
+        # changing an id; here every control character is shown instead, on every stream
+        kwargs.setdefault("color", True)
         with shown_streams():
             try:
                 return super().main(*args, **kwargs)
