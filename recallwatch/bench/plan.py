@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from decimal import Decimal, InvalidOperation
 from typing import Any, Literal, get_args
 
 from recallwatch.errors import InputError
@@ -53,17 +54,23 @@ IVF_POINTS_PER_LIST = 256  # faiss trains on at most this many points per list
 HNSW_BOOKKEEPING = 12  # bytes per vector: its level (4) and the offset of its links (8)
 
 
+# Engines number their vectors with signed 64-bit integers: no index holds more.
+MAX_VECTORS = 2**63 - 1
+
+
 def parse_count(text: str) -> int:
-    """``100M``, ``1.5B``, ``20k``, ``1e8`` or ``100000000`` as a count of vectors."""
+    """``100M``, ``1.5B``, ``20k``, ``1e8`` or ``100000000`` as a count of vectors (read in
+    decimal, so ``1e23`` is exactly 10^23, not the nearest float)."""
     s = text.strip().replace("_", "").replace(",", "")
-    scale = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9}.get(s[-1:].lower(), 1.0)
+    scale = {"k": 3, "m": 6, "b": 9, "g": 9}.get(s[-1:].lower(), 0)
     try:
-        value = float(s[:-1] if scale != 1.0 else s) * scale
-    except ValueError:
-        value = -1.0
-    if not (value >= 1 and value == int(value)):
+        value = Decimal(s[:-1] if scale else s).scaleb(scale)
+    except (InvalidOperation, ValueError):
+        value = Decimal(-1)
+    if not (value.is_finite() and 1 <= value <= MAX_VECTORS and value == value.to_integral_value()):
         raise InputError(field="--vectors", expected="a positive whole count such as 100M, "
-                         "20k or 1e8", found=text)
+                         f"20k or 1e8, at most {MAX_VECTORS:,} (what a 64-bit vector id can "
+                         "number)", found=text)
     return int(value)
 
 
@@ -80,8 +87,8 @@ def hnsw_bytes_per_vector(m: int) -> float:
 
 
 def default_nlist(n: int) -> int:
-    """About ``4 × √n`` inverted lists, faiss's usual starting point."""
-    return max(1, round(4 * math.sqrt(n)))
+    """About ``4 × √n`` inverted lists, faiss's usual starting point (never more than ``n``)."""
+    return max(1, min(n, round(4 * math.sqrt(n))))
 
 
 def centroid_bytes(d: int, dtype: Dtype) -> int:
@@ -162,6 +169,12 @@ def footprint(
                   f"{n:,} × {per} B = {_gb(vb)}", vb, "bytes")]
     params: dict[str, int] = {}
     lists = nlist or default_nlist(n)
+    if index == "ivf" and lists > n:
+        # k-means places one centre per list on the vectors: faiss refuses to train on fewer
+        raise InputError(field="--nlist", expected=f"at most the number of vectors, {n:,} (an "
+                         "IVF index learns one centre per list from the vectors; faiss cannot "
+                         "train more lists than vectors, and wants about 39 vectors per list)",
+                         found=lists)
     ib = index_bytes(n, d, index, m=m, nlist=lists, dtype=dtype)
     if index == "ivf":
         params = {"nlist": lists, "nprobe": min(nprobe, lists)}

@@ -31,6 +31,7 @@ import numpy as np
 
 from recallwatch._files import write_atomic
 from recallwatch.errors import InputError
+from recallwatch.formats.structured import read_text
 
 __all__ = ["default_rates_path", "load_rates", "measure_rates", "same_machine", "save_rates"]
 
@@ -122,10 +123,9 @@ def save_rates(record: dict[str, Any], path: Path) -> None:
 
 def load_rates(path: Path) -> dict[str, Any] | None:
     """The stored record, or None when there is none; a damaged file is an input error."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not path.exists():
         return None
+    text = read_text(path)  # a directory, or not UTF-8: located errors
     try:
         record = json.loads(text)
         rates = record["rates"]
@@ -137,8 +137,8 @@ def load_rates(path: Path) -> dict[str, Any] | None:
         ok = False
     if not ok:
         raise InputError(source=path, expected="a rates record written by recallwatch plan "
-                         "--measure", found="another file",
-                         hint="delete it, or run recallwatch plan --measure to write it again")
+                         "--calibrate", found="another file",
+                         hint="delete it, or run recallwatch plan --calibrate to write it again")
     return dict(record)
 
 

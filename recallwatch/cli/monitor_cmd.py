@@ -205,11 +205,16 @@ def monitor(
     With --engine ray the exact search (the ground truth) is computed on Ray: the store's vectors
     are read in shards and each shard is scored by one Ray task, so the store need not fit in
     one machine's memory; the report is the same as with --engine local."""
+    from recallwatch.errors import InputError
     from recallwatch.ops.budget import BudgetPolicy
     from recallwatch.ops.monitor import run_monitor
     from recallwatch.ops.probes import load_probes
-    from recallwatch.ops.webhook import post_webhook
+    from recallwatch.ops.webhook import check_webhook, post_webhook
 
+    if not 0.0 <= floor <= 1.0:  # NaN included; checked first, as the budget target defaults to it
+        raise InputError(field="--floor", expected="a recall between 0 and 1", found=floor)
+    if webhook is not None:
+        check_webhook(webhook)  # now, not when an alarm fires
     window = budget_window if budget_window is not None or budget_days is not None else 30
     policy = BudgetPolicy(target=floor if budget_target is None else budget_target,
                           slo=budget_slo, window_runs=window, window_days=budget_days)

@@ -66,6 +66,9 @@ def plan(
     )
 
     n = parse_count(vectors)
+    # the shape first: a plan that cannot be made is refused before any measuring
+    footprint(n, dim, dtype, index, m=m, ef_construction=ef_construction,  # type: ignore[arg-type]
+              ef_search=ef_search, nlist=nlist, nprobe=nprobe, replicas=replicas)
     path = rates or default_rates_path()
     record = None if calibrate else load_rates(path)
     if record is None:

@@ -149,6 +149,8 @@ def read_judgment_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
         head = p.read_bytes()[:4096].lstrip()
     except FileNotFoundError:
         raise InputError(source=p, expected="a judgments file", found="<no such file>") from None
+    except IsADirectoryError:
+        raise InputError(source=p, expected="a judgments file", found="<a directory>") from None
     if not head:
         return []
     if not head.startswith(b"{"):

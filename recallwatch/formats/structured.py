@@ -21,7 +21,7 @@ import yaml
 from recallwatch.errors import InputError
 
 __all__ = ["LINE_KEY", "MAX_NESTING", "iter_jsonl", "load_structured", "parse_json_line",
-           "read_text"]
+           "parse_json_value", "read_text"]
 
 # Mappings read from YAML carry their 1-based start line under this key (never a valid field name).
 LINE_KEY = "__line__"
@@ -223,6 +223,13 @@ def parse_json_line(raw: str, source: str | Path, line: int) -> dict[str, Any]:
         raise InputError(source=source, line=line, expected="a JSON object",
                          found=f"<{_JSON_NAMES.get(type(obj), 'a value')}>")
     return obj
+
+
+def parse_json_value(raw: str, source: str | Path, line: int | None = None) -> Any:
+    """JSON text as plain data, or an InputError that names what is wrong: a syntax error, a
+    duplicate key, nesting deeper than :data:`MAX_NESTING`, a number too long to read, a lone
+    surrogate escape."""
+    return _parse_json(raw, source, line)
 
 
 _JSON_NAMES = {list: "an array", str: "a string", int: "a number", float: "a number",

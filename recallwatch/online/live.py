@@ -102,10 +102,13 @@ def parse_window(text: str) -> timedelta:
         amount = float(text[:-1]) if unit is not None else float("nan")
     except ValueError:
         amount = float("nan")
-    if unit is None or not amount > 0 or amount == float("inf"):
+    if unit is None or not 0 < amount * unit <= _LONGEST.total_seconds():
         raise UsageError(f"a window is a positive number of minutes, hours or days, e.g. 30m, "
-                         f"24h or 7d; found {text!r}")
+                         f"24h or 7d, at most {_LONGEST.days:,}d; found {text!r}")
     return timedelta(seconds=amount * unit)
+
+
+_LONGEST = timedelta(days=999_999)  # the longest window a date can be counted back by
 
 
 def window_signals(log: InteractionLog, window: timedelta | None = None) -> LiveSignals:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from recallwatch.errors import InputError
+from recallwatch.formats.structured import parse_json_value
 
 __all__ = ["Impression", "InteractionLog", "LogSummary", "parse_timestamp"]
 
@@ -171,13 +172,19 @@ class InteractionLog:
 def parse_line(raw: bytes | str, *, source: str = "<log>", line: int = 1) -> Impression:
     """Validate one log line into an :class:`Impression` (InputError names what is wrong)."""
     try:
-        obj = json.loads(raw)
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
     except UnicodeDecodeError as exc:
         raise InputError(source=source, line=line, expected="UTF-8 text",
                          found=f"<byte at column {exc.start + 1}>") from None
+    try:
+        obj = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON ({exc.msg} at column {exc.colno})", source=source,
                          line=line) from None
+    except (ValueError, RecursionError):  # a number too long, nesting too deep
+        obj = parse_json_value(text, source, line)  # the shared reader says which, and raises
+    if "\\ud" in text.lower():  # maybe a lone surrogate escape: the shared reader
+        obj = parse_json_value(text, source, line)  # refuses it, located (pairs pass)
     if not isinstance(obj, dict):
         raise InputError(source=source, line=line, expected="a JSON object (one impression)",
                          found=f"<{_kind(obj)}>")
@@ -217,7 +224,8 @@ class _Validator:
             raise self.fail(key, "an ISO-8601 timestamp string", f"<{_kind(value)}>")
         parsed = parse_timestamp(value)
         if parsed is None:
-            raise self.fail(key, "an ISO-8601 timestamp such as 2025-06-13T17:40:00Z", value)
+            raise self.fail(key, "an ISO-8601 timestamp such as 2025-06-13T17:40:00Z, between "
+                            "years 1 and 9999 once its offset is applied (in UTC)", value)
         return parsed
 
     def impression(self) -> Impression:
@@ -358,11 +366,11 @@ def parse_timestamp(text: str) -> datetime | None:
     the text is not a timestamp."""
     try:
         parsed = datetime.fromisoformat(text)
-    except ValueError:
+        if parsed.tzinfo is None:
+            return parsed.replace(tzinfo=UTC)
+        return parsed.astimezone(UTC)
+    except (ValueError, OverflowError):  # OverflowError: its offset takes it past year 1 or 9999
         return None
-    if parsed.tzinfo is None:
-        return parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC)
 
 
 def _kind(value: object) -> str:

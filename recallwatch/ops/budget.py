@@ -45,8 +45,9 @@ class BudgetPolicy:
         if self.window_runs is not None and self.window_runs < 1:
             raise InputError(field="budget window runs", expected="at least 1",
                              found=self.window_runs)
-        if self.window_days is not None and self.window_days <= 0:
-            raise InputError(field="budget window days", expected="a positive number",
+        if self.window_days is not None and not 0 < self.window_days <= 999_999:  # NaN too
+            raise InputError(field="budget window days", expected="a positive number of days, "
+                             "at most 999,999",
                              found=self.window_days)
 
     def to_dict(self) -> dict[str, Any]:

@@ -43,6 +43,9 @@ _OUTSIDE = "(not in the corpus)"
 def chunk_group(chunk: Chunk, field: str) -> str:
     """The group of ``chunk`` under ``field`` (a date field gives its year)."""
     if field.startswith("facets."):
+        if not field.removeprefix("facets.").strip():
+            raise UsageError(f"chunk field {field!r} names no facet: write facets.NAME, NAME being "
+                             "a key of the chunks' facets (e.g. facets.language)")
         value: Any = chunk.facets.get(field.removeprefix("facets."))
     elif field in CHUNK_FIELDS:
         value = getattr(chunk, field)

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from recallwatch.bench.plan import vector_bytes
-from recallwatch.errors import InputError, StoreError
+from recallwatch.errors import InputError, StoreError, UsageError
 from recallwatch.ops.autoreindex import DEFAULT_WINDOW, auto_reindex
 from recallwatch.ops.budget import BudgetPolicy, BudgetStatus, error_budget
 from recallwatch.ops.drift import DriftSignal, drift_signal
@@ -146,6 +146,16 @@ def run_monitor(
     if reindex_below is not None and not 0.0 <= reindex_below <= 1.0:
         raise InputError(field="reindex_below", expected="a recall in [0, 1]",
                          found=reindex_below)
+    if k < 1:
+        raise InputError(field="k", expected="a depth of at least 1", found=k)
+    rows = store.count()
+    if k >= rows:
+        # exact search and the index then both return the whole store: recall is 1 whatever
+        # the index does, and the monitor could never alarm
+        raise UsageError(f"--k {k:,} reaches every row of {store.uri} ({rows:,} rows): recall@k "
+                         "against exact search would be 1 whatever the index does, so the "
+                         "monitor could never alarm; use a depth well under the row count "
+                         "(the default is 10)")
     now = now or datetime.now(UTC)
     vectors, fp = probe_vectors(probes, store)
     alarms = []

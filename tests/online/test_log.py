@@ -114,7 +114,12 @@ BAD = [
      "field 'clicks[1].dwell_ms': expected a whole number of milliseconds ≥ 0, found -3"),
     (_line(clicks=[{"id": "d1", "ts": "yesterday"}]),
      "field 'clicks[1].ts': expected an ISO-8601 timestamp such as 2025-06-13T17:40:00Z, "
-     "found 'yesterday'"),
+     "between years 1 and 9999 once its offset is applied (in UTC), found 'yesterday'"),
+    (_line(ts="0001-01-01T00:00:00+01:00"), "field 'ts': expected an ISO-8601 timestamp such "
+     "as 2025-06-13T17:40:00Z, between years 1 and 9999 once its offset is applied (in UTC), "
+     "found '0001-01-01T00:00:00+01:00'"),
+    (_line(ts="9999-12-31T23:59:59-01:00"), "between years 1 and 9999 once its offset is "
+     "applied (in UTC), found '9999-12-31T23:59:59-01:00'"),
     (_line(ts=1718300400), "field 'ts': expected an ISO-8601 timestamp string, found <a number>"),
     (_line(conversion="yes"), "field 'conversion': expected true or false, found 'yes'"),
     (_line(latency_ms=-1), "field 'latency_ms': expected a finite number ≥ 0, found -1"),

@@ -1,0 +1,168 @@
+"""Hostile values against the commands added in the second wave (plan, monitor, online, groups,
+golden, label, policies, PostgreSQL URIs, history copy, Ray addresses): every one is refused with
+exit 2 and one located ``Error:`` line, never an internal error or a traceback.
+
+In-process (tests/clirun.py) and small, so it runs in the default suite."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from recallwatch.online.simulate import (
+    make_collection,
+    simulate_ab_log,
+    simulate_interleaved_log,
+    simulate_log,
+)
+from tests.cli.test_history import _golden, _results
+from tests.clirun import cli
+from tests.ops.test_monitor import small_store
+
+Files = dict[str, Path]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> Files:
+    d = tmp_path_factory.mktemp("hostile")
+    col = make_collection(6, 12, seed=1)
+    weak, strong = col.ranking(1.0, seed=1), col.ranking(0.3, seed=2)
+    logs = {"clicks": list(simulate_log(col, 30, seed=2)),
+            "ab": list(simulate_ab_log(col, weak, strong, 30, seed=3)),
+            "il": list(simulate_interleaved_log(col, weak, strong, 30, seed=4))}
+    out: Files = {"dir": d, "golden": _golden(d), "results": _results(d, "ok", set())}
+    for kind, records in logs.items():
+        out[kind] = d / f"{kind}.jsonl"
+        out[kind].write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    store, data = small_store(d / "kb", indexed=False, n=165)
+    store.close()
+    out["store"] = d / "kb"
+    np.save(d / "probes.npy", data.queries[:5])
+    out["probes"] = d / "probes.npy"
+    out["db"] = d / "h.db"
+    assert cli("gate", str(out["golden"]), "--results", str(out["results"]), "--policy",
+               str(d / "policy.yaml"), "--history", str(out["db"]))[0] == 0
+    return out
+
+
+def _write(f: Files, name: str, text: str) -> str:
+    path = f["dir"] / name
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def _log_with(f: Files, kind: str, name: str, first_line: Callable[[str], str]) -> str:
+    lines = f[kind].read_text(encoding="utf-8").splitlines(keepends=True)
+    return _write(f, name, first_line(lines[0]) + "".join(lines[1:]))
+
+
+def _ts(value: str) -> Callable[[str], str]:
+    def change(line: str) -> str:
+        record = json.loads(line)
+        record["ts"] = value
+        return json.dumps(record) + "\n"
+    return change
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+LONG_NUMBER = "9" * 5_000
+BROKEN_V6 = "postgresql://u:p@[::1/db"
+
+
+def _store(f: Files) -> str:
+    return f"lancedb://{f['store']}?table=t"
+
+
+CASES: dict[str, Callable[[Files], list[str]]] = {
+    # plan
+    "plan --vectors inf": lambda f: ["plan", "--vectors", "inf", "--dim", "8"],
+    "plan --vectors 1e999": lambda f: ["plan", "--vectors", "1e999", "--dim", "8"],
+    "plan --vectors nan": lambda f: ["plan", "--vectors", "nan", "--dim", "8"],
+    "plan --vectors 1e23": lambda f: ["plan", "--vectors", "1e23", "--dim", "8"],
+    "plan --nlist > vectors": lambda f: ["plan", "--vectors", "100", "--dim", "8", "--index",
+                                         "ivf", "--nlist", "1000"],
+    "plan --rates DIR": lambda f: ["plan", "--vectors", "100", "--dim", "8", "--rates",
+                                   str(f["dir"])],
+    "plan --rates not JSON": lambda f: ["plan", "--vectors", "100", "--dim", "8", "--rates",
+                                        str(f["results"])],
+    # monitor
+    "monitor --window 1e300d": lambda f: ["monitor", "--store", _store(f), "--probes",
+                                          str(f["probes"]), "--log", str(f["ab"]), "--window",
+                                          "1e300d", "--no-history"],
+    "monitor --budget-days nan": lambda f: ["monitor", "--store", _store(f), "--probes",
+                                            str(f["probes"]), "--budget-days", "nan",
+                                            "--no-history"],
+    "monitor --floor nan": lambda f: ["monitor", "--store", _store(f), "--probes",
+                                      str(f["probes"]), "--floor", "nan", "--no-history"],
+    "monitor --k past the rows": lambda f: ["monitor", "--store", _store(f), "--probes",
+                                            str(f["probes"]), "--k", "1000000000",
+                                            "--no-history"],
+    "monitor --webhook file:": lambda f: ["monitor", "--store", _store(f), "--probes",
+                                          str(f["probes"]), "--webhook", "file:///x",
+                                          "--no-history"],
+    "monitor --webhook [": lambda f: ["monitor", "--store", _store(f), "--probes",
+                                      str(f["probes"]), "--webhook", "http://[::1/x",
+                                      "--no-history"],
+    "monitor --probes DIR": lambda f: ["monitor", "--store", _store(f), "--probes",
+                                       str(f["dir"]), "--no-history"],
+    # online logs
+    "clicks ts year 1 +01:00": lambda f: ["online", "clicks", _log_with(
+        f, "clicks", "y1.jsonl", _ts("0001-01-01T00:00:00+01:00"))],
+    "ab ts 9999 -01:00": lambda f: ["online", "ab", _log_with(
+        f, "ab", "y9.jsonl", _ts("9999-12-31T23:59:59-01:00"))],
+    "interleave ts 9999 -01:00": lambda f: ["online", "interleave", _log_with(
+        f, "il", "y9i.jsonl", _ts("9999-12-31T23:59:59-01:00"))],
+    "clicks deep JSON": lambda f: ["online", "clicks", _write(f, "deep.jsonl", DEEP + "\n")],
+    "ab 5000 digits": lambda f: ["online", "ab", _log_with(
+        f, "ab", "long.jsonl", lambda line: line.replace('"latency_ms": ',
+                                                         f'"latency_ms": {LONG_NUMBER}, "x": '))],
+    "interleave lone surrogate": lambda f: ["online", "interleave", _log_with(
+        f, "il", "sur.jsonl", lambda line: line.replace('"query_id": "', '"query_id": "\\ud800'))],
+    "online clicks DIR": lambda f: ["online", "clicks", str(f["dir"])],
+    # the gate's own files
+    "gate deep results": lambda f: ["gate", str(f["golden"]), "--results",
+                                    _write(f, "deep.jsonl", DEEP + "\n"), "--no-history"],
+    "gate policy targets nan": lambda f: ["gate", str(f["golden"]), "--results",
+                                          str(f["results"]), "--no-history", "--policy",
+                                          _write(f, "p.yaml", "targets: {nDCG@10: .nan}\n")],
+    "gate policy unknown target": lambda f: ["gate", str(f["golden"]), "--results",
+                                             str(f["results"]), "--no-history", "--policy",
+                                             _write(f, "p2.yaml", "targets: {nDCG@: 0.5}\n")],
+    "gate golden DIR": lambda f: ["gate", str(f["dir"]), "--results", str(f["results"]),
+                                  "--no-history"],
+    # groups
+    "groups --by-chunk facets.": lambda f: ["groups", "latest", "--by-chunk", "facets.",
+                                            "--store", _store(f), "--history", str(f["db"])],
+    "groups --by nothing": lambda f: ["groups", "latest", "--by", "", "--history", str(f["db"])],
+    # labels and golden sets
+    "label export DIR": lambda f: ["label", "export", str(f["dir"]), "--out",
+                                   str(f["dir"] / "out.qrels")],
+    "label merge DIR": lambda f: ["label", "merge", str(f["golden"]), str(f["dir"]), "--out",
+                                  str(f["dir"] / "merged.yaml")],
+    "golden split deep": lambda f: ["golden", "split", _write(f, "deep.json", DEEP),
+                                    "--out", str(f["dir"] / "split.yaml")],
+    # URIs and addresses
+    "gate --store broken IPv6": lambda f: ["gate", str(f["golden"]), "--store",
+                                           BROKEN_V6 + "?table=t", "--no-history"],
+    "history list broken IPv6": lambda f: ["history", "list", "--history", BROKEN_V6],
+    "history copy broken IPv6": lambda f: ["history", "copy", str(f["db"]), BROKEN_V6],
+    "history copy to a DIR": lambda f: ["history", "copy", str(f["db"]), str(f["dir"])],
+    "monitor --store bad port": lambda f: ["monitor", "--store",
+                                           "postgresql://u:p@h:99999/db?table=t", "--probes",
+                                           str(f["probes"]), "--no-history"],
+    "gate --address without ray": lambda f: ["gate", str(f["golden"]), "--results",
+                                             str(f["results"]), "--address", "::::",
+                                             "--no-history"],
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_hostile_input_is_a_located_error(case: str, files: Files) -> None:
+    code, out, err = cli(*CASES[case](files))
+    assert "Internal error" not in err and "Traceback" not in err + out, err
+    assert code == 2, (out, err)
+    assert err.startswith("Error: ") and err.count("\n") == 1, err
