@@ -19,13 +19,39 @@ from recallwatch.errors import NotInstalledError, UsageError
 
 T = TypeVar("T")
 
-__all__ = ["Entry", "Registry", "suggest"]
+__all__ = ["Entry", "Registry", "nearest", "suggest"]
+
+
+# Characters a person easily types or reads one for another: O and 0, l, I and 1, S and 5…
+_LOOKALIKE = str.maketrans("OoQDIilL|SsZzBbGg", "00001111155228866")
+
+
+def _looks(text: str) -> str:
+    return text.translate(_LOOKALIKE).lower()
+
+
+def nearest(name: str, valid: list[str]) -> str | None:
+    """The valid name ``name`` was most likely meant to be, or None. The rule, in order: a name
+    that differs from it only by look-alike characters (O/0, I/l/1, S/5, Z/2, B/8, G/6) or
+    case; else the most similar by difflib's ratio (at least 0.6); a tie goes to the name that
+    differs by more look-alike characters, then to the first in alphabetical order."""
+    looks = _looks(name)
+    same_look = sorted(v for v in valid if _looks(v) == looks)
+    if same_look:
+        return same_look[0]
+    scored = [(difflib.SequenceMatcher(None, name, v).ratio(), v) for v in valid]
+    best = max((score for score, _ in scored), default=0.0)
+    if best < 0.6:
+        return None
+    tied = [v for score, v in scored if score == best]
+    return min(tied, key=lambda v: (-difflib.SequenceMatcher(None, looks, _looks(v)).ratio(), v))
 
 
 def suggest(name: str, valid: list[str]) -> str:
-    """`` (did you mean 'x'?)`` for the nearest valid name, or an empty string."""
-    close = difflib.get_close_matches(name, valid, n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    """`` (did you mean 'x'?)`` for the nearest valid name (:func:`nearest`), or an empty
+    string."""
+    close = nearest(name, valid)
+    return f" (did you mean {close!r}?)" if close else ""
 
 
 @dataclass(frozen=True)

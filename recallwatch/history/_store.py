@@ -110,6 +110,9 @@ class BaselinesMoved(HistoryError):
     """Another run was recorded between a comparison and its write (internal: compare again)."""
 
 
+_LONGEST_REF = 200  # characters of a run reference; ids are about 23
+
+
 class History:
     """A run history: a SQLite file, or a PostgreSQL database (``postgresql://…``). The same
     tables, queries and guarantees on both (see :mod:`._backend`).
@@ -284,6 +287,10 @@ class History:
                 where = f" of dataset {dataset!r}" if dataset else ""
                 raise UsageError(f"no {ref} run{where} in {self.location}")
             return str(rows[0][0])
+        if len(ref) > _LONGEST_REF:  # no run id is this long (and SQLite refuses such a LIKE)
+            raise UsageError(f"no run {ref[:40]!r}… in {self.location}: {len(ref):,} characters, "
+                             f"where a run id has at most {_LONGEST_REF} (give a run id, a "
+                             "unique prefix, latest, previous or accepted)")
         escaped = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         rows = self._query(
             # lower() on both sides: SQLite's LIKE ignores ASCII case, PostgreSQL's does not

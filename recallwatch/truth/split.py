@@ -128,10 +128,13 @@ def _yaml(text: str, splits: dict[str, str], source: Path) -> str:
 
     data = load_structured(source)
     raw_queries = data.get("queries", []) if isinstance(data, dict) else data
+    text, flow = _flow_splits(text, splits)
     lines = text.split("\n")
     starts = sorted((line_of(raw) or 0, str(raw.get("id")), raw) for raw in raw_queries)
     inserts: dict[int, Callable[[str], list[str]]] = {}
     for n, (start, qid, raw) in enumerate(starts):
+        if qid in flow:
+            continue
         if start < 1 or lines[start - 1].lstrip().startswith(("{", "- {")):
             raise InputError(source=source, line=start or None, record=qid,
                              expected="a query written as a block mapping (one key per line)",
@@ -153,6 +156,38 @@ def _yaml(text: str, splits: dict[str, str], source: Path) -> str:
     for i, line in enumerate(lines):
         out.extend(inserts[i](line) if i in inserts else [line])
     return "\n".join(out)
+
+
+def _flow_splits(text: str, splits: dict[str, str]) -> tuple[str, set[str]]:
+    """``text`` with the split written into every query written as a flow mapping
+    (``{id: q1, text: …}``): ``split: VALUE, `` right after its ``{``, or its ``split`` value
+    replaced; and the ids of those queries. Nothing else of the text changes (no line is added,
+    so the block-mapping queries keep their line numbers)."""
+    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    queries = root
+    if isinstance(root, yaml.MappingNode):
+        queries = next((v for k, v in root.value if getattr(k, "value", None) == "queries"), None)
+    if not isinstance(queries, yaml.SequenceNode):
+        return text, set()
+    edits: list[tuple[int, int, str]] = []
+    flow: set[str] = set()
+    for node in queries.value:
+        if not isinstance(node, yaml.MappingNode) or not node.flow_style:
+            continue
+        keys = {getattr(k, "value", None): v for k, v in node.value}
+        qid = getattr(keys.get("id"), "value", None)
+        if qid not in splits:
+            continue
+        flow.add(qid)
+        old = keys.get("split")
+        if old is not None:
+            edits.append((old.start_mark.index, old.end_mark.index, splits[qid]))
+        else:
+            at = node.start_mark.index + 1
+            edits.append((at, at, f"split: {splits[qid]}, "))
+    for start, end, new in sorted(edits, reverse=True):
+        text = text[:start] + new + text[end:]
+    return text, flow
 
 
 def _prefixer(value: str) -> Callable[[str], list[str]]:

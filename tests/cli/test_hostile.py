@@ -150,6 +150,8 @@ CASES: dict[str, Callable[[Files], list[str]]] = {
                                            BROKEN_V6 + "?table=t", "--no-history"],
     "history list broken IPv6": lambda f: ["history", "list", "--history", BROKEN_V6],
     "history copy broken IPv6": lambda f: ["history", "copy", str(f["db"]), BROKEN_V6],
+    "history show a 50 kB id": lambda f: ["history", "show", "a" * 50_000, "--history",
+                                          str(f["db"])],
     "history copy to a DIR": lambda f: ["history", "copy", str(f["db"]), str(f["dir"])],
     "monitor --store bad port": lambda f: ["monitor", "--store",
                                            "postgresql://u:p@h:99999/db?table=t", "--probes",

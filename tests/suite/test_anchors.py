@@ -262,3 +262,20 @@ def test_id_only_golden_sets_hash_as_before() -> None:
                             **({"tags": list(q.tags)} if q.tags else {})}
                            for q in golden.queries]}
     assert golden.hash == canonical_hash(by_hand)
+
+
+@pytest.mark.parametrize(("typed", "ids", "meant"), [
+    # a look-alike typo (O for 0) beats ids that are as close by edit distance
+    ("chunk_O1", ["chunk_21", "chunk_11", "chunk_01"], "chunk_01"),
+    ("gold_O03", ["gold_030", "gold_013", "gold_003"], "gold_003"),
+    ("silver_Iegal_045", ["silver_legal_045", "silver_legal_046"], "silver_legal_045"),
+    # no look-alike: the closest; a tie goes to the first in alphabetical order
+    ("doc_x", ["doc_b", "doc_a"], "doc_a"),
+])
+def test_a_lost_id_suggests_the_id_it_was_meant_to_be(tmp_path: Path, typed: str,
+                                                      ids: list[str], meant: str) -> None:
+    path = tmp_path / "g.yaml"
+    path.write_text(f'name: g\nversion: "1"\nqueries:\n  - {{id: q1, text: t, expected: '
+                    f"[{typed}]}}\n", encoding="utf-8")
+    [label] = check_labels(load_golden(path), [Chunk(id=i, text="x") for i in ids])
+    assert label.status == "lost" and f"(did you mean {meant!r}?)" in label.detail

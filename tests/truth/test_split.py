@@ -87,6 +87,31 @@ def test_json_and_jsonl_files(tmp_path: Path) -> None:
         assert {q.id: q.split for q in load_golden(tmp_path / name).queries} == expected
 
 
+def test_flow_style_yaml_is_split_in_place(tmp_path: Path) -> None:
+    """Queries written as flow mappings, alone or beside block ones, get their split inside the
+    braces; every other character of the file stays."""
+    g = load_golden(KB / "golden.yaml")
+    flows = [json.dumps(q.to_dict(), ensure_ascii=False) for q in g.queries]
+    text = ("# a flow-style set\nname: " + g.name + "\nversion: '" + g.version + "'\nqueries:\n"
+            + "".join(f"  - {f}  # query {i}\n" for i, f in enumerate(flows[:-1]))
+            + f"  - id: {g.queries[-1].id}\n    text: block one\n    expected: [x]\n")
+    path = tmp_path / "flow.yaml"
+    path.write_text(text, encoding="utf-8")
+    expected = plan_split(load_golden(path), seed=5).splits
+    for reassign in ((), ("--reassign",)):
+        code, _, err = cli("golden", "split", str(path), "--seed", "5", *reassign)
+        assert code == 0, err
+        assert {q.id: q.split for q in load_golden(path).queries} == expected
+    after = path.read_text(encoding="utf-8")
+    assert after.replace("split: tune, ", "").replace("split: test, ", "").replace(
+        f"    split: {expected[g.queries[-1].id]}\n", "") == text
+    whole = tmp_path / "whole.yaml"  # the whole set on one line
+    whole.write_text("{name: g, version: '1', queries: [" + ", ".join(flows[:4]) + "]}\n",
+                     encoding="utf-8")
+    assert cli("golden", "split", str(whole), "--seed", "5")[0] == 0
+    assert all(q.split for q in load_golden(whole).queries)
+
+
 def test_out_and_dry_run_leave_the_input_alone(kb_golden: Path, tmp_path: Path) -> None:
     original = kb_golden.read_bytes()
     assert cli("golden", "split", str(kb_golden), "--dry-run")[0] == 0

@@ -79,6 +79,11 @@ def test_run_by_reference_and_unknown_run(client: TestClient, site: Site) -> Non
     assert H.text(doc.cssselect("code.run-id")[0]) == runs[1].run_id  # the last ACCEPT
     doc = get(client, "/runs/nope", status=404)
     assert "no run 'nope'" in H.text(doc.cssselect(".error-message")[0])
+    # a 50 kB id: not found, not an unreadable history (SQLite refuses so long a pattern)
+    for ref in ("a" * 50_000, "%_" * 25_000):
+        doc = get(client, f"/runs/{ref}", status=404)
+        assert "50,000 characters" in H.text(doc.cssselect(".error-message")[0])
+        doc = get(client, f"/runs/{ref}/queries/q1", status=404)
 
 
 def test_query_page_drill_down(client: TestClient, site: Site) -> None:
