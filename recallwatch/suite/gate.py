@@ -114,6 +114,7 @@ class Gate:
         if unknown_waivers:
             warnings.append(f"waivers name queries not in the golden set: "
                             f"{', '.join(unknown_waivers)}")
+        warnings += _unreachable(scored, self.policy.recall_floor)
         if split and split["unassigned"] and split["scored"] != "all":
             warnings.append(f"{split['unassigned']} queries have no split and are not scored: "
                             "`recallwatch golden split` assigns them")
@@ -278,3 +279,20 @@ def gate_from_files(
         return then(result, vector_store) if then is not None else result
     finally:
         vector_store.close()
+
+
+def _unreachable(scored: list[QueryResult], floor: float) -> list[str]:
+    """A warning for each query that expects more chunks than its top K holds: its recall is at
+    most K / expected, and when that is under the floor it fails whatever the index does (its
+    diagnosis then names a cause that is not the one)."""
+    out = []
+    for q in scored:
+        n = len(q.expected)
+        if n > q.top_k:
+            best = q.top_k / n
+            fate = ", so it can never pass: " if best < floor else ": "
+            out.append(f"query {q.id} expects {n} chunks but only its top {q.top_k} are scored: "
+                       f"its recall is at most {q.top_k}/{n} = {best:.3f} (floor {floor:g})"
+                       f"{fate}raise its top_k (or the policy's) to at least {n}, or split it "
+                       "into queries that each expect fewer chunks")
+    return out

@@ -19,6 +19,7 @@ from recallwatch.history import History
 from recallwatch.report import visible
 from recallwatch.suite.model import EXCERPT_CHARS, excerpt
 from recallwatch.web import create_app
+from tests.clirun import wide_cli
 from tests.report import helpers as H
 
 KB = Path(__file__).resolve().parents[2] / "examples" / "kb"
@@ -83,3 +84,25 @@ def test_a_lancedb_run_of_the_example_records_and_shows_its_texts(tmp_path: Path
     assert [(H.text(row.cssselect("code.chunk-id")[0]), H.text(row.cssselect(".chunk-text")[0]))
             for row in rows] == [(e["id"], " ".join(visible(out["chunk_texts"][e["id"]]).split()))
                                  for e in q["expected"]]
+
+
+def test_a_query_expecting_more_chunks_than_k_is_warned(tmp_path: Path) -> None:
+    """Twelve expected chunks, top 10 scored: recall at most 10/12, under the floor: the gate
+    says so instead of leaving the failure to the diagnosis."""
+    expected = [f"c{i:02d}" for i in range(12)]
+    golden = tmp_path / "g.yaml"
+    golden.write_text('name: g\nversion: "1"\nqueries:\n'
+                      f"  - {{id: wide, text: t, expected: [{', '.join(expected)}]}}\n"
+                      "  - {id: narrow, text: t, expected: [c00]}\n", encoding="utf-8")
+    results = tmp_path / "r.jsonl"
+    results.write_text("".join(json.dumps({"query_id": q, "results": [
+        {"id": c, "score": 1 - i / 100} for i, c in enumerate(expected)]}) + "\n"
+        for q in ("wide", "narrow")), encoding="utf-8")
+    code, out, err = wide_cli("gate", str(golden), "--results", str(results), "--no-history",
+                              "--format", "json")
+    assert code == 1 and "Internal error" not in err  # STOP: the wide query fails
+    warnings = json.loads(out)["warnings"]
+    assert warnings == [
+        "query wide expects 12 chunks but only its top 10 are scored: its recall is at most "
+        "10/12 = 0.833 (floor 0.9), so it can never pass: raise its top_k (or the policy's) to "
+        "at least 12, or split it into queries that each expect fewer chunks"]
