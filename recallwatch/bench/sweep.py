@@ -142,8 +142,8 @@ def thread_settings(threads: int) -> dict[str, Any]:
 
     env = {v: os.environ.get(v) for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                                           "MKL_NUM_THREADS")}
-    return {"single": 1, "batched_and_build": threads, "faiss_omp_max": faiss.omp_get_max_threads(),
-            "env": env}
+    return {"single": 1, "batched_and_build": threads, "exact_truth": threads,
+            "faiss_omp_max": faiss.omp_get_max_threads(), "env": env}
 
 
 def run_sweep(
@@ -168,7 +168,7 @@ def run_sweep(
     cache = None if config.cache is None else Path(config.base_dir) / config.cache
     t0 = time.perf_counter()
     truth = ground_truth(data.base, data.queries, max(depths), data.metric, cache_dir=cache,
-                         compute=compute_truth)
+                         compute=compute_truth, threads=config.threads)
     truth_seconds = time.perf_counter() - t0
     xb, xq = prepare(data.base, data.metric), prepare(data.queries, data.metric)
     space: Space = "l2" if data.metric == "l2" else "ip"

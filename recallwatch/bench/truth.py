@@ -127,8 +127,10 @@ def ground_truth(
     block: int = 4096,
     cache_dir: str | os.PathLike[str] | None = None,
     compute: Compute | None = None,
+    threads: int | None = None,
 ) -> GroundTruth:
-    """Exact top-k of every query by faiss flat search, ``block`` queries at a time.
+    """Exact top-k of every query by faiss flat search, ``block`` queries at a time, on
+    ``threads`` faiss threads (default: faiss's own setting; restored afterwards).
 
     Memory beyond the inputs is the block's results plus faiss's own tiles; the base is not
     copied except to normalise it for cosine. With ``cache_dir``, the answer is stored under the
@@ -147,7 +149,14 @@ def ground_truth(
         found = compute(base, queries, k, metric)
         ids, dist = found.ids, found.distances
     else:
-        ids, dist = _search(base, queries, k, metric, block)
+        faiss = _faiss()
+        before = faiss.omp_get_max_threads()  # type: ignore[attr-defined]
+        if threads is not None:
+            faiss.omp_set_num_threads(threads)  # type: ignore[attr-defined]
+        try:
+            ids, dist = _search(base, queries, k, metric, block)
+        finally:
+            faiss.omp_set_num_threads(before)  # type: ignore[attr-defined]
     if cache is not None:
         with atomic_path(cache) as tmp, tmp.open("wb") as f:
             np.savez(f, ids=ids, distances=dist)

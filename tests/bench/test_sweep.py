@@ -41,6 +41,7 @@ def test_a_sweep_measures_every_configuration(tmp_path: Path) -> None:
     assert [len(e.queries) for e in config.engines] == [1, 2, 2]
     result = run_sweep(config)
     assert len(result.results) == 5
+    assert result.threads["exact_truth"] == result.threads["batched_and_build"] == config.threads
     flat = result.results[0]
     assert flat.recall == {1: 1.0, 10: 1.0, 100: 1.0} and flat.recall_ties[10] == 1.0
     for r in result.results:

@@ -91,3 +91,15 @@ def test_tie_aware_recall_counts_an_equidistant_neighbour() -> None:
     assert tie_aware_recall(found, truth, xb, xq, 1)[0] == 1.0
     far = int(np.argmax(np.linalg.norm(base - q, axis=1)))
     assert tie_aware_recall(np.array([[far]]), truth, xb, xq, 1)[0] == 0.0
+
+
+def test_ground_truth_runs_on_the_threads_asked_and_restores_faiss_s_setting() -> None:
+    faiss = pytest.importorskip("faiss")
+    rng = np.random.default_rng(5)
+    base = rng.standard_normal((500, 8)).astype(np.float32)
+    queries = rng.standard_normal((40, 8)).astype(np.float32)
+    before = faiss.omp_get_max_threads()
+    for threads in (1, 2):
+        truth = ground_truth(base, queries, 5, "l2", threads=threads)
+        np.testing.assert_array_equal(truth.ids, _brute(base, queries, 5, "l2"))
+        assert faiss.omp_get_max_threads() == before
