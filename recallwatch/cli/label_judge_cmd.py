@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -256,8 +257,13 @@ def merge(
     else:
         text = yaml.safe_dump(merged, sort_keys=False, allow_unicode=True, width=100)
     write_atomic(out, text)
+    dropped = _comment_lines(golden)
+    if dropped:
+        typer.echo(f"note: the {dropped} comment line(s) of {golden} are not in {out}: the merged "
+                   "set is written anew from its data (copy back the comments you need)",
+                   err=True)
     if fmt is TableJson.json:
-        emit_json({**report, "out": str(out)})
+        emit_json({**report, "out": str(out), "comment_lines_dropped": dropped})
         return
     lines = [f"added {report['chunks_added']} expected chunk(s) to {report['queries_changed']} "
              f"quer{'y' if report['queries_changed'] == 1 else 'ies'} (grade >= {min_grade}); "
@@ -270,6 +276,27 @@ def merge(
         lines.append(f"{report['relevant_for_queries_not_in_the_set']} relevant judgment(s) "
                      "name queries the golden set does not hold (not merged)")
     emit("\n".join(lines))
+
+
+def _comment_lines(path: Path) -> int:
+    """How many lines of a YAML file hold a comment (a JSON file has none)."""
+    import yaml
+
+    if path.suffix.lower() in (".json", ".jsonl"):
+        return 0
+    text = path.read_text(encoding="utf-8-sig")
+    lines: set[int] = set()
+    # the scanner reads the text as YAML does: a '#' inside a quoted string is no comment
+    try:
+        tokens = list(yaml.scan(text, Loader=yaml.SafeLoader))
+    except yaml.YAMLError:
+        return 0
+    covered = [(t.start_mark.index, t.end_mark.index) for t in tokens
+               if isinstance(t, yaml.ScalarToken)]
+    for match in re.finditer(r"(?:^|(?<=[ \t]))#", text, flags=re.MULTILINE):
+        if not any(a <= match.start() < b for a, b in covered):
+            lines.add(text.count("\n", 0, match.start()))
+    return len(lines)
 
 
 def register(app: typer.Typer) -> None:

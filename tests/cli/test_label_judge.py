@@ -58,6 +58,13 @@ def test_pool_agree_export_merge(tmp_path: Path) -> None:
                          str(golden), "--format", "json")
     assert code == 0, err
     merged = json.loads(out)
+    comments = [n for n, line in enumerate(
+        (KB / "golden.yaml").read_text(encoding="utf-8").splitlines())
+        if line.lstrip().startswith("#")]  # the example's comments are whole lines
+    assert merged["comment_lines_dropped"] == len(comments) > 0
+    assert err == (f"note: the {len(comments)} comment line(s) of {KB / 'golden.yaml'} are not "
+                   f"in {golden}: the merged set is written anew from its data (copy back the "
+                   "comments you need)\n")
     relevant = {(q, d) for q, d, g in zip(table.query_ids.to_pylist(),
                                           table.doc_ids.to_pylist(), table.values.tolist())
                 if g >= 2}
