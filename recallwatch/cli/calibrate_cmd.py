@@ -1,7 +1,8 @@
 """``recallwatch calibrate-threshold`` (the no-result score threshold) and
 ``recallwatch calibrate-noise`` (per-domain noise ceilings from a healthy gate run).
 
-Exit codes: 0 done, 2 usage or input error.
+Exit codes: 0 done, 1 calibrate-threshold refused a threshold under --min-coverage (not stored),
+2 usage or input error.
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ if TYPE_CHECKING:
     from recallwatch.suite.model import GateResult
 
 
+# Below this share of answerable queries answered, a threshold is refused (--min-coverage).
+MIN_COVERAGE = 0.5
+
+
 class NegativesChoice(str, Enum):
     in_domain = "in-domain"
     off_domain = "off-domain"
@@ -56,6 +61,11 @@ def calibrate_threshold(
     embedder: EmbedderSpec = None,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Do not store the threshold.")] = False,
+    min_coverage: Annotated[float, typer.Option(
+        "--min-coverage", min=0.0, max=1.0,
+        help="Refuse to store a threshold that answers fewer than this share of the answerable "
+        "queries (it would make the system say \"no result\" to most questions); exit 1. "
+        "0 stores any.")] = MIN_COVERAGE,
     split: CalibrationSplit = SplitPart.tune,
     fmt: TableJsonFormat = TableJson.table,
 ) -> None:
@@ -89,12 +99,20 @@ def calibrate_threshold(
         cal = run(vs, embedder_from_spec(spec), gold, off, negatives=kind, target=target,
                   value=value, unanswerable_source=None if unanswerable is None
                   else str(unanswerable))
-        if not dry_run:
+        refused = cal.coverage < min_coverage
+        if not dry_run and not refused:
             store_threshold(vs, cal)
     finally:
         vs.close()
+    why = (f"NOT stored: coverage {cal.coverage:.3f} is under --min-coverage {min_coverage:g} "
+           "(the threshold would leave most answerable questions without an answer); lower "
+           "--target-precision, or ask for --target-coverage, or pass --min-coverage 0 to store "
+           "it anyway") if refused else ""
     if fmt is TableJson.json:
-        emit_json(cal.to_dict())
+        emit_json({**cal.to_dict(), "stored": not dry_run and not refused,
+                   "min_coverage": min_coverage, **({"refused": why} if refused else {})})
+        if refused:
+            raise typer.Exit(1)
         return
     lines = [f"calibrated on the {len(gold.queries)} tune queries (the test queries are held "
              "out)"] if gold.has_split else []
@@ -111,9 +129,13 @@ def calibrate_threshold(
                  f"{cal.coverage:.3f} — {verb} target {cal.target} {cal.target_value:g}; "
                  f"{cal.answerable} answerable, {cal.unanswerable} unanswerable "
                  f"({cal.unanswerable_source})")
-    lines.append("not stored (--dry-run)" if dry_run else
+    lines.append(why if refused and not dry_run else "not stored (--dry-run)" if dry_run else
                  f"stored in {store} for embedder {cal.fingerprint and cal.fingerprint['name']}")
+    if refused and dry_run:
+        lines.append(why.replace("NOT stored", "would not be stored"))
     emit("\n".join(lines))
+    if refused:
+        raise typer.Exit(1)
 
 
 def _gate_result(golden: Path, store: str | None, results: Path | None,

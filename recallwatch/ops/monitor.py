@@ -27,8 +27,8 @@ One :func:`run_monitor` call measures, for a probe set on a store:
   only when the new index reaches the floor; the report says what it did.
 
 Recall is measured by :mod:`recallwatch.ops.recall`. It alarms when the index is missing or
-cannot answer, recall < floor, a live signal crosses its threshold, or the error budget is
-spent. The CLI turns an alarm into exit
+cannot answer, recall < floor, coverage < ``min_coverage``, a live signal crosses its threshold,
+or the error budget is spent. The CLI turns an alarm into exit
 code 1 and an optional webhook POST (:mod:`recallwatch.ops.webhook`).
 """
 
@@ -129,7 +129,7 @@ def run_monitor(
     budget: BudgetPolicy | None = None, history: History | None = None,
     now: datetime | None = None, live: LiveCheck | None = None,
     reindex_below: float | None = None, reindex_window: timedelta = DEFAULT_WINDOW,
-    exact: ExactSearch | None = None,
+    exact: ExactSearch | None = None, min_coverage: float = 0.0,
 ) -> MonitorReport:
     """Measure the live index with the probes; record the run in ``history`` when given (the
     error budget is computed over the history's earlier monitor runs of this store). ``live``:
@@ -143,6 +143,8 @@ def run_monitor(
 
     if not 0.0 <= floor <= 1.0:
         raise InputError(field="floor", expected="a recall in [0, 1]", found=floor)
+    if not 0.0 <= min_coverage <= 1.0:
+        raise InputError(field="min_coverage", expected="a share in [0, 1]", found=min_coverage)
     if reindex_below is not None and not 0.0 <= reindex_below <= 1.0:
         raise InputError(field="reindex_below", expected="a recall in [0, 1]",
                          found=reindex_below)
@@ -176,6 +178,10 @@ def run_monitor(
         top = store.search(vectors, 1)
         coverage = float(np.mean([len(h.ids) > 0 and float(h.scores[0]) >= threshold
                                   for h in top]))
+        if coverage < min_coverage:
+            alarms.append(f"coverage {coverage:.1%} is under the minimum {min_coverage:.0%}: the "
+                          f"no-result threshold {threshold:.4f} leaves most probes without an "
+                          "answer (calibrate it again: recallwatch calibrate-threshold)")
     else:
         notes.append("coverage: no no-result threshold calibrated for this embedder "
                      "(recallwatch calibrate-threshold)")

@@ -222,6 +222,16 @@ def test_calibrate_threshold_with_the_default_embedder_feeds_monitor_coverage(
     d = json.loads(mon.stdout)
     assert mon.exit_code == 0 and d["threshold"] == pytest.approx(entry["threshold"])
     assert d["coverage"] == pytest.approx(entry["coverage"])  # same golden queries, same store
+    # a minimum the chosen point misses: printed, refused, exit 1, the stored one untouched
+    strict = run("calibrate-threshold", str(golden), "--store", store, "--target-precision",
+                 "0.9", "--min-coverage", "1.0", "--format", "json")
+    if entry["coverage"] < 1.0:
+        assert strict.exit_code == 1 and json.loads(strict.stdout)["stored"] is False
+        assert LanceStore.open(store).get_meta(THRESHOLD_META_KEY) == meta
+        # and the monitor alarms on the same coverage under that minimum
+        low = run("monitor", "--store", store, "--probes", str(probes), "--no-history",
+                  "--min-coverage", "1.0")
+        assert low.exit_code == 1 and "ALARM: coverage" in low.stdout
     both = run("calibrate-threshold", str(golden), "--store", store, "--target-precision", "0.9",
                "--target-coverage", "0.9")
     assert both.exit_code == 2 and "at most one of" in both.stderr

@@ -90,6 +90,13 @@ def test_coverage_uses_the_threshold_of_the_stores_embedder(tmp_path: Path) -> N
     report = run_monitor(store, probes, k=5, floor=0.0)
     assert report.threshold == pytest.approx(0.999)
     assert report.coverage == pytest.approx(0.5)
+    assert not report.alarms  # no minimum asked
+    # half the probes answered: an alarm under a minimum of 60 %, none at 50 %
+    under = run_monitor(store, probes, k=5, floor=0.0, min_coverage=0.6)
+    assert list(under.alarms) == [
+        "coverage 50.0% is under the minimum 60%: the no-result threshold 0.9990 leaves most "
+        "probes without an answer (calibrate it again: recallwatch calibrate-threshold)"]
+    assert not run_monitor(store, probes, k=5, floor=0.0, min_coverage=0.5).alarms
     other = Fingerprint("other", "1", 16, "b" * 64)
     store.set_meta(FINGERPRINT_META_KEY, other.to_dict())
     with pytest.raises(EmbedderMismatchError, match="not portable across embedders"):
