@@ -64,8 +64,8 @@ def calibrate_threshold(
     min_coverage: Annotated[float, typer.Option(
         "--min-coverage", min=0.0, max=1.0,
         help="Refuse to store a threshold that answers fewer than this share of the answerable "
-        "queries (it would make the system say \"no result\" to most questions); exit 1. "
-        "0 stores any.")] = MIN_COVERAGE,
+        "queries (it would make the system say \"no result\" to most questions); exit 1 "
+        "(with --dry-run, only said). 0 stores any.")] = MIN_COVERAGE,
     split: CalibrationSplit = SplitPart.tune,
     fmt: TableJsonFormat = TableJson.table,
 ) -> None:
@@ -99,7 +99,7 @@ def calibrate_threshold(
         cal = run(vs, embedder_from_spec(spec), gold, off, negatives=kind, target=target,
                   value=value, unanswerable_source=None if unanswerable is None
                   else str(unanswerable))
-        refused = cal.coverage < min_coverage
+        refused = cal.coverage < min_coverage  # with --dry-run: said, not an error
         if not dry_run and not refused:
             store_threshold(vs, cal)
     finally:
@@ -111,7 +111,7 @@ def calibrate_threshold(
     if fmt is TableJson.json:
         emit_json({**cal.to_dict(), "stored": not dry_run and not refused,
                    "min_coverage": min_coverage, **({"refused": why} if refused else {})})
-        if refused:
+        if refused and not dry_run:
             raise typer.Exit(1)
         return
     lines = [f"calibrated on the {len(gold.queries)} tune queries (the test queries are held "
@@ -134,7 +134,7 @@ def calibrate_threshold(
     if refused and dry_run:
         lines.append(why.replace("NOT stored", "would not be stored"))
     emit("\n".join(lines))
-    if refused:
+    if refused and not dry_run:
         raise typer.Exit(1)
 
 

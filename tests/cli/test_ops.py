@@ -208,7 +208,9 @@ def test_calibrate_threshold_with_the_default_embedder_feeds_monitor_coverage(
                       "  - {id: q3, text: '¿Cuántas horas trabajo a la semana?', expected: [c2]}\n")
     store = f"lancedb://{tmp_path / 'kb'}?table=chunks"
     assert run("ingest", str(corpus), "--store", store, "--no-progress").exit_code == 0
-    out = run("calibrate-threshold", str(golden), "--store", store, "--target-precision", "0.9")
+    # a third of these three questions answered: stored only with no minimum coverage
+    out = run("calibrate-threshold", str(golden), "--store", store, "--target-precision", "0.9",
+              "--min-coverage", "0")
     assert out.exit_code == 0, out.output
     assert "chosen threshold" in out.stdout
     assert "3 in-domain: each golden query with its expected chunks removed" in out.stdout
@@ -218,7 +220,7 @@ def test_calibrate_threshold_with_the_default_embedder_feeds_monitor_coverage(
     probes = tmp_path / "p.json"
     assert run("probes", str(probes), "--golden", str(golden)).exit_code == 0
     mon = run("monitor", "--store", store, "--probes", str(probes), "--no-history",
-              "--format", "json")
+              "--min-coverage", "0", "--format", "json")
     d = json.loads(mon.stdout)
     assert mon.exit_code == 0 and d["threshold"] == pytest.approx(entry["threshold"])
     assert d["coverage"] == pytest.approx(entry["coverage"])  # same golden queries, same store
