@@ -20,7 +20,7 @@ from recallwatch.errors import UsageError
 from recallwatch.truth.click_models._counts import Array, ClickCounts
 from recallwatch.truth.click_models._fit import ClickModelFit
 
-__all__ = ["STRENGTHS", "PriorChoice", "choose_prior", "held_out_log_likelihood"]
+__all__ = ["STRENGTHS", "PriorChoice", "choose_prior", "fitted_mean", "held_out_log_likelihood"]
 
 #: Prior strengths tried, in pseudo-examinations.
 STRENGTHS = (0.0, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
@@ -61,10 +61,7 @@ def choose_prior(train: ClickCounts, held: ClickCounts, model: str,
                          f"{', '.join(HELD_OUT_MODELS)}; {model} has no click likelihood to "
                          "predict them with: give the strength yourself")
     plain = fit(train, model, **options)
-    base = _base_parameter(plain)
-    weight = plain.effective_n
-    mean = float((base * weight).sum() / weight.sum()) if weight.sum() > 0 else 0.5
-    mean = min(max(mean, 1e-3), 1.0 - 1e-3)
+    mean = fitted_mean(plain)
     scores: dict[float, float] = {}
     for m in strengths:
         fitted = plain if m == 0.0 else fit(train, model, prior=(m * mean, m * (1.0 - mean)),
@@ -72,6 +69,15 @@ def choose_prior(train: ClickCounts, held: ClickCounts, model: str,
         scores[m] = held_out_log_likelihood(fitted, held, mean)
     best = max(scores, key=lambda m: (scores[m], -m))
     return PriorChoice(best, mean, scores)
+
+
+def fitted_mean(f: ClickModelFit) -> float:
+    """The prior mean: the fit's per-pair parameter averaged with the pairs' evidence as
+    weights, kept inside [0.001, 0.999]."""
+    base = _base_parameter(f)
+    weight = f.effective_n
+    mean = float((base * weight).sum() / weight.sum()) if weight.sum() > 0 else 0.5
+    return min(max(mean, 1e-3), 1.0 - 1e-3)
 
 
 def _base_parameter(f: ClickModelFit) -> Array:
