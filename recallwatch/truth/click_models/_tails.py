@@ -44,7 +44,7 @@ def session_tails(pair_grid: Array, last: Array) -> tuple[Array, Array]:
     """Tails of a batch: ``pair_grid`` int64[B, K] pair ids (-1 where nothing was shown),
     ``last`` int[B] the rank of the last click (0 for none). Returns (rows int64[B', W] whose
     column 0 is the click flag, multiplicity int64[B']) for the informative impressions."""
-    b, k = pair_grid.shape
+    k = pair_grid.shape[1]
     start = np.maximum(np.asarray(last, dtype=np.int64) - 1, 0)
     index = start[:, None] + np.arange(k)
     inside = index < k
