@@ -130,6 +130,14 @@ def ab(
                                   "units per variant."),
     srm_alpha: float = typer.Option(0.001, "--srm-alpha", help="Block the readout when the "
                                     "sample-ratio test's p is below this."),
+    pre_period: Path | None = typer.Option(None, "--pre-period", help="Interaction log of the "
+                                           "same users (or sessions) before the experiment: "
+                                           "CUPED uses each unit's earlier value of the metric "
+                                           "to remove noise, and reports by how much."),
+    sequential: bool = typer.Option(False, "--sequential", help="Verdicts from always-valid "
+                                    "p-values (mSPRT): safe to look every day and stop at the "
+                                    "first significant result, at the price of wider "
+                                    "intervals."),
     history: HistoryOrNone = None,
     change: str | None = typer.Option(None, "--change", help="Attach the readout to the change "
                                       "it tested, in --history: a gate run (id, prefix, latest, "
@@ -161,10 +169,17 @@ def ab(
     metrics = tuple(dict.fromkeys(metric))
     config = ABConfig(metrics=metrics, unit=unit, control=control,  # type: ignore[arg-type]
                       alpha=alpha, power=power, min_effect=min_effect, srm_alpha=srm_alpha,
-                      min_units=min_units, split=_split(split))
+                      min_units=min_units, split=_split(split), sequential=sequential)
     source = InteractionLog(log)
     table = aggregate_units(source, unit=config.unit, metrics=config.metrics, source=str(log))
-    result = readout(table, config, source=str(log))
+    covariates = None
+    if pre_period is not None:
+        from recallwatch.online.cuped import pre_period_covariates
+
+        covariates = pre_period_covariates(InteractionLog(pre_period), unit=config.unit,
+                                           metrics=config.metrics, keys=table.keys,
+                                           source=str(pre_period))
+    result = readout(table, config, source=str(log), covariates=covariates)
     attached = None
     if history is not None and change is not None and not result.blocked:
         attached = _attach(history, change, result, offline_metric, source.summary.to_dict())
@@ -204,6 +219,10 @@ def _funnel_line(r: OnlineReadoutRow) -> str:
             f"({r.online_verdict}): {r.agreement.upper()} — {r.payload['reading']}")
 
 
+def _num(x: float | None) -> str:
+    return "unbounded" if x is None else f"{x:+.4g}"
+
+
 def _ab_text(r: ABReadout) -> str:
     c, t = r.control, r.treatment
     unit = r.config.unit
@@ -220,6 +239,14 @@ def _ab_text(r: ABReadout) -> str:
         ci = f"{m.delta:+.4g} [{m.ci[0]:+.4g}, {m.ci[1]:+.4g}]"
         lines.append(f"  {m.name:<14} {m.values[c]:>10.4g} {m.values[t]:>10.4g} {ci:>30} "
                      f"{m.p_value_holm:>9.3g} {m.mde:>9.3g}  {m.verdict}")
+        if m.cuped is not None:
+            lines.append(f"    CUPED: variance {m.cuped['variance_reduction']:.1%} lower with the "
+                         f"pre-period ({m.cuped['units_with_pre_period']:,} units in it); "
+                         f"unadjusted delta {m.cuped['delta_unadjusted']:+.4g}")
+        if m.sequential is not None:
+            lo, hi = m.sequential["confidence_sequence"]
+            lines.append(f"    sequential: always-valid p = {m.sequential['p_value']:.3g}, "
+                         f"confidence sequence [{_num(lo)}, {_num(hi)}] (valid at any look)")
     lines.append(f"VERDICT: {r.verdict.upper()}")
     lines.extend(f"  - {reason}" for reason in r.reasons)
     return "\n".join(lines)
