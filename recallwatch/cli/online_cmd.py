@@ -255,16 +255,43 @@ def _ab_text(r: ABReadout) -> str:
 @online_app.command("interleave")
 def interleave(
     log: Path = typer.Argument(..., help="Interleaved impressions: every shown result carries "
-                               "team A or B."),
+                               "the team (ranker) that brought it: A or B, or any names when "
+                               "more than two rankers were multileaved."),
     alpha: Alpha = 0.05,
+    by: str = typer.Option("impression", "--by", help="What a win counts: each impression, or "
+                           "each user (their impressions' wins summed first; one user's "
+                           "impressions are not independent).", metavar="impression|user"),
     fmt: TableJsonFormat = TableJson.table,
 ) -> None:
     """Score team-draft interleaving (both rankers' results mixed in one list, each result
-    tagged with its ranker): impressions won by each ranker and a binomial sign test."""
+    tagged with its ranker): impressions (or users) won by each ranker and a binomial sign test.
+    With more than two rankers (team-draft multileaving), every pair is tested, Holm-adjusted."""
+    from recallwatch.errors import UsageError
     from recallwatch.online import InteractionLog, score_interleaving
+    from recallwatch.online.multileave import score_multileaving
 
+    if by not in ("impression", "user"):
+        raise UsageError(f"--by must be impression or user, found {by!r}")
     source = InteractionLog(log)
-    result = score_interleaving(source, alpha=alpha, source=str(log))
+    multi = score_multileaving(source, alpha=alpha, source=str(log),
+                               by=by)  # type: ignore[arg-type]
+    if len(multi.rankers) > 2 or not set(multi.rankers) <= {"A", "B"}:
+        if fmt is TableJson.json:
+            _json({**multi.to_dict(), "log": source.summary.to_dict()})
+            return
+        lines = [f"multileaving of {len(multi.rankers)} rankers on {log}: {multi.impressions:,} "
+                 f"impressions, by {by} ({multi.units:,})",
+                 "  clicks credited: " + ", ".join(f"{k} {v:,}" for k, v in multi.clicks.items())]
+        for pair in multi.pairs:
+            won = pair.winner(alpha)
+            lines.append(f"  {pair.first} vs {pair.second}: wins {pair.wins_first:,} / "
+                         f"{pair.wins_second:,}, ties {pair.ties:,}, p (Holm) = "
+                         f"{pair.p_value_holm:.3g}: " + (f"{won} is better" if won else
+                                                         "no significant preference"))
+        emit("\n".join(lines))
+        return
+    result = score_interleaving(source, alpha=alpha, source=str(log),
+                                by=by)  # type: ignore[arg-type]
     if fmt is TableJson.json:
         _json({**result.to_dict(), "log": source.summary.to_dict()})
         return
@@ -273,11 +300,12 @@ def interleave(
 
 def _interleave_text(r: InterleaveResult, log: dict[str, Any]) -> str:
     winner = r.winner or f"none (no significant preference at alpha {r.alpha:g})"
+    unit = "impressions" if r.by == "impression" else f"users ({r.impressions:,} impressions)"
     return "\n".join([
-        f"interleaving on {log['path']}: {r.impressions:,} impressions",
+        f"interleaving on {log['path']}: {r.units or r.impressions:,} {unit}",
         f"  wins       A {r.wins_a:,}  B {r.wins_b:,}  ties {r.ties:,}  (clicks credited: "
         f"A {r.clicks_a:,}, B {r.clicks_b:,})",
-        f"  sign test  p = {r.p_value:.3g}; delta (B wins − A wins) / impressions = "
+        f"  sign test  p = {r.p_value:.3g}; delta (B wins − A wins) / {r.by}s = "
         f"{r.delta:+.4f}",
         f"WINNER: {winner}",
     ])

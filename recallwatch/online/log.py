@@ -24,13 +24,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from os import PathLike
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from recallwatch.errors import InputError
 
 __all__ = ["Impression", "InteractionLog", "LogSummary", "parse_timestamp"]
 
-Team = Literal["A", "B"]
+Team = str  # "A" or "B" when interleaving two rankers; any name when multileaving more
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
@@ -287,7 +287,8 @@ class _Validator:
             for score in scores
         ):
             raise self._explain_shown(value)
-        if teams and (len(teams) != len(ids) or not all(t in ("A", "B") for t in teams)):
+        if teams and (len(teams) != len(ids)
+                      or not all(type(t) is str and t for t in teams)):
             raise self._explain_shown(value)
         return (tuple(ids), tuple(float(x) if x is not None else None for x in scores)
                 if has_scores else None, tuple(teams) if teams else None)
@@ -317,8 +318,10 @@ class _Validator:
             team = item.get("team")
             if team is not None:
                 with_team += 1
-                if team not in ("A", "B"):
-                    return self.fail(f"{where}.team", "\"A\" or \"B\"", team)
+                if not isinstance(team, str) or not team:
+                    return self.fail(f"{where}.team", "a ranker's name: \"A\" or \"B\" when "
+                                     "interleaving two, any name when multileaving more",
+                                     team if isinstance(team, str) else f"<{_kind(team)}>")
         missing = next((i for i, item in enumerate(value, 1) if item.get("team") is None), None)
         if missing is None:  # the fast path and this walk disagree: a bug, reported plainly
             return self.fail("shown", "valid shown results", "<an unexplained rejection>")
