@@ -56,10 +56,12 @@ def run_clicks(log: Path, *, model: str, min_impressions: int, min_examinations:
     cut_points = list(check_cuts(cuts))
     human = None if qrels is None else read_qrels_grades(qrels)
     source = InteractionLog(log)
-    counter = ClickCounter(max_rank=max_rank)
+    tails = model == "dbn"
+    counter = ClickCounter(max_rank=max_rank, tails=tails)
     choice: PriorChoice | None = None
     if strength is None:  # auto: every fifth impression held out to choose the strength
-        train, held = ClickCounter(max_rank=max_rank), ClickCounter(max_rank=max_rank)
+        train = ClickCounter(max_rank=max_rank, tails=tails)
+        held = ClickCounter(max_rank=max_rank, tails=tails)
         counter.add(_split(source, train, held))
         choice = choose_prior(train.counts(), held.counts(), model)
     else:

@@ -42,7 +42,7 @@ def _by_pair(counts: ClickCounts) -> dict[tuple[str, str], int]:
 
 
 def test_counts_are_exact() -> None:
-    counter = ClickCounter()
+    counter = ClickCounter(tails=True)
     counter.add(RECORDS)
     c = counter.counts()
     pair = _by_pair(c)
@@ -69,6 +69,7 @@ def test_counts_are_exact() -> None:
     tails = {(bool(f), tuple(int(x) for x in row if x >= 0)): int(n)
              for row, f, n in zip(c.tails.pairs, c.tails.clicked, c.tails.n)}
     assert tails == {(True, (j, k)): 1, (False, (j, i, k)): 1}
+    assert ClickCounter().counts().tails is None  # kept only when asked for
     assert cells[(j, 2, 0)] == (1, 1) and cells[(j, 1, 0)] == (1, 0)
     assert cells[(k, 3, 2)] == (1, 0)  # c below the click on b at rank 2
     assert cells[(k, 2, 1)] == (1, 0)
@@ -78,12 +79,12 @@ def test_counts_are_exact() -> None:
 def test_batching_and_merging_do_not_change_counts(monkeypatch: pytest.MonkeyPatch) -> None:
     col = make_collection(30, 12, seed=4)
     batches = list(simulate_batches(col, 3000, k=8, seed=5, batch_size=500))
-    whole = ClickCounter()
+    whole = ClickCounter(tails=True)
     for b in batches:
         whole.add_encoded(b.queries, b.docs, b.clicks)
     monkeypatch.setattr(counts_module, "_MERGE_ROWS", 100)  # merge after nearly every batch
     monkeypatch.setattr(tails_module, "_MERGE_ROWS", 100)
-    small = ClickCounter()
+    small = ClickCounter(tails=True)
     for b in batches:
         for lo in range(0, len(b.queries), 37):
             small.add_encoded(b.queries[lo:lo + 37], b.docs[lo:lo + 37], b.clicks[lo:lo + 37])

@@ -26,7 +26,7 @@ from recallwatch.truth.click_models import ClickCounter, ClickCounts, fit
 def _simulated(user: str, n: int, seed: int, queries: int = 40,
                persistence: float = 0.9) -> tuple[ClickCounts, np.ndarray, list[np.ndarray]]:
     col = make_collection(queries, 15, seed=seed, bias_scale=3.0)
-    counter = ClickCounter()
+    counter = ClickCounter(tails=True)
     batches = list(simulate_batches(col, n, user=user, seed=seed + 100,  # type: ignore[arg-type]
                                     persistence=persistence))
     for b in batches:

@@ -68,7 +68,7 @@ def test_no_label_from_pairs_never_examined() -> None:
     """Cascade users rarely reach deep results: a pair shown often but only far down has
     (almost) no examinations and must get no label, not grade 0."""
     col = make_collection(30, 20, seed=3, bias_scale=3.0)
-    counter = ClickCounter()
+    counter = ClickCounter(tails=True)
     for b in simulate_batches(col, 20_000, user="cascade", seed=4):
         counter.add_encoded(b.queries, b.docs, b.clicks)
     fitted = fit(counter.counts(), "dbn")

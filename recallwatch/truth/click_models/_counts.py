@@ -102,12 +102,15 @@ class ClickCounter:
     """Accumulates impressions into :class:`ClickCounts` in bounded memory.
 
     Feed it ``add(records)`` (strings, encoded here) or ``add_encoded(...)`` (already integer
-    ids, as a simulator produces them), then call ``counts()``. ``add`` works ``batch_size``
+    ids, as a simulator produces them), then call ``counts()``. ``tails=True`` also keeps what
+    the full DBN needs (``_tails``; memory grows with the distinct tails, up to one row per
+    impression). ``add`` works ``batch_size``
     impressions at a time: its transient memory is about 1.5 kB per impression of the batch
     (25 MB at the default), whatever the length of the log.
     """
 
-    def __init__(self, *, max_rank: int = DEFAULT_MAX_RANK, batch_size: int = 16_384) -> None:
+    def __init__(self, *, max_rank: int = DEFAULT_MAX_RANK, batch_size: int = 16_384,
+                 tails: bool = False) -> None:
         if not 1 <= max_rank <= 1000:
             raise UsageError(f"max_rank must be between 1 and 1000, got {max_rank}")
         self.max_rank = max_rank
@@ -117,7 +120,9 @@ class ClickCounter:
         self._pairs: dict[int, int] = {}
         # impressions, clicks, SDBN examined, SDBN last, DBN certain, CM examined, CM first
         self._per_pair = np.zeros((_ROWS, 0), dtype=np.int64)
-        self._tails = TailTable()
+        # the DBN's tails: one row per distinct tail, up to one per impression, so kept only
+        # when asked for (the other models' tables stay a few megabytes at any log length)
+        self._tails = TailTable() if tails else None
         self._continued = 0
         self._deep_clicks = 0
         self._deep_impressions = 0
@@ -211,9 +216,10 @@ class ClickCounter:
                                      cm_examined[valid], is_first[valid]), start=1):
             self._per_pair[row] += np.bincount(pair, weights=flags,
                                                minlength=width).astype(np.int64)
-        pair_grid = np.full(docs.shape, -1, dtype=np.int64)
-        pair_grid[valid] = pair
-        self._tails.add(*session_tails(pair_grid, last[:, 0]))
+        if self._tails is not None:
+            pair_grid = np.full(docs.shape, -1, dtype=np.int64)
+            pair_grid[valid] = pair
+            self._tails.add(*session_tails(pair_grid, last[:, 0]))
 
         r = np.broadcast_to(ranks, docs.shape)[valid]
         slot = r * (r - 1) // 2 + prev[valid]
@@ -276,7 +282,7 @@ class ClickCounter:
             dbn_certain=per_pair[4].copy(),
             cm_examined=per_pair[5].copy(),
             cm_first=per_pair[6].copy(),
-            tails=self._tails.table(),
+            tails=None if self._tails is None else self._tails.table(),
             dbn_continued=self._continued,
             clicks_beyond_max_rank=self._deep_clicks,
             impressions_beyond_max_rank=self._deep_impressions,

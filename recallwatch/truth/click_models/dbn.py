@@ -46,7 +46,8 @@ def fit(counts: ClickCounts, *, level: float = 0.95, max_iter: int = 1000,
     the satisfaction gets the same strength around the log's mean satisfaction)."""
     start = time.perf_counter()
     if counts.tails is None or counts.dbn_certain is None:
-        raise UsageError("the DBN needs counts made by ClickCounter (these have no tails)")
+        raise UsageError("the DBN needs the impressions' tails: count with "
+                         "ClickCounter(tails=True)")
     state = _State(counts, prior)
     p = counts.n_pairs
 
@@ -91,7 +92,8 @@ def fit(counts: ClickCounts, *, level: float = 0.95, max_iter: int = 1000,
 def objective_of(counts: ClickCounts, theta: tuple[Array, Array, float]) -> float:
     """The DBN log-likelihood of ``counts`` at θ = (a, s, γ) (per pair of ``counts``)."""
     if counts.tails is None or counts.dbn_certain is None:
-        raise UsageError("the DBN needs counts made by ClickCounter (these have no tails)")
+        raise UsageError("the DBN needs the impressions' tails: count with "
+                         "ClickCounter(tails=True)")
     return _State(counts, None).objective(theta)
 
 
