@@ -12,7 +12,7 @@ from recallwatch.cli._common import emit
 if TYPE_CHECKING:
     from recallwatch.online.log import Impression
     from recallwatch.truth.click_models import ClickCounts, ClickModelFit
-    from recallwatch.truth.click_models._prior import PriorChoice
+    from recallwatch.truth.click_models.prior import PriorChoice
     from recallwatch.truth.judgments import JudgmentSet
 
 __all__ = ["run_clicks"]
@@ -42,7 +42,7 @@ def run_clicks(log: Path, *, model: str, min_impressions: int, min_examinations:
     from recallwatch import __version__
     from recallwatch.online import InteractionLog
     from recallwatch.truth.click_models import CLICK_MODELS, ClickCounter, fit
-    from recallwatch.truth.click_models._prior import PriorChoice, choose_prior, fitted_mean
+    from recallwatch.truth.click_models.prior import PriorChoice, choose_prior, fitted_mean
     from recallwatch.truth.judgments import (
         agreement_with_qrels,
         check_cuts,

@@ -258,7 +258,7 @@ def interleave(
                                "the team (ranker) that brought it: A or B, or any names when "
                                "more than two rankers were multileaved."),
     alpha: Alpha = 0.05,
-    by: str = typer.Option("impression", "--by", help="What a win counts: each impression, or "
+    by: str = typer.Option("impression", "--per", help="What a win counts: each impression, or "
                            "each user (their impressions' wins summed first; one user's "
                            "impressions are not independent).", metavar="impression|user"),
     fmt: TableJsonFormat = TableJson.table,
@@ -271,7 +271,7 @@ def interleave(
     from recallwatch.online.multileave import score_multileaving
 
     if by not in ("impression", "user"):
-        raise UsageError(f"--by must be impression or user, found {by!r}")
+        raise UsageError(f"--per must be impression or user, found {by!r}")
     source = InteractionLog(log)
     multi = score_multileaving(source, alpha=alpha, source=str(log),
                                by=by)  # type: ignore[arg-type]

@@ -157,7 +157,7 @@ def unit_key(imp: Impression, by: By, source: str) -> str | None:
         return None
     if imp.user is None:
         raise InputError(source=source, line=imp.line, record=imp.query_id, field="user",
-                         expected="the user of every impression (--by user)", found="<nothing>")
+                         expected="the user of every impression (--per user)", found="<nothing>")
     return imp.user
 
 

@@ -4,8 +4,10 @@ the false-positive rate stays at the nominal level; a better ranker is found."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +16,7 @@ from recallwatch.online import score_interleaving
 from recallwatch.online.log import Impression
 from recallwatch.online.multileave import score_multileaving, team_draft_multileave
 from recallwatch.online.simulate import make_collection, simulate_clicks
+from tests.clirun import wide_cli
 
 ALPHA = 0.05
 
@@ -96,3 +99,24 @@ def test_per_user_interleaving_null_and_power(sims: int) -> None:
     good, bad = col.ranking(0.2, seed=8), col.ranking(3.0, seed=9)
     r = score_interleaving(_impressions([bad, good], col.grades, 1500, 1, users=150), by="user")
     assert r.winner == "B" and r.by == "user"
+
+
+def test_cli_scores_a_multileaved_log_per_pair(tmp_path: Path) -> None:
+    col = make_collection(30, 15, seed=2)
+    good, bad = col.ranking(0.2, seed=4), col.ranking(3.0, seed=5)
+    lines = []
+    for imp in _impressions([good, bad, bad], col.grades, 600, 9, users=60):
+        lines.append(json.dumps({
+            "query_id": imp.query_id, "user": imp.user,
+            "shown": [{"id": d, "team": t} for d, t in zip(imp.shown, imp.teams or ())],
+            "clicks": [{"id": imp.shown[p - 1]} for p in imp.click_positions]}))
+    log = tmp_path / "multi.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    code, out, err = wide_cli("online", "interleave", str(log), "--format", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["rankers"] == ["A", "B", "C"] and len(data["pairs"]) == 3
+    assert data["pairs"][0]["winner"] == "A" and data["by"] == "impression"
+    code, out, _ = wide_cli("online", "interleave", str(log), "--per", "user")
+    assert code == 0 and "multileaving of 3 rankers" in out and "by user (60)" in out
+    assert "A vs B: wins" in out and "A is better" in out

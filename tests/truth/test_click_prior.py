@@ -11,7 +11,7 @@ from scipy.stats import kendalltau
 from recallwatch.errors import UsageError
 from recallwatch.online.simulate import make_collection, simulate_batches
 from recallwatch.truth.click_models import ClickCounter, fit
-from recallwatch.truth.click_models._prior import STRENGTHS, choose_prior
+from recallwatch.truth.click_models.prior import STRENGTHS, choose_prior
 
 
 def _counters(n: int, queries: int, seed: int) -> tuple[ClickCounter, ClickCounter,
