@@ -27,10 +27,9 @@ from recallwatch.online.simulate import (
     SATISFACTION,
     make_collection,
     simulate_batches,
-    simulate_clicks,
 )
 from recallwatch.truth.click_models import ClickCounter, fit
-from recallwatch.truth.click_models._prior import choose_prior
+from recallwatch.truth.click_models.prior import choose_prior
 
 
 def _count(user: str, n: int, queries: int, docs: int, seed: int,
@@ -181,7 +180,6 @@ def part_multileave() -> dict[str, Any]:
     for s in range(sims):
         pair_user += score_interleaving(_impressions([same, same], col.grades, 150, 100 + s,
                                                      users=30), by="user").p_value < 0.05
-    _ = simulate_clicks
     return {"simulations": sims, "multileave_3_equal_rankers_false_positive": {
         k: v / sims for k, v in rejected.items()},
         "interleave_by_user_false_positive": pair_user / sims}
