@@ -34,6 +34,7 @@ from recallwatch.errors import UsageError
 from recallwatch.truth.click_models._counts import Array, ClickCounts
 from recallwatch.truth.click_models._fit import ClickModelFit, wilson_interval
 from recallwatch.truth.click_models._squarem import squarem
+from recallwatch.truth.click_models._tails import Tails
 
 __all__ = ["fit", "objective_of"]
 
@@ -48,7 +49,7 @@ def fit(counts: ClickCounts, *, level: float = 0.95, max_iter: int = 1000,
     if counts.tails is None or counts.dbn_certain is None:
         raise UsageError("the DBN needs the impressions' tails: count with "
                          "ClickCounter(tails=True)")
-    state = _State(counts, prior)
+    state = _State(counts, counts.tails, counts.dbn_certain, prior)
     p = counts.n_pairs
 
     def unpack(flat: Array) -> tuple[Array, Array, float]:
@@ -94,15 +95,14 @@ def objective_of(counts: ClickCounts, theta: tuple[Array, Array, float]) -> floa
     if counts.tails is None or counts.dbn_certain is None:
         raise UsageError("the DBN needs the impressions' tails: count with "
                          "ClickCounter(tails=True)")
-    return _State(counts, None).objective(theta)
+    return _State(counts, counts.tails, counts.dbn_certain, None).objective(theta)
 
 
 class _State:
     """The counts that never change across EM steps, and one step."""
 
-    def __init__(self, counts: ClickCounts, prior: tuple[float, float] | None) -> None:
-        assert counts.tails is not None and counts.dbn_certain is not None  # checked by fit
-        tails = counts.tails
+    def __init__(self, counts: ClickCounts, tails: Tails, certain: Array,
+                 prior: tuple[float, float] | None) -> None:
         self.n_pairs = counts.n_pairs
         self.rows = tails.pairs
         self.valid = self.rows >= 0
@@ -110,7 +110,7 @@ class _State:
         self.clicked = tails.clicked
         self.m = tails.n.astype(np.float64)
         self.clicks = counts.clicks.astype(np.float64)
-        self.certain = counts.dbn_certain.astype(np.float64)
+        self.certain = certain.astype(np.float64)
         self.not_last = (counts.clicks - counts.sdbn_last).astype(np.float64)
         self.continued = float(counts.dbn_continued)
         self.a0, self.b0 = prior if prior is not None else (0.0, 0.0)
