@@ -130,12 +130,12 @@ def test_clicks_prior_and_dbn(logs: dict[str, Path]) -> None:
     r = run("online", "clicks", str(logs["clicks"]), "--model", "dbn", "--prior", "3")
     assert r.exit_code == 0, r.output
     assert "continuation  P(read on to the next result) = 0." in r.output
+    assert "prior      strength 3 pseudo-examinations" in r.output
     for model in ("dbn", "sdbn", "cm"):
         r = run("online", "clicks", str(logs["clicks"]), "--model", model, "--format", "json")
         assert r.exit_code == 0, r.output
         fitted = json.loads(r.stdout)["fit"]
         assert fitted["model"] == model and fitted["interval"]["method"]
-    assert "prior      strength 3 pseudo-examinations" in r.output
     r = run("online", "clicks", str(logs["clicks"]), "--prior", "lots")
     assert r.exit_code == 2 and "--prior takes none, auto or a strength" in r.stderr
 
