@@ -11,7 +11,8 @@ memory depend on the machine.
 
 Parts:
   em      N impressions from a generator of encoded batches (never all in memory) are counted
-          into click tables (ClickCounter), then DCTR, PBM, UBM and the simplified DBN are fitted;
+          into click tables (ClickCounter), then DCTR, PBM, UBM and the simplified DBN (sdbn)
+          are fitted;
           Kendall's tau of each model's relevance against the true grades (pairs shown at least
           10 times, and 100 times), for users who follow PBM and for cascade users.
   log     a JSONL interaction log written to disk and read back through InteractionLog into the
@@ -39,7 +40,7 @@ from typing import Any
 import numpy as np
 
 PARTS = ("em", "log", "sizes")
-MODELS = ("dctr", "pbm", "ubm", "dbn")
+MODELS = ("dctr", "pbm", "ubm", "sdbn")
 
 
 def _rss_mb() -> float:

@@ -108,13 +108,23 @@ def _live_text(live: LiveCheck) -> list[str]:
     log = s.get("log") or {}
     lines = [f"  live traffic       {s['impressions']:,} impressions, {span}"
              + (f" ({log['path']}, sha256 {str(log.get('sha256', ''))[:12]}…)" if log else "")]
+    changes = {c["signal"]: c for c in live.changes}
     for sig in LIVE_SIGNALS:
         value = live.value(sig.path)
         limit = getattr(live.policy, sig.bound)
         shown = "—" if value is None else f"{value:.4g}{sig.unit}"
         bound = ("no threshold" if limit is None else
                  f"{'max' if sig.upper else 'min'} {limit:g}{sig.unit}")
-        lines.append(f"    {sig.label:<20} {shown:<12} ({bound})")
+        c = changes.get(sig.path[0])
+        versus = "" if c is None else (f"; baseline {c['baseline']:.4g}, "
+                                       f"{c['relative_change']:+.0%}")
+        lines.append(f"    {sig.label:<20} {shown:<12} ({bound}{versus})")
+    if live.baseline is None:
+        lines.append("    (no baseline: the window holds the whole log)")
+    else:
+        b = live.baseline
+        lines.append(f"    baseline           {b['impressions']:,} impressions, "
+                     f"{b['window']['start'][:19]} to {b['window']['end'][:19]}")
     return lines
 
 
@@ -176,8 +186,16 @@ def monitor(
         "no-result rate, click-through rate, abandonment and latency percentiles, each with an "
         "alarm threshold.")] = None,
     live_window: Annotated[str | None, typer.Option(
-        "--window", help="Judge only the last stretch of the log, ending at its newest "
-        "impression: e.g. 30m, 24h, 7d (default: the whole log).")] = None,
+        "--window", help="Judge the last stretch of the log, ending at its newest impression: "
+        "e.g. 30m, 24h, 7d, or all for the whole log (default: the newest 24h, or the newer "
+        "half of a log spanning less than 48h).")] = None,
+    baseline: Annotated[str | None, typer.Option(
+        "--baseline", help="Compare the window with the stretch of the log just before it, at "
+        "most this long (default 7d).")] = None,
+    max_drop: Annotated[float | None, typer.Option(
+        "--max-drop", help="Alarm when, against the baseline, click-through rate falls or the "
+        "no-result rate or abandonment rises by at least this many percent and a one-sided "
+        "test says it is not chance (p < 0.01); 0 switches it off (default 20).")] = None,
     max_no_result_rate: Annotated[float | None, typer.Option(
         "--max-no-result-rate", help="Alarm when more than this share of searches showed "
         "nothing (default 0.30).")] = None,
@@ -222,7 +240,8 @@ def monitor(
     window = budget_window if budget_window is not None or budget_days is not None else 30
     policy = BudgetPolicy(target=floor if budget_target is None else budget_target,
                           slo=budget_slo, window_runs=window, window_days=budget_days)
-    live = _live_check(log, live_window, max_no_result_rate=max_no_result_rate, min_ctr=min_ctr,
+    live = _live_check(log, live_window, baseline=baseline, max_drop=max_drop,
+                       max_no_result_rate=max_no_result_rate, min_ctr=min_ctr,
                        max_abandonment=max_abandonment, max_latency_p99=max_latency_p99,
                        min_impressions=live_min_impressions)
     probe_set = load_probes(probes_file)
@@ -264,17 +283,24 @@ def exact_search(engine: EngineChoice, address: str | None,
         yield RayExactSearch(workers=workers)
 
 
-def _live_check(log: Path | None, window: str | None, *, max_no_result_rate: float | None,
+def _live_check(log: Path | None, window: str | None, *, baseline: str | None,
+                max_drop: float | None, max_no_result_rate: float | None,
                 min_ctr: float | None, max_abandonment: float | None,
                 max_latency_p99: float | None, min_impressions: int | None) -> LiveCheck | None:
     """The live signals of ``log`` held to the thresholds given (the others at their
     defaults); None without a log."""
     from recallwatch.errors import UsageError
     from recallwatch.online import InteractionLog
-    from recallwatch.online.live import parse_window, window_signals
+    from recallwatch.online.live import (
+        DEFAULT_BASELINE,
+        parse_window,
+        window_and_baseline,
+        window_signals,
+    )
     from recallwatch.ops.live_signals import LivePolicy, check_live
 
-    given = (max_no_result_rate, min_ctr, max_abandonment, max_latency_p99, min_impressions)
+    given = (max_no_result_rate, min_ctr, max_abandonment, max_latency_p99, min_impressions,
+             baseline, max_drop)
     if log is None:
         if window is not None or any(v is not None for v in given):
             raise UsageError("--window and the live thresholds need --log (an interaction log)")
@@ -286,10 +312,18 @@ def _live_check(log: Path | None, window: str | None, *, max_no_result_rate: flo
         min_ctr=d.min_ctr if min_ctr is None else min_ctr,
         max_abandonment=d.max_abandonment if max_abandonment is None else max_abandonment,
         max_latency_p99_ms=d.max_latency_p99_ms if max_latency_p99 is None else max_latency_p99,
-        min_impressions=d.min_impressions if min_impressions is None else min_impressions)
+        min_impressions=d.min_impressions if min_impressions is None else min_impressions,
+        max_relative_change=d.max_relative_change if max_drop is None
+        else (max_drop / 100.0 if max_drop != 0 else None))
     source = InteractionLog(log)
-    signals = window_signals(source, None if window is None else parse_window(window))
-    return check_live({**signals.to_dict(), "log": source.summary.to_dict()}, policy)
+    if window == "all":
+        signals, before = window_signals(source), None
+    else:
+        signals, before = window_and_baseline(
+            source, None if window is None else parse_window(window),
+            baseline=DEFAULT_BASELINE if baseline is None else parse_window(baseline))
+    return check_live({**signals.to_dict(), "log": source.summary.to_dict()}, policy,
+                      None if before is None else before.to_dict())
 
 
 def register(app: typer.Typer) -> None:

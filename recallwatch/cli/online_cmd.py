@@ -28,8 +28,6 @@ from recallwatch.cli._options import (
 if TYPE_CHECKING:
     from recallwatch.history import OnlineReadoutRow
     from recallwatch.online import ABReadout, InterleaveResult
-    from recallwatch.truth.click_models import ClickModelFit
-    from recallwatch.truth.judgments import JudgmentSet
 
 __all__ = ["register"]
 
@@ -60,102 +58,38 @@ def _cuts(text: str) -> list[float]:
 def clicks(
     log: Path = typer.Argument(..., help=_LOG_HELP),
     model: str = typer.Option("pbm", "--model", help="Click model: dctr (raw click-through "
-                              "rate), pbm (position-based), ubm (user browsing, cascade family) "
-                              "or dbn (simplified dynamic Bayesian network).",
-                              metavar="dctr|pbm|ubm|dbn"),
+                              "rate), pbm (position-based), ubm (user browsing), cm (cascade: "
+                              "stop at the first click), dbn (dynamic Bayesian network, fitted "
+                              "by EM) or sdbn (the DBN's quick closed form, biased when users "
+                              "read on after an unsatisfying click).",
+                              metavar="dctr|pbm|ubm|cm|dbn|sdbn"),
     min_impressions: int = typer.Option(10, "--min-impressions", min=1, help="Label only "
                                         "pairs shown at least this many times."),
+    min_examinations: float = typer.Option(5.0, "--min-examinations", help="Label only pairs "
+                                           "the model reckons were looked at (examined) at "
+                                           "least this many times; the others are listed as "
+                                           "too sparse to label."),
+    prior: str = typer.Option("none", "--prior", help="Beta prior for sparse pairs: none, auto "
+                              "(its strength chosen on every fifth impression held out) or a "
+                              "strength in pseudo-examinations, e.g. 5.", metavar="none|auto|N"),
     cuts: str = typer.Option("0.15,0.35,0.6", "--cuts", help="Estimated relevance where grades "
                              "1, 2 and 3 start."),
     out: Path | None = typer.Option(None, "--out", help="Write the graded labels as TREC qrels "
                                     "here (and OUT.provenance.json beside it)."),
     qrels: HumanQrelsOrNone = None,
     max_rank: int = typer.Option(50, "--max-rank", min=1, max=1000, help="Ignore results "
-                                 "shown deeper than this."),
+                                 "shown deeper than this (clicks on them are counted and "
+                                 "reported)."),
     fmt: TableJsonFormat = TableJson.table,
 ) -> None:
     """Fit a click model to an interaction log and turn it into graded judgments (0-3): the
-    relevance of each (query, result) pair with its position bias removed, for pairs shown
-    often enough."""
-    from recallwatch import __version__
-    from recallwatch.online import InteractionLog
-    from recallwatch.truth.click_models import CLICK_MODELS, ClickCounter, fit
-    from recallwatch.truth.judgments import (
-        agreement_with_qrels,
-        check_cuts,
-        judgments_from_fit,
-        read_qrels_grades,
-        write_judged_qrels,
-    )
+    relevance of each (query, result) pair with its position bias removed, for pairs shown and
+    examined often enough. Pairs without enough evidence get no label (never grade 0)."""
+    from recallwatch.cli._online_clicks import run_clicks
 
-    CLICK_MODELS.get(model)  # an unknown name fails before the log is read
-    cut_points = list(check_cuts(_cuts(cuts)))
-    human = None if qrels is None else read_qrels_grades(qrels)
-    source = InteractionLog(log)
-    counter = ClickCounter(max_rank=max_rank)
-    counter.add(source)
-    fitted = fit(counter.counts(), model)
-    judged = judgments_from_fit(fitted, min_impressions=min_impressions, cuts=cut_points)
-    measured = None if human is None else agreement_with_qrels(
-        judged.grades(), human, rater=judged.source)
-    settings = {"model": model, "min_impressions": min_impressions, "cuts": cut_points,
-                "max_rank": max_rank}
-    sidecar = None
-    if out is not None:
-        summary = fitted.summary()
-        summary.pop("fit_seconds")  # provenance stays byte-identical across identical runs
-        sidecar = write_judged_qrels(out, judged, {
-            "created_by": f"recallwatch {__version__} online clicks",
-            "log": source.summary.to_dict(), "settings": settings, "fit": summary,
-            "agreement": None if measured is None else measured.to_dict(),
-        })
-    if fmt is TableJson.json:
-        _json({
-            "model": model,
-            "judgments": [j.to_dict() for j in judged.judgments],
-            "pairs": fitted.counts.n_pairs,
-            "unlabelled_pairs": judged.unlabelled,
-            "grades": judged.histogram(),
-            "fit": fitted.summary(),
-            "agreement": None if measured is None else measured.to_dict(),
-            "log": source.summary.to_dict(),
-            "settings": settings,
-            "out": None if out is None else str(out),
-        })
-        return
-    emit(_clicks_text(fitted, judged, source.summary.to_dict(), cut_points, min_impressions))
-    if qrels is not None:
-        if measured is None:
-            emit(f"agreement with {qrels}: no pair in common with the click labels")
-        else:
-            kappa = "undefined" if measured.kappa != measured.kappa else f"{measured.kappa:.3f}"
-            ci = "" if measured.ci is None else (
-                f" ({measured.ci_level:.0%} CI {measured.ci[0]:.2f} to {measured.ci[1]:.2f})")
-            emit(f"agreement with {qrels} on {measured.n} pairs: {measured.weights} kappa "
-                 f"{kappa}{ci}, same grade {measured.exact:.0%}")
-    if out is not None:
-        emit(f"wrote {out} ({len(judged.judgments)} labels) and {sidecar}")
-
-
-def _clicks_text(fitted: ClickModelFit, judged: JudgmentSet, log: dict[str, Any],
-                 cuts: list[float], min_impressions: int) -> str:
-    hist = judged.histogram()
-    lines = [
-        f"click model {fitted.model} on {log['path']} ({log['impressions']:,} impressions, "
-        f"sha256 {log['sha256'][:12]}…)",
-        f"  pairs      {fitted.counts.n_pairs:,} seen; {len(judged.judgments):,} labelled "
-        f"(shown ≥ {min_impressions} times), {judged.unlabelled:,} left unlabelled",
-        f"  grades     0: {hist[0]}  1: {hist[1]}  2: {hist[2]}  3: {hist[3]}  (cuts "
-        f"{' / '.join(f'{c:g}' for c in cuts)} on the estimated relevance)",
-    ]
-    bias = fitted.position_bias.get("examination_by_rank")
-    if bias:
-        lines.append("  position   P(look at rank 1..): "
-                     + " ".join(f"{g:.2f}" for g in bias[:10]) + (" …" if len(bias) > 10 else ""))
-    if fitted.iterations:
-        state = "converged" if fitted.converged else "NOT converged (raise the limit)"
-        lines.append(f"  EM         {fitted.iterations} steps, {state}, {fitted.seconds:.2f} s")
-    return "\n".join(lines)
+    run_clicks(log, model=model, min_impressions=min_impressions,
+               min_examinations=min_examinations, prior=prior, cuts=_cuts(cuts), out=out,
+               qrels=qrels, max_rank=max_rank, as_json=fmt is TableJson.json)
 
 
 def _split(items: list[str]) -> dict[str, float] | None:
@@ -196,6 +130,14 @@ def ab(
                                   "units per variant."),
     srm_alpha: float = typer.Option(0.001, "--srm-alpha", help="Block the readout when the "
                                     "sample-ratio test's p is below this."),
+    pre_period: Path | None = typer.Option(None, "--pre-period", help="Interaction log of the "
+                                           "same users (or sessions) before the experiment: "
+                                           "CUPED uses each unit's earlier value of the metric "
+                                           "to remove noise, and reports by how much."),
+    sequential: bool = typer.Option(False, "--sequential", help="Verdicts from always-valid "
+                                    "p-values (mSPRT): safe to look every day and stop at the "
+                                    "first significant result, at the price of wider "
+                                    "intervals."),
     history: HistoryOrNone = None,
     change: str | None = typer.Option(None, "--change", help="Attach the readout to the change "
                                       "it tested, in --history: a gate run (id, prefix, latest, "
@@ -227,10 +169,17 @@ def ab(
     metrics = tuple(dict.fromkeys(metric))
     config = ABConfig(metrics=metrics, unit=unit, control=control,  # type: ignore[arg-type]
                       alpha=alpha, power=power, min_effect=min_effect, srm_alpha=srm_alpha,
-                      min_units=min_units, split=_split(split))
+                      min_units=min_units, split=_split(split), sequential=sequential)
     source = InteractionLog(log)
     table = aggregate_units(source, unit=config.unit, metrics=config.metrics, source=str(log))
-    result = readout(table, config, source=str(log))
+    covariates = None
+    if pre_period is not None:
+        from recallwatch.online.cuped import pre_period_covariates
+
+        covariates = pre_period_covariates(InteractionLog(pre_period), unit=config.unit,
+                                           metrics=config.metrics, keys=table.keys,
+                                           source=str(pre_period))
+    result = readout(table, config, source=str(log), covariates=covariates)
     attached = None
     if history is not None and change is not None and not result.blocked:
         attached = _attach(history, change, result, offline_metric, source.summary.to_dict())
@@ -270,6 +219,10 @@ def _funnel_line(r: OnlineReadoutRow) -> str:
             f"({r.online_verdict}): {r.agreement.upper()} — {r.payload['reading']}")
 
 
+def _num(x: float | None) -> str:
+    return "unbounded" if x is None else f"{x:+.4g}"
+
+
 def _ab_text(r: ABReadout) -> str:
     c, t = r.control, r.treatment
     unit = r.config.unit
@@ -286,6 +239,14 @@ def _ab_text(r: ABReadout) -> str:
         ci = f"{m.delta:+.4g} [{m.ci[0]:+.4g}, {m.ci[1]:+.4g}]"
         lines.append(f"  {m.name:<14} {m.values[c]:>10.4g} {m.values[t]:>10.4g} {ci:>30} "
                      f"{m.p_value_holm:>9.3g} {m.mde:>9.3g}  {m.verdict}")
+        if m.cuped is not None:
+            lines.append(f"    CUPED: variance {m.cuped['variance_reduction']:.1%} lower with the "
+                         f"pre-period ({m.cuped['units_with_pre_period']:,} units in it); "
+                         f"unadjusted delta {m.cuped['delta_unadjusted']:+.4g}")
+        if m.sequential is not None:
+            lo, hi = m.sequential["confidence_sequence"]
+            lines.append(f"    sequential: always-valid p = {m.sequential['p_value']:.3g}, "
+                         f"confidence sequence [{_num(lo)}, {_num(hi)}] (valid at any look)")
     lines.append(f"VERDICT: {r.verdict.upper()}")
     lines.extend(f"  - {reason}" for reason in r.reasons)
     return "\n".join(lines)
@@ -294,16 +255,43 @@ def _ab_text(r: ABReadout) -> str:
 @online_app.command("interleave")
 def interleave(
     log: Path = typer.Argument(..., help="Interleaved impressions: every shown result carries "
-                               "team A or B."),
+                               "the team (ranker) that brought it: A or B, or any names when "
+                               "more than two rankers were multileaved."),
     alpha: Alpha = 0.05,
+    by: str = typer.Option("impression", "--per", help="What a win counts: each impression, or "
+                           "each user (their impressions' wins summed first; one user's "
+                           "impressions are not independent).", metavar="impression|user"),
     fmt: TableJsonFormat = TableJson.table,
 ) -> None:
     """Score team-draft interleaving (both rankers' results mixed in one list, each result
-    tagged with its ranker): impressions won by each ranker and a binomial sign test."""
+    tagged with its ranker): impressions (or users) won by each ranker and a binomial sign test.
+    With more than two rankers (team-draft multileaving), every pair is tested, Holm-adjusted."""
+    from recallwatch.errors import UsageError
     from recallwatch.online import InteractionLog, score_interleaving
+    from recallwatch.online.multileave import score_multileaving
 
+    if by not in ("impression", "user"):
+        raise UsageError(f"--per must be impression or user, found {by!r}")
     source = InteractionLog(log)
-    result = score_interleaving(source, alpha=alpha, source=str(log))
+    multi = score_multileaving(source, alpha=alpha, source=str(log),
+                               by=by)  # type: ignore[arg-type]
+    if len(multi.rankers) > 2 or not set(multi.rankers) <= {"A", "B"}:
+        if fmt is TableJson.json:
+            _json({**multi.to_dict(), "log": source.summary.to_dict()})
+            return
+        lines = [f"multileaving of {len(multi.rankers)} rankers on {log}: {multi.impressions:,} "
+                 f"impressions, by {by} ({multi.units:,})",
+                 "  clicks credited: " + ", ".join(f"{k} {v:,}" for k, v in multi.clicks.items())]
+        for pair in multi.pairs:
+            won = pair.winner(alpha)
+            lines.append(f"  {pair.first} vs {pair.second}: wins {pair.wins_first:,} / "
+                         f"{pair.wins_second:,}, ties {pair.ties:,}, p (Holm) = "
+                         f"{pair.p_value_holm:.3g}: " + (f"{won} is better" if won else
+                                                         "no significant preference"))
+        emit("\n".join(lines))
+        return
+    result = score_interleaving(source, alpha=alpha, source=str(log),
+                                by=by)  # type: ignore[arg-type]
     if fmt is TableJson.json:
         _json({**result.to_dict(), "log": source.summary.to_dict()})
         return
@@ -312,11 +300,12 @@ def interleave(
 
 def _interleave_text(r: InterleaveResult, log: dict[str, Any]) -> str:
     winner = r.winner or f"none (no significant preference at alpha {r.alpha:g})"
+    unit = "impressions" if r.by == "impression" else f"users ({r.impressions:,} impressions)"
     return "\n".join([
-        f"interleaving on {log['path']}: {r.impressions:,} impressions",
+        f"interleaving on {log['path']}: {r.units or r.impressions:,} {unit}",
         f"  wins       A {r.wins_a:,}  B {r.wins_b:,}  ties {r.ties:,}  (clicks credited: "
         f"A {r.clicks_a:,}, B {r.clicks_b:,})",
-        f"  sign test  p = {r.p_value:.3g}; delta (B wins − A wins) / impressions = "
+        f"  sign test  p = {r.p_value:.3g}; delta (B wins − A wins) / {r.by}s = "
         f"{r.delta:+.4f}",
         f"WINNER: {winner}",
     ])

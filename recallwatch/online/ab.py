@@ -27,17 +27,20 @@ import math
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal
 
 from recallwatch.errors import InputError, UsageError
+from recallwatch.online._metrics import METRIC_NAMES, METRICS, MetricName, contribution
 
 if TYPE_CHECKING:
     import numpy as np
 
+    from recallwatch.online.cuped import Covariates
     from recallwatch.online.log import Impression
 
 __all__ = [
     "METRICS",
+    "METRIC_NAMES",
     "ABConfig",
     "ABReadout",
     "MetricName",
@@ -48,24 +51,8 @@ __all__ = [
     "readout",
 ]
 
-MetricName = Literal["ctr", "abandonment", "time-to-click", "conversion"]
 Unit = Literal["user", "session"]
 Verdict = Literal["better", "worse", "mixed", "no difference", "inconclusive", "blocked"]
-
-
-@dataclass(frozen=True)
-class _MetricDef:
-    higher_is_better: bool
-    description: str
-
-
-METRICS: dict[MetricName, _MetricDef] = {
-    "ctr": _MetricDef(True, "clicked results per impression"),
-    "abandonment": _MetricDef(False, "share of impressions without a click"),
-    "time-to-click": _MetricDef(False, "seconds from the impression to its first click"),
-    "conversion": _MetricDef(True, "share of impressions that led to a conversion"),
-}
-METRIC_NAMES: tuple[MetricName, ...] = get_args(MetricName)
 
 
 @dataclass(frozen=True)
@@ -81,6 +68,7 @@ class ABConfig:
     srm_alpha: float = 0.001
     min_units: int = 100
     split: dict[str, float] | None = None  # expected share per variant; default equal
+    sequential: bool = False  # verdicts from always-valid p-values (online.sequential)
 
     def __post_init__(self) -> None:
         if not self.metrics:
@@ -100,7 +88,8 @@ class ABConfig:
     def to_dict(self) -> dict[str, Any]:
         return {"metrics": list(self.metrics), "unit": self.unit, "control": self.control,
                 "alpha": self.alpha, "power": self.power, "min_effect": self.min_effect,
-                "srm_alpha": self.srm_alpha, "min_units": self.min_units, "split": self.split}
+                "srm_alpha": self.srm_alpha, "min_units": self.min_units, "split": self.split,
+                "sequential": self.sequential}
 
 
 @dataclass(frozen=True)
@@ -115,6 +104,11 @@ class UnitTable:
     den: np.ndarray[Any, Any]  # float64[M, U]
     impressions: dict[str, int] = field(default_factory=dict)
     mixed_units: int = 0  # units seen in more than one variant, left out
+    keys: list[str] = field(default_factory=list)  # the unit ids, aligned with ``variant``
+    # --unit session only: users with several sessions, and those whose sessions all had one
+    # variant (all of them: the experiment randomised users, not sessions)
+    users_with_sessions: int = 0
+    users_in_one_variant: int = 0
 
 
 def aggregate_units(impressions: Iterable[Impression], *, unit: Unit = "user",
@@ -131,6 +125,8 @@ def aggregate_units(impressions: Iterable[Impression], *, unit: Unit = "user",
     mixed: set[int] = set()
     sums = array("d")  # unit-major: 2 * M numbers per unit
     per_variant: dict[str, int] = {}
+    user_variants: dict[str, set[int]] = {}
+    user_sessions: dict[str, set[str]] = {}
     for imp in impressions:
         key = imp.user if unit == "user" else imp.session
         if key is None:
@@ -143,6 +139,9 @@ def aggregate_units(impressions: Iterable[Impression], *, unit: Unit = "user",
                              found="<nothing>")
         v = variants.setdefault(imp.variant, len(variants))
         per_variant[imp.variant] = per_variant.get(imp.variant, 0) + 1
+        if unit == "session" and imp.user is not None:
+            user_variants.setdefault(imp.user, set()).add(v)
+            user_sessions.setdefault(imp.user, set()).add(key)
         u = units.get(key)
         if u is None:
             u = units[key] = len(units)
@@ -152,7 +151,7 @@ def aggregate_units(impressions: Iterable[Impression], *, unit: Unit = "user",
             mixed.add(u)
         base = 2 * m_count * u
         for i, name in enumerate(metrics):
-            value = _contribution(name, imp, source)
+            value = contribution(name, imp, source)
             if value is not None:
                 sums[base + 2 * i] += value
                 sums[base + 2 * i + 1] += 1.0
@@ -162,49 +161,16 @@ def aggregate_units(impressions: Iterable[Impression], *, unit: Unit = "user",
     keep = np.ones(len(units), dtype=bool)
     keep[list(mixed)] = False
     names = sorted(variants, key=variants.__getitem__)
+    several = [u for u, sessions in user_sessions.items() if len(sessions) > 1]
     return UnitTable(
         variants=names, metrics=metrics,
         variant=np.frombuffer(unit_variant, dtype=np.int64)[keep].copy(),
         num=table[keep, :, 0].T.copy(), den=table[keep, :, 1].T.copy(),
         impressions=per_variant, mixed_units=len(mixed),
+        keys=[k for k, i in units.items() if keep[i]],
+        users_with_sessions=len(several),
+        users_in_one_variant=sum(1 for u in several if len(user_variants[u]) == 1),
     )
-
-
-def _contribution(name: MetricName, imp: Impression, source: str) -> float | None:
-    """The impression's numerator for the metric, or None when it does not count (its
-    denominator is then 0)."""
-    if name == "ctr":
-        return float(len(set(imp.click_positions)))
-    if name == "abandonment":
-        return 0.0 if imp.click_positions else 1.0
-    if name == "conversion":
-        if imp.conversion is None:
-            raise InputError(source=source, line=imp.line, record=imp.query_id,
-                             field="conversion", expected="true or false (--metric conversion)",
-                             found="<nothing>")
-        return 1.0 if imp.conversion else 0.0
-    # time-to-click
-    if not imp.click_positions:
-        return None
-    if imp.ts is None:
-        raise InputError(source=source, line=imp.line, record=imp.query_id, field="ts",
-                         expected="the impression's timestamp (--metric time-to-click)",
-                         found="<nothing>")
-    stamps = []
-    for i, stamp in enumerate(imp.click_ts, start=1):
-        if stamp is None:
-            raise InputError(source=source, line=imp.line, record=imp.query_id,
-                             field=f"clicks[{i}].ts",
-                             expected="the click's timestamp (--metric time-to-click)",
-                             found="<nothing>")
-        stamps.append(stamp)
-    first = min(stamps)
-    seconds = (first - imp.ts).total_seconds()
-    if seconds < 0:
-        raise InputError(source=source, line=imp.line, record=imp.query_id, field="clicks[].ts",
-                         expected="clicks at or after the impression's ts",
-                         found=f"<a click {-seconds:g} s before it>")
-    return seconds
 
 
 @dataclass(frozen=True)
@@ -223,9 +189,12 @@ class MetricReadout:
     units_needed: int | None
     units_still_needed: int | None
     verdict: Verdict
+    cuped: dict[str, Any] | None = None  # set with a pre-period covariate
+    sequential: dict[str, Any] | None = None  # set with ABConfig.sequential
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        return {**({"cuped": self.cuped} if self.cuped is not None else {}),
+                **({"sequential": self.sequential} if self.sequential is not None else {}),
             "variants": {v: _finite(x) for v, x in self.values.items()},
             "delta": _finite(self.delta), "relative_delta": _finite(self.relative_delta),
             "ci": [_finite(self.ci[0]), _finite(self.ci[1])], "p_value": self.p_value,
@@ -279,11 +248,15 @@ class ABReadout:
         }
 
 
-def readout(table: UnitTable, config: ABConfig, *, source: str = "<log>") -> ABReadout:
-    """Compare the treatment with the control on every metric of ``table``."""
+def readout(table: UnitTable, config: ABConfig, *, source: str = "<log>",
+            covariates: Covariates | None = None) -> ABReadout:
+    """Compare the treatment with the control on every metric of ``table``; with
+    ``covariates`` (pre-period values aligned with ``table.keys``), CUPED-adjusted."""
     import numpy as np
     from scipy import stats
 
+    from recallwatch.online.cuped import cuped
+    from recallwatch.online.sequential import msprt
     from recallwatch.stats import holm
 
     if len(table.variants) != 2:
@@ -315,6 +288,19 @@ def readout(table: UnitTable, config: ABConfig, *, source: str = "<log>") -> ABR
         (r_c, var_c, unit_var_c, n_c), (r_t, var_t, unit_var_t, n_t) = est[control], est[treatment]
         delta = r_t - r_c
         se = math.sqrt(var_c + var_t) if math.isfinite(var_c + var_t) else math.inf
+        extra: dict[str, Any] = {}
+        if covariates is not None and math.isfinite(se):
+            groups = [(table.num[m][mask], table.den[m][mask], covariates.values[m][mask])
+                      for mask in (table.variant == c_index, table.variant == t_index)]
+            adjusted = cuped(groups, delta, se * se, int(covariates.present[m].sum()))
+            extra["cuped"] = {**adjusted.to_dict(), "delta_unadjusted": delta,
+                              "std_error_unadjusted": se}
+            delta, se = adjusted.delta, math.sqrt(adjusted.variance)
+        if config.sequential:
+            tau2 = (config.min_effect * abs(r_c)) ** 2 or (se * se if se > 0 else 1.0)
+            p_seq, low, high = msprt(delta, se * se, tau2, config.alpha)
+            extra["sequential"] = {"p_value": float(p_seq), "confidence_sequence": [
+                _finite(float(low)), _finite(float(high))], "mixing_sd": math.sqrt(tau2)}
         if se > 0.0 and math.isfinite(se):
             p = float(2.0 * stats.norm.sf(abs(delta) / se))
         else:
@@ -331,9 +317,10 @@ def readout(table: UnitTable, config: ABConfig, *, source: str = "<log>") -> ABR
             "ci": (delta - z_alpha * se, delta + z_alpha * se), "p": p, "se": se,
             "mde": (z_alpha + z_power) * se, "needed": needed,
             "still": None if needed is None else max(0, needed - min(n_c, n_t)),
-            "r_c": r_c,
+            "r_c": r_c, **extra,
         })
-    adjusted = holm([r["p"] for r in raw]).tolist()
+    adjusted = holm([r["sequential"]["p_value"] if config.sequential else r["p"]
+                     for r in raw]).tolist()
     metrics: dict[str, MetricReadout] = {}
     for r, p_holm in zip(raw, adjusted):
         name = r["name"]
@@ -352,9 +339,16 @@ def readout(table: UnitTable, config: ABConfig, *, source: str = "<log>") -> ABR
             std_error=r["se"], mde=r["mde"],
             relative_mde=r["mde"] / abs(r["r_c"]) if r["r_c"] else None,
             units_needed=r["needed"], units_still_needed=r["still"], verdict=verdict,
+            cuped=r.get("cuped"), sequential=r.get("sequential"),
         )
 
     reasons: list[str] = []
+    if config.unit == "session" and table.users_with_sessions >= 2 and \
+            table.users_in_one_variant == table.users_with_sessions:
+        reasons.append(f"warning: every one of the {table.users_with_sessions} users with several "
+                       "sessions saw one variant only: the experiment randomised users, so use "
+                       "--unit user (one user's sessions are not independent; by session the "
+                       "intervals are too narrow and the sample-ratio test too strict)")
     if table.mixed_units:
         reasons.append(f"{table.mixed_units} {config.unit}s appeared in both variants and were "
                        "left out (check the assignment)")

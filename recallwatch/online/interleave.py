@@ -23,18 +23,21 @@ if TYPE_CHECKING:
 
     from recallwatch.online.log import Impression
 
-__all__ = ["InterleaveResult", "Pick", "score_interleaving", "sign_test", "team_draft"]
+__all__ = ["By", "InterleaveResult", "Pick", "score_interleaving", "sign_test", "team_credit",
+           "team_draft", "unit_key"]
 
 T = TypeVar("T", bound=Hashable)
 Team = Literal["A", "B"]
+By = Literal["impression", "user"]
 
 
 @dataclass(frozen=True, slots=True)
 class Pick(Generic[T]):
-    """One result of an interleaved list and the team (ranker) that contributed it."""
+    """One result of an interleaved list and the team (ranker) that contributed it: "A" or "B"
+    when interleaving two rankers, the ranker's name when multileaving more."""
 
     id: T
-    team: Team
+    team: str
 
 
 def team_draft(ranking_a: Sequence[T], ranking_b: Sequence[T], k: int,
@@ -90,6 +93,8 @@ class InterleaveResult:
     clicks_b: int
     p_value: float
     alpha: float
+    by: By = "impression"  # what a win counts: an impression, or a user (their impressions summed)
+    units: int = 0  # users when by user, else impressions
 
     @property
     def winner(self) -> Team | None:
@@ -100,8 +105,9 @@ class InterleaveResult:
 
     @property
     def delta(self) -> float:
-        """(wins B − wins A) / impressions: > 0 means users preferred B (Chapelle et al. 2012)."""
-        return (self.wins_b - self.wins_a) / self.impressions if self.impressions else 0.0
+        """(wins B − wins A) / units: > 0 means users preferred B (Chapelle et al. 2012)."""
+        units = self.units or self.impressions
+        return (self.wins_b - self.wins_a) / units if units else 0.0
 
     def to_dict(self) -> dict[str, Any]:
         decided = self.wins_a + self.wins_b
@@ -114,7 +120,11 @@ class InterleaveResult:
             "delta": self.delta,
             "preference_b": self.wins_b / decided if decided else None,
             "clicks": {"A": self.clicks_a, "B": self.clicks_b},
-            "test": "two-sided binomial sign test on impressions won (ties left out)",
+            "by": self.by,
+            "units": self.units or self.impressions,
+            "test": f"two-sided binomial sign test on {self.by}s won (ties left out)"
+                    + ("; a user is won by the ranker that won more of their impressions"
+                       if self.by == "user" else ""),
         }
 
 
@@ -127,33 +137,64 @@ def sign_test(wins_a: int, wins_b: int) -> float:
     return 1.0 if n == 0 else float(binomtest(wins_b, n, 0.5).pvalue)
 
 
+def team_credit(imp: Impression, source: str) -> dict[str, int]:
+    """Clicked results per team of one interleaved impression (each clicked result once)."""
+    if imp.teams is None:
+        raise InputError(source=source, line=imp.line, record=imp.query_id,
+                         field="shown[].team",
+                         expected="an interleaved impression (team A or B on every shown "
+                         "result; the rankers' names when multileaving)",
+                         found="<no team>")
+    credit = dict.fromkeys(imp.teams, 0)
+    for p in set(imp.click_positions):
+        credit[imp.teams[p - 1]] += 1
+    return credit
+
+
+def unit_key(imp: Impression, by: By, source: str) -> str | None:
+    """The user an impression's win counts for (None when counting impressions)."""
+    if by == "impression":
+        return None
+    if imp.user is None:
+        raise InputError(source=source, line=imp.line, record=imp.query_id, field="user",
+                         expected="the user of every impression (--per user)", found="<nothing>")
+    return imp.user
+
+
 def score_interleaving(impressions: Iterable[Impression], *, alpha: float = 0.05,
-                       source: str = "<log>") -> InterleaveResult:
+                       source: str = "<log>", by: By = "impression") -> InterleaveResult:
     """Credit each impression's clicks to the team of the clicked result (each clicked result
-    once), count wins, losses and ties, and test them. Streams: memory is constant."""
+    once), count wins, losses and ties, and test them. ``by="user"`` sums each user's impression
+    wins (B − A) first and tests users, since one user's impressions are not independent.
+    Streams: memory is constant by impression, one number per user by user."""
     if not 0.0 < alpha < 1.0:
         raise UsageError(f"alpha must be strictly between 0 and 1, got {alpha}")
     n = wins_a = wins_b = ties = clicks_a = clicks_b = 0
+    per_user: dict[str, int] = {}
     for imp in impressions:
-        if imp.teams is None:
+        credit = team_credit(imp, source)
+        if set(credit) - {"A", "B"}:
             raise InputError(source=source, line=imp.line, record=imp.query_id,
-                             field="shown[].team",
-                             expected="an interleaved impression (team A or B on every shown "
-                             "result)", found="<no team>")
-        a = b = 0
-        for p in set(imp.click_positions):
-            if imp.teams[p - 1] == "A":
-                a += 1
-            else:
-                b += 1
+                             field="shown[].team", expected="teams A and B (interleaving two "
+                             "rankers; a multileaved log is scored by `online interleave` as "
+                             "such)", found=", ".join(sorted(credit)))
+        a, b = credit.get("A", 0), credit.get("B", 0)
         n += 1
         clicks_a += a
         clicks_b += b
-        if a > b:
+        key = unit_key(imp, by, source)
+        if key is not None:
+            per_user[key] = per_user.get(key, 0) + (b > a) - (a > b)
+        elif a > b:
             wins_a += 1
         elif b > a:
             wins_b += 1
         else:
             ties += 1
+    if by == "user":
+        wins_a = sum(1 for v in per_user.values() if v < 0)
+        wins_b = sum(1 for v in per_user.values() if v > 0)
+        ties = len(per_user) - wins_a - wins_b
+    units = len(per_user) if by == "user" else n
     return InterleaveResult(n, wins_a, wins_b, ties, clicks_a, clicks_b,
-                            sign_test(wins_a, wins_b), alpha)
+                            sign_test(wins_a, wins_b), alpha, by, units)

@@ -11,6 +11,7 @@ the latest window of the log and alarms on the figures. Definitions match the A/
 
 from __future__ import annotations
 
+import math
 from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -24,7 +25,13 @@ if TYPE_CHECKING:
 
 _UNITS = {"m": 60.0, "h": 3600.0, "d": 86400.0}
 
-__all__ = ["LiveSignals", "live_signals", "parse_window", "window_signals"]
+__all__ = ["DEFAULT_BASELINE", "DEFAULT_WINDOW", "LiveSignals", "live_signals", "parse_window",
+           "window_and_baseline", "window_signals"]
+
+#: Without ``--window``: the newest day of the log (the newer half when it spans under two days).
+DEFAULT_WINDOW = timedelta(hours=24)
+#: The baseline: the stretch of the log just before the window, at most this long.
+DEFAULT_BASELINE = timedelta(days=7)
 
 
 @dataclass(frozen=True)
@@ -39,6 +46,7 @@ class LiveSignals:
     abandonment: float | None
     latency_ms: dict[str, float] | None  # p50, p95, p99; None when no latency was logged
     latency_count: int
+    ctr_sd: float | None = None  # standard deviation of clicked results per impression
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -46,7 +54,7 @@ class LiveSignals:
                        "end": None if self.end is None else self.end.isoformat()},
             "impressions": self.impressions, "no_result_rate": self.no_result_rate,
             "ctr": self.ctr, "abandonment": self.abandonment, "latency_ms": self.latency_ms,
-            "latency_count": self.latency_count,
+            "latency_count": self.latency_count, "ctr_sd": self.ctr_sd,
         }
 
 
@@ -63,7 +71,7 @@ def live_signals(impressions: Iterable[Impression], *, start: datetime | None = 
     if start is not None and end is not None and not start < end:
         raise UsageError(f"the window is empty: start {start} is not before end {end}")
     windowed = start is not None or end is not None
-    n = empty = clicks = abandoned = 0
+    n = empty = clicks = abandoned = clicks_sq = 0
     latencies = array("d")
     for imp in impressions:
         if windowed:
@@ -78,6 +86,7 @@ def live_signals(impressions: Iterable[Impression], *, start: datetime | None = 
             empty += 1
         clicked = len(set(imp.click_positions))
         clicks += clicked
+        clicks_sq += clicked * clicked
         if not clicked:
             abandoned += 1
         if imp.latency_ms is not None:
@@ -92,6 +101,7 @@ def live_signals(impressions: Iterable[Impression], *, start: datetime | None = 
         no_result_rate=empty / n if n else None, ctr=clicks / n if n else None,
         abandonment=abandoned / n if n else None, latency_ms=latency,
         latency_count=len(latencies),
+        ctr_sd=math.sqrt(max(clicks_sq / n - (clicks / n) ** 2, 0.0)) if n else None,
     )
 
 
@@ -131,3 +141,38 @@ def window_signals(log: InteractionLog, window: timedelta | None = None) -> Live
         return live_signals((), source=source)
     end = newest + timedelta(microseconds=1)  # the window's end is exclusive
     return live_signals(log, start=end - window, end=end, source=source)
+
+
+def window_and_baseline(log: InteractionLog, window: timedelta | None = None, *,
+                        baseline: timedelta = DEFAULT_BASELINE
+                        ) -> tuple[LiveSignals, LiveSignals | None]:
+    """The signals of the judged window and of the baseline just before it (at most
+    ``baseline`` long; None when the window holds the whole log). ``window`` None: the default,
+    the newest 24 hours, or the newer half of the log when it spans less than 48 hours, so that
+    a change half-way through a short log is not diluted; a log without timestamps is judged
+    whole then. Reads the log three times."""
+    source = str(log.path)
+    oldest: datetime | None = None
+    newest: datetime | None = None
+    for imp in log:
+        if imp.ts is None and window is None:
+            return live_signals(log, source=source), None
+        if imp.ts is None:
+            raise InputError(source=source, line=imp.line, record=imp.query_id, field="ts",
+                             expected="a timestamp on every impression (live signals are "
+                             "judged over a time window)", found="<nothing>")
+        oldest = imp.ts if oldest is None or imp.ts < oldest else oldest
+        newest = imp.ts if newest is None or imp.ts > newest else newest
+    if oldest is None or newest is None:
+        return live_signals((), source=source), None
+    end = newest + timedelta(microseconds=1)  # the window's end is exclusive
+    length = window
+    if length is None:
+        span = end - oldest
+        length = DEFAULT_WINDOW if span >= 2 * DEFAULT_WINDOW else span / 2
+    start = end - length
+    judged = live_signals(log, start=start, end=end, source=source)
+    if start <= oldest:
+        return judged, None
+    before = live_signals(log, start=max(start - baseline, oldest), end=start, source=source)
+    return judged, before

@@ -14,6 +14,9 @@ User models (``user=``):
 - ``"cascade"``: the dynamic Bayesian network's user reads from the top; clicks an attractive
   result, is then satisfied with probability ``SATISFACTION[grade]`` and stops; otherwise goes on
   to the next result with probability ``persistence``.
+- ``"cm"``: the cascade model's user reads from the top, never gives up, and stops at the first
+  click (the cascade user with satisfaction 1 and persistence 1); results below it are never
+  seen.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ __all__ = [
 ]
 
 Array = np.ndarray[Any, Any]
-UserModel = Literal["pbm", "cascade"]
+UserModel = Literal["pbm", "cascade", "cm"]
 
 #: P(click | looked at) by true grade 0, 1, 2, 3.
 ATTRACTIVENESS = np.array([0.05, 0.2, 0.5, 0.85])
@@ -120,9 +123,12 @@ def simulate_clicks(grades: Array, rng: np.random.Generator, *, user: UserModel 
     if user == "pbm":
         exam = examination_by_rank(k) if examination is None else np.asarray(examination)[:k]
         return rng.random((b, k)) < attract * exam
-    if user != "cascade":
-        raise UsageError(f"unknown simulated user {user!r}; valid: cascade, pbm")
-    satisfy = np.where(valid, SATISFACTION[np.clip(grades, 0, 3)], 0.0)
+    if user not in ("cascade", "cm"):
+        raise UsageError(f"unknown simulated user {user!r}; valid: cascade, cm, pbm")
+    satisfaction = SATISFACTION if user == "cascade" else np.ones(4)
+    if user == "cm":
+        persistence = 1.0
+    satisfy = np.where(valid, satisfaction[np.clip(grades, 0, 3)], 0.0)
     clicks = np.zeros((b, k), dtype=bool)
     active = np.ones(b, dtype=bool)
     draws = rng.random((3, b, k))

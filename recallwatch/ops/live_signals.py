@@ -9,6 +9,12 @@ needs nothing from the log reader.
 Default thresholds are deliberately loose: they catch a broken system (a third of searches find
 nothing, almost nobody clicks, a tail of seconds), not a slightly worse one. Set yours from a
 healthy week of your own traffic.
+
+Relative alarms catch the slightly worse one: the window is compared with a *baseline* (the
+stretch of the log just before it), and a rate that got worse by at least ``max_relative_change``
+(click-through rate down; no-result rate or abandonment up) alarms when a one-sided two-sample
+z-test says the change is not chance (p below ``relative_alpha``). A CTR of 0.50 falling to 0.25
+alarms though it stays far above any absolute minimum.
 """
 
 from __future__ import annotations
@@ -54,6 +60,8 @@ class LivePolicy:
     max_abandonment: float | None = 0.90
     max_latency_p99_ms: float | None = 2000.0
     min_impressions: int = 100
+    max_relative_change: float | None = 0.20  # vs the baseline; None: no relative alarm
+    relative_alpha: float = 0.01
 
     def __post_init__(self) -> None:
         for name, most in (("max_no_result_rate", 1.0), ("max_abandonment", 1.0),
@@ -69,6 +77,13 @@ class LivePolicy:
         if self.min_impressions < 1:
             raise InputError(field="min_impressions", expected="at least 1",
                              found=self.min_impressions)
+        change = self.max_relative_change
+        if change is not None and not (math.isfinite(change) and 0.0 < change <= 1.0):
+            raise InputError(field="max_relative_change", expected="a share in (0, 1], e.g. "
+                             "0.2 for a 20 % change", found=change)
+        if not 0.0 < self.relative_alpha < 1.0:
+            raise InputError(field="relative_alpha", expected="strictly between 0 and 1",
+                             found=self.relative_alpha)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -82,6 +97,8 @@ class LiveCheck:
     policy: LivePolicy
     alarms: tuple[str, ...]
     notes: tuple[str, ...] = ()
+    baseline: dict[str, Any] | None = None  # the baseline window's signals
+    changes: tuple[dict[str, Any], ...] = ()  # each rate against the baseline
 
     def value(self, path: tuple[str, ...]) -> float | None:
         node: Any = self.signals
@@ -91,11 +108,14 @@ class LiveCheck:
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.signals, "thresholds": self.policy.to_dict(), "alarms": list(self.alarms),
-                "notes": list(self.notes)}
+                "notes": list(self.notes), "baseline": self.baseline,
+                "changes": list(self.changes)}
 
 
-def check_live(signals: Mapping[str, Any], policy: LivePolicy | None = None) -> LiveCheck:
-    """Hold the signals of a window (the dict of ``LiveSignals.to_dict()``) to ``policy``."""
+def check_live(signals: Mapping[str, Any], policy: LivePolicy | None = None,
+               baseline: Mapping[str, Any] | None = None) -> LiveCheck:
+    """Hold the signals of a window (the dict of ``LiveSignals.to_dict()``) to ``policy``, and
+    compare them with ``baseline`` (the signals of the stretch before) when given."""
     policy = policy or LivePolicy()
     check = LiveCheck(dict(signals), policy, ())
     n = int(signals.get("impressions") or 0)
@@ -117,7 +137,49 @@ def check_live(signals: Mapping[str, Any], policy: LivePolicy | None = None) -> 
                 word = "above the maximum" if s.upper else "under the minimum"
                 alarms.append(f"live {s.label} is {value:.4g}{s.unit}, {word} {limit:g}{s.unit} "
                               f"({n:,} impressions)")
-    return LiveCheck(dict(signals), policy, tuple(alarms), tuple(notes))
+    changes = _relative(signals, baseline, policy) if baseline is not None else []
+    alarms.extend(c["alarm"] for c in changes if c["alarm"])
+    return LiveCheck(dict(signals), policy, tuple(alarms), tuple(notes),
+                     None if baseline is None else dict(baseline), tuple(changes))
+
+
+# (label, key, worse when it goes up)
+_RELATIVE = (("click-through rate", "ctr", False), ("no-result rate", "no_result_rate", True),
+             ("abandonment", "abandonment", True))
+
+
+def _relative(now: Mapping[str, Any], before: Mapping[str, Any],
+              policy: LivePolicy) -> list[dict[str, Any]]:
+    """Each rate of the window against the baseline: relative change, one-sided p-value (the
+    change is for the worse), and the alarm text when both cross their bounds."""
+    n, m = int(now.get("impressions") or 0), int(before.get("impressions") or 0)
+    if policy.max_relative_change is None or min(n, m) < policy.min_impressions:
+        return []
+    out = []
+    for label, key, up in _RELATIVE:
+        x, y = now.get(key), before.get(key)
+        if not isinstance(x, int | float) or not isinstance(y, int | float) or y == 0:
+            continue
+        if key == "ctr":
+            sd_x, sd_y = now.get("ctr_sd"), before.get("ctr_sd")
+            if not isinstance(sd_x, int | float) or not isinstance(sd_y, int | float):
+                continue
+            var_x, var_y = sd_x**2, sd_y**2
+        else:
+            var_x, var_y = x * (1 - x), y * (1 - y)
+        se = math.sqrt(var_x / n + var_y / m)
+        worse = (x - y) if up else (y - x)
+        p = 0.5 * math.erfc(worse / se / math.sqrt(2.0)) if se > 0 else (0.0 if worse > 0
+                                                                          else 1.0)
+        change = (x - y) / y
+        alarm = ""
+        if worse / y >= policy.max_relative_change and p < policy.relative_alpha:
+            alarm = (f"live {label} went from {y:.4g} to {x:.4g} ({change:+.0%} against the "
+                     f"baseline, {m:,} impressions before, {n:,} in the window; one-sided "
+                     f"p = {p:.2g})")
+        out.append({"signal": key, "baseline": y, "window": x, "relative_change": change,
+                    "p_value": p, "alarm": alarm})
+    return out
 
 
 def live_breached(payload: Mapping[str, Any]) -> bool:

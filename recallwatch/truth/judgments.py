@@ -8,8 +8,10 @@ outputs carry a ``source`` on every label.
 
 Click-model relevance (0–1) becomes a grade 0–3 by cut points: grade = number of cut points at
 or below the estimate, so the default cuts (0.15, 0.35, 0.6) give 0 below 0.15, 1 from 0.15,
-2 from 0.35 and 3 from 0.6. A pair seen in fewer than ``min_impressions`` impressions gets no
-label at all: too little evidence is not evidence of irrelevance.
+2 from 0.35 and 3 from 0.6. A pair seen in fewer than ``min_impressions`` impressions, or
+examined fewer than ``min_examinations`` times by the model's own reckoning (a pair shown often
+but always too deep to be looked at has no evidence), gets no label at all: too little evidence
+is not evidence of irrelevance. The pairs left out are counted by reason and listed.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_CUTS",
+    "DEFAULT_MIN_EXAMINATIONS",
     "DEFAULT_MIN_IMPRESSIONS",
     "Judgment",
     "JudgmentSet",
@@ -46,6 +49,7 @@ __all__ = [
 
 DEFAULT_CUTS = (0.15, 0.35, 0.6)
 DEFAULT_MIN_IMPRESSIONS = 10
+DEFAULT_MIN_EXAMINATIONS = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,8 +94,10 @@ class JudgmentSet:
 
     judgments: list[Judgment]
     source: str
-    unlabelled: int = 0  # pairs below the minimum number of impressions
+    unlabelled: int = 0  # pairs left out (too few impressions or examinations)
     settings: dict[str, Any] | None = None
+    left_out: dict[str, int] | None = None  # reason → pairs
+    too_sparse: list[dict[str, Any]] | None = None  # shown enough, examined too rarely
 
     def grades(self) -> dict[tuple[str, str], int]:
         return {(j.query_id, j.id): j.grade for j in self.judgments}
@@ -122,16 +128,25 @@ def grade(relevance: Any, cuts: Sequence[float] = DEFAULT_CUTS) -> Any:
 
 
 def judgments_from_fit(fit: ClickModelFit, *, min_impressions: int = DEFAULT_MIN_IMPRESSIONS,
-                       cuts: Sequence[float] = DEFAULT_CUTS) -> JudgmentSet:
-    """Grade every pair of a fitted click model seen at least ``min_impressions`` times,
-    ordered by query, then estimated relevance (highest first), then document id."""
+                       cuts: Sequence[float] = DEFAULT_CUTS,
+                       min_examinations: float = DEFAULT_MIN_EXAMINATIONS) -> JudgmentSet:
+    """Grade every pair of a fitted click model seen at least ``min_impressions`` times and
+    examined at least ``min_examinations`` times (the model's effective examinations), ordered
+    by query, then estimated relevance (highest first), then document id. The pairs shown often
+    enough but examined too rarely are listed in ``too_sparse``."""
     import numpy as np
 
     if min_impressions < 1:
         raise UsageError(f"the minimum number of impressions must be >= 1, got {min_impressions}")
+    if not min_examinations > 0:
+        raise UsageError(f"the minimum number of examinations must be > 0 (a pair never looked "
+                         f"at has no evidence), got {min_examinations}")
     cuts = check_cuts(cuts)
     counts = fit.counts
-    keep = np.flatnonzero(counts.impressions >= min_impressions)
+    shown = counts.impressions >= min_impressions
+    examined = fit.effective_n >= min_examinations
+    keep = np.flatnonzero(shown & examined)
+    sparse = np.flatnonzero(shown & ~examined)
     grades = grade(fit.relevance[keep], cuts)
     queries, docs = counts.pair_labels()
     source = f"click-model:{fit.model}"
@@ -144,8 +159,20 @@ def judgments_from_fit(fit: ClickModelFit, *, min_impressions: int = DEFAULT_MIN
         for i, g in zip(keep.tolist(), grades.tolist())
     ]
     out.sort(key=lambda j: (j.query_id, -(j.relevance or 0.0), j.id))
+    left_out = {
+        f"shown fewer than {min_impressions} times": int(np.count_nonzero(~shown)),
+        f"examined fewer than {min_examinations:g} times (effective examinations: shown, but "
+        "too rarely looked at to tell)": int(sparse.size),
+    }
+    too_sparse = [{"query_id": queries[i], "id": docs[i],
+                   "impressions": int(counts.impressions[i]), "clicks": int(counts.clicks[i]),
+                   "effective_examinations": round(float(fit.effective_n[i]), 3)}
+                  for i in sparse.tolist()]
+    too_sparse.sort(key=lambda r: (r["query_id"], r["id"]))
     return JudgmentSet(out, source, unlabelled=int(counts.n_pairs - keep.size),
-                       settings={"min_impressions": min_impressions, "cuts": list(cuts)})
+                       settings={"min_impressions": min_impressions,
+                                 "min_examinations": min_examinations, "cuts": list(cuts)},
+                       left_out=left_out, too_sparse=too_sparse)
 
 
 def provenance_path(qrels_path: str | PathLike[str]) -> Path:

@@ -101,6 +101,45 @@ def test_clicks_table_output(logs: dict[str, Path]) -> None:
     assert re.search(r"P\(look at rank 1\.\.\): 1\.00 0\.[45]\d 0\.3", r.output), r.output
 
 
+def test_clicks_reports_deep_clicks_duplicates_and_sparse_pairs(tmp_path: Path) -> None:
+    line = {"query_id": "q", "shown": [{"id": f"d{i}"} for i in range(1, 7)],
+            "clicks": [{"id": "d1"}, {"id": "d5"}, {"id": "d6"}]}
+    other = {**line, "clicks": [{"id": "d2"}], "ts": "2025-01-01T00:00:00Z"}
+    log = write_jsonl(tmp_path / "deep.jsonl", [line] * 12 + [other, other])
+    r = run("online", "clicks", str(log), "--max-rank", "4", "--model", "dctr", "--format",
+            "json")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    # 12 impressions with two clicks each below rank 4; 11 + 1 lines repeat an earlier one
+    assert data["evidence"]["clicks_beyond_max_rank"] == 24
+    assert data["evidence"]["impressions_with_clicks_beyond_max_rank"] == 12
+    assert data["evidence"]["duplicate_lines"] == 12 == data["log"]["duplicate_lines"]
+    assert sum(data["left_out"].values()) == data["unlabelled_pairs"]
+    r = run("online", "clicks", str(log), "--max-rank", "4")
+    assert "WARNING: 24 clicks on results deeper than --max-rank 4 (in 12 impressions)" in r.output
+    assert "WARNING: 12 lines repeat an earlier line byte for byte" in r.output
+    assert "no label is not grade 0" in r.output
+
+
+def test_clicks_prior_and_dbn(logs: dict[str, Path]) -> None:
+    r = run("online", "clicks", str(logs["clicks"]), "--prior", "auto", "--format", "json")
+    assert r.exit_code == 0, r.output
+    prior = json.loads(r.stdout)["settings"]["prior"]
+    assert prior["strength"] in (0, 1, 2, 5, 10, 20, 50, 100)
+    assert set(prior["held_out_log_likelihood"]) == {"0", "1", "2", "5", "10", "20", "50", "100"}
+    r = run("online", "clicks", str(logs["clicks"]), "--model", "dbn", "--prior", "3")
+    assert r.exit_code == 0, r.output
+    assert "continuation  P(read on to the next result) = 0." in r.output
+    assert "prior      strength 3 pseudo-examinations" in r.output
+    for model in ("dbn", "sdbn", "cm"):
+        r = run("online", "clicks", str(logs["clicks"]), "--model", model, "--format", "json")
+        assert r.exit_code == 0, r.output
+        fitted = json.loads(r.stdout)["fit"]
+        assert fitted["model"] == model and fitted["interval"]["method"]
+    r = run("online", "clicks", str(logs["clicks"]), "--prior", "lots")
+    assert r.exit_code == 2 and "--prior takes none, auto or a strength" in r.stderr
+
+
 def test_ab_json_contract_and_exit_codes(logs: dict[str, Path], tmp_path: Path) -> None:
     r = run("online", "ab", str(logs["ab"]), "--metric", "ctr", "--metric", "abandonment",
             "--metric", "time-to-click", "--metric", "conversion", "--unit", "user",

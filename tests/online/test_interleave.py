@@ -97,4 +97,5 @@ def test_an_impression_without_teams_is_located(tmp_path: Path) -> None:
         score_interleaving(InteractionLog(path), source=str(path))
     assert str(err.value) == (
         f"{path}:2: record 'q2': field 'shown[].team': expected an interleaved impression "
-        "(team A or B on every shown result), found <no team>")
+        "(team A or B on every shown result; the rankers' names when multileaving), found "
+        "<no team>")

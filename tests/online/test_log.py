@@ -105,8 +105,9 @@ BAD = [
      "field 'shown[2].id': expected ids shown once (already at position 1), found 'd1'"),
     (_line(shown=[{"id": "d1", "score": "high"}], clicks=[]),
      "field 'shown[1].score': expected a number, found <a string>"),
-    (_line(shown=[{"id": "d1", "team": "C"}], clicks=[]),
-     "field 'shown[1].team': expected \"A\" or \"B\", found 'C'"),
+    (_line(shown=[{"id": "d1", "team": 3}], clicks=[]),
+     "field 'shown[1].team': expected a ranker's name: \"A\" or \"B\" when interleaving two, "
+     "any name when multileaving more, found <a number>"),
     (_line(shown=[{"id": "d1", "team": "A"}, {"id": "d2"}], clicks=[]),
      "field 'shown[2].team': expected a team on every item of an interleaved impression"),
     (_line(clicks=_DROP), "field 'clicks': expected a list of clicks (required"),

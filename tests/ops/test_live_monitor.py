@@ -19,7 +19,7 @@ from recallwatch.cli import app
 from recallwatch.errors import InputError, UsageError
 from recallwatch.history import History
 from recallwatch.online import InteractionLog
-from recallwatch.online.live import parse_window, window_signals
+from recallwatch.online.live import parse_window, window_and_baseline, window_signals
 from recallwatch.online.simulate import make_collection, simulate_ab_log
 from recallwatch.ops.budget import BudgetPolicy, BudgetStatus, error_budget
 from recallwatch.ops.live_signals import LivePolicy, check_live, live_breached
@@ -137,14 +137,15 @@ def test_monitor_with_a_healthy_and_a_broken_log(tmp_path: Path,
     db = str(tmp_path / "h.db")
     args = ["monitor", "--store", store.uri, "--probes", str(tmp_path / "p.npy"),
             "--floor", "0.9", "--history", db, "--budget-window", "2"]
-    ok = CliRunner().invoke(app, [*args, "--log", str(tmp_path / "ok.jsonl")])
+    ok = CliRunner().invoke(app, [*args, "--log", str(tmp_path / "ok.jsonl"), "--window", "all"])
     assert ok.exit_code == 0, ok.output
     expect = by_hand(healthy)
     assert f"    click-through rate   {expect['ctr']:.4g}" in ok.stdout
     assert "(min 0.05)" in ok.stdout and "(max 2000 ms)" in ok.stdout
     url, received = server
     bad = CliRunner().invoke(app, [*args, "--log", str(tmp_path / "bad.jsonl"), "--webhook",
-                                   url, "--max-latency-p99", "500", "--format", "json"])
+                                   url, "--max-latency-p99", "500", "--format", "json",
+                                   "--window", "all"])
     assert bad.exit_code == 1, bad.output
     report = json.loads(bad.stdout)
     alarms = [a for a in report["alarms"] if a.startswith("live ")]
@@ -182,3 +183,51 @@ def test_live_options_need_a_log_and_a_bad_log_is_one_line(tmp_path: Path) -> No
     assert out.output.count("\n") == 1 and "bad.jsonl:2" in out.output
     out = CliRunner().invoke(app, [*args, "--log", str(tmp_path / "bad.jsonl"), "--window", "1d"])
     assert out.exit_code == 2 and "bad.jsonl:1" in out.output and "timestamp" in out.output
+
+
+def drop_log(path: Path, n: int = 2000, before: float = 0.5, after: float = 0.25,
+             seed: int = 0) -> Path:
+    """One search every 10 s; the chance of a click falls from ``before`` to ``after`` half-way."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        p = before if i < n // 2 else after
+        clicks = [{"id": "d1"}] if rng.random() < p else []
+        rows.append({"query_id": f"q{i % 50}", "ts": (T0 + timedelta(seconds=10 * i)).isoformat(),
+                     "shown": [{"id": "d1"}, {"id": "d2"}], "clicks": clicks,
+                     "latency_ms": 40.0})
+    write_log(path, iter(rows))
+    return path
+
+
+def test_a_ctr_drop_half_way_alarms_against_the_baseline(tmp_path: Path) -> None:
+    log = InteractionLog(drop_log(tmp_path / "drop.jsonl"))
+    now, before = window_and_baseline(log)  # default: the newer half of a short log
+    assert before is not None and now.impressions == before.impressions == 1000
+    assert now.ctr == pytest.approx(0.25, abs=0.04) and before.ctr == pytest.approx(0.5, abs=0.04)
+    check = check_live(now.to_dict(), LivePolicy(), before.to_dict())
+    assert check.alarms and check.alarms[0].startswith("live click-through rate went from 0.")
+    assert "against the baseline" in check.alarms[0]
+    # the absolute minimum (0.05) alone never sees it; the whole log dilutes it
+    assert check_live(now.to_dict(), LivePolicy(max_relative_change=None)).alarms == ()
+    # no drop, no alarm
+    steady = InteractionLog(drop_log(tmp_path / "steady.jsonl", after=0.5, seed=1))
+    now, before = window_and_baseline(steady)
+    assert before is not None
+    assert check_live(now.to_dict(), LivePolicy(), before.to_dict()).alarms == ()
+
+
+def test_monitor_alarms_on_a_drop_by_default(tmp_path: Path) -> None:
+    store, data = small_store(tmp_path / "s", indexed=False, n=300)
+    np.save(tmp_path / "p.npy", data.queries)
+    drop_log(tmp_path / "drop.jsonl")
+    args = ["monitor", "--store", store.uri, "--probes", str(tmp_path / "p.npy"),
+            "--floor", "0.5", "--no-history", "--log", str(tmp_path / "drop.jsonl")]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 1, r.output
+    assert "live click-through rate went from 0." in r.stdout
+    assert "baseline           1,000 impressions" in r.stdout
+    r = CliRunner().invoke(app, [*args, "--max-drop", "0"])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(app, [*args, "--window", "all"])
+    assert r.exit_code == 0 and "no baseline" in r.stdout

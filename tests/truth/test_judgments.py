@@ -47,15 +47,40 @@ def simulated() -> tuple[object, dict[str, dict[str, int]]]:
 def test_minimum_impressions_rule(simulated: tuple[object, dict[str, dict[str, int]]]) -> None:
     fitted, _ = simulated
     counts = fitted.counts  # type: ignore[attr-defined]
+    examined = fitted.effective_n  # type: ignore[attr-defined]
     for minimum in (1, 50, 400):
         judged = judgments_from_fit(fitted, min_impressions=minimum)  # type: ignore[arg-type]
         assert all(j.impressions is not None and j.impressions >= minimum
                    for j in judged.judgments)
         assert len(judged.judgments) + judged.unlabelled == counts.n_pairs
-        assert len(judged.judgments) == int((counts.impressions >= minimum).sum())
+        shown = counts.impressions >= minimum
+        assert len(judged.judgments) == int((shown & (examined >= 5)).sum())
+        # every pair left out is counted under its reason, and the sparse ones are listed
+        assert judged.left_out is not None and judged.too_sparse is not None
+        assert sum(judged.left_out.values()) == judged.unlabelled
+        assert len(judged.too_sparse) == int((shown & (examined < 5)).sum())
     first = judged.judgments[0]
     assert first.source == "click-model:pbm" and first.ci is not None
     assert first.ci[0] <= (first.relevance or 0) <= first.ci[1]
+
+
+def test_no_label_from_pairs_never_examined() -> None:
+    """Cascade users rarely reach deep results: a pair shown often but only far down has
+    (almost) no examinations and must get no label, not grade 0."""
+    col = make_collection(30, 20, seed=3, bias_scale=3.0)
+    counter = ClickCounter(tails=True)
+    for b in simulate_batches(col, 20_000, user="cascade", seed=4):
+        counter.add_encoded(b.queries, b.docs, b.clicks)
+    fitted = fit(counter.counts(), "dbn")
+    judged = judgments_from_fit(fitted, min_impressions=10)
+    assert judged.too_sparse, "the simulation shows some pairs only where nobody looks"
+    assert all((j.effective_n or 0.0) >= 5 for j in judged.judgments)
+    sparse = {(r["query_id"], r["id"]) for r in judged.too_sparse}
+    assert not sparse & set(judged.grades())
+    assert all(r["impressions"] >= 10 and r["effective_examinations"] < 5
+               for r in judged.too_sparse)
+    with pytest.raises(UsageError, match="examinations must be > 0"):
+        judgments_from_fit(fitted, min_examinations=0)
 
 
 def test_qrels_are_used_by_the_metrics_and_agree_with_the_truth(

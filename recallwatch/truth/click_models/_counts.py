@@ -10,7 +10,11 @@ Tables kept (``P`` distinct pairs, ``M`` distinct cells):
 
 - per pair: impressions, clicks, and the two counts of the simplified DBN: times the pair was at
   or above the impression's last click ("examined" under that model; every result when nothing
-  was clicked) and times it was the last click;
+  was clicked) and times it was the last click; the DBN's certain examinations (at or above the
+  last click, none when nothing was clicked); the cascade model's examinations (at or above the
+  first click, every result when nothing was clicked) and first clicks;
+- per distinct *tail* (what the full DBN's EM needs, see ``dbn``): the pairs from the last click
+  down (the whole list when nothing was clicked) and how many impressions ended that way;
 - per cell ``(pair, rank, previous-click rank)``: impressions ``n`` and clicks ``c``. The
   previous-click rank is the rank of the nearest click above (0 when none), which UBM needs;
   PBM sums it out, DCTR sums out the rank too.
@@ -25,6 +29,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from recallwatch.errors import UsageError
+from recallwatch.truth.click_models._tails import Tails, TailTable, session_tails
 
 __all__ = ["ClickCounter", "ClickCounts", "ClickRecord"]
 
@@ -38,6 +43,7 @@ _SLOT_BITS = 20  # cell key = pair << 20 | slot, slot = r (r - 1) / 2 + previous
 # hold this many rows, or twice the merged table's, whichever is more: memory stays a small
 # multiple of the number of distinct cells, and merging costs amortised O(1) per row.
 _MERGE_ROWS = 1_000_000
+_ROWS = 7
 
 
 class ClickRecord(Protocol):
@@ -73,6 +79,14 @@ class ClickCounts:
     cell_c: Array  # int64[M]
     n_impressions: int
     max_rank: int
+    dbn_certain: Array | None = None  # int64[P]: at or above the last click (none without)
+    cm_examined: Array | None = None  # int64[P]: at or above the first click (all without)
+    cm_first: Array | None = None  # int64[P]: times the first click
+    tails: Tails | None = None
+    dbn_continued: int = 0  # Σ (last click rank − 1): certain moves down to the next result
+    clicks_beyond_max_rank: int = 0  # clicks on results deeper than max_rank (not counted)
+    impressions_beyond_max_rank: int = 0  # impressions with such a click
+    clicks_after_first: int = 0  # clicks below an impression's first click (the CM ignores them)
 
     @property
     def n_pairs(self) -> int:
@@ -88,12 +102,15 @@ class ClickCounter:
     """Accumulates impressions into :class:`ClickCounts` in bounded memory.
 
     Feed it ``add(records)`` (strings, encoded here) or ``add_encoded(...)`` (already integer
-    ids, as a simulator produces them), then call ``counts()``. ``add`` works ``batch_size``
+    ids, as a simulator produces them), then call ``counts()``. ``tails=True`` also keeps what
+    the full DBN needs (``_tails``; memory grows with the distinct tails, up to one row per
+    impression). ``add`` works ``batch_size``
     impressions at a time: its transient memory is about 1.5 kB per impression of the batch
     (25 MB at the default), whatever the length of the log.
     """
 
-    def __init__(self, *, max_rank: int = DEFAULT_MAX_RANK, batch_size: int = 16_384) -> None:
+    def __init__(self, *, max_rank: int = DEFAULT_MAX_RANK, batch_size: int = 16_384,
+                 tails: bool = False) -> None:
         if not 1 <= max_rank <= 1000:
             raise UsageError(f"max_rank must be between 1 and 1000, got {max_rank}")
         self.max_rank = max_rank
@@ -101,7 +118,15 @@ class ClickCounter:
         self._queries: dict[str, int] = {}
         self._docs: dict[str, int] = {}
         self._pairs: dict[int, int] = {}
-        self._per_pair = np.zeros((4, 0), dtype=np.int64)  # impressions, clicks, examined, last
+        # impressions, clicks, SDBN examined, SDBN last, DBN certain, CM examined, CM first
+        self._per_pair = np.zeros((_ROWS, 0), dtype=np.int64)
+        # the DBN's tails: one row per distinct tail, up to one per impression, so kept only
+        # when asked for (the other models' tables stay a few megabytes at any log length)
+        self._tails = TailTable() if tails else None
+        self._continued = 0
+        self._deep_clicks = 0
+        self._deep_impressions = 0
+        self._after_first = 0
         self._pending: list[tuple[Array, Array, Array]] = []
         self._pending_rows = 0
         self._merged_rows = 0
@@ -131,9 +156,15 @@ class ClickCounter:
         clicked = np.zeros(docs.shape, dtype=bool)
         for i, row in enumerate(d):
             docs[i, : len(row)] = row
+            deep = 0
             for p in c[i]:
                 if p <= len(row):
                     clicked[i, p - 1] = True
+                elif p > self.max_rank:
+                    deep += 1
+            if deep:
+                self._deep_clicks += deep
+                self._deep_impressions += 1
         self.add_encoded(np.asarray(q, dtype=np.int64), docs, clicked)
 
     def add_encoded(self, query_codes: Array, doc_codes: Array, clicked: Array) -> None:
@@ -141,8 +172,13 @@ class ClickCounter:
         (-1 where fewer than K results were shown), ``clicked`` bool[B, K]. Codes are any
         non-negative integers below 2**31; ``counts(query_names=…, doc_names=…)`` names them."""
         q = np.asarray(query_codes, dtype=np.int64)
+        all_clicked = np.asarray(clicked, dtype=bool)
+        if all_clicked.shape[1] > self.max_rank:
+            deep = all_clicked[:, self.max_rank:].sum(axis=1)
+            self._deep_clicks += int(deep.sum())
+            self._deep_impressions += int(np.count_nonzero(deep))
         docs = np.asarray(doc_codes, dtype=np.int64)[:, : self.max_rank]
-        clicked = np.asarray(clicked, dtype=bool)[:, : self.max_rank] & (docs >= 0)
+        clicked = all_clicked[:, : self.max_rank] & (docs >= 0)
         b, k = docs.shape
         self._n_impressions += b
         if b == 0 or k == 0:
@@ -153,9 +189,16 @@ class ClickCounter:
         if k > 1:
             prev[:, 1:] = np.maximum.accumulate(click_rank, axis=1)[:, :-1]
         last = click_rank.max(axis=1, keepdims=True)
+        first = np.where(clicked, ranks, k + 1).min(axis=1, keepdims=True)
+        first[first > k] = 0
         valid = docs >= 0
         examined = valid & ((ranks <= last) | (last == 0))
         is_last = clicked & (ranks == last)
+        certain = valid & (ranks <= last)
+        cm_examined = valid & ((ranks <= first) | (first == 0))
+        is_first = clicked & (ranks == first)
+        self._continued += int(np.maximum(last - 1, 0).sum())
+        self._after_first += int(clicked.sum() - is_first.sum())
 
         keys = (np.broadcast_to(q[:, None], docs.shape)[valid] << 32) | docs[valid]
         unique_keys, inverse = np.unique(keys, return_inverse=True)
@@ -163,17 +206,20 @@ class ClickCounter:
 
         n_pairs = len(self._pairs)
         if self._per_pair.shape[1] < n_pairs:
-            grown = np.zeros((4, max(n_pairs, 2 * self._per_pair.shape[1])), dtype=np.int64)
+            grown = np.zeros((_ROWS, max(n_pairs, 2 * self._per_pair.shape[1])), dtype=np.int64)
             grown[:, : self._per_pair.shape[1]] = self._per_pair
             self._per_pair = grown
         width = self._per_pair.shape[1]
         c_valid = clicked[valid]
         self._per_pair[0] += np.bincount(pair, minlength=width)
-        self._per_pair[1] += np.bincount(pair, weights=c_valid, minlength=width).astype(np.int64)
-        self._per_pair[2] += np.bincount(pair, weights=examined[valid],
-                                         minlength=width).astype(np.int64)
-        self._per_pair[3] += np.bincount(pair, weights=is_last[valid],
-                                         minlength=width).astype(np.int64)
+        for row, flags in enumerate((c_valid, examined[valid], is_last[valid], certain[valid],
+                                     cm_examined[valid], is_first[valid]), start=1):
+            self._per_pair[row] += np.bincount(pair, weights=flags,
+                                               minlength=width).astype(np.int64)
+        if self._tails is not None:
+            pair_grid = np.full(docs.shape, -1, dtype=np.int64)
+            pair_grid[valid] = pair
+            self._tails.add(*session_tails(pair_grid, last[:, 0]))
 
         r = np.broadcast_to(ranks, docs.shape)[valid]
         slot = r * (r - 1) // 2 + prev[valid]
@@ -233,6 +279,14 @@ class ClickCounter:
             clicks=per_pair[1].copy(),
             sdbn_examined=per_pair[2].copy(),
             sdbn_last=per_pair[3].copy(),
+            dbn_certain=per_pair[4].copy(),
+            cm_examined=per_pair[5].copy(),
+            cm_first=per_pair[6].copy(),
+            tails=None if self._tails is None else self._tails.table(),
+            dbn_continued=self._continued,
+            clicks_beyond_max_rank=self._deep_clicks,
+            impressions_beyond_max_rank=self._deep_impressions,
+            clicks_after_first=self._after_first,
             cell_pair=cells >> _SLOT_BITS,
             cell_rank=rank,
             cell_prev=prev,

@@ -18,13 +18,13 @@ Every iteration is a handful of ``bincount`` calls over the cells; the log-likel
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from recallwatch.truth.click_models._counts import Array
+from recallwatch.truth.click_models._squarem import squarem
 
 __all__ = ["EMResult", "fit_examination_model"]
 
@@ -44,16 +44,19 @@ class EMResult:
 
 def fit_examination_model(
     pair: Array, context: Array, n: Array, c: Array, *, n_pairs: int, n_contexts: int,
-    max_iter: int, tol: float,
+    max_iter: int, tol: float, prior: tuple[float, float] | None = None,
 ) -> EMResult:
     """Fit α (per pair) and γ (per context, γ[0] ≡ 1) to cells (pair, context, n, c).
 
     Plain EM converges slowly here (α and γ trade off against each other), so its steps are
-    extrapolated with SQUAREM (Varadhan & Roland 2008, scheme S3): two EM steps give a direction,
-    a longer step is taken along it and followed by one more EM step, and the result is kept only
-    if it has at least the likelihood of the plain double EM step, so the log-likelihood still
-    never decreases. ``max_iter`` bounds the number of EM steps (three per extrapolation);
+    extrapolated with SQUAREM (``_squarem``); the log-likelihood still never decreases.
+    ``max_iter`` bounds the number of EM steps (three per extrapolation);
     fitting stops when no parameter moves by more than ``tol`` in an extrapolation cycle.
+
+    ``prior`` = (a0, b0) adds Beta pseudo-counts to every α: a0 pseudo-clicks and b0 pseudo-skips
+    of an examined result (the M-step becomes (clicks + a0) / (examinations + a0 + b0)), so a
+    pair seen a few times is pulled towards the prior mean a0 / (a0 + b0) instead of to 0 or 1;
+    the objective is then the log-likelihood plus the prior's log-density (the trace reports it).
     """
     start = time.perf_counter()
     n = n.astype(np.float64)
@@ -61,8 +64,16 @@ def fit_examination_model(
     miss = n - c
     pair_n = np.bincount(pair, weights=n, minlength=n_pairs)
     context_n = np.bincount(context, weights=n, minlength=n_contexts)
-    seen_pair = pair_n > 0
     seen_context = context_n > 0
+    a0, b0 = prior if prior is not None else (0.0, 0.0)
+    pair_den = pair_n + a0 + b0
+    seen_pair = pair_den > 0
+
+    def log_prior(alpha: Array) -> float:
+        if prior is None:
+            return 0.0
+        clipped = np.clip(alpha, _EPS, 1.0 - _EPS)
+        return float((a0 * np.log(clipped) + b0 * np.log1p(-clipped)).sum())
 
     work = np.empty((3, n.size))  # scratch rows reused by every step: no per-step allocation
 
@@ -72,7 +83,7 @@ def fit_examination_model(
         np.take(theta[:n_pairs], pair, out=a)
         np.take(theta[n_pairs:], context, out=g)
         np.multiply(a, g, out=p)
-        ll = _log_likelihood(p, c, miss)
+        ll = _log_likelihood(p, c, miss) + log_prior(theta[:n_pairs])
         # (n − c) / (1 − αγ) once; then P(A | no click) = α − αγ and P(E | no click) = γ − αγ
         # over it: α (1 − γ) / (1 − αγ) and γ (1 − α) / (1 − αγ)
         a -= p
@@ -85,7 +96,7 @@ def fit_examination_model(
         g *= p
         g += c
         out = theta.copy()
-        np.divide(np.bincount(pair, weights=a, minlength=n_pairs), pair_n,
+        np.divide(np.bincount(pair, weights=a, minlength=n_pairs) + a0, pair_den,
                   out=out[:n_pairs], where=seen_pair)
         np.divide(np.bincount(context, weights=g, minlength=n_contexts), context_n,
                   out=out[n_pairs:], where=seen_context)
@@ -96,41 +107,17 @@ def fit_examination_model(
         p = work[2]
         np.take(theta[:n_pairs], pair, out=p)
         p *= theta[n_pairs:][context]
-        return _log_likelihood(p, c, miss)
+        return _log_likelihood(p, c, miss) + log_prior(theta[:n_pairs])
+
+    def project(theta: Array) -> Array:
+        theta = np.clip(theta, 0.0, 1.0)
+        theta[n_pairs] = 1.0
+        return theta
 
     theta = np.full(n_pairs + n_contexts, 0.5)
     theta[n_pairs] = 1.0
-    trace: list[float] = []
-    converged = False
-    evaluations = 0
-    while evaluations < max_iter:
-        theta1, ll = step(theta)  # ll: the log-likelihood at the start of this cycle
-        trace.append(ll)
-        evaluations += 1
-        candidate = theta1
-        if evaluations < max_iter:
-            theta2, _ = step(theta1)
-            evaluations += 1
-            candidate = theta2
-            r = theta1 - theta
-            v = theta2 - theta1 - r
-            v_norm = math.sqrt(float((v * v).sum()))
-            if v_norm > 0.0 and evaluations < max_iter:
-                s = min(-1.0, -math.sqrt(float((r * r).sum())) / v_norm)
-                jump = np.clip(theta - 2.0 * s * r + s * s * v, 0.0, 1.0)
-                jump[n_pairs] = 1.0
-                stabilised, _ = step(jump)
-                evaluations += 1
-                # keep the extrapolation only if it did not lose likelihood; EM's own double
-                # step never does, so the likelihood at each cycle's start never decreases
-                if loglik(stabilised) >= ll:
-                    candidate = stabilised
-        moved = float(np.max(np.abs(candidate - theta), initial=0.0))
-        theta = candidate
-        if moved < tol:
-            converged = True
-            break
-    trace.append(loglik(theta))
+    run = squarem(step, loglik, theta, max_iter=max_iter, tol=tol, project=project)
+    theta, trace, evaluations, converged = run.theta, run.trace, run.evaluations, run.converged
     alpha, gamma = theta[:n_pairs], theta[n_pairs:]
     # Fisher information of α (γ taken as known) as an equivalent number of Bernoulli trials:
     # I(α) α (1 − α) = Σ n γ (1 − α) / (1 − α γ); for DCTR (γ = 1) it is the impressions.

@@ -47,7 +47,9 @@ class ClickModelFit:
             "fit_seconds": round(self.seconds, 4),
             "log_likelihood": self.log_likelihood,
             "position_bias": self.position_bias,
-            "parameters": self.parameters,
+            # per-pair arrays (the DBN's attractiveness and satisfaction) stay out of the summary
+            "parameters": {k: v for k, v in self.parameters.items()
+                           if not isinstance(v, np.ndarray)},
             "interval": {"level": self.level, "method": _INTERVALS[self.model]},
         }
 
@@ -58,8 +60,12 @@ _INTERVALS = {
            "information (examination probabilities taken as known)",
     "ubm": "Wilson interval with the effective number of examinations from the Fisher "
            "information (examination probabilities taken as known)",
+    "cm": "Wilson interval of first clicks over examinations (at or above the first click)",
     "dbn": "product of the Wilson intervals of attractiveness and satisfaction, each at "
-           "1 - (1 - level) / 2 (Bonferroni: joint coverage at least level)",
+           "1 - (1 - level) / 2 (Bonferroni: joint coverage at least level), with the expected "
+           "examinations and the clicks that could show satisfaction as trials",
+    "sdbn": "product of the Wilson intervals of attractiveness and satisfaction, each at "
+            "1 - (1 - level) / 2 (Bonferroni: joint coverage at least level)",
 }
 
 

@@ -17,13 +17,15 @@ __all__ = ["fit"]
 
 
 def fit(counts: ClickCounts, *, level: float = 0.95, max_iter: int = 0,
-        tol: float = 0.0) -> ClickModelFit:
-    """Fit DCTR (closed form; ``max_iter`` and ``tol`` are accepted and unused)."""
+        tol: float = 0.0, prior: tuple[float, float] | None = None) -> ClickModelFit:
+    """Fit DCTR (closed form; ``max_iter`` and ``tol`` are accepted and unused). ``prior`` adds
+    Beta pseudo-counts (clicks, non-clicks) to every pair."""
     start = time.perf_counter()
     n = counts.impressions.astype(np.float64)
     c = counts.clicks.astype(np.float64)
+    a0, b0 = prior if prior is not None else (0.0, 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        relevance = np.where(n > 0, c / n, 0.0)
+        relevance = np.where(n + a0 + b0 > 0, (c + a0) / (n + a0 + b0), 0.0)
     low, high = wilson_interval(c, n, level)
     p = np.clip(relevance, 1e-12, 1 - 1e-12)
     ll = float(np.sum(c * np.log(p) + (n - c) * np.log1p(-p)))
@@ -31,4 +33,5 @@ def fit(counts: ClickCounts, *, level: float = 0.95, max_iter: int = 0,
         model="dctr", counts=counts, relevance=relevance, effective_n=n, ci_low=low,
         ci_high=high, level=level, iterations=0, converged=True,
         seconds=time.perf_counter() - start, log_likelihood=ll, log_likelihood_trace=[ll],
+        parameters={"prior": None if prior is None else list(prior)},
     )

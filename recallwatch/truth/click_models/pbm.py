@@ -17,7 +17,7 @@ __all__ = ["fit"]
 
 
 def fit(counts: ClickCounts, *, level: float = 0.95, max_iter: int = 1000,
-        tol: float = 1e-4) -> ClickModelFit:
+        tol: float = 1e-4, prior: tuple[float, float] | None = None) -> ClickModelFit:
     """Fit PBM by EM on the (pair, rank) cells (the previous-click context summed out)."""
     r = counts.max_rank
     key = counts.cell_pair * r + (counts.cell_rank - 1)
@@ -25,7 +25,7 @@ def fit(counts: ClickCounts, *, level: float = 0.95, max_iter: int = 1000,
     n = np.bincount(inverse, weights=counts.cell_n)
     c = np.bincount(inverse, weights=counts.cell_c)
     em = fit_examination_model(cells // r, cells % r, n, c, n_pairs=counts.n_pairs,
-                               n_contexts=r, max_iter=max_iter, tol=tol)
+                               n_contexts=r, max_iter=max_iter, tol=tol, prior=prior)
     low, high = wilson_interval(em.alpha * em.effective_n, em.effective_n, level)
     seen = np.bincount(cells % r, weights=n, minlength=r) > 0
     last = int(np.flatnonzero(seen)[-1]) + 1 if seen.any() else 0
@@ -35,5 +35,6 @@ def fit(counts: ClickCounts, *, level: float = 0.95, max_iter: int = 1000,
         converged=em.converged, seconds=em.seconds,
         log_likelihood=em.log_likelihood_trace[-1], log_likelihood_trace=em.log_likelihood_trace,
         position_bias={"examination_by_rank": [round(float(g), 6) for g in em.gamma[:last]]},
-        parameters={"max_iter": max_iter, "tol": tol},
+        parameters={"max_iter": max_iter, "tol": tol,
+                    "prior": None if prior is None else list(prior)},
     )

@@ -18,14 +18,14 @@ __all__ = ["fit"]
 
 
 def fit(counts: ClickCounts, *, level: float = 0.95, max_iter: int = 1000,
-        tol: float = 1e-4) -> ClickModelFit:
+        tol: float = 1e-4, prior: tuple[float, float] | None = None) -> ClickModelFit:
     """Fit UBM by EM on the (pair, rank, previous-click rank) cells."""
     slot = counts.cell_rank * (counts.cell_rank - 1) // 2 + counts.cell_prev
     r = counts.max_rank
     n_contexts = r * (r + 1) // 2
     em = fit_examination_model(counts.cell_pair, slot, counts.cell_n, counts.cell_c,
                                n_pairs=counts.n_pairs, n_contexts=n_contexts,
-                               max_iter=max_iter, tol=tol)
+                               max_iter=max_iter, tol=tol, prior=prior)
     low, high = wilson_interval(em.alpha * em.effective_n, em.effective_n, level)
     seen = np.bincount(slot, weights=counts.cell_n, minlength=n_contexts) > 0
     table = [
@@ -38,7 +38,8 @@ def fit(counts: ClickCounts, *, level: float = 0.95, max_iter: int = 1000,
         converged=em.converged, seconds=em.seconds,
         log_likelihood=em.log_likelihood_trace[-1], log_likelihood_trace=em.log_likelihood_trace,
         position_bias={"examination_by_rank_and_previous_click": table},
-        parameters={"max_iter": max_iter, "tol": tol},
+        parameters={"max_iter": max_iter, "tol": tol,
+                    "prior": None if prior is None else list(prior)},
     )
 
 
