@@ -6,7 +6,9 @@ outputs, index files) goes through here:
 * :func:`write_atomic` writes text or bytes;
 * :func:`atomic_path` lends a temporary path to a library that writes files itself (h5py,
   matplotlib, pyarrow, faiss);
-* :func:`atomic_dir` builds a set of files in a temporary directory and puts it in place whole.
+* :func:`atomic_dir` builds a set of files in a temporary directory and puts it in place whole;
+* :func:`file_lock` is the lock of a read-modify-write that other processes may do at once
+  (store metadata, a judgments file that two judges' pages write).
 
 Temporary files and directories are created as ``open()`` and ``mkdir`` create them (mode 0666 and
 0777 less the umask), so results get the permissions every other tool gives: 0644 under umask 022,
@@ -16,14 +18,17 @@ Temporary files and directories are created as ``open()`` and ``mkdir`` create t
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import secrets
 import shutil
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
-__all__ = ["atomic_dir", "atomic_path", "write_atomic"]
+__all__ = ["atomic_dir", "atomic_path", "file_lock", "write_atomic"]
 
 
 def _sibling(target: Path, kind: str) -> Path:
@@ -130,3 +135,57 @@ def _swap_in(new: Path, target: Path, check: Callable[[Path], None]) -> None:
     _fsync(target.parent)
     for old in moved_aside:
         shutil.rmtree(old, ignore_errors=True)
+
+
+class _Held:
+    """This process's hold on one lock file: a re-entrant thread lock, and the open file that
+    carries the flock while any holder in this process is inside."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.depth = 0
+        self.handle: IO[str] | None = None
+
+
+_HELD: dict[str, _Held] = {}
+_HELD_GUARD = threading.Lock()
+
+
+def _forget_after_fork() -> None:
+    # A forked child holds none of its parent's locks (a thread of the parent may have held one).
+    global _HELD_GUARD
+    _HELD.clear()
+    _HELD_GUARD = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
+
+
+@contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (created, with its directory, if missing): against
+    other processes through ``flock``, against other threads of this process through a thread
+    lock. Re-entrant within a thread, whichever object asks: a second ``flock`` on another
+    descriptor of the same file would wait for the first forever."""
+    key = str(path.absolute())
+    with _HELD_GUARD:
+        held = _HELD.setdefault(key, _Held())
+    with held.lock:
+        if held.depth == 0:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            handle = open(path, "a")  # noqa: SIM115 - held across the yield, closed below
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX)
+            except BaseException:
+                handle.close()
+                raise
+            held.handle = handle
+        held.depth += 1
+        try:
+            yield
+        finally:
+            held.depth -= 1
+            if held.depth == 0 and held.handle is not None:
+                fcntl.flock(held.handle, fcntl.LOCK_UN)
+                held.handle.close()
+                held.handle = None
