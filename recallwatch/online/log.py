@@ -25,6 +25,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, Literal
 
+from recallwatch._files import line_cap, line_too_long
 from recallwatch.errors import InputError
 
 __all__ = ["Impression", "InteractionLog", "LogSummary", "parse_timestamp"]
@@ -136,16 +137,19 @@ class InteractionLog:
         if buffered.peek(2)[:2] == _GZIP_MAGIC:
             stream = gzip.GzipFile(fileobj=buffered, mode="rb")
         number = 0
+        cap = line_cap()
         try:
             while True:
                 try:
-                    raw_line = stream.readline()
+                    raw_line = stream.readline(cap + 1)
                 except (OSError, EOFError, zlib.error) as exc:
                     raise InputError(source=source, line=number + 1,
                                      expected="a complete gzip stream", found=f"<{exc}>") from None
                 if not raw_line:
                     break
                 number += 1
+                if len(raw_line) > cap and not raw_line.endswith(b"\n"):
+                    raise line_too_long(source, number)
                 if number == 1 and raw_line.startswith(b"\xef\xbb\xbf"):
                     raw_line = raw_line[3:]
                 if not raw_line.strip():
