@@ -358,11 +358,13 @@ def read_lines_whole(stream: io.BufferedIOBase, source: str | os.PathLike[str]) 
         first = chunk.find(b"\n")
         if first < 0:
             run += len(chunk)
+            breaks = 0
+        elif run + first > cap:
+            run += first
+            breaks = 0
         else:
-            if run + first > cap:
-                run += first
-            else:
-                run = len(chunk) - chunk.rfind(b"\n") - 1
+            run = len(chunk) - chunk.rfind(b"\n") - 1
+            breaks = chunk.count(b"\n")
         if run > cap:
-            raise line_too_long(source, data.count(b"\n") + 1)
+            raise line_too_long(source, data.count(b"\n") + breaks + 1)
         data += chunk
