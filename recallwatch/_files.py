@@ -264,9 +264,10 @@ def open_input(path: str | os.PathLike[str], what: str, *,
     or an InputError saying what was expected (``what``) and what is there instead."""
     source = Path(path)
     try:
-        buffered = open(source, "rb", buffering=_CHUNK)  # noqa: SIM115 - the caller closes it
+        raw = io.FileIO(source, "r")
     except OSError as exc:
         raise _unreadable(source, exc, what) from None
+    buffered = io.BufferedReader(raw, _CHUNK)
     try:
         magic = buffered.peek(2)[:2]
     except OSError as exc:
@@ -280,7 +281,7 @@ def open_input(path: str | os.PathLike[str], what: str, *,
 class _GzipInput(gzip.GzipFile):
     """A gzip stream that closes the file it reads when it is closed."""
 
-    def __init__(self, raw: io.BufferedReader) -> None:
+    def __init__(self, raw: io.BufferedReader[io.FileIO]) -> None:
         super().__init__(fileobj=raw, mode="rb")
         self._raw = raw
 
