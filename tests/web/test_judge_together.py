@@ -106,3 +106,10 @@ def test_two_judges_on_one_file_lose_nothing(queue: Path,
         url, token = servers[judge]
         state = httpx.get(url + "state", params={"token": token}, timeout=30).json()
         assert state["count"] == PAIRS
+        for host in ("127.evil.example", "127.0.0.1.nip.io"):  # the real server's Host check
+            r = httpx.get(url + "state", params={"token": token}, headers={"host": host},
+                          timeout=30)
+            assert r.status_code == 421 and "count" not in r.text
+        r = httpx.post(url + "grade", content=b"{" * (65 * 1024), timeout=30,
+                       headers={TOKEN_HEADER: token})
+        assert r.status_code == 413
