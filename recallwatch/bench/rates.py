@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from recallwatch._files import write_atomic
+from recallwatch._files import read_capped, write_atomic
 from recallwatch.errors import InputError
 
 __all__ = ["default_rates_path", "load_rates", "measure_rates", "same_machine", "save_rates"]
@@ -122,10 +122,9 @@ def save_rates(record: dict[str, Any], path: Path) -> None:
 
 def load_rates(path: Path) -> dict[str, Any] | None:
     """The stored record, or None when there is none; a damaged file is an input error."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not path.exists():
         return None
+    text = read_capped(path, "a rates file").decode("utf-8", "replace")
     try:
         record = json.loads(text)
         rates = record["rates"]
