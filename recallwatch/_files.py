@@ -1,4 +1,5 @@
-"""Writing files whole: a reader sees the old content or the new, never half of it.
+"""Writing files whole (a reader sees the old content or the new, never half of it), and reading
+user files within bounds.
 
 Everything recallwatch writes for others to read (reports, probe sets, store metadata, benchmark
 outputs, index files) goes through here:
@@ -6,7 +7,13 @@ outputs, index files) goes through here:
 * :func:`write_atomic` writes text or bytes;
 * :func:`atomic_path` lends a temporary path to a library that writes files itself (h5py,
   matplotlib, pyarrow, faiss);
-* :func:`atomic_dir` builds a set of files in a temporary directory and puts it in place whole.
+* :func:`atomic_dir` builds a set of files in a temporary directory and puts it in place whole;
+* :func:`file_lock` is the lock of a read-modify-write that other processes may do at once
+  (store metadata, a judgments file that two judges' pages write);
+* :func:`open_input`, :func:`capped_lines` and :func:`read_capped` are how every reader of a user
+  file reads it: each line at most :func:`line_cap` bytes (16 MB), a file read whole at most
+  :func:`file_cap` bytes (128 MB), both raised by an environment variable, so an endless input
+  is a located error, never a process that fills memory.
 
 Temporary files and directories are created as ``open()`` and ``mkdir`` create them (mode 0666 and
 0777 less the umask), so results get the permissions every other tool gives: 0644 under umask 022,
@@ -16,14 +23,22 @@ Temporary files and directories are created as ``open()`` and ``mkdir`` create t
 from __future__ import annotations
 
 import errno
+import fcntl
+import gzip
+import io
 import os
 import secrets
 import shutil
+import threading
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
-__all__ = ["atomic_dir", "atomic_path", "write_atomic"]
+__all__ = ["FILE_CAP_VARIABLE", "LINE_CAP_VARIABLE", "atomic_dir", "atomic_path",
+           "capped_lines", "file_cap", "file_lock", "line_cap", "line_too_long", "open_input",
+           "read_capped", "read_lines_whole", "write_atomic"]
 
 
 def _sibling(target: Path, kind: str) -> Path:
@@ -130,3 +145,227 @@ def _swap_in(new: Path, target: Path, check: Callable[[Path], None]) -> None:
     _fsync(target.parent)
     for old in moved_aside:
         shutil.rmtree(old, ignore_errors=True)
+
+
+class _Held:
+    """This process's hold on one lock file: a re-entrant thread lock, and the open file that
+    carries the flock while any holder in this process is inside."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.depth = 0
+        self.handle: IO[str] | None = None
+
+
+_HELD: dict[str, _Held] = {}
+_HELD_GUARD = threading.Lock()
+
+
+def _forget_after_fork() -> None:
+    # A forked child holds none of its parent's locks (a thread of the parent may have held one).
+    global _HELD_GUARD
+    _HELD.clear()
+    _HELD_GUARD = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
+
+
+@contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (created, with its directory, if missing): against
+    other processes through ``flock``, against other threads of this process through a thread
+    lock. Re-entrant within a thread, whichever object asks: a second ``flock`` on another
+    descriptor of the same file would wait for the first forever."""
+    key = str(path.absolute())
+    with _HELD_GUARD:
+        held = _HELD.setdefault(key, _Held())
+    with held.lock:
+        if held.depth == 0:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            handle = open(path, "a")  # noqa: SIM115 - held across the yield, closed below
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX)
+            except BaseException:
+                handle.close()
+                raise
+            held.handle = handle
+        held.depth += 1
+        try:
+            yield
+        finally:
+            held.depth -= 1
+            if held.depth == 0 and held.handle is not None:
+                fcntl.flock(held.handle, fcntl.LOCK_UN)
+                held.handle.close()
+                held.handle = None
+
+
+# Reading user files within bounds: an endless input (/dev/zero, a pipe, a small gzip that
+# inflates to gigabytes on one line) is refused at a cap, with its place, instead of filling
+# memory. Lines are capped wherever a file is read line by line (JSONL, logs, TREC files of any
+# size keep working: their lines are short); a file read whole (YAML, JSON) is capped as a whole.
+LINE_CAP_VARIABLE = "RECALLWATCH_MAX_LINE_MB"
+FILE_CAP_VARIABLE = "RECALLWATCH_MAX_FILE_MB"
+_DEFAULT_LINE_MB = 16
+_DEFAULT_FILE_MB = 128
+_MB = 1 << 20
+_GZIP_MAGIC = b"\x1f\x8b"
+_CHUNK = 1 << 20
+
+
+def _cap(variable: str, default_mb: int) -> int:
+    text = os.environ.get(variable, "").strip()
+    try:
+        mb = float(text) if text else float(default_mb)
+    except ValueError:
+        mb = float(default_mb)
+    return max(1, int(mb * _MB)) if mb == mb and 0 < mb < 1 << 40 else default_mb * _MB
+
+
+def line_cap() -> int:
+    """The longest line, in bytes, a line-by-line reader accepts (16 MB; the environment
+    variable RECALLWATCH_MAX_LINE_MB changes it)."""
+    return _cap(LINE_CAP_VARIABLE, _DEFAULT_LINE_MB)
+
+
+def file_cap() -> int:
+    """The largest file, in bytes, a reader that reads a file whole accepts (128 MB; the
+    environment variable RECALLWATCH_MAX_FILE_MB changes it)."""
+    return _cap(FILE_CAP_VARIABLE, _DEFAULT_FILE_MB)
+
+
+def _size(n: int) -> str:
+    return f"{n / _MB:g} MB" if n >= _MB else f"{n:,} bytes"
+
+
+def line_too_long(source: str | os.PathLike[str], line: int) -> Exception:
+    """The error for a line over :func:`line_cap` (an :class:`~recallwatch.errors.InputError`)."""
+    from recallwatch.errors import InputError
+
+    cap = line_cap()
+    return InputError(source=source, line=line, expected=f"a line of at most {_size(cap)}",
+                      found=f"<a longer line: more than {_size(cap)} without a line break>",
+                      hint=f"is it a text file of this kind? set {LINE_CAP_VARIABLE} to raise "
+                      "the limit")
+
+
+def _unreadable(source: Path, exc: OSError, what: str) -> Exception:
+    from recallwatch.errors import InputError
+
+    found = {FileNotFoundError: "<no such file>", IsADirectoryError: "<a directory>",
+             PermissionError: "<permission denied>"}.get(type(exc), f"<{exc.strerror or exc}>")
+    return InputError(source=source, expected=what, found=found)
+
+
+def open_input(path: str | os.PathLike[str], what: str, *,
+               gzipped: bool = True) -> io.BufferedIOBase:
+    """``path`` opened to read bytes (a gzip file decompressed as it is read, when ``gzipped``),
+    or an InputError saying what was expected (``what``) and what is there instead."""
+    source = Path(path)
+    try:
+        raw = io.FileIO(source, "r")
+    except OSError as exc:
+        raise _unreadable(source, exc, what) from None
+    buffered = io.BufferedReader(raw, _CHUNK)
+    try:
+        magic = buffered.peek(2)[:2]
+    except OSError as exc:
+        buffered.close()
+        raise _unreadable(source, exc, what) from None
+    if gzipped and magic == _GZIP_MAGIC:
+        return _GzipInput(buffered)
+    return buffered
+
+
+class _GzipInput(gzip.GzipFile):
+    """A gzip stream that closes the file it reads when it is closed."""
+
+    def __init__(self, raw: io.BufferedReader[io.FileIO]) -> None:
+        super().__init__(fileobj=raw, mode="rb")
+        self._raw = raw
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._raw.close()
+
+
+def capped_lines(stream: io.BufferedIOBase, source: str | os.PathLike[str],
+                 first: int = 1) -> Iterator[bytes]:
+    """The lines of ``stream`` (with their line break), each at most :func:`line_cap` bytes:
+    a longer one raises, naming the line, before more of it is read. A damaged gzip stream
+    raises an InputError at the line where it breaks."""
+    from recallwatch.errors import InputError
+
+    cap = line_cap()
+    number = first - 1
+    while True:
+        try:
+            line = stream.readline(cap + 1)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise InputError(source=source, line=number + 1, expected="a complete gzip stream",
+                             found=f"<{exc}>") from None
+        if not line:
+            return
+        number += 1
+        if len(line) > cap and not line.endswith(b"\n"):
+            raise line_too_long(source, number)
+        yield line
+
+
+def read_capped(path: str | os.PathLike[str], what: str, *, gzipped: bool = False) -> bytes:
+    """A file's bytes, read whole but never more than :func:`file_cap` of them: a larger file
+    (or an endless one, such as /dev/zero) is refused before it fills memory."""
+    from recallwatch.errors import InputError
+
+    cap = file_cap()
+    data = bytearray()
+    with open_input(path, what, gzipped=gzipped) as stream:
+        while len(data) <= cap:
+            try:
+                chunk = stream.read(min(_CHUNK, cap + 1 - len(data)))
+            except (OSError, EOFError, zlib.error) as exc:
+                raise InputError(source=path, expected="a complete gzip stream",
+                                 found=f"<{exc}>") from None
+            if not chunk:
+                return bytes(data)
+            data += chunk
+    raise InputError(source=path, expected=f"a file of at most {_size(cap)}",
+                     found=f"<more than {_size(cap)}>",
+                     hint=f"set {FILE_CAP_VARIABLE} to raise the limit")
+
+
+def read_lines_whole(stream: io.BufferedIOBase, source: str | os.PathLike[str]) -> bytes:
+    """The rest of ``stream`` as one block of bytes, for formats parsed whole that have short
+    lines (TREC files, of any size): a line over :func:`line_cap` raises, naming it, as soon as
+    it is read. Only the line that spans two pieces read can be long (a piece is 1 MB, the cap
+    many times more), so the check is a search for the first and last line break of each."""
+    from recallwatch.errors import InputError
+
+    cap = line_cap()
+    data = bytearray()
+    run = 0  # bytes since the last line break
+    while True:
+        try:
+            chunk = stream.read(_CHUNK)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise InputError(source=source, line=data.count(b"\n") + 1,
+                             expected="a complete gzip stream", found=f"<{exc}>",
+                             hint="the data ends or breaks on this line") from None
+        if not chunk:
+            return bytes(data)
+        first = chunk.find(b"\n")
+        if first < 0:
+            run += len(chunk)
+            breaks = 0
+        elif run + first > cap:
+            run += first
+            breaks = 0
+        else:
+            run = len(chunk) - chunk.rfind(b"\n") - 1
+            breaks = chunk.count(b"\n")
+        if run > cap:
+            raise line_too_long(source, data.count(b"\n") + breaks + 1)
+        data += chunk

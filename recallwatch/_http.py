@@ -18,6 +18,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+from recallwatch._files import FILE_CAP_VARIABLE, file_cap
 from recallwatch._redact import is_secret_name, redact, remember, scrub
 from recallwatch.errors import RecallwatchError
 
@@ -56,9 +57,13 @@ def _post(
     for attempt in range(max_retries + 1):
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:
-                return _decode(response.read(), url, what, error)
+                raw = response.read(file_cap() + 1)  # an endless answer is not read whole
+                if len(raw) > file_cap():
+                    raise error(f"{url} answered {what} with more than {file_cap():,} bytes; "
+                                f"set {FILE_CAP_VARIABLE} (megabytes) to accept larger answers")
+                return _decode(raw, url, what, error)
         except urllib.error.HTTPError as exc:
-            detail = error_detail(exc.read())
+            detail = error_detail(exc.read(64 * 1024))
             if exc.code in RETRY_STATUS and attempt < max_retries:
                 time.sleep(retry_wait * 2**attempt)
                 continue

@@ -117,10 +117,11 @@ def _costs(a: Path | None, b: Path | None) -> dict[str, dict[str, float | None]]
 def _cost_of(path: Path) -> dict[str, float]:
     import json
 
+    from recallwatch._files import read_capped
     from recallwatch.errors import InputError
 
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_capped(path, "a gate report in JSON").decode("utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(source=path, expected="a gate report in JSON",
                          found=type(exc).__name__) from None

@@ -126,13 +126,15 @@ def _exposure(result: GateResult, field: str, store: str | None, corpus: Path | 
 
 
 def _load_run(ref: str, history: str) -> GateResult:
+    from recallwatch._files import read_capped
     from recallwatch.errors import InputError
     from recallwatch.suite.model import GateResult
 
     path = Path(ref)
     if path.suffix.lower() == ".json" or path.is_file():
+        data = read_capped(path, "a readable gate report")
         try:
-            return GateResult.from_dict(json.loads(path.read_text(encoding="utf-8")))
+            return GateResult.from_dict(json.loads(data.decode("utf-8")))
         except OSError as exc:
             raise InputError(source=path, expected="a readable gate report",
                              found=exc.strerror) from None

@@ -58,9 +58,20 @@ def serve(
     bench: Annotated[Path | None, typer.Option(
         "--bench", help="Directory of bench result files (results.json) for the frontiers "
         "page.")] = None,
+    token: Annotated[str | None, typer.Option(
+        "--token", envvar="RECALLWATCH_SERVE_TOKEN", show_envvar=True,
+        help="Access token the dashboard asks for (16 or more letters, digits or - . _ ~): "
+        "the address printed carries it once and the browser keeps it in a cookie. Made for "
+        "you when --host is not loopback. Prefer the environment variable: a command line is "
+        "visible to other users of the machine.")] = None,
 ) -> None:
     """Serve the read-only dashboard: runs, run and query drill-downs, trends, the operations
-    monitor and benchmark frontiers. The history is opened read-only."""
+    monitor and benchmark frontiers. The history is opened read-only.
+
+    It answers only addresses naming this machine's loopback (localhost, 127.0.0.1, [::1]) or
+    --host exactly, so a web page cannot read it by pointing its own host name here."""
+    import secrets
+
     from recallwatch.errors import NotInstalledError
 
     try:
@@ -69,18 +80,22 @@ def serve(
         from recallwatch.web.app import create_app
     except ModuleNotFoundError as exc:
         raise NotInstalledError(f"{exc.name} (needed by the dashboard)", "web") from None
-    web_app = create_app(history, bench=bench)  # refuses a missing history before binding
+    if token is None and not is_loopback(host):
+        token = secrets.token_urlsafe(24)
+    # refuses a missing history or a bad token before binding
+    web_app = create_app(history, bench=bench, host=host, token=token)
     sock = _listen(host, port)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     if not is_loopback(host):
         typer.echo(f"Warning: the dashboard is bound to {host}, not to loopback: anyone who "
-                   "can reach this address sees every query, chunk id and store URI of the "
-                   "history (it has no authentication). Use --host 127.0.0.1 unless you "
-                   "mean it.", err=True)
+                   "can reach this address and has the access token sees every query, chunk "
+                   "id and store URI of the history, and the page travels unencrypted. Use "
+                   "--host 127.0.0.1 unless you mean it.", err=True)
     from recallwatch._redact import redact
 
-    typer.echo(f"recallwatch dashboard on http://{shown}:{bound}/ (history {redact(history)}, "
+    address = f"http://{shown}:{bound}/" + ("" if token is None else f"?token={token}")
+    typer.echo(f"recallwatch dashboard on {address} (history {redact(history)}, "
                "read-only); Ctrl+C to stop", err=True)
     server = uvicorn.Server(uvicorn.Config(web_app, log_level="warning", access_log=False))
     # uvicorn shuts down cleanly, then re-raises the Ctrl+C it captured: for a server that

@@ -29,7 +29,7 @@ from typing import Any, Literal, get_args
 
 from recallwatch.errors import InputError
 from recallwatch.formats.fields import check_keys
-from recallwatch.formats.structured import LINE_KEY, parse_json_line, read_text
+from recallwatch.formats.structured import LINE_KEY, parse_json_line, text_lines
 from recallwatch.records import OPTIONAL_TEXT_FIELDS as _OPTIONAL_TEXT
 from recallwatch.records import Chunk, chunk_to_record, content_hash
 
@@ -220,8 +220,12 @@ def _records(
 def _jsonl_records(
     p: Path, *, collect: bool, rejected: list[Rejection]
 ) -> Iterator[tuple[int | None, dict[str, Any]]]:
-    text = _read_gzip_text(p) if p.name.lower().endswith(".gz") else read_text(p)
-    for number, raw in enumerate(text.splitlines(), start=1):
+    gzipped = p.name.lower().endswith(".gz")
+    if gzipped and p.is_file():
+        with p.open("rb") as fh:
+            if fh.read(2) != b"\x1f\x8b":
+                raise InputError(source=p, expected="a gzip file", found="<not gzip data>")
+    for number, raw in text_lines(p, gzipped=gzipped):
         if not raw.strip():
             continue
         try:
@@ -232,21 +236,6 @@ def _jsonl_records(
             rejected.append(Rejection(str(p), number, None, str(err)))
             continue
         yield number, obj
-
-
-def _read_gzip_text(p: Path) -> str:
-    if not p.exists():
-        raise InputError(source=p, expected="an existing file", found="<nothing at that path>")
-    try:
-        data = gzip.decompress(p.read_bytes())
-    except (OSError, EOFError) as exc:
-        raise InputError(source=p, expected="a gzip file", found=f"<{exc}>") from None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise InputError(source=p, line=line, expected="UTF-8 text",
-                         found=f"<byte 0x{data[exc.start]:02x}>") from None
 
 
 def _parquet_records(p: Path) -> Iterator[tuple[int | None, dict[str, Any]]]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 
+from recallwatch._files import read_capped
 from recallwatch.errors import InputError
 
 __all__ = ["CranfieldQuery", "grade_of_code", "read_documents", "read_qrels", "read_queries"]
@@ -37,10 +38,7 @@ def grade_of_code(code: int) -> int:
 
 def _records(path: Path) -> list[tuple[int, str, dict[str, str]]]:
     """(line of .I, id, {field letter: text}) for each ``.I`` record of a SMART file."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise InputError(source=path, expected="a Cranfield file", found="<no such file>") from None
+    lines = read_capped(path, "a Cranfield file").decode("utf-8").splitlines()
     records: list[tuple[int, str, dict[str, list[str]]]] = []
     field = ""
     for number, line in enumerate(lines, 1):
@@ -82,12 +80,7 @@ def read_documents(path: str | PathLike[str]) -> dict[str, str]:
 def read_qrels(path: str | PathLike[str]) -> dict[str, dict[str, int]]:
     """``cranqrel``: ``{query_id: {doc_id: grade}}`` with grade = :func:`grade_of_code`."""
     source = Path(path)
-    try:
-        lines = source.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise InputError(
-            source=source, expected="a cranqrel file", found="<no such file>"
-        ) from None
+    lines = read_capped(source, "a cranqrel file").decode("utf-8").splitlines()
     qrels: dict[str, dict[str, int]] = {}
     for number, line in enumerate(lines, 1):
         fields = line.split()

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from recallwatch._files import open_input
 from recallwatch.errors import InputError
 from recallwatch.formats.fields import bounded, check_keys, line_of, shown, text_id
 from recallwatch.formats.structured import iter_jsonl
@@ -145,12 +146,8 @@ def read_judgment_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """The records of a judgments file (JSON Lines), validated, in file order; a TREC qrels file
     gives records with ``source: "qrels"`` and no judge. An empty file has no records."""
     p = Path(path)
-    try:
-        head = p.read_bytes()[:4096].lstrip()
-    except FileNotFoundError:
-        raise InputError(source=p, expected="a judgments file", found="<no such file>") from None
-    except IsADirectoryError:
-        raise InputError(source=p, expected="a judgments file", found="<a directory>") from None
+    with open_input(p, "a judgments file", gzipped=False) as stream:
+        head = stream.read(4096).lstrip()
     if not head:
         return []
     if not head.startswith(b"{"):

@@ -18,10 +18,11 @@ from typing import Any
 
 import yaml
 
+from recallwatch._files import capped_lines, open_input, read_capped
 from recallwatch.errors import InputError
 
 __all__ = ["LINE_KEY", "MAX_NESTING", "iter_jsonl", "load_structured", "parse_json_line",
-           "parse_json_value", "read_text"]
+           "parse_json_value", "read_text", "text_lines"]
 
 # Mappings read from YAML carry their 1-based start line under this key (never a valid field name).
 LINE_KEY = "__line__"
@@ -40,7 +41,7 @@ def read_text(path: str | Path) -> str:
         raise InputError(source=p, expected="an existing file", found="<nothing at that path>")
     if p.is_dir():
         raise InputError(source=p, expected="a file", found="<a directory>")
-    data = p.read_bytes()
+    data = read_capped(p, "a readable file")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -203,17 +204,45 @@ def load_structured(path: str | Path) -> Any:
 
 
 def iter_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
-    """Objects of a JSON Lines file, each with LINE_KEY set; blank lines are skipped."""
+    """Objects of a JSON Lines file, each with LINE_KEY set; blank lines are skipped. Read line
+    by line (a file of any size, each line at most :func:`recallwatch._files.line_cap`)."""
     p = Path(path)
-    text = read_text(p)
-    if not text.strip():
-        raise InputError(source=p, expected="at least one JSON object line", found="<empty file>")
-    for number, raw in enumerate(text.splitlines(), start=1):
+    empty = True
+    for number, raw in text_lines(p):
         if not raw.strip():
             continue
+        empty = False
         obj = parse_json_line(raw, p, number)
         obj[LINE_KEY] = number
         yield obj
+    if empty:
+        raise InputError(source=p, expected="at least one JSON object line", found="<empty file>")
+
+
+def text_lines(path: str | Path, *, gzipped: bool = False) -> Iterator[tuple[int, str]]:
+    """(line number, text) of each line of a UTF-8 text file, read as a stream (a gzip file
+    decompressed on the way when ``gzipped``): each line at most
+    :func:`recallwatch._files.line_cap` bytes, a byte-order mark dropped, the line break
+    removed (``\n``, ``\r\n``, and the other breaks ``str.splitlines`` knows)."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError(source=p, expected="an existing file", found="<nothing at that path>")
+    if p.is_dir():
+        raise InputError(source=p, expected="a file", found="<a directory>")
+    number = 0
+    with open_input(p, "a readable file", gzipped=gzipped) as stream:
+        for data in capped_lines(stream, p):
+            if number == 0 and data.startswith(b"\xef\xbb\xbf"):
+                data = data[3:]
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(source=p, line=number + 1, expected="UTF-8 text",
+                                 found=f"<byte 0x{data[exc.start]:02x}>") from None
+            # a \r, \x0b, \x1c… inside the line breaks it too, as splitlines() did
+            for piece in text.splitlines() or [""]:
+                number += 1
+                yield number, piece
 
 
 def parse_json_line(raw: str, source: str | Path, line: int) -> dict[str, Any]:

@@ -38,6 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from recallwatch._files import FILE_CAP_VARIABLE, file_cap, read_lines_whole
 from recallwatch.errors import InputError
 from recallwatch.formats.arrow import arrow_owned, contains_byte, read_owned, to_numpy
 
@@ -153,10 +154,13 @@ def _read_buffer(
                     # (the byte-order mark: see below)
                     return (owned.slice(len(_BOM)) if head == _BOM else owned), sha256
                 data = owned.to_pybytes()
-            else:
+            else:  # a pipe, a device (/dev/zero): read within bounds
                 if f.seekable():
                     f.seek(0)
-                data = f.read()
+                if f.peek(2)[:2] == _GZIP_MAGIC:
+                    data = _read_compressed(f, p)
+                else:
+                    data = read_lines_whole(f, p)
                 sha256 = hashlib.sha256(data).hexdigest() if digest else None
     except FileNotFoundError:
         raise InputError(
@@ -171,18 +175,33 @@ def _read_buffer(
             source=p, expected=f"a readable TREC {kind} file", found="<permission denied>"
         ) from None
     if data[:2] == _GZIP_MAGIC:
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as exc:
+        try:  # decompressed as a stream: a line that inflates without end is refused early
+            data = read_lines_whole(gzip.GzipFile(fileobj=io.BytesIO(data)), p)
+        except InputError as exc:
+            if exc.expected != "a complete gzip stream":
+                raise
             raise InputError(
                 source=p,
                 line=_partial_gunzip(data).count(b"\n") + 1,
                 expected="a complete gzip stream",
-                found=f"<{exc}>",
+                found=exc.found,
                 hint="the data ends or breaks on this line",
             ) from None
     # Editors on Windows prepend a byte-order mark; it would otherwise join the first query id.
     return (data[len(_BOM) :] if data.startswith(_BOM) else data), sha256
+
+
+def _read_compressed(stream: Any, source: Path) -> bytes:
+    """A gzip stream that is not a regular file, read whole (at most the file cap)."""
+    data = bytearray()
+    cap = file_cap()
+    while chunk := stream.read(min(1 << 20, cap + 1 - len(data))):
+        data += chunk
+        if len(data) > cap:
+            raise InputError(source=source, expected=f"compressed data of at most {cap:,} "
+                             "bytes", found="<more>", hint=f"set {FILE_CAP_VARIABLE} to raise "
+                             "the limit")
+    return bytes(data)
 
 
 def _partial_gunzip(data: bytes) -> bytes:

@@ -26,6 +26,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from recallwatch._files import line_cap, line_too_long
 from recallwatch.errors import InputError
 from recallwatch.formats.structured import parse_json_value
 
@@ -141,16 +142,19 @@ class InteractionLog:
         number = 0
         # one 64-bit hash per line (8 bytes each) to count exact duplicates at the end
         line_hashes = array("q")
+        cap = line_cap()
         try:
             while True:
                 try:
-                    raw_line = stream.readline()
+                    raw_line = stream.readline(cap + 1)
                 except (OSError, EOFError, zlib.error) as exc:
                     raise InputError(source=source, line=number + 1,
                                      expected="a complete gzip stream", found=f"<{exc}>") from None
                 if not raw_line:
                     break
                 number += 1
+                if len(raw_line) > cap and not raw_line.endswith(b"\n"):
+                    raise line_too_long(source, number)
                 if number == 1 and raw_line.startswith(b"\xef\xbb\xbf"):
                     raw_line = raw_line[3:]
                 if not raw_line.strip():

@@ -89,12 +89,34 @@ def ray_session(address: str | None = None, workers: int | None = None) -> Itera
         ray.shutdown()
 
 
-# How long --address may take to accept a connection before the command gives up.
+# How long --address may take to accept a connection, then to answer as a Ray head node, before
+# the command gives up (RECALLWATCH_RAY_TIMEOUT, in seconds, sets both).
 CONNECT_TIMEOUT_S = 5.0
+ANSWER_TIMEOUT_S = 10.0
+TIMEOUT_VARIABLE = "RECALLWATCH_RAY_TIMEOUT"
+# A Ray head node's control service speaks gRPC over HTTP/2: to a client's connection preface
+# it answers at once with a SETTINGS frame (the 9-byte frame header, type 4, on stream 0).
+_HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+_SETTINGS = 4
+
+
+def _timeouts() -> tuple[float, float]:
+    import math
+    import os
+
+    text = os.environ.get(TIMEOUT_VARIABLE, "").strip()
+    try:
+        value = float(text)
+    except ValueError:
+        return CONNECT_TIMEOUT_S, ANSWER_TIMEOUT_S
+    if not math.isfinite(value) or value <= 0:
+        return CONNECT_TIMEOUT_S, ANSWER_TIMEOUT_S
+    return value, value
 
 
 def _check_reachable(address: str) -> None:
-    """Refuse an --address nobody listens on in seconds: Ray itself retries for minutes."""
+    """Refuse, in seconds, an --address nobody listens on, or where something listens that does
+    not answer as a Ray head node: Ray itself retries for minutes, printing its own logs."""
     import socket
 
     if address in ("auto", "local"):
@@ -104,13 +126,34 @@ def _check_reachable(address: str) -> None:
     if not sep or not port.isdigit() or not host:
         raise UsageError(f"--address must be HOST:PORT of the Ray head node (or auto), found "
                          f"{address!r}")
+    connect_s, answer_s = _timeouts()
+    hint = ("check --address: HOST:PORT of the head node (`ray start --head` prints it), or "
+            f"auto; {TIMEOUT_VARIABLE}=SECONDS waits longer")
     try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
+        conn = socket.create_connection((host.strip("[]"), int(port)), timeout=connect_s)
     except OSError as exc:
         raise UsageError(f"cannot reach the Ray cluster at {address}: nothing accepted a "
-                         f"connection within {CONNECT_TIMEOUT_S:g} s ({exc.strerror or exc}); "
-                         "check --address: HOST:PORT of the head node (`ray start --head` prints "
-                         "it), or auto") from None
+                         f"connection within {connect_s:g} s ({exc.strerror or exc}); "
+                         f"{hint}") from None
+    with conn:
+        header = b""
+        try:
+            conn.settimeout(answer_s)
+            conn.sendall(_HTTP2_PREFACE)
+            deadline = time.monotonic() + answer_s
+            while len(header) < 9 and time.monotonic() < deadline:
+                conn.settimeout(max(0.01, deadline - time.monotonic()))
+                piece = conn.recv(9 - len(header))
+                if not piece:
+                    break
+                header += piece
+        except OSError:
+            pass
+    if len(header) < 9 or header[3] != _SETTINGS:
+        what = ("said nothing" if not header else "answered something else")
+        raise UsageError(f"cannot reach the Ray cluster at {address}: something accepted the "
+                         f"connection but {what} within {answer_s:g} s, where a Ray head node "
+                         f"answers at once; {hint}")
 
 
 def _quiet_data(ray: ModuleType) -> None:

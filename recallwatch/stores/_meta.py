@@ -12,73 +12,16 @@ data lies on local disk (Chroma, Qdrant local mode, Milvus Lite).
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from recallwatch._files import write_atomic
+from recallwatch._files import file_lock, write_atomic
 from recallwatch.errors import StoreError
 
 __all__ = ["MetaFile", "file_lock"]
-
-
-class _Held:
-    """This process's hold on one lock file: a re-entrant thread lock, and the open file that
-    carries the flock while any holder in this process is inside."""
-
-    def __init__(self) -> None:
-        self.lock = threading.RLock()
-        self.depth = 0
-        self.handle: IO[str] | None = None
-
-
-_HELD: dict[str, _Held] = {}
-_HELD_GUARD = threading.Lock()
-
-
-def _forget_after_fork() -> None:
-    # A forked child holds none of its parent's locks (a thread of the parent may have held one).
-    global _HELD_GUARD
-    _HELD.clear()
-    _HELD_GUARD = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_after_fork)
-
-
-@contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``path`` (created, with its directory, if missing): against
-    other processes through ``flock``, against other threads of this process through a thread
-    lock. Re-entrant within a thread, whichever object asks: a second ``flock`` on another
-    descriptor of the same file would wait for the first forever."""
-    key = str(path.absolute())
-    with _HELD_GUARD:
-        held = _HELD.setdefault(key, _Held())
-    with held.lock:
-        if held.depth == 0:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            handle = open(path, "a")  # noqa: SIM115 - held across the yield, closed below
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX)
-            except BaseException:
-                handle.close()
-                raise
-            held.handle = handle
-        held.depth += 1
-        try:
-            yield
-        finally:
-            held.depth -= 1
-            if held.depth == 0 and held.handle is not None:
-                fcntl.flock(held.handle, fcntl.LOCK_UN)
-                held.handle.close()
-                held.handle = None
 
 
 class MetaFile:

@@ -1,9 +1,11 @@
 """Human judging: a judge's judgments file, agreement between two judges, export and merge.
 
 * :class:`JudgmentLog` keeps one judge's grades in a judgments file
-  (:mod:`recallwatch.formats.judging`). Every grade and every undo rewrites the file whole, so a
-  judging session killed at any moment leaves the file as it was after the last grade, and a new
-  session resumes from there.
+  (:mod:`recallwatch.formats.judging`). Every grade and every undo reads the file, changes this
+  judge's lines and replaces the file whole, under a lock on ``FILE.lock`` beside it: a judging
+  session killed at any moment leaves the file as it was after the last grade, a new session
+  resumes from there, and several judges' pages (several processes) serving one file at once
+  never lose each other's grades.
 * :func:`judges_agreement` compares two judges on the pairs both graded: Cohen's weighted kappa
   (:mod:`recallwatch.truth.agreement`) and the list of disagreements to adjudicate.
 * :func:`resolve` turns several judgments files into one grade per pair (for qrels), and
@@ -13,13 +15,13 @@
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from recallwatch._files import file_lock, write_atomic
 from recallwatch.errors import UsageError
 from recallwatch.formats.judging import GRADES
 from recallwatch.truth.agreement import Agreement, Weights, agreement
@@ -46,29 +48,30 @@ def _now() -> str:
 class JudgmentLog:
     """One judge's grades in a judgments file (other judges' lines in it are kept as they are).
 
-    Thread-safe: the judging page's requests may arrive on several threads."""
+    The file is the only state: every call reads it, so several logs (threads, or processes
+    serving one file) see each other's grades, and every change is a read-modify-write under
+    the file's lock."""
 
     def __init__(self, path: str | os.PathLike[str], judge: str) -> None:
         if not judge.strip():
             raise UsageError("the judge's name must not be empty")
         self.path = Path(path)
         self.judge = judge
-        self._lock = threading.Lock()
-        self._records = ([j.to_dict() for j in read_judgments(self.path)]
-                         if self.path.exists() else [])
+        self._lock_path = self.path.with_name(self.path.name + ".lock")
+        self._read()  # an unreadable file fails here, before a page is served
+
+    def _read(self) -> list[dict[str, Any]]:
+        return [j.to_dict() for j in read_judgments(self.path)] if self.path.exists() else []
 
     def grades(self) -> dict[Pair, int]:
         """This judge's current grade of each pair."""
-        with self._lock:
-            return {(r["query_id"], r["id"]): int(r["grade"]) for r in self._records
-                    if r.get("judge") == self.judge}
+        return {(r["query_id"], r["id"]): int(r["grade"]) for r in self._read()
+                if r.get("judge") == self.judge}
 
     def _save(self, records: list[dict[str, Any]]) -> None:
-        from recallwatch._files import write_atomic
         from recallwatch.formats.judging import judgments_text
 
         write_atomic(self.path, judgments_text(records))
-        self._records = records
 
     def grade(self, query_id: str, chunk_id: str, grade: int) -> dict[str, Any]:
         """Record (or replace) this judge's grade of a pair; returns the record written."""
@@ -76,8 +79,8 @@ class JudgmentLog:
             raise UsageError(f"a grade is one of {list(GRADES)}, got {grade!r}")
         record = Judgment(query_id, chunk_id, grade, "human", judge=self.judge,
                           at=_now()).to_dict()
-        with self._lock:
-            kept = [r for r in self._records if not (
+        with file_lock(self._lock_path):
+            kept = [r for r in self._read() if not (
                 r.get("judge") == self.judge and r["query_id"] == query_id
                 and r["id"] == chunk_id)]
             self._save([*kept, record])
@@ -85,12 +88,13 @@ class JudgmentLog:
 
     def undo(self) -> dict[str, Any] | None:
         """Take back this judge's last grade (the pair is unjudged again); None if none."""
-        with self._lock:
-            mine = [i for i, r in enumerate(self._records) if r.get("judge") == self.judge]
+        with file_lock(self._lock_path):
+            records = self._read()
+            mine = [i for i, r in enumerate(records) if r.get("judge") == self.judge]
             if not mine:
                 return None
-            last = self._records[mine[-1]]
-            self._save([r for i, r in enumerate(self._records) if i != mine[-1]])
+            last = records[mine[-1]]
+            self._save([r for i, r in enumerate(records) if i != mine[-1]])
         return last
 
 

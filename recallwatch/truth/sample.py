@@ -29,6 +29,7 @@ draws remain). The same log, options and seed give the same sample.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import unicodedata
@@ -107,7 +108,7 @@ def read_query_log(path: str | Path) -> QueryLog:
 
 
 def _is_interaction_log(p: Path) -> bool:
-    from recallwatch.formats.structured import parse_json_line, read_text
+    from recallwatch.formats.structured import parse_json_line, read_text, text_lines
 
     try:
         with p.open("rb") as fh:
@@ -118,7 +119,7 @@ def _is_interaction_log(p: Path) -> bool:
         raise
     if p.suffix.lower() == ".txt":
         return False
-    for n, line in enumerate(read_text(p).splitlines(), start=1):
+    for n, line in text_lines(p):
         if line.strip():
             return "shown" in parse_json_line(line, p, n)
     return False
@@ -144,12 +145,13 @@ def _read_interactions(p: Path) -> QueryLog:
 
 def _read_query_list(p: Path) -> QueryLog:
     from recallwatch.formats.fields import bounded
-    from recallwatch.formats.structured import parse_json_line, read_text
+    from recallwatch.formats.structured import parse_json_line, text_lines
 
-    text = read_text(p)
     counts: Counter[tuple[str, str | None]] = Counter()
     as_txt = p.suffix.lower() == ".txt"
-    for n, line in enumerate(text.splitlines(), start=1):
+    digest = hashlib.sha256()
+    for n, line in text_lines(p):
+        digest.update(line.encode("utf-8") + b"\n")
         if not line.strip():
             continue
         if as_txt:
@@ -169,8 +171,8 @@ def _read_query_list(p: Path) -> QueryLog:
         counts[(query.strip(), domain)] += int(count)
     if not counts:
         raise InputError(source=p, expected="at least one query", found="<an empty file>")
-    sha = canonical_hash(text)  # of the text as read: names the input in the sample's header
-    return QueryLog(str(p), "query list", sha, counts)
+    # of the lines as read (each ended by one \n): names the input in the sample's header
+    return QueryLog(str(p), "query list", digest.hexdigest(), counts)
 
 
 # -- near-duplicates -----------------------------------------------------------------------------

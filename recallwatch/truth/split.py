@@ -31,6 +31,7 @@ import yaml
 
 from recallwatch.errors import InputError, UsageError
 from recallwatch.formats.golden import GoldenSet, load_golden
+from recallwatch.formats.structured import read_text
 
 __all__ = ["SplitPlan", "apply_split", "plan_split", "split_golden"]
 
@@ -91,7 +92,7 @@ def plan_split(golden: GoldenSet, *, test: float = 0.3, seed: int = 0,
 def apply_split(path: str | Path, plan: SplitPlan) -> str:
     """The text of the golden file at ``path`` with ``plan``'s splits written in."""
     p = Path(path)
-    text = p.read_text(encoding="utf-8-sig")
+    text = read_text(p)
     suffix = p.suffix.lower()
     if suffix == ".jsonl":
         new = _jsonl(text, plan.splits)

@@ -27,6 +27,7 @@ from recallwatch.errors import HistoryError, UsageError
 from recallwatch.history import History
 from recallwatch.report.html import content_security_policy, environment, run_view
 from recallwatch.web._funnel import funnel_view
+from recallwatch.web._guard import Guard, check_token, served_names
 from recallwatch.web._views import bench_view, monitor_view, trends_view
 
 __all__ = ["create_app"]
@@ -50,9 +51,20 @@ def _headers() -> dict[str, str]:
     }
 
 
-def create_app(history: str | Path, *, bench: str | Path | None = None) -> Starlette:
+def create_app(history: str | Path, *, bench: str | Path | None = None,
+               host: str = "127.0.0.1", token: str | None = None) -> Guard:
     """The dashboard over ``history`` (a SQLite file or a ``postgresql://`` URI; must exist) and,
-    optionally, the bench result files under ``bench``."""
+    optionally, the bench result files under ``bench``.
+
+    It answers only requests addressed to a loopback name or to ``host`` (the address it is
+    served on), and with ``token`` only those that carry it (:mod:`recallwatch.web._guard`).
+    Served on a wildcard address (``0.0.0.0``, ``::``) it needs a token."""
+    names = served_names(host)
+    if token is not None:
+        check_token(token, "--token")
+    elif names is None:
+        raise UsageError(f"the dashboard served on every address ({host}) needs an access "
+                         "token: pass --token, or let `recallwatch serve` make one")
     bench_dir = None if bench is None else Path(bench)
     with History(history, read_only=True) as first:  # refuse a missing or foreign one up front
         shown = first.location  # a URI's password redacted
@@ -144,6 +156,7 @@ def create_app(history: str | Path, *, bench: str | Path | None = None) -> Starl
         Route("/funnel", funnel),
         Route("/bench", benchmarks),
     ]
-    return Starlette(routes=routes, exception_handlers={
+    site = Starlette(routes=routes, exception_handlers={
         UsageError: not_found, HistoryError: unreadable, 404: http_error, 405: http_error,
     })
+    return Guard(site, names=names, what="the dashboard", token=token)

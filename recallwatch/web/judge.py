@@ -7,8 +7,11 @@ Safety, since the page writes files and shows a knowledge base's text:
 
 * every request needs the session's token (``?token=`` on the page, the ``X-Judge-Token`` header
   on writes): another local user or a web page in the same browser cannot read or write;
-* the Host header must name a loopback address (a DNS-rebinding page cannot reach the server
-  under its own name), and a write from another origin is refused;
+* the Host header must name a loopback address exactly (a DNS-rebinding page cannot reach the
+  server under its own name), a body over 64 KB is refused unread, and a write from another
+  origin is refused (:mod:`recallwatch.web._guard`, shared with the dashboard);
+* a grade names the pair it grades, so a key pressed twice grades the pair shown, never the
+  next one the judge has not seen yet;
 * the page loads nothing from anywhere (its style and script are inline, the script allowed by
   its hash in the Content-Security-Policy) and every text is escaped.
 """
@@ -30,6 +33,7 @@ from recallwatch.errors import UsageError
 from recallwatch.formats.judging import GRADE_WORDS, read_queue
 from recallwatch.report.html import environment
 from recallwatch.truth.judging import JudgmentLog
+from recallwatch.web._guard import LOOPBACK_HOSTS, Guard
 
 __all__ = ["TOKEN_HEADER", "create_judge_app", "judge_csp"]
 
@@ -37,7 +41,6 @@ HERE = Path(__file__).resolve().parent
 TEMPLATES = HERE / "templates"
 SCRIPT = (HERE / "static" / "judge.js").read_text(encoding="utf-8")
 TOKEN_HEADER = "X-Judge-Token"
-_LOOPBACK_NAMES = {"127.0.0.1", "localhost", "[::1]", "::1"}
 
 
 def judge_csp() -> str:
@@ -51,14 +54,24 @@ def judge_csp() -> str:
             "frame-ancestors 'none'")
 
 
-def _host_is_loopback(request: Request) -> bool:
-    host = request.headers.get("host", "")
-    name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-    return name in _LOOPBACK_NAMES or name.startswith("127.")
+def _grade_request(body: bytes) -> tuple[str, str, int] | str:
+    """(query id, chunk id, grade) of a grade request's body, or what is wrong with it."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return "the body must be a JSON object {query_id, id, grade}"
+    if not isinstance(data, dict):
+        return "the body must be a JSON object {query_id, id, grade}"
+    query_id, chunk_id, value = data.get("query_id"), data.get("id"), data.get("grade")
+    if not isinstance(query_id, str) or not isinstance(chunk_id, str):
+        return "query_id and id must be the strings of the pair shown"
+    if type(value) is not int or value not in GRADE_WORDS:
+        return "a grade is 0, 1, 2 or 3"
+    return query_id, chunk_id, value
 
 
 def create_judge_app(queue: str | Path, judgments: str | Path, *, judge: str,
-                     token: str) -> Starlette:
+                     token: str) -> Guard:
     """The judging page over ``queue``, saving ``judge``'s grades to ``judgments``."""
     if len(token) < 16:
         raise UsageError("the judging page's token must be at least 16 characters")
@@ -71,9 +84,6 @@ def create_judge_app(queue: str | Path, judgments: str | Path, *, judge: str,
                "Cache-Control": "no-store"}
 
     def refused(request: Request, *, write: bool) -> Response | None:
-        if not _host_is_loopback(request):
-            return JSONResponse({"error": "only loopback host names are served"}, 403,
-                                headers=headers)
         given = (request.headers.get(TOKEN_HEADER) if write
                  else request.query_params.get("token")) or ""
         if not hmac.compare_digest(given.encode(), token.encode()):
@@ -104,18 +114,13 @@ def create_judge_app(queue: str | Path, judgments: str | Path, *, judge: str,
     async def grade(request: Request) -> Response:
         if (no := refused(request, write=True)) is not None:
             return no
-        try:
-            body = json.loads(await request.body())
-            pair = (str(body["query_id"]), str(body["id"]))
-            value = body["grade"]
-        except (ValueError, KeyError, TypeError):
-            return JSONResponse({"error": "expected {query_id, id, grade}"}, 400,
-                                headers=headers)
-        if pair not in in_queue:
+        parsed = _grade_request(await request.body())
+        if isinstance(parsed, str):
+            return JSONResponse({"error": parsed}, 400, headers=headers)
+        query_id, chunk_id, value = parsed
+        if (query_id, chunk_id) not in in_queue:
             return JSONResponse({"error": "this pair is not in the queue"}, 400, headers=headers)
-        if isinstance(value, bool) or value not in GRADE_WORDS:
-            return JSONResponse({"error": "a grade is 0, 1, 2 or 3"}, 400, headers=headers)
-        log.grade(pair[0], pair[1], int(value))
+        log.grade(query_id, chunk_id, value)
         return JSONResponse(state(), headers=headers)
 
     async def undo(request: Request) -> Response:
@@ -131,7 +136,8 @@ def create_judge_app(queue: str | Path, judgments: str | Path, *, judge: str,
             return no
         return JSONResponse(state(), headers=headers)
 
-    return Starlette(routes=[
+    site = Starlette(routes=[
         Route("/", page), Route("/state", current), Route("/grade", grade, methods=["POST"]),
         Route("/undo", undo, methods=["POST"]),
     ])
+    return Guard(site, names=LOOPBACK_HOSTS, what="the judging page")

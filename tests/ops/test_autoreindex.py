@@ -221,7 +221,7 @@ def test_dashboard_timeline_shows_the_loops_events(tmp_path: Path) -> None:
         run_monitor(store, probes, floor=0.0, reindex_below=1.0, history=history, now=T0)
         run_monitor(store, probes, floor=0.0, reindex_below=1.0, history=history,
                     now=T0 + timedelta(hours=1))
-    doc = H.parse(TestClient(create_app(db)).get("/monitor").text)
+    doc = H.parse(TestClient(base_url="http://127.0.0.1", app=create_app(db)).get("/monitor").text)
     rows = [[H.text(c) for c in r.cssselect("td")]
             for r in doc.cssselect("table.monitor-events tbody tr")]
     assert [r[2] for r in rows] == ["skipped", "switched"]  # newest first

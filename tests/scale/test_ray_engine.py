@@ -198,3 +198,49 @@ def test_an_address_nobody_listens_on_is_refused_in_seconds(tmp_path: Path) -> N
     assert bad.exit_code == 2
     assert "--address must be HOST:PORT of the Ray head node (or auto), found 'head-node'" \
         in bad.stderr
+
+
+@pytest.mark.parametrize("says", [b"", b"SSH-2.0-OpenSSH_9.2\r\n"], ids=["silent", "other"])
+def test_an_address_that_accepts_but_is_not_ray_fails_in_bounded_time(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, says: bytes) -> None:
+    import socket
+    import threading
+    import time
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    port = server.getsockname()[1]
+    held: list[socket.socket] = []
+
+    def serve() -> None:  # accept, say `says` (or nothing) and keep the connection open
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            held.append(conn)
+            if says:
+                conn.sendall(says)
+
+    threading.Thread(target=serve, daemon=True).start()
+    monkeypatch.setenv("RECALLWATCH_RAY_TIMEOUT", "2")
+    corpus = corpus_file(tmp_path, 2)
+    store = f"lancedb://{tmp_path / 'kb'}?table=chunks"
+    started = time.monotonic()
+    try:
+        r = runner.invoke(app, ["ingest", str(corpus), "--store", store, "--engine", "ray",
+                                "--address", f"127.0.0.1:{port}"])
+    finally:
+        server.close()
+        for conn in held:
+            conn.close()
+    assert time.monotonic() - started < 120  # bounded (Ray alone retried for 823 s)
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    [line] = r.stderr.strip().splitlines()  # one line: no log line of Ray's
+    what = "answered something else" if says else "said nothing"
+    assert line == (f"Error: cannot reach the Ray cluster at 127.0.0.1:{port}: something accepted "
+                    f"the connection but {what} within 2 s, where a Ray head node answers at "
+                    "once; check --address: HOST:PORT of the head node (`ray start --head` "
+                    "prints it), or auto; RECALLWATCH_RAY_TIMEOUT=SECONDS waits longer")
+    assert not (tmp_path / "kb").exists()

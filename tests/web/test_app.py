@@ -27,7 +27,7 @@ Site = tuple[Path, Path, list[GateResult]]
 @pytest.fixture(scope="module")
 def client(site: Site) -> TestClient:
     db, bench, _ = site
-    return TestClient(create_app(db, bench=bench))
+    return TestClient(base_url="http://127.0.0.1", app=create_app(db, bench=bench))
 
 
 def get(client: TestClient, url: str, status: int = 200) -> Any:
@@ -179,7 +179,8 @@ def test_a_spent_budget_from_the_monitor_is_read_whole(tmp_path: Path) -> None:
         h.record_monitor_run("monitor", {"recall": 0.7, "budget": status.to_dict()},
                              status="alarm")
         h.record_monitor_run("load", {"qps": 900.0})  # newer, no budget
-    card = get(TestClient(create_app(db)), "/monitor").cssselect(".card.budget")[0]
+    client = TestClient(base_url="http://127.0.0.1", app=create_app(db))
+    card = get(client, "/monitor").cssselect(".card.budget")[0]
     assert H.text(card.cssselect(".v.consumed")[0]) == "100%"  # 3 bad of 3 allowed
     assert H.text(card.cssselect(".v.burn-rate")[0]) == "7.50"  # (3/4) / 0.1
     assert H.text(card.cssselect(".badge")[0]) == "SPENT"
@@ -203,7 +204,7 @@ def test_bench_frontier_and_skipped_files(client: TestClient, site: Site) -> Non
 
 def test_empty_states(tmp_path: Path) -> None:
     History(tmp_path / "h.db").close()
-    client = TestClient(create_app(tmp_path / "h.db"))
+    client = TestClient(base_url="http://127.0.0.1", app=create_app(tmp_path / "h.db"))
     for url in ("/", "/trends", "/monitor", "/funnel", "/bench"):
         assert get(client, url).cssselect(".empty"), url
 
@@ -218,7 +219,7 @@ def test_dashboard_never_writes(site: Site) -> None:
     with History(db) as h:  # checkpoint the WAL so the main file holds everything
         h._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     before = snapshot()
-    client = TestClient(create_app(db, bench=bench))
+    client = TestClient(base_url="http://127.0.0.1", app=create_app(db, bench=bench))
     for url in ("/", "/runs/latest", "/trends", "/monitor", "/funnel", "/bench"):
         assert client.get(url).status_code == 200
     assert snapshot()[db.name] == before[db.name]
@@ -238,7 +239,7 @@ def test_indicators_match_whole_words(tmp_path: Path) -> None:
     db = tmp_path / "h.db"
     with History(db) as h:
         h.record_monitor_run("load", {"memory_usage_mb": 512, "qps@8": 900.0, "coverage": 0.97})
-    doc = get(TestClient(create_app(db)), "/monitor")
+    doc = get(TestClient(base_url="http://127.0.0.1", app=create_app(db)), "/monitor")
     cards = {H.text(c.cssselect(".k")[0]).split(" · ")[0]: H.text(c.cssselect(".v")[0])
              for c in doc.cssselect(".indicators .card")}
     assert cards["index health"] == "—"  # "usage" is not "age"

@@ -45,8 +45,8 @@ def test_every_page_is_the_same_as_from_the_sqlite_file(
     typed = uri.replace("postgres@", f"postgres:{PG_PASSWORD}@")
     shown = uri.replace("postgres@", "postgres:***@")
     before = _every_row(uri)
-    from_file = TestClient(create_app(db, bench=bench))
-    from_pg = TestClient(create_app(typed, bench=bench))
+    from_file = TestClient(base_url="http://127.0.0.1", app=create_app(db, bench=bench))
+    from_pg = TestClient(base_url="http://127.0.0.1", app=create_app(typed, bench=bench))
     for url in _pages(runs):
         a, b = from_file.get(url), from_pg.get(url)
         assert b.status_code == a.status_code, url
@@ -60,7 +60,7 @@ def test_every_page_is_the_same_as_from_the_sqlite_file(
 def test_runs_recorded_while_serving_appear(pg_databases: Callable[[], str]) -> None:
     uri = pg_databases()
     H.history(uri, [0, 1])  # type: ignore[arg-type]
-    client = TestClient(create_app(uri))
+    client = TestClient(base_url="http://127.0.0.1", app=create_app(uri))
     assert len(H.parse(client.get("/").text).cssselect("#runs-table tbody tr")) == 2
     H.history(uri, [2])  # type: ignore[arg-type]
     assert len(H.parse(client.get("/").text).cssselect("#runs-table tbody tr")) == 3

@@ -75,7 +75,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, GateResult, Ga
 
 @pytest.fixture(scope="module")
 def client(site: tuple[Path, GateResult, GateResult]) -> TestClient:
-    return TestClient(create_app(site[0]))
+    return TestClient(base_url="http://127.0.0.1", app=create_app(site[0]))
 
 
 def page(client: TestClient, url: str) -> Any:

@@ -50,7 +50,7 @@ def test_one_card_per_group_with_trend_and_status(tmp_path: Path) -> None:
                 "index_age_seconds": 3600.0 * i, "threshold": 0.41,
                 "live": live(ctr, 100.0 + 1000 * i)},
                 status="ok", created_at=f"2026-11-0{i + 1}T10:00:00+00:00")
-    doc = get(TestClient(create_app(db)), "/monitor")
+    doc = get(TestClient(base_url="http://127.0.0.1", app=create_app(db)), "/monitor")
     cards = {c.get("data-group"): c for c in doc.cssselect(".indicators .card.indicator")}
     assert list(cards) == [g.name for g in GROUPS]
 
@@ -106,7 +106,7 @@ def test_funnel_page(tmp_path: Path) -> None:
                 "online_delta": delta, "online_ci_low": delta - 0.01,
                 "online_ci_high": delta + 0.01, "online_verdict": verdict,
                 "agreement": agreement, "payload": {"reading": reading}})
-    doc = get(TestClient(create_app(db)), "/funnel")
+    doc = get(TestClient(base_url="http://127.0.0.1", app=create_app(db)), "/funnel")
     rows = doc.cssselect("table.funnel tbody tr")
     assert [r.get("class") for r in rows] == ["disagreed", "agreed"]  # newest first
     assert H.text(rows[0].cssselect("td")[-1]) == "offline gain not seen <b>online</b>"
@@ -133,7 +133,8 @@ def test_resources_card_from_a_monitor_run(tmp_path: Path) -> None:
     assert report.resources == {"rows": 1200, "dimensions": 16, "vector_bytes": 1200 * 16 * 4,
                                 "index_bytes": store.index_bytes()}
     assert store.index_bytes() > 0
-    card = cards_of(get(TestClient(create_app(db)), "/monitor"))["resources"]
+    client = TestClient(base_url="http://127.0.0.1", app=create_app(db))
+    card = cards_of(get(client, "/monitor"))["resources"]
     assert not card.cssselect(".missing")
     assert H.text(card.cssselect(".v")[0]) == format_cost("index_bytes", store.index_bytes())
     assert "ANN index size" in H.text(card) and "resources.index_bytes" in H.text(card)
@@ -154,7 +155,8 @@ def test_cost_card_reads_the_latest_gate_run_on_a_store(kb: KB, tmp_path: Path) 
                                         policy=policy), db)
 
     def cost_card() -> Any:
-        return cards_of(get(TestClient(create_app(db)), "/monitor"))["cost"]
+        client = TestClient(base_url="http://127.0.0.1", app=create_app(db))
+        return cards_of(get(client, "/monitor"))["cost"]
 
     roomy = gate(60_000.0)  # a minute: no search of ten rows takes that long
     assert roomy.cost is not None and roomy.verdict == "ACCEPT"
@@ -201,7 +203,7 @@ def test_funnel_page_lists_changes_awaiting_a_readout(kb: KB, tmp_path: Path) ->
             "online_delta": 0.01, "online_ci_low": 0.0, "online_ci_high": 0.02,
             "online_verdict": "better", "agreement": "agreed", "payload": {}})
     assert decision.promoted and decision.accepted_run == shipped.run_id
-    doc = get(TestClient(create_app(db)), "/funnel")
+    doc = get(TestClient(base_url="http://127.0.0.1", app=create_app(db)), "/funnel")
     rows = doc.cssselect("table.awaiting tbody tr")
     changes = [r.cssselect("a")[0].get("href") for r in rows]
     assert changes == [f"/runs/{shipped.run_id}", f"/runs/{waiting.run_id}"]  # newest first

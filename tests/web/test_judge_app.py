@@ -50,7 +50,9 @@ def test_reads_and_writes_need_the_token(files: tuple[Path, Path]) -> None:
 
 def test_foreign_hosts_and_origins_are_refused(files: tuple[Path, Path]) -> None:
     c = client(files)
-    assert c.get(f"/?token={TOKEN}", headers={"host": "evil.example:8765"}).status_code == 403
+    for host in ("evil.example:8765", "127.evil.example", "127.0.0.1.nip.io:8765"):
+        r = c.get(f"/?token={TOKEN}", headers={"host": host})
+        assert r.status_code == 421 and "the judging page refused the host name" in r.text
     r = c.post("/grade", json={"query_id": "q1", "id": "c1", "grade": 2},
                headers={TOKEN_HEADER: TOKEN, "origin": "http://evil.example"})
     assert r.status_code == 403 and not files[1].exists()
@@ -83,3 +85,42 @@ def test_grade_and_undo_are_saved(files: tuple[Path, Path]) -> None:
 def test_short_token_is_refused(files: tuple[Path, Path]) -> None:
     with pytest.raises(UsageError):
         create_judge_app(files[0], files[1], judge="ana", token="short")
+
+
+@pytest.mark.parametrize("body", [
+    b'{"query_id": "q1", "id": "c1", "grade": []}',
+    b'{"query_id": "q1", "id": "c1", "grade": {}}',
+    b'{"query_id": "q1", "id": "c1", "grade": "2"}',
+    b'{"query_id": "q1", "id": "c1", "grade": 2.0}',
+    b'{"query_id": "q1", "id": "c1", "grade": null}',
+    b'{"query_id": ["q1"], "id": "c1", "grade": 1}',
+    b'{"query_id": "q1", "id": 1, "grade": 1}', b"[]", b'"grade"', b"null", b"1e999",
+    b"[" * 30_000 + b"]" * 30_000, b'{"a": ' * 9_000 + b"1" + b"}" * 9_000, b"\xff\xfe",
+])
+def test_malformed_grades_are_400_with_the_reason(files: tuple[Path, Path], body: bytes) -> None:
+    c = client(files)
+    h = {TOKEN_HEADER: TOKEN, "content-type": "application/json"}
+    r = c.post("/grade", content=body, headers=h)
+    assert r.status_code == 400, r.text
+    assert r.json()["error"] in ("the body must be a JSON object {query_id, id, grade}",
+                                 "query_id and id must be the strings of the pair shown",
+                                 "a grade is 0, 1, 2 or 3")
+    assert not files[1].exists()
+
+
+def test_a_large_body_is_refused_unread(files: tuple[Path, Path]) -> None:
+    c = client(files)
+    r = c.post("/grade", content=b" " * (64 * 1024 + 1), headers={TOKEN_HEADER: TOKEN})
+    assert r.status_code == 413 and "request body over 65,536 bytes" in r.text
+    padded = json.dumps({"query_id": "q1", "id": "c1", "grade": 1}).encode() + b" " * 60_000
+    assert c.post("/grade", content=padded, headers={TOKEN_HEADER: TOKEN}).status_code == 200
+
+
+def test_a_grade_sent_twice_grades_the_pair_named_not_the_next(files: tuple[Path, Path]) -> None:
+    c = client(files)
+    h = {TOKEN_HEADER: TOKEN}
+    for _ in range(2):  # a double key press: both requests name the pair that was shown
+        r = c.post("/grade", json={"query_id": "q1", "id": "c1", "grade": 2}, headers=h)
+        assert r.status_code == 200
+    assert r.json()["count"] == 1 and r.json()["judged"] == {"q1\u0000c1": 2}
+    assert [(x["id"], x["grade"]) for x in read_judgment_records(files[1])] == [("c1", 2)]

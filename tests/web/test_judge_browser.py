@@ -75,6 +75,13 @@ def browser() -> Iterator[Any]:
         b.close()
 
 
+def press(page: Any, key: str) -> None:
+    """Press ``key`` once the page takes keys again: the last answer is in and the pair shown has
+    settled (the page ignores keys until then, against double presses)."""
+    page.wait_for_selector('body[data-ready="1"][data-pending="0"]', state="attached")
+    page.keyboard.press(key)
+
+
 def test_judge_a_queue_with_the_keyboard_kill_and_resume(queue: Path, browser: Any) -> None:
     from playwright.sync_api import expect
 
@@ -89,12 +96,12 @@ def test_judge_a_queue_with_the_keyboard_kill_and_resume(queue: Path, browser: A
         expect(page.locator("#chunk-id")).to_have_text(items[0].id)
         expect(page.locator("#query")).to_have_text(items[0].query)
         for i in range(20):
-            page.keyboard.press(str(grade_of(i)))
+            press(page, str(grade_of(i)))
         expect(page.locator("#progress")).to_have_text(f"20 / {N} judged")
-        page.keyboard.press("u")  # take back the 20th grade: that pair is shown again
+        press(page, "u")  # take back the 20th grade: that pair is shown again
         expect(page.locator("#progress")).to_have_text(f"19 / {N} judged")
         expect(page.locator("#chunk-id")).to_have_text(items[19].id)
-        page.keyboard.press(str(grade_of(19)))
+        press(page, str(grade_of(19)))
         expect(page.locator("#progress")).to_have_text(f"20 / {N} judged")
         expect(page.locator("#chunk-id")).to_have_text(items[20].id)
     finally:
@@ -110,7 +117,7 @@ def test_judge_a_queue_with_the_keyboard_kill_and_resume(queue: Path, browser: A
         expect(page.locator("#progress")).to_have_text(f"20 / {N} judged")
         expect(page.locator("#chunk-id")).to_have_text(items[20].id)  # resumes where it was
         for i in range(20, N):
-            page.keyboard.press(str(grade_of(i)))
+            press(page, str(grade_of(i)))
         expect(page.locator("#progress")).to_have_text(f"{N} / {N} judged")
         expect(page.locator("#finished")).to_be_visible()
         expect(page.locator("#pair")).to_be_hidden()
@@ -123,3 +130,44 @@ def test_judge_a_queue_with_the_keyboard_kill_and_resume(queue: Path, browser: A
         "human"}
     stamps = [r["at"] for r in records]
     assert stamps == sorted(stamps)  # saved in the order judged
+
+
+# Two key presses in one go, then one the instant the next pair is drawn: all in the page's own
+# event loop, so nothing here depends on how fast the server or the machine is.
+DOUBLE_PRESS = """() => new Promise((resolve) => {
+  const key = (k) => document.dispatchEvent(new KeyboardEvent("keydown", {key: k}));
+  const shown = document.getElementById("chunk-id");
+  const before = shown.textContent;
+  new MutationObserver((_, observer) => {
+    if (shown.textContent === before) {
+      return;  // the same pair drawn again (a redraw while the grade is sent)
+    }
+    observer.disconnect();
+    key("3");  // the next pair was drawn a moment ago: not seen yet, ignored
+    resolve(shown.textContent);
+  }).observe(shown, {childList: true, characterData: true, subtree: true});
+  key("2");
+  key("2");
+})"""
+
+
+def test_a_double_key_press_grades_only_the_pair_shown(queue: Path, browser: Any) -> None:
+    from playwright.sync_api import expect
+
+    items = read_queue(queue)
+    saved = queue.with_name("queue.ana.judgments.jsonl")
+    page = browser.new_page()
+    page.set_default_timeout(15_000)
+    proc, url = serve(queue)
+    try:
+        page.goto(url)
+        page.wait_for_selector('body[data-ready="1"]', state="attached")
+        assert page.evaluate(DOUBLE_PRESS) == items[1].id
+        expect(page.locator("#progress")).to_have_text(f"1 / {N} judged")
+        press(page, "0")  # once settled, the next pair takes keys
+        expect(page.locator("#progress")).to_have_text(f"2 / {N} judged")
+        expect(page.locator("#chunk-id")).to_have_text(items[2].id)
+    finally:
+        stop(proc, signal.SIGINT)
+    assert [(r["id"], r["grade"]) for r in read_judgment_records(saved)] == [
+        (items[0].id, 2), (items[1].id, 0)]

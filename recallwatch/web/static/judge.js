@@ -1,6 +1,8 @@
 // The judging page: keys 0-3 grade the pair shown, u (or Backspace) takes back the last grade.
-// Every action is sent to the server in order, one at a time, so fast typing never loses a grade
-// or grades the wrong pair; the page shows what the server saved, nothing else.
+// Every action is sent to the server in order, one at a time; the page shows what the server
+// saved, nothing else. A grade names the pair on screen when the key was pressed, and keys are
+// ignored until the server has answered and the next pair has been on screen for SETTLE_MS: a
+// key pressed twice grades the pair the judge saw, never the next one.
 (function () {
   "use strict";
   const data = JSON.parse(document.getElementById("judge-data").textContent);
@@ -8,6 +10,9 @@
   let judged = data.state.judged;
   let chain = Promise.resolve();
   let pending = 0;
+  const SETTLE_MS = 250;
+  let shown = -2;
+  let readyAt = 0;
   const $ = (id) => document.getElementById(id);
   const key = (item) => item.query_id + "\u0000" + item.id;
 
@@ -38,6 +43,14 @@
     $("bar").max = Math.max(items.length, 1);
     document.body.dataset.pending = String(pending);
     const i = current();
+    if (i !== shown) {
+      shown = i;
+      readyAt = performance.now() + SETTLE_MS;
+      document.body.dataset.ready = "0";
+      setTimeout(() => {
+        document.body.dataset.ready = shown === i ? "1" : document.body.dataset.ready;
+      }, SETTLE_MS);
+    }
     $("pair").hidden = i < 0;
     $("finished").hidden = i >= 0;
     if (i < 0) {
@@ -82,12 +95,12 @@
   }
 
   function grade(value) {
+    const i = current();
+    if (pending > 0 || i < 0 || performance.now() < readyAt) {
+      return;
+    }
+    const item = items[i];
     enqueue(async () => {
-      const i = current();
-      if (i < 0) {
-        return;
-      }
-      const item = items[i];
       const saved = await post("grade", { query_id: item.query_id, id: item.id, grade: value });
       judged = saved.judged;
       say("Saved " + item.query_id + " / " + item.id + ": " + value + " (" +
@@ -96,6 +109,9 @@
   }
 
   function undo() {
+    if (pending > 0) {
+      return;
+    }
     enqueue(async () => {
       const out = await post("undo");
       judged = out.judged;

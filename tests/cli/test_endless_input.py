@@ -1,0 +1,103 @@
+"""Endless input: /dev/zero, and a small gzip file that inflates to one 200 MB line, given to every
+command that reads a user file. Each exits 2 with the located error naming the cap, and the
+process's peak memory stays bounded.
+
+The commands run one after the other in one child process (the command line's import is paid
+once), which reports its peak resident memory (``ru_maxrss``) after each; a reader that read
+the input whole would grow until the child is killed by the timeout."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+KB = ROOT / "examples" / "kb"
+PEAK_BOUND_MB = 600  # the largest read allowed is a 128 MB whole file; the rest is the program
+BOMB_MB = 200
+
+CHILD = """
+import json, resource, sys
+from tests.clirun import cli
+out = []
+for args in json.loads(sys.argv[1]):
+    code, stdout, stderr = cli(*args)
+    out.append([code, stdout + stderr, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss])
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``zero.*``: /dev/zero under the names each reader expects; ``bomb.jsonl.gz``: one
+    200 MB line of spaces, about 200 KB compressed."""
+    root = tmp_path_factory.mktemp("endless")
+    for suffix in ("jsonl", "yaml", "json", "txt", "run"):
+        (root / f"zero.{suffix}").symlink_to("/dev/zero")
+    with gzip.GzipFile(root / "bomb.jsonl.gz", "wb", compresslevel=9, mtime=0) as fh:
+        piece = b" " * (1 << 20)
+        for _ in range(BOMB_MB):
+            fh.write(piece)
+    assert (root / "bomb.jsonl.gz").stat().st_size < 1 << 20
+    (root / "qrels.txt").write_text("q1 0 d1 1\n", encoding="utf-8")
+    return root
+
+
+def commands(d: Path) -> list[list[str]]:
+    zero, bomb, golden, corpus = (str(d / "zero.jsonl"), str(d / "bomb.jsonl.gz"),
+                                  str(KB / "golden.yaml"), str(KB / "corpus_v1.jsonl"))
+    out = str(d / "out")
+    store = f"lancedb://{d / 'no-store'}?table=t"
+    return [
+        ["golden", "check", zero, "--corpus", corpus],
+        ["golden", "check", str(d / "zero.yaml"), "--corpus", corpus],
+        ["golden", "check", str(d / "zero.json"), "--corpus", corpus],
+        ["golden", "check", golden, "--corpus", bomb],
+        ["golden", "sample", bomb, "--out", out],
+        ["golden", "sample", str(d / "zero.txt"), "--out", out],
+        ["label", "export", zero, "--out", out],
+        ["label", "export", bomb, "--out", out],
+        ["label", "merge", golden, zero, "--out", out],
+        ["label", "serve", zero, "--port", "0"],
+        ["online", "clicks", bomb],
+        ["online", "interleave", zero],
+        ["online", "ab", bomb],
+        ["monitor", "--store", store, "--probes", out, "--log", zero, "--no-history"],
+        ["monitor", "--store", store, "--probes", out, "--log", bomb, "--no-history"],
+        ["gate", golden, "--results", zero, "--no-history"],
+        ["gate", golden, "--results", str(KB / "golden.yaml"), "--policy",
+         str(d / "zero.yaml"), "--no-history"],
+        ["eval", "-m", "P@10", bomb, str(d / "zero.run")],
+        ["eval", "-m", "P@10", str(d / "qrels.txt"), "/dev/zero"],
+    ]
+
+
+def test_endless_input_is_refused_at_a_cap_with_bounded_memory(hostile: Path) -> None:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RECALLWATCH_MAX_LINE_MB", "RECALLWATCH_MAX_FILE_MB")}
+    cmds = commands(hostile)
+    child = subprocess.run([sys.executable, "-c", CHILD, json.dumps(cmds)], cwd=hostile,
+                           env={**env, "PYTHONPATH": str(ROOT)}, capture_output=True,
+                           text=True, timeout=300)
+    assert child.returncode == 0, child.stderr[-2000:]
+    results = json.loads(child.stdout)
+    for args, (code, output, _) in zip(cmds, results, strict=True):
+        assert code == 2, (args, output)
+        assert "Traceback" not in output, (args, output)
+        line = output.strip().splitlines()[-1]
+        assert line.startswith("Error: "), (args, output)
+        if any(a.endswith(("zero.yaml", "zero.json")) for a in args):
+            assert ": expected a file of at most 128 MB, found <more than 128 MB> (set " \
+                   "RECALLWATCH_MAX_FILE_MB to raise the limit)" in line, (args, line)
+        else:
+            assert ":1: expected a line of at most 16 MB, found <a longer line: more than " \
+                   "16 MB without a line break>" in line, (args, line)
+            assert "set RECALLWATCH_MAX_LINE_MB to raise the limit" in line
+    peak_mb = max(rss for _, _, rss in results) / 1024  # Linux reports kilobytes
+    assert peak_mb < PEAK_BOUND_MB, [(a, r // 1024) for a, (_, _, r) in zip(cmds, results)]
