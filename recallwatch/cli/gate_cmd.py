@@ -52,6 +52,12 @@ def gate(
         "--log", help="A query log (interaction log, JSONL or .txt of queries) to check the "
         "golden set against: warns when the log's queries drift away from the set's (centroid "
         "distance, topic coverage). A warning only: the verdict does not change.")] = None,
+    latency_sample: Annotated[int | None, typer.Option(
+        "--latency-sample", min=0, help="Time this many queries with one search call each "
+        "(the run's latency p50 and p99), spread evenly over the set; 0 skips it. Default: as "
+        "many as fit in 10 % of the time spent retrieving the whole set, at most 100 (a search "
+        "without an index reads every row, once per call). The setting is recorded with the "
+        "run.")] = None,
     engine: EngineOption = EngineChoice.local,
     address: RayAddress = None,
     workers: RayWorkers = None,
@@ -116,7 +122,8 @@ def gate(
 
         result = gate_from_files(golden, store=store, results=results, policy=policy,
                                  embedder=embedder, corpus=corpus, run_date=day,
-                                 then=record, fan_out=fan_out)
+                                 then=record, fan_out=fan_out,
+                                 latency_sample=latency_sample)
     _write_outputs(result, fmt, junit, report)
     if policy is None:
         _explain_default_noise(result)

@@ -23,8 +23,25 @@ REPORT_FILES = ("report.json", "report.md", "junit.xml", "report.html")
 
 
 def to_json(result: GateResult) -> str:
-    """The gate's JSON object (docs/gate.md), pretty-printed, stable key order."""
-    return json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n"
+    """The gate's JSON object (docs/gate.md), pretty-printed, stable key order.
+
+    The text is ``json.dumps(result.to_dict(), indent=2)``'s, built one query at a time: a
+    query's dictionary is many times the size of its text, so a large run never holds all of
+    them at once."""
+    def dumps(value: object) -> str:
+        return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+    head = dumps(result.to_dict_without_queries())
+    if not result.queries:
+        return head + "\n"
+    before, after = head.split('\n  "queries": [],\n', 1)
+    # a query sits 4 spaces deep in the whole object; JSON strings hold no raw newline
+    parts = [before, '\n  "queries": [\n']
+    for i, q in enumerate(result.queries):
+        parts.append(("    " + dumps(q.to_dict()).replace("\n", "\n    "))
+                     + (",\n" if i < len(result.queries) - 1 else "\n"))
+    parts.append("  ],\n" + after + "\n")
+    return "".join(parts)
 
 
 def _check_parents(path: Path) -> None:

@@ -29,7 +29,12 @@ from recallwatch.suite.cost import measure_cost
 from recallwatch.suite.diagnosis import DiagnosisContext, diagnose, halves_similarity, patterns
 from recallwatch.suite.limits import check_measures, run_checks
 from recallwatch.suite.model import GateResult, QueryResult, excerpt
-from recallwatch.suite.retrieve import ResultsSource, Source, StoreSource
+from recallwatch.suite.retrieve import (
+    ResultsSource,
+    Source,
+    StoreSource,
+    check_latency_sample,
+)
 from recallwatch.suite.score import score_queries
 from recallwatch.suite.verdict import aggregate, decide
 
@@ -109,6 +114,11 @@ class Gate:
             verdict, reasons = "STOP", [*reasons, *limit_reasons]
 
         config = source.config()
+        config_hash = canonical_hash(config)
+        if source.timings.sample is not None:
+            # how the latency was sampled, to time a rerun alike; not part of the hash (it
+            # changes no quality figure, so runs with other samples still compare)
+            config = {**config, "latency_sample": source.timings.sample}
         warnings = []
         unknown_waivers = sorted(set(self.policy.waivers) - {q.id for q in self.golden.queries})
         if unknown_waivers:
@@ -131,7 +141,7 @@ class Gate:
                      "hash": self.golden.hash, "source": self.golden.source or ""},
             dataset_hash=self.golden.hash,
             policy_hash=self.policy.hash,
-            config_hash=canonical_hash(config),
+            config_hash=config_hash,
             config=config,
             policy=self.policy.rules_dict(),
             store=source.describe(),
@@ -207,9 +217,12 @@ def run_gate(
     results_name: str | Path = "<results>",
     part: Part = "auto",
     fan_out: FanOut | None = None,
+    latency_sample: int | None = None,
 ) -> GateResult:
     """Run the gate against a store (searched with ``embedder``) or a results mapping.
-    ``fan_out`` wraps the store's source to retrieve elsewhere (the Ray engine)."""
+    ``fan_out`` wraps the store's source to retrieve elsewhere (the Ray engine).
+    ``latency_sample``: how many queries are timed one search call each (0: none; None: as
+    many as 10 % of the retrieval time allows, at most 100)."""
     policy = policy or Policy()
     source: Source
     if (store is None) == (results is None):
@@ -219,7 +232,13 @@ def run_gate(
             from recallwatch.embedders import embedder_for_store
 
             embedder = embedder_for_store(store)
-        local = StoreSource(store, embedder, policy.search)
+        if latency_sample == 0 and policy.limits.max_latency_p99_ms is not None:
+            raise UsageError(
+                "a latency sample of 0 queries measures no search latency, and the policy caps "
+                f"it (max_latency_p99_ms {policy.limits.max_latency_p99_ms:g}): time at least "
+                "one query (--latency-sample N, or leave it out) or remove max_latency_p99_ms "
+                "from the policy")
+        local = StoreSource(store, embedder, policy.search, latency_sample=latency_sample)
         source = local if fan_out is None else fan_out(local)
     elif results is not None:
         if policy.search.filter and not corpus:
@@ -245,6 +264,7 @@ def gate_from_files(
     then: Callable[[GateResult, VectorStore | None], GateResult] | None = None,
     part: Part = "auto",
     fan_out: FanOut | None = None,
+    latency_sample: int | None = None,
 ) -> GateResult:
     """The gate as the CLI, the pytest plugin and the operations commands run it: a golden file,
     a store URI (queried with the embedder that built it, unless ``embedder`` names one) or a
@@ -255,6 +275,7 @@ def gate_from_files(
 
     if (store is None) == (results is None):
         raise UsageError("give exactly one of --store URI or --results FILE")
+    check_latency_sample(latency_sample)  # before any file is read
     golden_set, pol = load_golden(golden), load_policy(policy)
     if results is not None:
         from recallwatch.formats.results import load_results
@@ -274,7 +295,8 @@ def gate_from_files(
     try:
         result = run_gate(golden_set, store=vector_store,
                           embedder=embedder_for_store(vector_store, embedder), policy=pol,
-                          run_date=run_date, part=part, fan_out=fan_out)
+                          run_date=run_date, part=part, fan_out=fan_out,
+                          latency_sample=latency_sample)
         return then(result, vector_store) if then is not None else result
     finally:
         vector_store.close()
