@@ -87,9 +87,12 @@ class Gate:
         expected_ids = list(dict.fromkeys(c for q in queries for c in q.expected))
         chunks = source.chunks(expected_ids)
         scored = score_queries(queries, retrieved, chunks, self.policy, self.golden.top_k)
-        shown = _shown_chunks(scored, source, chunks)  # one read of every chunk the run shows
+        del retrieved  # the deep lists: scored, they are the largest per-query data
+        # one read of every chunk the run shows; whole only where fact recall reads the text
+        shown, texts = _shown_chunks(scored, source, chunks, whole=anchors is not None)
         if anchors is not None:
             scored = _with_fact_recall(scored, queries, anchors, shown)
+            shown = {}
 
         failing_ids = {h.id for q in scored if not q.passed for h in q.expected if not h.in_top_k}
         failing_chunks = [chunks[c] for c in failing_ids if c in chunks]
@@ -151,7 +154,7 @@ class Gate:
             split=split,
             checks=tuple(checks),
             cost=cost,
-            chunk_texts={c: excerpt(chunk.text) for c, chunk in shown.items()},
+            chunk_texts=texts,
         )
 
 
@@ -192,17 +195,32 @@ def _with_fact_recall(scored: list[QueryResult], queries: Sequence[GoldenQuery],
 
 
 
-def _shown_chunks(scored: list[QueryResult], source: Source,
-                  known: Mapping[str, Chunk]) -> dict[str, Chunk]:
+# Chunks read at a time for their excerpts: a large run never holds every shown chunk whole.
+_SHOWN_BATCH = 4096
+
+
+def _shown_chunks(scored: list[QueryResult], source: Source, known: Mapping[str, Chunk],
+                  *, whole: bool) -> tuple[dict[str, Chunk], dict[str, str]]:
     """Every chunk the run shows (expected, top-K, beyond K), in that order, once each: the ones
-    already read (``known``) and the rest in one batch. Their text gives fact recall and the
-    excerpts a person decides from."""
+    already read (``known``) and the rest in batches. Returns the chunks themselves when
+    ``whole`` (their text gives fact recall), else {}; and the excerpt a person decides from of
+    each."""
     ids = list(dict.fromkeys(
         c for q in scored for c in [*(h.id for h in q.expected), *(c for c, _ in q.top),
                                     *(c for c, _ in q.beyond_k)]))
-    missing = [c for c in ids if c not in known]
-    read = {**known, **(source.chunks(missing) if missing else {})}
-    return {c: read[c] for c in ids if c in read}
+    chunks: dict[str, Chunk] = {}
+    texts: dict[str, str] = {}
+    for start in range(0, len(ids), _SHOWN_BATCH):
+        part = ids[start:start + _SHOWN_BATCH]
+        missing = [c for c in part if c not in known]
+        read = {**(source.chunks(missing) if missing else {}),
+                **{c: known[c] for c in part if c in known}}
+        for c in part:
+            if c in read:
+                texts[c] = excerpt(read[c].text)
+                if whole:
+                    chunks[c] = read[c]
+    return chunks, texts
 
 
 def run_gate(

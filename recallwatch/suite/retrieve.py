@@ -109,6 +109,11 @@ class Source(Protocol):
     def index_bytes(self) -> int | None: ...
 
 
+def _absent(expected: Sequence[str], ids: Sequence[str]) -> list[str]:
+    found = set(ids)
+    return [c for c in expected if c not in found]
+
+
 @dataclass
 class StoreSource:
     """Pure vector search on the store's representation field, plus a written boost if any."""
@@ -144,8 +149,7 @@ class StoreSource:
             # The ranked lists in one call: a store batches what it can (LanceDB scans the rows
             # outside its index once per block of queries, not once per query).
             hits = self.store.search(vectors, depth, filter=self.settings.filter or None)
-            found = [set(h.ids) for h in hits]
-            missing = [[c for c in q.expected if c not in ids] for q, ids in zip(queries, found)]
+            missing = [_absent(q.expected, h.ids) for q, h in zip(queries, hits)]
             t_score = time.perf_counter()
             # one call for every query: the store fetches each expected vector once
             extra_scores = self.store.score_of(vectors, missing)
@@ -157,8 +161,14 @@ class StoreSource:
         self.timings.search += t3 - t1
         self.timings.score += t2 - t_score
         out = []
-        for q, h, extra in zip(queries, hits, extra_scores):
-            ids, scores = list(h.ids), np.asarray(h.scores, dtype=np.float64)
+        # one str per chunk id across the queries: deep lists overlap, and an id is 50-60 bytes
+        # where a reference is 8
+        canon: dict[str, str] = {}
+        hits.reverse()  # taken from the end, so each query's answer is freed once copied
+        for q, extra in zip(queries, extra_scores):
+            h = hits.pop()
+            ids = [canon.setdefault(c, c) for c in h.ids]
+            scores = np.asarray(h.scores, dtype=np.float64)
             wanted = set(q.expected)
             exp_scores = {c: float(s) for c, s in zip(ids, scores) if c in wanted}
             exp_scores.update({c: float(s) for c, s in extra.items()})
