@@ -13,7 +13,8 @@ importing the libraries. Time is the step's wall time in that process.
 1. **gate** (goal ≤ 25 KB per golden query): a LanceDB store of ``--gate-base`` seeded
    ``--dim``-d vectors without an ANN index (every search a full scan) and a golden set of
    ``--gate-queries`` queries, each the vector of one stored row plus noise, expecting that row;
-   ``run_gate`` with the default policy and latency sample, then its JSON report.
+   ``run_gate`` with the default policy and latency sample, then its JSON report written to a
+   file as ``gate --format json`` prints it.
 2. **eval** (goal ≤ 60 B per run line): ``recallwatch eval``'s path (``Run.read``,
    ``evaluate``) on a seeded qrels and run of ``--eval-queries`` queries × ``--eval-depth``
    results, measures ``nDCG@10 R@100 RR AP P@10``.
@@ -71,7 +72,7 @@ def make_store(path: Path, base: int, dim: int) -> None:
 def gate_worker(path: Path, n: int) -> dict[str, Any]:
     from recallwatch.embedders.function import CallableEmbedder
     from recallwatch.formats.golden import GoldenSet
-    from recallwatch.report import to_json
+    from recallwatch.report import json_parts
     from recallwatch.stores.lancedb import LanceStore
     from recallwatch.suite.gate import run_gate
 
@@ -95,12 +96,15 @@ def gate_worker(path: Path, n: int) -> dict[str, Any]:
     before = _peak_bytes()
     t0 = time.perf_counter()
     result = run_gate(golden, store=store, embedder=embedder)
-    report = to_json(result)
+    report = 0
+    with open(path / "report.json", "w", encoding="utf-8") as out:  # as the CLI prints it
+        for part in json_parts(result):
+            report += out.write(part)
     took = time.perf_counter() - t0
     cost = result.cost or {}
     sampled = cost.get("search_mean_ms", 0.0) * cost.get("queries", 0) / 1000
     return {"n": n, "seconds": took, "peak_bytes": _peak_bytes(), "peak_before_bytes": before,
-            "report_bytes": len(report), "latency_queries": cost.get("queries"),
+            "report_chars": report, "latency_queries": cost.get("queries"),
             "latency_seconds": sampled, "latency_share": sampled / took,
             "mean_recall": result.aggregate.mean_recall}
 

@@ -167,7 +167,7 @@ def _with_staleness(result: Any, vector_store: Any, golden: Path, policy: Path |
 
 def _write_outputs(result: object, fmt: GateFormat, junit: Path | None,
                    report: Path | None) -> None:
-    from recallwatch.report import to_json, write_junit, write_report_set
+    from recallwatch.report import json_parts, write_junit, write_report_set
     from recallwatch.report.markdown import to_markdown
     from recallwatch.suite.model import GateResult
 
@@ -178,7 +178,10 @@ def _write_outputs(result: object, fmt: GateFormat, junit: Path | None,
     if junit is not None:
         write_junit(result, junit)
     if fmt is GateFormat.json:
-        emit(to_json(result))
+        import sys
+
+        for part in json_parts(result):  # one query at a time: never the whole text at once
+            sys.stdout.write(part)
     elif fmt is GateFormat.markdown:
         emit(to_markdown(result))
     else:

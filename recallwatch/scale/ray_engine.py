@@ -74,6 +74,11 @@ def ray_session(address: str | None = None, workers: int | None = None) -> Itera
     if ray.is_initialized():
         yield ray
         return
+    # Ray's note that a local cluster uses token authentication is about Ray's defaults, not
+    # this run: a user sees recallwatch's own progress only
+    token_log = logging.getLogger("ray._private.authentication.authentication_token_setup")
+    level = token_log.level
+    token_log.setLevel(logging.ERROR)
     try:
         with warnings.catch_warnings():
             # lance warns at every fork; Ray's forks exec a new program at once, so nothing of
@@ -84,6 +89,8 @@ def ray_session(address: str | None = None, workers: int | None = None) -> Itera
     except ConnectionError as exc:  # a wrong --address is the user's to fix, not a crash
         raise UsageError(f"cannot reach the Ray cluster at {address}: {exc} (check --address: "
                          "HOST:PORT of the head node, or auto)") from None
+    finally:
+        token_log.setLevel(level)
     try:
         yield ray
     finally:

@@ -131,8 +131,12 @@ def exact_candidates(
     for as many queries as ``queries_per_scan`` allows, each block's answers yielded before the
     next block is scanned."""
     step = queries_per_scan(k, queries.shape[1])
+    # one str per row id across the answers (each scan reads the ids anew): an id is 50-60
+    # bytes where a reference is 8, and the answers of many queries share rows
+    canon: dict[str, str] = {}
     for start in range(0, len(queries), step):
-        yield from _scan(table, queries[start:start + step], k, predicate, fragments)
+        for ids, vectors in _scan(table, queries[start:start + step], k, predicate, fragments):
+            yield [canon.setdefault(c, c) for c in ids], vectors
 
 
 def _scan(

@@ -200,3 +200,26 @@ def test_an_address_nobody_listens_on_is_refused_in_seconds(tmp_path: Path) -> N
     assert bad.exit_code == 2
     assert "--address must be HOST:PORT of the Ray head node (or auto), found 'head-node'" \
         in bad.stderr
+
+
+@pytest.mark.slow
+def test_a_successful_ray_session_prints_nothing_of_ray(tmp_path: Path) -> None:
+    """Starting a local Ray, running actors and stopping it: Ray's own notes (its token
+    authentication default) do not reach the user's terminal."""
+    import subprocess
+
+    script = tmp_path / "run.py"
+    script.write_text(
+        "from recallwatch.scale.ray_engine import ray_session\n"
+        "with ray_session(None, 2) as ray:\n"
+        "    class A:\n"
+        "        def f(self, x):\n"
+        "            return x + 1\n"
+        "    actors = [ray.remote(num_cpus=1)(A).remote() for _ in range(2)]\n"
+        "    print(ray.get([a.f.remote(1) for a in actors]))\n", encoding="utf-8")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=300, cwd=tmp_path, env={"PYTHONPATH": str(ROOT),
+                                                         "PATH": "/usr/bin:/bin"}, check=False)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout == "[2, 2]\n"
+    assert out.stderr == ""
