@@ -52,6 +52,12 @@ def gate(
         "--log", help="A query log (interaction log, JSONL or .txt of queries) to check the "
         "golden set against: warns when the log's queries drift away from the set's (centroid "
         "distance, topic coverage). A warning only: the verdict does not change.")] = None,
+    latency_sample: Annotated[int | None, typer.Option(
+        "--latency-sample", min=0, help="Time this many queries with one search call each "
+        "(the run's latency p50 and p99), spread evenly over the set; 0 skips it. Default: as "
+        "many as fit in 10 % of the time spent retrieving the whole set, at most 100 (a search "
+        "without an index reads every row, once per call). The setting is recorded with the "
+        "run.")] = None,
     engine: EngineOption = EngineChoice.local,
     address: RayAddress = None,
     workers: RayWorkers = None,
@@ -116,7 +122,8 @@ def gate(
 
         result = gate_from_files(golden, store=store, results=results, policy=policy,
                                  embedder=embedder, corpus=corpus, run_date=day,
-                                 then=record, fan_out=fan_out)
+                                 then=record, fan_out=fan_out,
+                                 latency_sample=latency_sample)
     _write_outputs(result, fmt, junit, report)
     if policy is None:
         _explain_default_noise(result)
@@ -160,7 +167,7 @@ def _with_staleness(result: Any, vector_store: Any, golden: Path, policy: Path |
 
 def _write_outputs(result: object, fmt: GateFormat, junit: Path | None,
                    report: Path | None) -> None:
-    from recallwatch.report import to_json, write_junit, write_report_set
+    from recallwatch.report import json_parts, write_junit, write_report_set
     from recallwatch.report.markdown import to_markdown
     from recallwatch.suite.model import GateResult
 
@@ -171,7 +178,10 @@ def _write_outputs(result: object, fmt: GateFormat, junit: Path | None,
     if junit is not None:
         write_junit(result, junit)
     if fmt is GateFormat.json:
-        emit(to_json(result))
+        import sys
+
+        for part in json_parts(result):  # one query at a time: never the whole text at once
+            sys.stdout.write(part)
     elif fmt is GateFormat.markdown:
         emit(to_markdown(result))
     else:

@@ -151,6 +151,10 @@ def auto_reindex(
                                f"one was already attempted at {last['at']} ({last.get('trigger')}"
                                f", {last.get('outcome', 'unfinished')}); at most one per "
                                f"{_hours(window)}")
+    if trigger == "ingest":
+        hopeless = _cannot_pass(store, probes, k, floor, vectors, exact)
+        if hopeless is not None:
+            return AutoReindex(trigger, why, None, hopeless)
     attempt = {"at": now.isoformat(timespec="seconds"), "trigger": trigger, "why": why}
     store.set_meta(AUTO_REINDEX_META_KEY, attempt)  # before the build: a kill still counts
     result = reindex(store, probes, k=k, floor=floor, history=history,
@@ -159,6 +163,26 @@ def auto_reindex(
                    {**attempt, "outcome": "switched" if result.switched else "refused",
                     "version": result.version, "recall": result.recall_candidate})
     return AutoReindex(trigger, why, result, None)
+
+
+def _cannot_pass(store: VectorStore, probes: ProbeSet, k: int, floor: float,
+                 vectors: np.ndarray | None, exact: ExactSearch | None) -> str | None:
+    """Why a rebuild cannot reach ``floor``, measured before it is built (None when it may).
+
+    The live search finds the rows outside the index exactly; a rebuilt index puts them in the
+    approximate search with the same settings, so its recall is not expected to be higher than
+    the live one. A live recall under the floor means the rebuild would be thrown away."""
+    from recallwatch.ops.recall import probe_vectors, recall_vs_exact
+
+    if vectors is None:
+        vectors, _ = probe_vectors(probes, store)
+    live = float(recall_vs_exact(store, vectors, k, exact=exact)[0].mean())
+    if live >= floor:
+        return None
+    return (f"not rebuilt: recall@{k} of the live search is {live:.3f} with the rows outside "
+            f"the index searched exactly, under the floor {floor:g}; a rebuilt index with the "
+            "same settings would be refused at that floor. Raise the index's search settings "
+            "(nprobes, ef, refine_factor in the store URI) or lower the floor (--floor)")
 
 
 def _hours(window: timedelta) -> str:

@@ -85,7 +85,8 @@ class IngestReport:
     resumed: bool = False  # an earlier run of an ingestion was interrupted before this one
     started_at: str = ""
     finished_at: str = ""
-    seconds: dict[str, float] = field(default_factory=dict)  # read, embed, write, total
+    # read, embed, write, index (the automatic index check and rebuild), total
+    seconds: dict[str, float] = field(default_factory=dict)
     # the automatic index rebuild this ingestion triggered (AutoReindex.to_dict()), if any
     index_rebuild: dict[str, Any] | None = None
 
@@ -126,8 +127,10 @@ class IngestReport:
             busy = s.get("embed", 0.0) + s.get("write", 0.0)
             rate = f"; {written / busy:.0f} chunks/s embedded and written" if busy > 0 else ""
             # total also covers opening the model and the store, and the fingerprint
+            index = (f", index check and rebuild {s['index']:.2f}s" if s.get("index", 0) >= 0.005
+                     else "")
             lines.append(f"  time {s.get('total', 0):.2f}s (read {s.get('read', 0):.2f}s, embed "
-                         f"{s.get('embed', 0):.2f}s, write {s.get('write', 0):.2f}s{rate})")
+                         f"{s.get('embed', 0):.2f}s, write {s.get('write', 0):.2f}s{index}{rate})")
         if self.index_rebuild is not None:
             lines.append(f"  {self.index_rebuild['summary']}")
         for r in self.rejected[:20]:
@@ -259,12 +262,15 @@ def ingest(
     if isinstance(store, SupportsSeal) and (todo or report.deleted):
         store.seal()
     report.version = store.current_version()
+    t_index = 0.0
     if todo:
+        t0 = time.perf_counter()
         report.index_rebuild = _rebuild_if_needed(store, verify_floor, rebuild_window_hours,
                                                   history)
+        t_index = time.perf_counter() - t0
         report.version = store.current_version()
     report.finished_at = _now()
-    report.seconds = {"read": t_read, "embed": t_embed, "write": t_write,
+    report.seconds = {"read": t_read, "embed": t_embed, "write": t_write, "index": t_index,
                       "total": time.perf_counter() - t_start}
     _record(store, report)
     return report

@@ -10,21 +10,45 @@ line recallwatch shows goes through it. The charts' geometry is :mod:`recallwatc
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 from recallwatch.errors import InputError
 from recallwatch.report._text import visible
 from recallwatch.suite.model import GateResult
 
-__all__ = ["REPORT_FILES", "check_report_dir", "check_report_file", "to_json", "visible",
-           "write_junit", "write_report_set"]
+__all__ = ["REPORT_FILES", "check_report_dir", "check_report_file", "json_parts", "to_json",
+           "visible", "write_junit", "write_report_set"]
 
 REPORT_FILES = ("report.json", "report.md", "junit.xml", "report.html")
 
 
 def to_json(result: GateResult) -> str:
-    """The gate's JSON object (docs/gate.md), pretty-printed, stable key order."""
-    return json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n"
+    """The gate's JSON object (docs/gate.md), pretty-printed, stable key order.
+
+    The text is ``json.dumps(result.to_dict(), indent=2)``'s, built one query at a time: a
+    query's dictionary is many times the size of its text, so a large run never holds all of
+    them at once."""
+    return "".join(json_parts(result))
+
+
+def json_parts(result: GateResult) -> Iterator[str]:
+    """:func:`to_json`'s text in pieces, one per query, for a writer that streams them."""
+    def dumps(value: object) -> str:
+        return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+    head = dumps(result.to_dict_without_queries())
+    if not result.queries:
+        yield head + "\n"
+        return
+    before, after = head.split('\n  "queries": [],\n', 1)
+    # a query sits 4 spaces deep in the whole object; JSON strings hold no raw newline
+    yield before + '\n  "queries": [\n'
+    last = len(result.queries) - 1
+    for i, q in enumerate(result.queries):
+        yield ("    " + dumps(q.to_dict()).replace("\n", "\n    ")
+               + (",\n" if i < last else "\n"))
+    yield "  ],\n" + after + "\n"
 
 
 def _check_parents(path: Path) -> None:

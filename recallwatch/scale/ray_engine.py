@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import inspect
+import itertools
 import json
 import logging
 import time
@@ -44,7 +45,7 @@ from recallwatch.formats.ann import Metric
 from recallwatch.formats.golden import GoldenQuery
 from recallwatch.formats.policy import SearchSettings
 from recallwatch.stores.base import Chunk
-from recallwatch.suite.retrieve import Retrieved, StoreSource, Timings
+from recallwatch.suite.retrieve import Retrieved, StoreSource, Timings, latency_rows
 
 __all__ = ["RayEmbedding", "RaySource", "ground_truth", "ray_session", "require_ray"]
 
@@ -73,6 +74,11 @@ def ray_session(address: str | None = None, workers: int | None = None) -> Itera
     if ray.is_initialized():
         yield ray
         return
+    # Ray's note that a local cluster uses token authentication is about Ray's defaults, not
+    # this run: a user sees recallwatch's own progress only
+    token_log = logging.getLogger("ray._private.authentication.authentication_token_setup")
+    level = token_log.level
+    token_log.setLevel(logging.ERROR)
     try:
         with warnings.catch_warnings():
             # lance warns at every fork; Ray's forks exec a new program at once, so nothing of
@@ -83,6 +89,8 @@ def ray_session(address: str | None = None, workers: int | None = None) -> Itera
     except ConnectionError as exc:  # a wrong --address is the user's to fix, not a crash
         raise UsageError(f"cannot reach the Ray cluster at {address}: {exc} (check --address: "
                          "HOST:PORT of the head node, or auto)") from None
+    finally:
+        token_log.setLevel(level)
     try:
         yield ray
     finally:
@@ -314,11 +322,13 @@ class _Retriever:
         self.store = open_store(store)
         self.source = StoreSource(self.store, embedder_for_store(self.store, spec), settings)
 
-    def retrieve(self, queries: list[GoldenQuery], depth: int
+    def retrieve(self, queries: list[GoldenQuery], depth: int, sample: int | None
                  ) -> tuple[list[Retrieved], float, float, list[float], int]:
         """This share's results, its embedding and search seconds, each query's own search
-        seconds and how many queries it embedded (what the run's cost is computed from)."""
+        seconds (``sample`` of them; None: automatic) and how many queries it embedded (what
+        the run's cost is computed from)."""
         self.source.timings = Timings()
+        self.source.latency_sample = sample
         out = self.source.retrieve(queries, depth)
         t = self.source.timings
         return out, t.embed, t.search, list(t.search_each), t.embedded
@@ -354,9 +364,12 @@ class RaySource:
             actor = ray.remote(num_cpus=1)(_Retriever)
             self._actors += [actor.remote(self.store, self.spec, self.local.settings)
                              for _ in range(len(parts) - len(self._actors))]
+        samples = _share_samples([len(p) for p in parts], self.local.latency_sample)
+        self.local.timings.sample = ("auto" if self.local.latency_sample is None
+                                     else self.local.latency_sample)
         t0 = time.perf_counter()
-        answers = ray.get([a.retrieve.remote(p, depth)
-                           for a, p in zip(self._actors, parts)])
+        answers = ray.get([a.retrieve.remote(p, depth, n)
+                           for a, p, n in zip(self._actors, parts, samples)])
         wall = time.perf_counter() - t0
         embed = sum(a[1] for a in answers)
         search = sum(a[2] for a in answers)
@@ -386,6 +399,17 @@ class RaySource:
 
     def index_bytes(self) -> int | None:
         return self.local.index_bytes()
+
+
+def _share_samples(sizes: list[int], sample: int | None) -> list[int | None]:
+    """Each share's latency sample: automatic in each, or the run's ``sample`` queries, as
+    spread over the whole set, counted in each share."""
+    if sample is None:
+        return [None] * len(sizes)
+    rows = np.asarray(latency_rows(sum(sizes), sample), dtype=np.int64)
+    bounds = np.cumsum([0, *sizes]).tolist()
+    return [int(np.count_nonzero((rows >= lo) & (rows < hi)))
+            for lo, hi in itertools.pairwise(bounds)]
 
 
 def _split(queries: list[GoldenQuery], parts: int, batch: int | None) -> list[list[GoldenQuery]]:

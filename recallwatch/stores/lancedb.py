@@ -248,7 +248,7 @@ class LanceStore(SupportsVectors, SupportsVectorScan, SupportsContentHashes, Sup
             stored = vectors_of(result.column("vector"))
             owner = (result.column("query_index").to_numpy() if "query_index" in
                      result.column_names else np.zeros(len(ids), dtype=np.int64))
-            extra = exact_candidates(tbl, block, k, predicate, outside) if outside else None
+            extra = list(exact_candidates(tbl, block, k, predicate, outside)) if outside else None
             for n, row in enumerate(block):
                 rows = np.flatnonzero(owner == n)
                 found = [ids[i] for i in rows]

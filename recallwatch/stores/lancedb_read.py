@@ -23,6 +23,7 @@ scores LanceDB's hits, so both paths give the same hits, in the same order, with
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +40,17 @@ if TYPE_CHECKING:
 __all__ = ["ReadTable", "exact_candidates"]
 
 _SCAN_BLOCK = 8192  # stored vectors scored at a time: 8192 x 512 float64 is 32 MB
+# What one scan holds for its queries (their best rows' vectors and a block of scores): the
+# queries are cut into as many scans as this needs, so a search's memory does not grow with the
+# number of queries (at k = 100 and 512 dimensions, ~490 queries per scan).
+_QUERIES_BYTES = 256 * 2**20
+
+
+def queries_per_scan(k: int, dim: int) -> int:
+    """How many queries one scan serves within ``_QUERIES_BYTES``: per query, its best rows'
+    vectors twice (kept and chosen) and its scores of one scan block (float64, twice)."""
+    per_query = 2 * k * dim * 4 + 2 * _SCAN_BLOCK * 8
+    return max(1, _QUERIES_BYTES // per_query)
 
 
 class _IndexInfo:
@@ -113,10 +125,24 @@ class ReadTable:
 def exact_candidates(
     table: ReadTable, queries: np.ndarray, k: int, predicate: str | None,
     fragments: list[Any] | None = None,
+) -> Iterator[tuple[list[str], np.ndarray]]:
+    """Per query, in order, the ids and stored vectors of its ``k`` best rows (exact cosine,
+    ties by id) among the rows matching ``predicate`` (in ``fragments``, default all): one scan
+    for as many queries as ``queries_per_scan`` allows, each block's answers yielded before the
+    next block is scanned."""
+    step = queries_per_scan(k, queries.shape[1])
+    # one str per row id across the answers (each scan reads the ids anew): an id is 50-60
+    # bytes where a reference is 8, and the answers of many queries share rows
+    canon: dict[str, str] = {}
+    for start in range(0, len(queries), step):
+        for ids, vectors in _scan(table, queries[start:start + step], k, predicate, fragments):
+            yield [canon.setdefault(c, c) for c in ids], vectors
+
+
+def _scan(
+    table: ReadTable, queries: np.ndarray, k: int, predicate: str | None,
+    fragments: list[Any] | None,
 ) -> list[tuple[list[str], np.ndarray]]:
-    """Per query, the ids and stored vectors of its ``k`` best rows (exact cosine, ties by id)
-    among the rows matching ``predicate`` (in ``fragments``, default all): one scan for all
-    queries."""
     dim = queries.shape[1]
     # per query: the ids, stored vectors and scores of its best rows so far
     best: list[tuple[list[str], np.ndarray, np.ndarray]] = [

@@ -5,8 +5,10 @@ records its cost next to its quality:
 
 * search latency: the wall time of a golden query's own search call, one query per call, in
   milliseconds, as p50 (median) and p99 (linear interpolation between the two nearest queries);
-  timed on every query up to 100, else on 100 spread evenly over the set (the ranked lists the
-  gate scores come from one batched call);
+  timed on a sample of the golden queries spread evenly over the set (the ranked lists the gate
+  scores come from one batched call): by default as many as fit in 10 % of the time spent
+  retrieving the whole set, at most 100, or the number the run asks for (``latency_sample``,
+  recorded in the run's configuration; 0 measures no cost);
 * query embedding time: the golden queries are embedded in one batch; its time divided by the
   number of queries;
 * index bytes: the ANN index's size, where the store can say (``SupportsIndexSize``).

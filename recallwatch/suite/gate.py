@@ -29,7 +29,12 @@ from recallwatch.suite.cost import measure_cost
 from recallwatch.suite.diagnosis import DiagnosisContext, diagnose, halves_similarity, patterns
 from recallwatch.suite.limits import check_measures, run_checks
 from recallwatch.suite.model import GateResult, QueryResult, excerpt
-from recallwatch.suite.retrieve import ResultsSource, Source, StoreSource
+from recallwatch.suite.retrieve import (
+    ResultsSource,
+    Source,
+    StoreSource,
+    check_latency_sample,
+)
 from recallwatch.suite.score import score_queries
 from recallwatch.suite.verdict import aggregate, decide
 
@@ -82,9 +87,12 @@ class Gate:
         expected_ids = list(dict.fromkeys(c for q in queries for c in q.expected))
         chunks = source.chunks(expected_ids)
         scored = score_queries(queries, retrieved, chunks, self.policy, self.golden.top_k)
-        shown = _shown_chunks(scored, source, chunks)  # one read of every chunk the run shows
+        del retrieved  # the deep lists: scored, they are the largest per-query data
+        # one read of every chunk the run shows; whole only where fact recall reads the text
+        shown, texts = _shown_chunks(scored, source, chunks, whole=anchors is not None)
         if anchors is not None:
             scored = _with_fact_recall(scored, queries, anchors, shown)
+            shown = {}
 
         failing_ids = {h.id for q in scored if not q.passed for h in q.expected if not h.in_top_k}
         failing_chunks = [chunks[c] for c in failing_ids if c in chunks]
@@ -109,6 +117,11 @@ class Gate:
             verdict, reasons = "STOP", [*reasons, *limit_reasons]
 
         config = source.config()
+        config_hash = canonical_hash(config)
+        if source.timings.sample is not None:
+            # how the latency was sampled, to time a rerun alike; not part of the hash (it
+            # changes no quality figure, so runs with other samples still compare)
+            config = {**config, "latency_sample": source.timings.sample}
         warnings = []
         unknown_waivers = sorted(set(self.policy.waivers) - {q.id for q in self.golden.queries})
         if unknown_waivers:
@@ -132,7 +145,7 @@ class Gate:
                      "hash": self.golden.hash, "source": self.golden.source or ""},
             dataset_hash=self.golden.hash,
             policy_hash=self.policy.hash,
-            config_hash=canonical_hash(config),
+            config_hash=config_hash,
             config=config,
             policy=self.policy.rules_dict(),
             store=source.describe(),
@@ -142,7 +155,7 @@ class Gate:
             split=split,
             checks=tuple(checks),
             cost=cost,
-            chunk_texts={c: excerpt(chunk.text) for c, chunk in shown.items()},
+            chunk_texts=texts,
         )
 
 
@@ -183,17 +196,32 @@ def _with_fact_recall(scored: list[QueryResult], queries: Sequence[GoldenQuery],
 
 
 
-def _shown_chunks(scored: list[QueryResult], source: Source,
-                  known: Mapping[str, Chunk]) -> dict[str, Chunk]:
+# Chunks read at a time for their excerpts: a large run never holds every shown chunk whole.
+_SHOWN_BATCH = 4096
+
+
+def _shown_chunks(scored: list[QueryResult], source: Source, known: Mapping[str, Chunk],
+                  *, whole: bool) -> tuple[dict[str, Chunk], dict[str, str]]:
     """Every chunk the run shows (expected, top-K, beyond K), in that order, once each: the ones
-    already read (``known``) and the rest in one batch. Their text gives fact recall and the
-    excerpts a person decides from."""
+    already read (``known``) and the rest in batches. Returns the chunks themselves when
+    ``whole`` (their text gives fact recall), else {}; and the excerpt a person decides from of
+    each."""
     ids = list(dict.fromkeys(
         c for q in scored for c in [*(h.id for h in q.expected), *(c for c, _ in q.top),
                                     *(c for c, _ in q.beyond_k)]))
-    missing = [c for c in ids if c not in known]
-    read = {**known, **(source.chunks(missing) if missing else {})}
-    return {c: read[c] for c in ids if c in read}
+    chunks: dict[str, Chunk] = {}
+    texts: dict[str, str] = {}
+    for start in range(0, len(ids), _SHOWN_BATCH):
+        part = ids[start:start + _SHOWN_BATCH]
+        missing = [c for c in part if c not in known]
+        read = {**(source.chunks(missing) if missing else {}),
+                **{c: known[c] for c in part if c in known}}
+        for c in part:
+            if c in read:
+                texts[c] = excerpt(read[c].text)
+                if whole:
+                    chunks[c] = read[c]
+    return chunks, texts
 
 
 def run_gate(
@@ -208,9 +236,12 @@ def run_gate(
     results_name: str | Path = "<results>",
     part: Part = "auto",
     fan_out: FanOut | None = None,
+    latency_sample: int | None = None,
 ) -> GateResult:
     """Run the gate against a store (searched with ``embedder``) or a results mapping.
-    ``fan_out`` wraps the store's source to retrieve elsewhere (the Ray engine)."""
+    ``fan_out`` wraps the store's source to retrieve elsewhere (the Ray engine).
+    ``latency_sample``: how many queries are timed one search call each (0: none; None: as
+    many as 10 % of the retrieval time allows, at most 100)."""
     policy = policy or Policy()
     source: Source
     if (store is None) == (results is None):
@@ -220,7 +251,13 @@ def run_gate(
             from recallwatch.embedders import embedder_for_store
 
             embedder = embedder_for_store(store)
-        local = StoreSource(store, embedder, policy.search)
+        if latency_sample == 0 and policy.limits.max_latency_p99_ms is not None:
+            raise UsageError(
+                "a latency sample of 0 queries measures no search latency, and the policy caps "
+                f"it (max_latency_p99_ms {policy.limits.max_latency_p99_ms:g}): time at least "
+                "one query (--latency-sample N, or leave it out) or remove max_latency_p99_ms "
+                "from the policy")
+        local = StoreSource(store, embedder, policy.search, latency_sample=latency_sample)
         source = local if fan_out is None else fan_out(local)
     elif results is not None:
         if policy.search.filter and not corpus:
@@ -246,6 +283,7 @@ def gate_from_files(
     then: Callable[[GateResult, VectorStore | None], GateResult] | None = None,
     part: Part = "auto",
     fan_out: FanOut | None = None,
+    latency_sample: int | None = None,
 ) -> GateResult:
     """The gate as the CLI, the pytest plugin and the operations commands run it: a golden file,
     a store URI (queried with the embedder that built it, unless ``embedder`` names one) or a
@@ -256,6 +294,7 @@ def gate_from_files(
 
     if (store is None) == (results is None):
         raise UsageError("give exactly one of --store URI or --results FILE")
+    check_latency_sample(latency_sample)  # before any file is read
     golden_set, pol = load_golden(golden), load_policy(policy)
     if results is not None:
         from recallwatch.formats.results import load_results
@@ -275,7 +314,8 @@ def gate_from_files(
     try:
         result = run_gate(golden_set, store=vector_store,
                           embedder=embedder_for_store(vector_store, embedder), policy=pol,
-                          run_date=run_date, part=part, fan_out=fan_out)
+                          run_date=run_date, part=part, fan_out=fan_out,
+                          latency_sample=latency_sample)
         return then(result, vector_store) if then is not None else result
     finally:
         vector_store.close()

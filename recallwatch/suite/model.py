@@ -115,15 +115,24 @@ class QueryResult:
     fact_recall: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["tags"] = list(self.tags)
-        d["failed_rules"] = list(self.failed_rules)
-        d["top"] = [{"id": i, "score": s} for i, s in self.top]
-        d["beyond_k"] = [{"id": i, "score": s} for i, s in self.beyond_k]
-        d["expected"] = [asdict(e) for e in self.expected]
-        d["diagnosis"] = [asdict(x) for x in self.diagnosis]
-        d["anchors"] = [dict(a) for a in self.anchors]
-        return d
+        # field by field, not dataclasses.asdict: that deep-copies every value, the bulk of a
+        # large run's report time and memory
+        return {
+            "id": self.id, "text": self.text, "domain": self.domain, "tags": list(self.tags),
+            "top_k": self.top_k, "recall": self.recall, "quality": self.quality,
+            "noise": self.noise, "noise_ceiling": self.noise_ceiling,
+            "allowed_noise": self.allowed_noise, "noise_threshold": self.noise_threshold,
+            "precision": self.precision, "rr": self.rr, "ndcg": self.ndcg,
+            "passed": self.passed, "failed_rules": list(self.failed_rules),
+            "expected": [{"id": e.id, "rank": e.rank, "score": e.score, "gold": e.gold,
+                          "in_top_k": e.in_top_k} for e in self.expected],
+            "top": [{"id": i, "score": s} for i, s in self.top],
+            "has_gold": self.has_gold, "waiver": self.waiver,
+            "diagnosis": [asdict(x) for x in self.diagnosis],
+            "beyond_k": [{"id": i, "score": s} for i, s in self.beyond_k],
+            "anchors": [dict(a) for a in self.anchors],
+            "fact_recall": self.fact_recall,
+        }
 
 
 @dataclass(frozen=True)
@@ -199,7 +208,9 @@ class GateResult:
     dataset_hash: str
     policy_hash: str
     config_hash: str
-    config: dict[str, Any]  # what config_hash covers: embedder fingerprint, source kind, search
+    # what config_hash covers: embedder fingerprint, source kind, search; and, not hashed, how
+    # the latency was sampled ("latency_sample": "auto" or a number of queries)
+    config: dict[str, Any]
     policy: dict[str, Any]
     store: dict[str, Any]  # uri (redacted), version, count — empty for a results file
     timings: dict[str, float]  # seconds: embed, search, other, total
@@ -250,12 +261,18 @@ class GateResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The gate's JSON object (its documented keys, plus additions; never renames)."""
+        return {**self.to_dict_without_queries(),
+                "queries": [q.to_dict() for q in self.queries]}
+
+    def to_dict_without_queries(self) -> dict[str, Any]:
+        """:meth:`to_dict` with ``queries`` empty, in its place: what a writer that streams the
+        queries one at a time starts from."""
         return {
             "schema_version": self.schema_version,
             "verdict": self.verdict,
             "reasons": [r.to_dict() for r in self.reasons],
             "aggregate": self.aggregate.to_dict(),
-            "queries": [q.to_dict() for q in self.queries],
+            "queries": [],
             "patterns": [p.to_dict() for p in self.patterns],
             "run_id": self.run_id,
             "created_at": self.created_at,

@@ -38,23 +38,57 @@ class Retrieved:
 @dataclass
 class Timings:
     embed: float = 0.0
-    search: float = 0.0  # the ranked lists and the exact scores of expected chunks beyond them
+    # the ranked lists, the exact scores of expected chunks beyond them, the latency sample
+    search: float = 0.0
     score: float = 0.0  # of which: the exact scores of expected chunks beyond the ranked lists
     # Seconds of each query's own search call (the cost of the run: its p50 and p99).
     search_each: list[float] = field(default_factory=list)
     embedded: int = 0  # queries embedded (embedding runs in one batch: time per query = mean)
+    # The latency sample asked for: "auto" or a number of queries (recorded with the run).
+    sample: str | int | None = None
 
 
-# How many golden queries a run times one search call each (its latency p50 and p99).
+# At most this many golden queries are timed one search call each (the latency p50 and p99).
 LATENCY_QUERIES = 100
+# By default the single-query calls take at most this share of the time already spent
+# embedding and searching the whole set (one call on a store without an index scans every row,
+# as the batched search of all the queries does once).
+LATENCY_SHARE = 0.10
 
 
-def latency_rows(n: int) -> list[int]:
-    """The queries (positions) a run of ``n`` times one by one: all of them up to
-    LATENCY_QUERIES, else that many spread evenly over the set, first and last included."""
-    if n <= LATENCY_QUERIES:
+def latency_rows(n: int, count: int = LATENCY_QUERIES) -> list[int]:
+    """The queries (positions) a run of ``n`` times one by one: all of them up to ``count``,
+    else that many spread evenly over the set, first and last included."""
+    if count <= 0:
+        return []
+    if n <= count:
         return list(range(n))
-    return sorted({round(i * (n - 1) / (LATENCY_QUERIES - 1)) for i in range(LATENCY_QUERIES)})
+    if count == 1:
+        return [0]
+    return sorted({round(i * (n - 1) / (count - 1)) for i in range(count)})
+
+
+def latency_budget_count(budget: float, first: float, cap: int = LATENCY_QUERIES) -> int:
+    """How many single-query calls fit in ``budget`` seconds when one took ``first`` seconds:
+    at least the one already timed, at most ``cap``."""
+    if first <= 0:
+        return cap
+    return max(1, min(cap, int(budget / first)))
+
+
+def spread_order(m: int) -> list[int]:
+    """0..m-1 in an order whose every prefix is spread over the range (bit-reversed counting):
+    a sample cut short by its time budget still covers the whole set."""
+    bits = max(1, (m - 1).bit_length())
+    return sorted(range(m), key=lambda i: int(f"{i:0{bits}b}"[::-1], 2))
+
+
+def check_latency_sample(n: int | None) -> None:
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
+        raise InputError(field="--latency-sample",
+                         expected="a number of queries, 0 or more (0 skips the latency sample)",
+                         found=n, hint="leave it out for the default (at most 100 queries, "
+                         "within 10 % of the retrieval time)")
 
 
 class Source(Protocol):
@@ -75,6 +109,11 @@ class Source(Protocol):
     def index_bytes(self) -> int | None: ...
 
 
+def _absent(expected: Sequence[str], ids: Sequence[str]) -> list[str]:
+    found = set(ids)
+    return [c for c in expected if c not in found]
+
+
 @dataclass
 class StoreSource:
     """Pure vector search on the store's representation field, plus a written boost if any."""
@@ -83,11 +122,14 @@ class StoreSource:
     embedder: Embedder
     settings: SearchSettings = field(default_factory=SearchSettings)
     timings: Timings = field(default_factory=Timings)
+    # Queries timed one search call each: None = automatic (see LATENCY_SHARE), 0 = none.
+    latency_sample: int | None = None
     _chunks: dict[str, Chunk] = field(default_factory=dict, init=False)
     _fingerprint: Fingerprint = field(init=False)
     _version: str = field(init=False)
 
     def __post_init__(self) -> None:
+        check_latency_sample(self.latency_sample)
         self._fingerprint = fingerprint_of(self.embedder)
         built_with = self.store.get_meta(FINGERPRINT_META_KEY)
         if isinstance(built_with, dict):
@@ -107,25 +149,26 @@ class StoreSource:
             # The ranked lists in one call: a store batches what it can (LanceDB scans the rows
             # outside its index once per block of queries, not once per query).
             hits = self.store.search(vectors, depth, filter=self.settings.filter or None)
-            # Latency as a user's query meets it: one call per query, on up to LATENCY_QUERIES
-            # queries spread evenly over the set (their answers are the batch's).
-            for row in latency_rows(len(vectors)):
-                s0 = time.perf_counter()
-                self.store.search(vectors[row:row + 1], depth, filter=self.settings.filter or None)
-                self.timings.search_each.append(time.perf_counter() - s0)
-            found = [set(h.ids) for h in hits]
-            missing = [[c for c in q.expected if c not in ids] for q, ids in zip(queries, found)]
+            missing = [_absent(q.expected, h.ids) for q, h in zip(queries, hits)]
             t_score = time.perf_counter()
             # one call for every query: the store fetches each expected vector once
             extra_scores = self.store.score_of(vectors, missing)
-        t2 = time.perf_counter()
+            t2 = time.perf_counter()
+            self._time_latency(vectors, depth, budget=LATENCY_SHARE * (t2 - t0))
+        t3 = time.perf_counter()
         self.timings.embed += t1 - t0
         self.timings.embedded += len(queries)
-        self.timings.search += t2 - t1
+        self.timings.search += t3 - t1
         self.timings.score += t2 - t_score
         out = []
-        for q, h, extra in zip(queries, hits, extra_scores):
-            ids, scores = list(h.ids), np.asarray(h.scores, dtype=np.float64)
+        # one str per chunk id across the queries: deep lists overlap, and an id is 50-60 bytes
+        # where a reference is 8
+        canon: dict[str, str] = {}
+        hits.reverse()  # taken from the end, so each query's answer is freed once copied
+        for q, extra in zip(queries, extra_scores):
+            h = hits.pop()
+            ids = [canon.setdefault(c, c) for c in h.ids]
+            scores = np.asarray(h.scores, dtype=np.float64)
             wanted = set(q.expected)
             exp_scores = {c: float(s) for c, s in zip(ids, scores) if c in wanted}
             exp_scores.update({c: float(s) for c, s in extra.items()})
@@ -133,6 +176,31 @@ class StoreSource:
         if self.settings.boost:
             out = [self._boost(r) for r in out]
         return out
+
+    def _time_latency(self, vectors: np.ndarray, depth: int, budget: float) -> None:
+        """Latency as a user's query meets it: one search call per query, on a sample spread
+        evenly over the set (their answers are the batch's). Automatic: as many as ``budget``
+        seconds allow, judged from the first call, at most LATENCY_QUERIES."""
+        self.timings.sample = "auto" if self.latency_sample is None else self.latency_sample
+        n, auto = len(vectors), self.latency_sample is None
+        if n == 0 or self.latency_sample == 0:
+            return
+        filt = self.settings.filter or None
+
+        def timed(row: int) -> float:
+            s0 = time.perf_counter()
+            self.store.search(vectors[row:row + 1], depth, filter=filt)
+            took = time.perf_counter() - s0
+            self.timings.search_each.append(took)
+            return took
+
+        spent = timed(0)  # position 0 opens every sample
+        count = latency_budget_count(budget, spent) if auto else self.latency_sample or 0
+        rows = latency_rows(n, count)
+        for i in spread_order(len(rows))[1:]:
+            if auto and spent >= budget:
+                break  # the first call's estimate was optimistic: keep to the budget
+            spent += timed(rows[i])
 
     def check_exists(self, queries: Sequence[GoldenQuery], expected: Sequence[str]) -> None:
         """An expected chunk the store does not hold is a dataset error, not a retrieval failure."""

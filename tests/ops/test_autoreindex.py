@@ -26,6 +26,7 @@ from recallwatch.ops.autoreindex import (
 from recallwatch.ops.ingest import ingest
 from recallwatch.ops.monitor import run_monitor
 from recallwatch.ops.probes import ProbeSet
+from recallwatch.ops.recall import recall_vs_exact
 from recallwatch.stores.lancedb import LanceStore
 from recallwatch.stores.lancedb_index import LanceIndex
 
@@ -152,6 +153,7 @@ def test_ingestion_keeps_the_live_index_when_the_rebuild_fails(tmp_path: Path) -
     report = ingest(_corpus(tmp_path / "b.jsonl", 2000), store, Lookup(), verify_floor=1.0,
                     history=lazily)
     assert report.index_rebuild is not None and not report.index_rebuild["switched"]
+    assert report.seconds["index"] > 0 and "index check and rebuild" in report.summary()
     assert _uuids(store) == old  # still the old index, new rows outside it
     assert store.search(DATA.base[1650:1651], 1)[0].ids == ["c01650"]  # scanned exactly
     assert len(opened) == 1  # the history opened because there was something to record
@@ -163,6 +165,29 @@ def test_ingestion_keeps_the_live_index_when_the_rebuild_fails(tmp_path: Path) -
     changed = ingest(more, store, Lookup(), verify_floor=0.0)
     assert changed.index_rebuild is not None and changed.index_rebuild["result"] is None
     assert "already attempted" in changed.index_rebuild["skipped"]
+
+
+def test_ingestion_does_not_build_an_index_that_cannot_reach_the_floor(tmp_path: Path) -> None:
+    store = LanceStore.open(f"lancedb://{tmp_path / 'kb'}?table=t&index_threshold=300"
+                            "&index_type=IVF_PQ&nprobes=1", create=True)
+    ingest(_corpus(tmp_path / "a.jsonl", 1000), store, Lookup())  # all 1000 in the index
+    old = _uuids(store)
+    report = ingest(_corpus(tmp_path / "b.jsonl", 1400), store, Lookup(), verify_floor=0.99)
+    rebuild = report.index_rebuild
+    assert rebuild is not None and rebuild["result"] is None and not rebuild["switched"]
+    # the live search, rows outside the index found exactly, already misses the floor
+    probes = row_probes(store)
+    assert probes is not None and probes.vectors is not None
+    live = float(recall_vs_exact(store, probes.vectors, 10)[0].mean())
+    assert live < 0.99
+    assert rebuild["skipped"] == (
+        f"not rebuilt: recall@10 of the live search is {live:.3f} with the rows outside the "
+        "index searched exactly, under the floor 0.99; a rebuilt index with the same settings "
+        "would be refused at that floor. Raise the index's search settings (nprobes, ef, "
+        "refine_factor in the store URI) or lower the floor (--floor)")
+    assert store.get_meta(AUTO_REINDEX_META_KEY) is None  # nothing attempted: no guard held
+    assert _uuids(store) == old
+    assert "not rebuilt" in report.summary()
 
 
 def test_row_probes_are_a_seeded_sample_of_stored_vectors(tmp_path: Path) -> None:

@@ -166,7 +166,8 @@ def test_two_node_cluster_gives_the_single_process_bytes(
     golden.write_text(json.dumps({"name": "g", "version": "1", "queries": [
         {"id": f"q{i}", "text": " ".join(r["text"].split()[:12]), "expected": [r["id"]]}
         for i, r in enumerate(rows[:9])]}), encoding="utf-8")
-    args = ["gate", str(golden), "--store", local, "--no-history", "--format", "json"]
+    args = ["gate", str(golden), "--store", local, "--no-history", "--format", "json",
+            "--latency-sample", "9"]
     a = runner.invoke(app, args)
     b = _run([RECALLWATCH, *args, "--engine", "ray", "--address", address, "--workers", "2"], env)
     assert a.exit_code == b.returncode, b.stderr[-3000:]

@@ -72,8 +72,8 @@ def _blocked(store: VectorStore, embedder: Embedder, tmp_path: Path) -> None:
     (tmp_path / "policy.yaml").write_text(POLICY, encoding="utf-8")
     golden, policy = load_golden(KB / "golden.yaml"), load_policy(tmp_path / "policy.yaml")
     history = tmp_path / "history.db"
-    base = record_gate_run(run_gate(golden, store=store, embedder=embedder, policy=policy),
-                           history)
+    base = record_gate_run(run_gate(golden, store=store, embedder=embedder, policy=policy,
+                                    latency_sample=len(golden.queries)), history)
     assert base.verdict == "ACCEPT", base.reasons
     assert base.cost is not None and base.cost["queries"] == len(golden.queries)
     assert isinstance(store, SupportsIndexSize) and base.cost["index_bytes"] > 0

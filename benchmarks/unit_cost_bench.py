@@ -1,0 +1,225 @@
+"""Memory per unit and time of each step at two sizes a decade apart, against the goals.
+
+    .venv/bin/python benchmarks/unit_cost_bench.py [--only gate|eval|latency ...]
+        [--gate-queries 1000 10000] [--gate-base 20000] [--dim 512]
+        [--eval-queries 10000 100000] [--eval-depth 100] [--out FILE.json]
+
+Each step runs in a fresh Python process per size (``--worker``), so its peak resident memory
+(``ru_maxrss``) is its own: imports, inputs and all. The memory **per unit** is the growth of the
+peak between the two sizes divided by the growth of the work (``(peak₂ − peak₁) / (n₂ − n₁)``):
+what one more golden query or run line costs, without the fixed cost of starting Python and
+importing the libraries. Time is the step's wall time in that process.
+
+1. **gate** (goal ≤ 25 KB per golden query): a LanceDB store of ``--gate-base`` seeded
+   ``--dim``-d vectors without an ANN index (every search a full scan) and a golden set of
+   ``--gate-queries`` queries, each the vector of one stored row plus noise, expecting that row;
+   ``run_gate`` with the default policy and latency sample, then its JSON report written to a
+   file as ``gate --format json`` prints it.
+2. **eval** (goal ≤ 60 B per run line): ``recallwatch eval``'s path (``Run.read``,
+   ``evaluate``) on a seeded qrels and run of ``--eval-queries`` queries × ``--eval-depth``
+   results, measures ``nDCG@10 R@100 RR AP P@10``.
+3. **latency** (goal: the latency sample ≤ 10 % of a gate's time): the gate above at the larger
+   size on a store where every search is a full scan; the share of the gate's wall time spent
+   in its single-query search calls.
+
+Speed is what this machine gave at that moment: the load average is printed with the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+GOALS = {"gate": ("KB per golden query", 25.0, 1024.0),
+         "eval": ("B per run line", 60.0, 1.0)}
+
+
+def _peak_bytes() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+
+
+# -- the steps, each run in its own process ---------------------------------------------------
+
+def make_store(path: Path, base: int, dim: int) -> None:
+    from recallwatch.stores.base import Chunk
+    from recallwatch.stores.lancedb import LanceStore
+
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(base, dim)).astype(np.float32)
+    store = LanceStore(path / "kb", index_threshold=base + 1, create=True)
+    for start in range(0, base, 10_000):
+        rows = range(start, min(start + 10_000, base))
+        store.upsert([Chunk(id=f"c{i:08d}", text=f"chunk {i} " + "texto " * 40) for i in rows],
+                     vectors[rows.start:rows.stop])
+    store.close()
+    np.save(path / "base.npy", vectors)
+
+
+def gate_worker(path: Path, n: int) -> dict[str, Any]:
+    from recallwatch.embedders.function import CallableEmbedder
+    from recallwatch.formats.golden import GoldenSet
+    from recallwatch.report import json_parts
+    from recallwatch.stores.lancedb import LanceStore
+    from recallwatch.suite.gate import run_gate
+
+    base = np.load(path / "base.npy", mmap_mode="r")
+    rng = np.random.default_rng(1)
+    rows = rng.choice(base.shape[0], size=n, replace=n > base.shape[0])
+    noise = rng.normal(scale=0.3, size=(n, base.shape[1])).astype(np.float32)
+    queries = np.asarray(base[rows], dtype=np.float32) + noise
+
+    def embed(texts: list[str]) -> np.ndarray:
+        # a golden query's text ends with its number; other texts (the embedder's fingerprint
+        # probes) get a fixed vector
+        rows = [int(t.rsplit(" ", 1)[-1]) if t.startswith("query ") else 0 for t in texts]
+        return queries[rows]
+
+    embedder = CallableEmbedder(embed, name="bench", dimension=base.shape[1], batch_size=1024)
+    golden = GoldenSet.from_dict({"name": "bench", "version": "1", "queries": [
+        {"id": f"q{i}", "text": f"query {i}", "expected": [f"c{r:08d}"]}
+        for i, r in enumerate(rows)]})
+    store = LanceStore(path / "kb")
+    before = _peak_bytes()
+    t0 = time.perf_counter()
+    result = run_gate(golden, store=store, embedder=embedder)
+    report = 0
+    with open(path / "report.json", "w", encoding="utf-8") as out:  # as the CLI prints it
+        for part in json_parts(result):
+            report += out.write(part)
+    took = time.perf_counter() - t0
+    cost = result.cost or {}
+    sampled = cost.get("search_mean_ms", 0.0) * cost.get("queries", 0) / 1000
+    return {"n": n, "seconds": took, "peak_bytes": _peak_bytes(), "peak_before_bytes": before,
+            "report_chars": report, "latency_queries": cost.get("queries"),
+            "latency_seconds": sampled, "latency_share": sampled / took,
+            "mean_recall": result.aggregate.mean_recall}
+
+
+def make_trec(path: Path, nq: int, depth: int) -> None:
+    rng = np.random.default_rng(2)
+    with open(path / f"qrels-{nq}", "w", encoding="ascii") as q, \
+            open(path / f"run-{nq}", "w", encoding="ascii") as r:
+        for i in range(nq):
+            rel = rng.choice(depth * 2, size=5, replace=False)
+            q.writelines(f"q{i} 0 d{d} {1 + d % 3}\n" for d in rel)
+            docs = rng.choice(depth * 4, size=depth, replace=False)
+            scores = np.sort(rng.random(depth))[::-1]
+            r.writelines(f"q{i} Q0 d{d} {j + 1} {s:.6f} bench\n"
+                         for j, (d, s) in enumerate(zip(docs, scores)))
+
+
+def eval_worker(path: Path, n: int) -> dict[str, Any]:
+    from recallwatch.metrics import Qrels, Run, evaluate
+
+    before = _peak_bytes()
+    t0 = time.perf_counter()
+    res = evaluate(Qrels.from_trec(path / f"qrels-{n}"), Run.read(path / f"run-{n}"),
+                   ["nDCG@10", "R@100", "RR", "AP", "P@10"])
+    took = time.perf_counter() - t0
+    with open(path / f"run-{n}", "rb") as f:
+        lines = sum(1 for _ in f)
+    return {"n": n, "lines": lines, "seconds": took, "peak_bytes": _peak_bytes(),
+            "peak_before_bytes": before, "run_bytes": (path / f"run-{n}").stat().st_size,
+            "aggregate": {str(k): float(v) for k, v in res.aggregate.items()}}
+
+
+WORKERS = {"gate": gate_worker, "eval": eval_worker}
+
+
+def _in_process(step: str, path: Path, n: int) -> dict[str, Any]:
+    out = subprocess.run([sys.executable, __file__, "--worker", step, "--path", str(path),
+                          "--n", str(n)], capture_output=True, text=True, check=False,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    if out.returncode != 0:
+        raise SystemExit(f"{step} at {n}: {out.stderr[-3000:]}")
+    return json.loads(out.stdout)
+
+
+def per_unit(step: str, low: dict[str, Any], high: dict[str, Any], units: str) -> dict[str, Any]:
+    label, goal, scale = GOALS[step]
+    grow = (high["peak_bytes"] - low["peak_bytes"]) / (high[units] - low[units])
+    return {"per_unit": grow / scale, "unit": label, "goal": goal, "met": grow / scale <= goal}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--only", nargs="+", choices=["gate", "eval", "latency"],
+                   default=["gate", "eval", "latency"])
+    p.add_argument("--gate-queries", type=int, nargs=2, default=[1000, 10_000])
+    p.add_argument("--gate-base", type=int, default=20_000)
+    p.add_argument("--dim", type=int, default=512)
+    p.add_argument("--eval-queries", type=int, nargs=2, default=[10_000, 100_000])
+    p.add_argument("--eval-depth", type=int, default=100)
+    p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--worker", choices=sorted(WORKERS), help=argparse.SUPPRESS)
+    p.add_argument("--path", type=Path, help=argparse.SUPPRESS)
+    p.add_argument("--n", type=int, help=argparse.SUPPRESS)
+    a = p.parse_args()
+    if a.worker:
+        print(json.dumps(WORKERS[a.worker](a.path, a.n)))
+        return
+    from recallwatch.bench.sweep import machine_info
+
+    result: dict[str, Any] = {"started": datetime.now(UTC).isoformat(timespec="seconds"),
+                              "command": " ".join(sys.argv), "load_average_start":
+                              list(os.getloadavg()), "machine": machine_info(("lance",))}
+    lines = []
+    with tempfile.TemporaryDirectory(prefix="rw-unit-") as tmp:
+        path = Path(tmp)
+        if "gate" in a.only or "latency" in a.only:
+            t0 = time.perf_counter()
+            make_store(path, a.gate_base, a.dim)
+            print(f"  store of {a.gate_base} × {a.dim} written in "
+                  f"{time.perf_counter() - t0:.1f} s", file=sys.stderr)
+            runs = [_in_process("gate", path, n) for n in a.gate_queries]
+            result["gate"] = {"base": a.gate_base, "dim": a.dim, "runs": runs,
+                              **per_unit("gate", runs[0], runs[1], "n")}
+            g = result["gate"]
+            for r in runs:
+                lines.append(f"gate     {r['n']:>9,} queries  {r['seconds']:8.1f} s  peak "
+                             f"{r['peak_bytes'] / 2**20:7.0f} MiB  latency sample "
+                             f"{r['latency_queries']} queries, {r['latency_share']:.1%} of "
+                             "the gate")
+            lines.append(f"gate     memory per golden query {g['per_unit']:.1f} KB "
+                         f"(goal ≤ {g['goal']:g}: {'met' if g['met'] else 'NOT met'})")
+            share = runs[1]["latency_share"]
+            result["latency"] = {"share": share, "goal": 0.10, "met": share <= 0.10}
+            lines.append(f"latency  sample {share:.1%} of the gate at {runs[1]['n']:,} queries "
+                         f"(goal ≤ 10 %: {'met' if share <= 0.10 else 'NOT met'})")
+        if "eval" in a.only:
+            for n in a.eval_queries:
+                make_trec(path, n, a.eval_depth)
+            runs = [_in_process("eval", path, n) for n in a.eval_queries]
+            result["eval"] = {"depth": a.eval_depth, "runs": runs,
+                              **per_unit("eval", runs[0], runs[1], "lines")}
+            e = result["eval"]
+            for r in runs:
+                lines.append(f"eval     {r['lines']:>9,} run lines  {r['seconds']:8.1f} s  peak "
+                             f"{r['peak_bytes'] / 2**20:7.0f} MiB  "
+                             f"({r['run_bytes'] / r['lines']:.0f} B of text per line)")
+            lines.append(f"eval     memory per run line {e['per_unit']:.0f} B "
+                         f"(goal ≤ {e['goal']:g}: {'met' if e['met'] else 'NOT met'})")
+    result["load_average_end"] = list(os.getloadavg())
+    lines.append(f"load average at start {result['load_average_start'][0]:.1f}, at end "
+                 f"{result['load_average_end'][0]:.1f} (2 cores, shared)")
+    print("\n".join(lines))
+    if a.out is not None:
+        a.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
