@@ -29,6 +29,7 @@ from recallwatch.suite.cost import measure_cost
 from recallwatch.suite.diagnosis import DiagnosisContext, diagnose, halves_similarity, patterns
 from recallwatch.suite.limits import check_measures, run_checks
 from recallwatch.suite.model import GateResult, QueryResult, excerpt
+from recallwatch.suite.permissions import apply_permissions, leak_diagnoses, permission_verdict
 from recallwatch.suite.retrieve import ResultsSource, Source, StoreSource
 from recallwatch.suite.score import score_queries
 from recallwatch.suite.verdict import aggregate, decide
@@ -83,6 +84,7 @@ class Gate:
         chunks = source.chunks(expected_ids)
         scored = score_queries(queries, retrieved, chunks, self.policy, self.golden.top_k)
         shown = _shown_chunks(scored, source, chunks)  # one read of every chunk the run shows
+        scored = apply_permissions(queries, scored, shown)
         if anchors is not None:
             scored = _with_fact_recall(scored, queries, anchors, shown)
 
@@ -97,7 +99,8 @@ class Gate:
             halves_similarity=halves_similarity(failing_chunks, source.embed),
             splits=anchors.splits if anchors is not None else {},
         )
-        scored = [q if q.passed else replace(q, diagnosis=diagnose(q, ctx)) for q in scored]
+        scored = [q if q.passed else replace(q, diagnosis=(*leak_diagnoses(q), *diagnose(q, ctx)))
+                  for q in scored]
         agg = aggregate(scored)
         facts = [q.fact_recall for q in scored if q.fact_recall is not None]
         if facts:
@@ -105,6 +108,9 @@ class Gate:
         verdict, reasons = decide(scored, agg, self.policy)
         cost = measure_cost(source.timings, source.index_bytes())
         limit_reasons, checks = run_checks(scored, self.policy, cost)
+        leak_reasons, leak_checks = permission_verdict(
+            scored, source.acl_filter if isinstance(source, StoreSource) else None)
+        limit_reasons, checks = [*leak_reasons, *limit_reasons], [*leak_checks, *checks]
         if limit_reasons:
             verdict, reasons = "STOP", [*reasons, *limit_reasons]
 
