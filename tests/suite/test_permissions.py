@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -24,6 +25,7 @@ from recallwatch.stores import open_store
 from recallwatch.stores.base import VectorStore
 from recallwatch.suite.gate import run_gate
 from recallwatch.suite.model import GateResult
+from tests.pg import PostgresServer
 
 from .helpers import ranked
 
@@ -126,3 +128,22 @@ def test_every_report_names_the_chunk_and_the_missing_grant() -> None:
     Console(width=300, file=out, no_color=True).print(render(result))
     for text in (out.getvalue(), to_markdown(result), to_junit(result), to_html(result)):
         assert "nomina is visible only to hr; the asking user holds sales" in text, text[:3000]
+
+
+@pytest.mark.slow
+def test_the_stores_filter_on_pgvector(tmp_path: Path, postgres_server: PostgresServer,
+                                       pg_env: None) -> None:
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in CORPUS),
+                      encoding="utf-8")
+    s = open_store(postgres_server.uri("acl_gate"), create=True)
+    try:
+        ingest(corpus, s, get_embedder(), embedder_spec="use-multilingual")
+        assert s.get(["nomina"])["nomina"].acl == ("hr",)
+        result = run_gate(_golden(sales=["sales"], hr=["hr"]), store=s, policy=LENIENT)
+        assert not {"nomina", "nomina_detalle"} & {c for c, _ in result.query("sales").top}
+        assert {"nomina", "nomina_detalle"} & {c for c, _ in result.query("hr").top}
+        (check,) = [c for c in result.checks if c.rule == "permission"]
+        assert check.status == "pass" and "acl filter (postgresql://" in check.message
+    finally:
+        s.close()
