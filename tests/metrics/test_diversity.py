@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from recallwatch.errors import InputError, UsageError
@@ -49,7 +49,7 @@ def diversity(draw: Any) -> tuple[list[tuple[str, str, str, int]], dict[str, dic
     return rows, run
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(diversity(), st.sampled_from([5, 10, 20]))
 def test_matches_ndeval(data: tuple[list[tuple[str, str, str, int]],
                                     dict[str, dict[str, float]]], k: int) -> None:

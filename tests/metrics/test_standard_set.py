@@ -12,7 +12,7 @@ import ir_measures
 import numpy as np
 import pytest
 import pytrec_eval
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from recallwatch.errors import UsageError
@@ -69,13 +69,13 @@ def _check(qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]], r
         assert got == pytest.approx(expected, abs=1e-12), (text, res.query_ids)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(collections())
 def test_standard_set_matches_pytrec_eval(data: Collection) -> None:
     _check(*data, rel=1)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(collections(), st.integers(2, 3))
 def test_standard_set_with_a_relevance_threshold(data: Collection, rel: int) -> None:
     _check(*data, rel=rel)
@@ -94,7 +94,7 @@ def _iprec(grades: list[int], num_rel: int, level: float, rel: int, rule: str) -
     return max(precisions[max(needed, 1) - 1:])
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(collections(), st.integers(1, 2))
 def test_interpolated_precision_at_every_level(data: Collection, rel: int) -> None:
     # trec_eval 9's rule, transcribed, equals pytrec_eval: the transcription is right; trec_eval
@@ -164,7 +164,7 @@ def _ir_measures(qrels: dict[str, dict[str, int]], run: dict[str, dict[str, floa
                                            qrels, run)}
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(numeric_collections())
 def test_err_and_judged_match_ir_measures(data: Collection) -> None:
     qrels, run = data
@@ -198,7 +198,7 @@ def _ranked_grades(qrels: dict[str, int], run: dict[str, float]) -> list[int]:
     return [qrels.get(d, 0) for d in order]
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(collections(), st.sampled_from([0.5, 0.8, 0.95]), st.sampled_from([None, 3, 10]),
        st.integers(1, 2))
 def test_err_and_rbp_match_their_definitions(data: Collection, p: float, k: int | None,
