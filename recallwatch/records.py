@@ -13,7 +13,15 @@ from typing import Any
 
 from recallwatch._hashing import canonical_hash
 
-__all__ = ["FILTER_FIELDS", "OPTIONAL_TEXT_FIELDS", "Chunk", "chunk_to_record", "content_hash"]
+__all__ = [
+    "FILTER_FIELDS",
+    "OPTIONAL_TEXT_FIELDS",
+    "Chunk",
+    "chunk_to_record",
+    "content_hash",
+    "group_problem",
+    "may_see",
+]
 
 # The chunk fields a search can filter on by equality (a policy's search.filter, every store).
 FILTER_FIELDS: tuple[str, ...] = ("doc_id", "domain", "label", "kind")
@@ -38,6 +46,28 @@ class Chunk:
     kind: str = "text"  # text, table, …
     description: str | None = None
     content_hash: str = ""
+    # The groups allowed to see the chunk (any one of them suffices); None: everyone may.
+    acl: tuple[str, ...] | None = None
+
+
+# Characters a group name may not hold: stores keep an ACL as the text "|g1|g2|" and their own
+# filter looks for "|g|" in it, so a separator or a quote inside a name would confuse them.
+_GROUP_FORBIDDEN = frozenset('|"\\')
+
+
+def group_problem(name: object) -> str | None:
+    """Why ``name`` cannot be a group name (of a chunk's acl or a query's groups), or None."""
+    if not isinstance(name, str) or not name.strip():
+        return "a non-empty string"
+    if any(c in _GROUP_FORBIDDEN or ord(c) < 32 for c in name):
+        return "a name without |, double quotes, backslashes or control characters"
+    return None
+
+
+def may_see(groups: tuple[str, ...] | None, acl: tuple[str, ...] | None) -> bool:
+    """Whether a user in ``groups`` may see a chunk with ``acl``: a chunk without an acl is
+    everyone's; otherwise the user needs one of its groups. ``groups`` None: no check."""
+    return groups is None or acl is None or bool(set(groups) & set(acl))
 
 
 def chunk_to_record(chunk: Chunk) -> dict[str, Any]:
@@ -55,6 +85,8 @@ def chunk_to_record(chunk: Chunk) -> dict[str, Any]:
         out["valid_to"] = chunk.valid_to.isoformat()
     if chunk.kind != "text":
         out["kind"] = chunk.kind
+    if chunk.acl is not None:
+        out["acl"] = list(chunk.acl)
     return out
 
 

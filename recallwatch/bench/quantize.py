@@ -12,7 +12,7 @@ exactly, compare the top-k with the exact float32 top-k. Representations:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -102,6 +102,10 @@ class QuantRow:
     recall_ties: float  # the same, counting ties within 1e-6 of the k-th distance
 
 
+# Matryoshka truncation: the dimensions a study cuts the vectors to (those below their own)
+TRUNCATION_DIMS = (512, 256, 128)
+
+
 @dataclass(frozen=True)
 class RescorePoint:
     R: int
@@ -119,6 +123,9 @@ class QuantizationStudy:
     metric: Metric
     rows: list[QuantRow]
     rescoring: list[RescorePoint]
+    # Matryoshka truncation: the first m dimensions of every vector, renormalised, searched
+    # exactly (meaningful for embedders trained so that a prefix of the vector works alone)
+    truncation: list[QuantRow] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -134,6 +141,13 @@ class QuantizationStudy:
         ]
         lines += [f"| {r.representation} | {r.bytes_per_vector:g} | {r.recall:.3f} | "
                   f"{r.recall_ties:.3f} |" for r in self.rows]
+        if self.truncation:
+            lines += ["", "Dimension truncation (Matryoshka): the first m dimensions of every "
+                      "vector, renormalised, searched exactly", "",
+                      f"| Dimensions | Bytes/vector | recall@{self.k} | recall@{self.k} (ties) |",
+                      "|---|---:|---:|---:|"]
+            lines += [f"| {r.representation} | {r.bytes_per_vector:g} | {r.recall:.3f} | "
+                      f"{r.recall_ties:.3f} |" for r in self.truncation]
         return "\n".join(lines) + "\n"
 
 
@@ -145,9 +159,11 @@ def quantization_study(
     metric: Metric = "ip",
     depths: Sequence[int] = DEFAULT_DEPTHS,
     truth: GroundTruth | None = None,
+    truncate: Sequence[int] = TRUNCATION_DIMS,
 ) -> QuantizationStudy:
-    """float32 / float16 / int8 (per-vector scale) / binary recall@k, and binary + rescoring
-    over the rescoring depths R (those larger than the collection are left out)."""
+    """float32 / float16 / int8 (per-vector scale) / binary recall@k, binary + rescoring over
+    the rescoring depths R (those larger than the collection are left out), and the vectors cut
+    to each of ``truncate`` dimensions smaller than theirs and renormalised (not for l2)."""
     n, d = base.shape
     if k > n:
         raise InputError(field="k", expected=f"k ≤ {n} (the base size)", found=k)
@@ -173,4 +189,16 @@ def quantization_study(
     rows = [QuantRow(name, size, *measure(found)) for name, size, found in reps]
     rescoring = [RescorePoint(r, r / n, *measure(binary.search(xq, k, r)))
                  for r in sorted(set(depths)) if k <= r <= n]
-    return QuantizationStudy(n, d, queries.shape[0], k, metric, rows, rescoring)
+    truncation = [] if metric == "l2" else [
+        QuantRow(f"{m} of {d}", 4.0 * m, *measure(
+            ground_truth(_cut(base, m), _cut(queries, m), k, "cosine").ids))
+        for m in sorted(set(truncate), reverse=True) if 0 < m < d]
+    return QuantizationStudy(n, d, queries.shape[0], k, metric, rows, rescoring, truncation)
+
+
+def _cut(vectors: np.ndarray, m: int) -> np.ndarray:
+    """The first ``m`` dimensions of each row, renormalised to length 1 (a zero row stays 0)."""
+    head = np.ascontiguousarray(vectors[:, :m], dtype=np.float32)
+    norms = np.linalg.norm(head, axis=1, keepdims=True)
+    out: np.ndarray = np.divide(head, norms, out=np.zeros_like(head), where=norms > 0)
+    return out

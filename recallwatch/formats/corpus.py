@@ -19,6 +19,7 @@ A file that cannot be read at all (missing, not UTF-8, not Parquet) always raise
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import gzip
 import json
@@ -31,7 +32,7 @@ from recallwatch.errors import InputError
 from recallwatch.formats.fields import check_keys
 from recallwatch.formats.structured import LINE_KEY, parse_json_line, text_lines
 from recallwatch.records import OPTIONAL_TEXT_FIELDS as _OPTIONAL_TEXT
-from recallwatch.records import Chunk, chunk_to_record, content_hash
+from recallwatch.records import Chunk, chunk_to_record, content_hash, group_problem
 
 __all__ = [
     "CHUNK_KINDS",
@@ -53,7 +54,7 @@ GOLD_LABEL = "SINTESIS_CURADA"  # Spanish for "curated synthesis": the label of 
 ChunkKind = Literal["text", "table", "list", "faq", "code", "figure", "heading", "other"]
 CHUNK_KINDS: tuple[str, ...] = get_args(ChunkKind)
 
-_FIELDS = {"id", "text", "facets", "valid_from", "valid_to", "kind", *_OPTIONAL_TEXT}
+_FIELDS = {"id", "text", "facets", "valid_from", "valid_to", "kind", "acl", *_OPTIONAL_TEXT}
 
 
 @dataclass(frozen=True)
@@ -153,6 +154,11 @@ def chunk_from_record(
             hint=suggest(str(kind), list(CHUNK_KINDS)).strip(" ()") or None, **where,
         )
     facets = _facets(record.get("facets"), where)
+    if "__acl__" in facets:
+        raise InputError(field="facets.__acl__", expected="a facet name other than __acl__, "
+                         "which stores use for the chunk's acl", found="__acl__",
+                         hint="write the groups that may see the chunk as its acl field",
+                         **where)
     valid_from = _date(record.get("valid_from"), "valid_from", where)
     valid_to = _date(record.get("valid_to"), "valid_to", where)
     if valid_from is not None and valid_to is not None and valid_from > valid_to:
@@ -164,6 +170,7 @@ def chunk_from_record(
         id=rid, text=text, content=optional["content"], doc_id=optional["doc_id"],
         domain=optional["domain"], label=optional["label"], facets=facets,
         valid_from=valid_from, valid_to=valid_to, kind=kind, description=optional["description"],
+        acl=_acl(record.get("acl"), where),
     )
     for name in ("id", "text", *_OPTIONAL_TEXT):
         _check_text(getattr(chunk, name), name, where)
@@ -171,6 +178,24 @@ def chunk_from_record(
         _check_text(key, "facets", where)
         _check_text(item, f"facets.{key}", where)
     return replace(chunk, content_hash=content_hash(chunk))
+
+
+def _acl(value: Any, where: dict[str, Any]) -> tuple[str, ...] | None:
+    """A chunk's access list: the groups that may see it (absent or null: everyone)."""
+    if value is None:
+        return None
+    if isinstance(value, str) and value.startswith("["):  # a Parquet column keeps it as JSON
+        with contextlib.suppress(ValueError):
+            value = json.loads(value)
+    if not isinstance(value, list):
+        raise InputError(field="acl", expected="a list of the groups that may see the chunk "
+                         "(leave it out for a chunk everyone may see)", found=value, **where)
+    for item in value:
+        problem = group_problem(item)
+        if problem is not None:
+            raise InputError(field="acl", expected=f"group names: {problem}", found=item,
+                             **where)
+    return tuple(dict.fromkeys(value))
 
 
 def _check_text(value: str | None, name: str, where: dict[str, Any]) -> None:
@@ -194,7 +219,8 @@ def write_corpus(chunks: list[Chunk], path: str | Path) -> None:
         import pyarrow.parquet as pq
 
         rows = [{**r, "facets": json.dumps(r["facets"], ensure_ascii=False) if "facets" in r
-                 else None} for r in records]
+                 else None, **({"acl": json.dumps(r["acl"], ensure_ascii=False)} if "acl" in r
+                               else {})} for r in records]
         pq.write_table(pa.Table.from_pylist(rows), p)
         return
     lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)

@@ -13,6 +13,7 @@ from recallwatch._hashing import canonical_hash  # re-exported: the dataset hash
 from recallwatch.errors import InputError
 from recallwatch.formats.fields import bounded, check_keys, line_of, shown, text_id
 from recallwatch.formats.structured import load_structured
+from recallwatch.records import group_problem
 
 __all__ = ["MAX_TOP_K", "SPLITS", "Anchor", "GoldenQuery", "GoldenSet", "canonical_hash",
            "load_golden", "normalise_quote"]
@@ -23,7 +24,7 @@ MAX_TOP_K = 10_000
 
 _TOP_KEYS = {"name", "version", "top_k", "queries", "description"}
 _QUERY_KEYS = {"id", "text", "expected", "gold", "domain", "tags", "top_k", "language", "source",
-               "split", "frequency"}
+               "split", "frequency", "groups"}
 # A query's part: policies and thresholds are calibrated on `tune`, the gate's verdict is
 # computed on `test` (queries that no calibration has seen).
 SPLITS = ("tune", "test")
@@ -70,6 +71,9 @@ class GoldenQuery:
     split: str | None = None  # "tune" | "test" | None (not assigned)
     frequency: int | None = None  # how often the query was asked, when sampled from a log
     anchors: tuple[Anchor, ...] = ()  # the content anchors listed in `expected`
+    # The asking user's groups: a chunk in the top K whose acl names none of them is a
+    # permission leak. None: the query is not checked for permissions.
+    groups: tuple[str, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         # Ids first, then anchors: a set without anchors hashes exactly as before anchors existed.
@@ -88,6 +92,8 @@ class GoldenQuery:
             out["split"] = self.split
         if self.frequency is not None:
             out["frequency"] = self.frequency
+        if self.groups is not None:
+            out["groups"] = list(self.groups)
         return out
 
 
@@ -217,10 +223,21 @@ def _parse_query(raw: Any, source: Path, index: int, unlabelled: bool = False) -
     if frequency is not None:
         frequency = bounded(frequency, 1, 2**62, source=source, line=line, record=qid,
                             field="frequency")
+    groups = raw.get("groups")
+    if groups is not None:
+        if not isinstance(groups, list):
+            raise InputError(source=source, line=line, record=qid, field="groups",
+                             expected="a list of the asking user's groups", found=shown(groups))
+        for group in groups:
+            problem = group_problem(group)
+            if problem is not None:
+                raise InputError(source=source, line=line, record=qid, field="groups",
+                                 expected=f"group names: {problem}", found=shown(group))
+        groups = tuple(dict.fromkeys(groups))
     return GoldenQuery(
         id=qid, text=text, expected=tuple(expected), gold=tuple(gold), domain=domain,
         tags=tuple(tags), top_k=None if top_k is None else _top_k(top_k, source, line, qid),
-        extra=extra, split=split, frequency=frequency, anchors=anchors,
+        extra=extra, split=split, frequency=frequency, anchors=anchors, groups=groups,
     )
 
 

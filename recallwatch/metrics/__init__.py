@@ -6,13 +6,23 @@
 
 Measure names follow ir_measures (``P@k``, ``R@k``, ``Rcap@k``, ``RR``, ``RR@k``, ``nDCG``,
 ``nDCG@k``, ``AP``, ``AP@k``, ``Success@k``, ``Rprec``, with ``(rel=N)`` and ``(dcg=exp-log2)``
-parameters); ``MEASURES`` lists the families and their declared parameters.
+parameters, and trec_eval's standard set: ``NumQ``, ``NumRet``, ``NumRel``, ``NumRelRet``,
+``Bpref``, ``infAP``, ``GMAP``, ``IPrec@x``, ``AP11pt``, ``SetP``, ``SetR``, ``SetF``, plus
+``Judged@k``, ``ERR@k`` and ``RBP(p=0.8)``); ``MEASURES`` lists the families and their declared
+parameters, ``combine`` turns per-query values into the run's figure.
 """
 
 from recallwatch.metrics._catalog import *  # noqa: F403  (registers the measure families)
 from recallwatch.metrics._data import Qrels, Run
 from recallwatch.metrics._evaluate import EvalResult, evaluate
-from recallwatch.metrics._measure import MEASURES, Family, Measure, Param, parse_measure
+from recallwatch.metrics._measure import (
+    MEASURES,
+    Family,
+    Measure,
+    Param,
+    combine,
+    parse_measure,
+)
 
 __all__ = [
     "MEASURES",
@@ -22,6 +32,7 @@ __all__ = [
     "Param",
     "Qrels",
     "Run",
+    "combine",
     "evaluate",
     "parse_measure",
 ]

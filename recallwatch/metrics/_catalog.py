@@ -4,10 +4,18 @@ from __future__ import annotations
 
 from recallwatch.metrics import (  # noqa: F401
     average_precision,
+    bpref,
+    counts,
+    err,
+    gmap,
+    iprec,
+    judged,
     ndcg,
     precision,
+    rbp,
     recall,
     reciprocal_rank,
     rprec,
+    set_measures,
     success,
 )

@@ -10,7 +10,7 @@ import numpy as np
 
 from recallwatch.errors import UsageError
 from recallwatch.metrics._data import Qrels, Run
-from recallwatch.metrics._measure import Measure, parse_measure
+from recallwatch.metrics._measure import Measure, combine, parse_measure
 from recallwatch.metrics._ranking import rank_run
 
 __all__ = ["EvalResult", "evaluate"]
@@ -28,7 +28,7 @@ class EvalResult:
     measures: list[Measure]  # in the order asked for
     query_ids: list[str]  # evaluated queries, sorted
     per_query: dict[Measure, np.ndarray[Any, Any]]  # float64, aligned with query_ids
-    aggregate: dict[Measure, float]  # mean over query_ids
+    aggregate: dict[Measure, float]  # mean over query_ids (a sum for counts, GMAP geometric)
     missing_from_run: list[str]
     not_judged: list[str]
 
@@ -59,9 +59,9 @@ def evaluate(qrels: Qrels, run: Run, measures: Iterable[str | Measure]) -> EvalR
     )
     if not wanted:
         raise UsageError("no measure given: name at least one, e.g. nDCG@10")
-    joined = rank_run(qrels, run)
+    joined = rank_run(qrels, run, judged=any(m.family.needs == "judged" for m in wanted))
     per_query = {m: m.family.kernel(joined.ranking, m) for m in wanted}
-    aggregate = {m: float(np.mean(values)) for m, values in per_query.items()}
+    aggregate = {m: combine(m, values) for m, values in per_query.items()}
     return EvalResult(
         measures=wanted,
         query_ids=joined.query_ids,

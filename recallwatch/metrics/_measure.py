@@ -18,10 +18,16 @@ if TYPE_CHECKING:
 
     from recallwatch.metrics._ranking import Ranking
 
-__all__ = ["MEASURES", "Dcg", "Family", "Measure", "Param", "parse_measure"]
+__all__ = ["MEASURES", "Dcg", "Family", "Measure", "Param", "combine", "parse_measure"]
 
 Dcg = Literal["log2", "exp-log2"]
-CutoffUse = Literal["required", "optional", "none"]
+# "level": `@x` is a recall level between 0 and 1 (IPrec@0.5), not a rank cut-off
+CutoffUse = Literal["required", "optional", "none", "level"]
+Aggregate = Literal["mean", "sum", "gmean"]
+# What a measure reads: the ranks of the relevant documents (and |rel|) only; also the ranks of
+# the retrieved documents judged with a grade <= 0; or also the number of documents retrieved.
+Needs = Literal["relevant", "judged", "retrieved"]
+GMEAN_FLOOR = 1e-5  # a value below it counts as it in a geometric mean (trec_eval's gm_map)
 DCG_CHOICES: tuple[Dcg, ...] = ("log2", "exp-log2")
 
 
@@ -30,8 +36,8 @@ class Param:
     """A parameter a measure family accepts, declared as data."""
 
     name: str
-    type: Literal["int", "str"]
-    default: int | str | None
+    type: Literal["int", "str", "float"]
+    default: int | str | float | None
     description: str
     choices: tuple[str, ...] = ()
 
@@ -51,6 +57,13 @@ DCG = Param(
     "the discount is 1/log2(rank + 1) in both",
     DCG_CHOICES,
 )
+PERSISTENCE = Param(
+    "p",
+    "float",
+    0.8,
+    "persistence: the chance that a reader who looked at one result goes on to the next "
+    "(strictly between 0 and 1)",
+)
 
 
 @dataclass(frozen=True)
@@ -65,6 +78,8 @@ class Family:
     trec_eval: str  # the trec_eval measure it agrees with, or how it differs
     kernel: Callable[[Ranking, Measure], np.ndarray[Any, Any]] = field(repr=False)
     aliases: tuple[str, ...] = ()
+    aggregate: Aggregate = "mean"  # how per-query values combine into the run's figure
+    needs: Needs = "relevant"
 
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.name == name), None)
@@ -108,11 +123,17 @@ class Measure:
     cutoff: int | None = None
     rel: int = 1
     dcg: Dcg = "log2"
+    level: float | None = None  # IPrec's recall level, written `@x`
+    p: float = 0.8  # RBP's persistence
 
     def __post_init__(self) -> None:
         family = _family(self.name)
         if family.name != self.name:  # an alias: store the canonical name
             object.__setattr__(self, "name", family.name)
+        if family.cutoff == "level":
+            self._check_level()
+        elif self.level is not None:
+            raise UsageError(f"measure {self.name} takes no recall level, found {self.level!r}")
         if self.cutoff is None and family.cutoff == "required":
             raise UsageError(f"measure {self.name} needs a cut-off: write {self.name}@k")
         if self.cutoff is not None:
@@ -132,6 +153,27 @@ class Measure:
                 raise UsageError(
                     f"{self.name}: dcg must be one of {', '.join(DCG_CHOICES)}, found {self.dcg!r}"
                 )
+        if self.p != PERSISTENCE.default:
+            self._check_param("p")
+            if isinstance(self.p, bool) or not isinstance(self.p, int | float) or not (
+                    0.0 < self.p < 1.0):
+                raise UsageError(f"{self.name}: p must be a number strictly between 0 and 1, "
+                                 f"found {self.p!r}")
+            object.__setattr__(self, "p", float(self.p))
+
+    def _check_level(self) -> None:
+        if self.cutoff is not None:
+            raise UsageError(f"measure {self.name} takes a recall level, not a cut-off: write "
+                             f"{self.name}@0.5 (a level between 0 and 1)")
+        level = self.level
+        if level is None:
+            raise UsageError(f"measure {self.name} needs a recall level: write {self.name}@x "
+                             "with x between 0 and 1, e.g. IPrec@0.5")
+        if isinstance(level, bool) or not isinstance(level, int | float) or not (
+                0.0 <= level <= 1.0):
+            raise UsageError(f"{self.name}: the recall level must be a number between 0 and 1, "
+                             f"found {level!r}")
+        object.__setattr__(self, "level", float(level))
 
     @property
     def family(self) -> Family:
@@ -150,9 +192,13 @@ class Measure:
         params = []
         if self.dcg != DCG.default:
             params.append(f"dcg={self.dcg}")
+        if self.p != PERSISTENCE.default:
+            params.append(f"p={self.p!r}")
         if self.rel != REL.default:
             params.append(f"rel={self.rel}")
         text = self.name + (f"({','.join(params)})" if params else "")
+        if self.level is not None:
+            return f"{text}@{self.level!r}"
         return text if self.cutoff is None else f"{text}@{self.cutoff}"
 
     def __repr__(self) -> str:
@@ -175,7 +221,9 @@ def parse_measure(text: str | Measure) -> Measure:
     name, params_text, cutoff_text = match.groups()
     family = _family(name)
     kwargs: dict[str, Any] = {}
-    if cutoff_text is not None:
+    if cutoff_text is not None and family.cutoff == "level":
+        kwargs["level"] = _number(text, "recall level", cutoff_text)
+    elif cutoff_text is not None:
         kwargs["cutoff"] = _integer(text, "cut-off", cutoff_text)
     for item in filter(None, (p.strip() for p in (params_text or "").split(","))):
         key, sep, value = (s.strip() for s in item.partition("="))
@@ -191,8 +239,32 @@ def parse_measure(text: str | Measure) -> Measure:
             )
         if key in kwargs:
             raise UsageError(f"cannot parse measure {text!r}: parameter {key!r} given twice")
-        kwargs[key] = _integer(text, key, value) if declared.type == "int" else value
+        kwargs[key] = (_integer(text, key, value) if declared.type == "int"
+                       else _number(text, key, value) if declared.type == "float" else value)
     return Measure(family.name, **kwargs)
+
+
+def combine(measure: Measure, values: np.ndarray[Any, Any]) -> float:
+    """The run's figure for ``measure`` from its per-query values: their mean, their sum (the
+    counts), or their geometric mean with each value floored at 1e-5 (GMAP, as trec_eval)."""
+    import numpy as np
+
+    how = measure.family.aggregate
+    if how == "sum":
+        return float(np.sum(values))
+    if how == "gmean":
+        return float(np.exp(np.mean(np.log(np.maximum(values, GMEAN_FLOOR)))))
+    return float(np.mean(values))
+
+
+def _number(text: str, what: str, value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = float("nan")
+    if number != number or number in (float("inf"), float("-inf")):
+        raise UsageError(f"cannot parse measure {text!r}: {what} must be a number, found {value!r}")
+    return number
 
 
 def _integer(text: str, what: str, value: str) -> int:

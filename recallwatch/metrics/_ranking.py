@@ -29,9 +29,20 @@ if TYPE_CHECKING:
     from recallwatch.metrics._data import Qrels, Run
     from recallwatch.metrics._measure import Dcg
 
-__all__ = ["Ranking", "rank_run"]
+__all__ = ["Others", "Ranking", "rank_run"]
 
 Array = np.ndarray[Any, Any]
+
+
+@dataclass(frozen=True)
+class Others:
+    """Retrieved documents judged with a grade <= 0, grouped by query, in rank order (a grade
+    < 0 marks a document pooled but not judged, as trec_eval reads it)."""
+
+    qidx: Array
+    rank: Array
+    grade: Array
+    graded: Array  # float64 per query: qrels entries with a grade >= 0, retrieved or not
 
 
 @dataclass
@@ -44,6 +55,10 @@ class Ranking:
     grade: Array  # its judged grade (>= 1)
     judged_qidx: Array  # every qrels entry with grade >= 1: its query index ...
     judged_grade: Array  # ... and its grade (ideal rankings and |rel| come from these)
+    num_ret: Array  # float64: documents retrieved per query (0 for a query absent from the run)
+    # retrieved documents judged with a grade <= 0 (negative ones included), in rank order within
+    # each query; None unless rank_run was asked for them (``judged=True``)
+    other: Others | None = None
     _cache: dict[tuple[Any, ...], Array] = field(default_factory=dict, repr=False)
 
     def _cached(self, key: tuple[Any, ...], compute: Any) -> Array:
@@ -157,14 +172,32 @@ class Joined:
     not_judged: list[str]
 
 
-def rank_run(qrels: Qrels, run: Run, *, general: bool = False) -> Joined:
-    """Join ``run`` with ``qrels`` and rank it (``general``: skip the grid path, for tests)."""
+def rank_run(qrels: Qrels, run: Run, *, general: bool = False, judged: bool = False) -> Joined:
+    """Join ``run`` with ``qrels`` and rank it (``general``: skip the grid path, for tests;
+    ``judged``: also rank the retrieved documents judged with a grade <= 0, ``Ranking.other``)."""
     if run.grid is not None and not general:
-        return _rank_grid(qrels, run, run.grid)
-    return _rank_general(qrels, run)
+        return _rank_grid(qrels, run, run.grid, judged)
+    return _rank_general(qrels, run, judged)
 
 
-def _rank_grid(qrels: Qrels, run: Run, blocks: Blocks) -> Joined:
+def _split(qrels: Qrels, qidx: Array, rank: Array, grade: Array, judged: bool, *,
+           ordered: bool = False) -> tuple[tuple[Array, Array, Array], Others | None]:
+    """Rows in rank order within contiguous query blocks (sorted unless already ``ordered``),
+    split into grade >= 1 and (when ``judged``) grade <= 0."""
+    if not ordered:
+        order = np.lexsort((rank, qidx))
+        qidx, rank, grade = qidx[order], rank[order], grade[order]
+    qidx, rank, grade = (a.astype(np.int64) for a in (qidx, rank, grade))
+    relevant = grade >= 1
+    main = (qidx[relevant], rank[relevant], grade[relevant])
+    if not judged:
+        return main, None
+    graded = np.bincount(qrels.query_index[qrels.grades >= 0], minlength=len(qrels.query_names))
+    other = Others(qidx[~relevant], rank[~relevant], grade[~relevant], graded.astype(np.float64))
+    return main, other
+
+
+def _rank_grid(qrels: Qrels, run: Run, blocks: Blocks, judged: bool) -> Joined:
     names = qrels.query_names
     n_queries = len(names)
     block_query = _index_in(blocks.names, qrels.sorted_query_dictionary)  # -1: not judged
@@ -174,7 +207,7 @@ def _rank_grid(qrels: Qrels, run: Run, blocks: Blocks) -> Joined:
     query_block[block_query[judged_block]] = np.flatnonzero(judged_block)
     missing = [names[i] for i in np.flatnonzero(query_block < 0)]
 
-    relevant = np.flatnonzero(qrels.grades >= 1)
+    relevant = np.arange(len(qrels.grades)) if judged else np.flatnonzero(qrels.grades >= 1)
     qidx = qrels.query_index[relevant]
     block = query_block[qidx]
     wanted = run.doc_keys.lookup(qrels.doc_ids.take(from_numpy(relevant)))
@@ -183,15 +216,18 @@ def _rank_grid(qrels: Qrels, run: Run, blocks: Blocks) -> Joined:
     qidx, block, column = qidx[hit], block[hit], column[hit]
     grade = qrels.grades[relevant][hit]
     rank = column + 1 if run.preordered else _grid_ranks(run, blocks, block, column)
-    order = np.lexsort((rank, qidx))
-    judged = qrels.grades >= 1
+    (qidx, rank, grade), other = _split(qrels, qidx, rank, grade, judged)
+    num_ret = np.where(query_block >= 0, blocks.widths[query_block], 0).astype(np.float64)
+    positive = qrels.grades >= 1
     ranking = Ranking(
         n_queries=n_queries,
-        qidx=qidx[order].astype(np.int64),
-        rank=rank[order].astype(np.int64),
-        grade=grade[order].astype(np.int64),
-        judged_qidx=qrels.query_index[judged],
-        judged_grade=qrels.grades[judged],
+        qidx=qidx,
+        rank=rank,
+        grade=grade,
+        judged_qidx=qrels.query_index[positive],
+        judged_grade=qrels.grades[positive],
+        num_ret=num_ret,
+        other=other,
     )
     return Joined(ranking, names, missing, not_judged)
 
@@ -263,7 +299,7 @@ def _greater(words: tuple[Array, ...], a: Array, b: Array) -> Array:
     return greater
 
 
-def _rank_general(qrels: Qrels, run: Run) -> Joined:
+def _rank_general(qrels: Qrels, run: Run, judged: bool) -> Joined:
     names = qrels.query_names
     n_queries = len(names)
     # run query code -> evaluated query index (-1: not judged)
@@ -281,24 +317,28 @@ def _rank_general(qrels: Qrels, run: Run) -> Joined:
         keep = qidx >= 0
         qidx, doc, scores = qidx[keep], doc[keep], scores[keep]
 
-    grade = _grades(qrels, run, qidx, doc)
+    grade, in_qrels = _grades(qrels, run, qidx, doc)
     order = _rank_order(run, qidx, scores, doc, int(present.sum()))
     if order is not None:
-        qidx, grade = qidx[order], grade[order]
+        qidx, grade, in_qrels = qidx[order], grade[order], in_qrels[order]
     # rank within each query block: row position minus the block's first row
     starts = np.flatnonzero(_block_starts(qidx))
-    rows = np.flatnonzero(grade >= 1)
+    rows = np.flatnonzero(in_qrels if judged else grade >= 1)
     block_of_row = np.searchsorted(starts, rows, side="right") - 1
     rank = rows - starts[block_of_row] + 1
+    (r_qidx, r_rank, r_grade), other = _split(qrels, qidx[rows], rank, grade[rows],
+                                                 judged, ordered=True)
 
-    judged = qrels.grades >= 1
+    positive = qrels.grades >= 1
     ranking = Ranking(
         n_queries=n_queries,
-        qidx=qidx[rows].astype(np.int64),
-        rank=rank.astype(np.int64),
-        grade=grade[rows].astype(np.int64),
-        judged_qidx=qrels.query_index[judged],
-        judged_grade=qrels.grades[judged],
+        qidx=r_qidx,
+        rank=r_rank,
+        grade=r_grade,
+        judged_qidx=qrels.query_index[positive],
+        judged_grade=qrels.grades[positive],
+        num_ret=np.bincount(qidx, minlength=n_queries).astype(np.float64),
+        other=other,
     )
     return Joined(ranking, names, missing, not_judged)
 
@@ -310,14 +350,15 @@ def _index_in(values: pa.Array, value_set: pa.Array) -> Array:
     return out
 
 
-def _grades(qrels: Qrels, run: Run, qidx: Array, doc: Array) -> Array:
-    """The judged grade of each run row (0 when unjudged)."""
+def _grades(qrels: Qrels, run: Run, qidx: Array, doc: Array) -> tuple[Array, Array]:
+    """The judged grade of each run row (0 when unjudged), and whether the row is judged."""
     run_doc_to_qrels = _index_in(run.doc_dictionary, qrels.doc_dictionary)
     qdoc = run_doc_to_qrels[doc]
     grade = np.zeros(len(qidx), dtype=np.int64)
+    in_qrels = np.zeros(len(qidx), dtype=bool)
     matched = np.flatnonzero(qdoc >= 0)
     if len(matched) == 0:
-        return grade
+        return grade, in_qrels
     width = np.int64(len(qrels.doc_dictionary))
     keys = qidx[matched] * width + qdoc[matched]
     qrels_keys, qrels_grades = qrels.sorted_keys
@@ -325,7 +366,8 @@ def _grades(qrels: Qrels, run: Run, qidx: Array, doc: Array) -> Array:
     pos[pos == len(qrels_keys)] = 0
     hit = qrels_keys[pos] == keys
     grade[matched[hit]] = qrels_grades[pos[hit]]
-    return grade
+    in_qrels[matched[hit]] = True
+    return grade, in_qrels
 
 
 def _rank_order(run: Run, qidx: Array, scores: Array, doc: Array, n_present: int) -> Array | None:

@@ -44,6 +44,21 @@ file does, [Reading TREC files](#reading-trec-files) at the end says so.
 
 """
 
+# Hand-written: the diversity measure, which reads subtopic judgments rather than plain qrels.
+_DIVERSITY = """
+## alpha-nDCG: diversity over subtopics
+
+`recallwatch.metrics.diversity.alpha_ndcg(SubtopicQrels.from_trec(path), run, k, alpha=0.5)`
+scores how well the top k covers the different needs (subtopics) behind a query. It reads TREC
+diversity judgments, `qid subtopic docid grade`, where the column trec_eval ignores names the
+subtopic and a document may be relevant (grade >= 1) to several subtopics. A document's gain at
+rank r is the sum, over its subtopics, of (1 - alpha) raised to the number of documents above r
+already relevant to that subtopic; alpha-DCG@k sums gain / log2(1 + rank), and alpha-nDCG@k
+divides it by the alpha-DCG@k of an ideal ranking built greedily, as TREC's `ndeval` does (its
+`alpha-nDCG@k`, which the tests check query by query). A judged query absent from the run scores
+0. It is a Python function for now, not a name `eval` accepts.
+"""
+
 # Hand-written: how recallwatch.formats.trec reads files, checked against trec_eval 10's
 # get_qrels.c and get_trec_results.c. tests/formats holds a test for every rule here.
 _TREC_FILES = """
@@ -124,6 +139,7 @@ def render() -> str:
         if f.aliases:
             parts.append(f"- Also accepted as: {', '.join(f'`{a}`' for a in f.aliases)}\n")
         parts.append(f"- trec_eval: {f.trec_eval}\n")
+    parts.append(_DIVERSITY)
     parts.append(_TREC_FILES)
     return "".join(parts)
 

@@ -218,9 +218,15 @@ def compare(
     """
     from dataclasses import replace
 
-    from recallwatch.metrics import evaluate
+    from recallwatch.metrics import evaluate, parse_measure
 
     _check_options(test, alpha, tie_tolerance, power)
+    for measure in (parse_measure(m) for m in measures):
+        if measure.family.aggregate == "gmean":
+            raise UsageError(
+                f"{measure} is a geometric mean over queries, and a comparison tests the mean "
+                f"of per-query differences: compare {str(measure).replace('GMAP', 'AP', 1)} "
+                "(its per-query values) instead")
     res_a = evaluate(qrels, run_a, measures)
     res_b = evaluate(qrels, run_b, measures)
     query_ids = sorted(set(res_a.query_ids) | set(res_b.query_ids))

@@ -36,6 +36,7 @@ __all__ = [
     "IndexVersion",
     "PublishedIndex",
     "StagedIndex",
+    "SupportsAclFilter",
     "SupportsContentHashes",
     "SupportsIndexInspection",
     "SupportsIndexSize",
@@ -158,6 +159,19 @@ class SupportsVectorScan(Protocol):
     def scan_vectors(self, rows: int) -> Iterator[tuple[list[str], np.ndarray]]:
         """Shards of at most ``rows`` rows: their ids and their stored vectors (float32, one row
         per id); every row of the current version exactly once, in the same order every time."""
+        ...
+
+
+@runtime_checkable
+class SupportsAclFilter(Protocol):
+    """The store's own filter keeps a search to the chunks a user may see: those without an acl
+    and those whose acl names one of the user's groups (the acl travels in the chunk's facets,
+    see :mod:`recallwatch.stores.acl`). LanceDB and pgvector, in the engine's SQL; the gate says
+    when a store lacks it and then checks unfiltered results."""
+
+    def search_visible(self, vectors: np.ndarray, k: int, groups: Sequence[str], *,
+                       filter: Filter | None = None, exact: bool = False) -> list[Hits]:
+        """:meth:`VectorStore.search` restricted, by the engine, to what ``groups`` may see."""
         ...
 
 
@@ -346,9 +360,9 @@ class SupportsIndexVariants(Protocol):
 
 #: Every capability an adapter may declare, in the order the docs list them.
 CAPABILITIES: tuple[type, ...] = (
-    SupportsVectors, SupportsVectorScan, SupportsContentHashes, SupportsSeal, SupportsMetaUpdate,
-    SupportsReindex, SupportsIndexInspection, SupportsIndexSize, SupportsQuantizedSearch,
-    SupportsIndexVariants,
+    SupportsVectors, SupportsVectorScan, SupportsAclFilter, SupportsContentHashes, SupportsSeal,
+    SupportsMetaUpdate, SupportsReindex, SupportsIndexInspection, SupportsIndexSize,
+    SupportsQuantizedSearch, SupportsIndexVariants,
 )
 
 

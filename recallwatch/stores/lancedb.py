@@ -42,6 +42,7 @@ import pyarrow as pa
 from recallwatch.errors import StoreError, UsageError
 from recallwatch.stores._meta import MetaFile
 from recallwatch.stores._uri import parse_store_uri, redact
+from recallwatch.stores.acl import visible_sql
 from recallwatch.stores.arrow import vectors_of
 from recallwatch.stores.base import (
     Chunk,
@@ -50,6 +51,7 @@ from recallwatch.stores.base import (
     IndexState,
     IndexVersion,
     StagedIndex,
+    SupportsAclFilter,
     SupportsContentHashes,
     SupportsIndexInspection,
     SupportsIndexSize,
@@ -96,8 +98,8 @@ _PRODUCTION_TAG = "production"
 _QUERY_BATCH = 64  # query vectors per LanceDB search call
 
 
-class LanceStore(SupportsVectors, SupportsVectorScan, SupportsContentHashes, SupportsMetaUpdate,
-                 SupportsReindex, SupportsIndexInspection, SupportsIndexSize,
+class LanceStore(SupportsVectors, SupportsVectorScan, SupportsAclFilter, SupportsContentHashes,
+                 SupportsMetaUpdate, SupportsReindex, SupportsIndexInspection, SupportsIndexSize,
                  SupportsIndexVariants):
     """A VectorStore over one LanceDB table."""
 
@@ -220,12 +222,22 @@ class LanceStore(SupportsVectors, SupportsVectorScan, SupportsContentHashes, Sup
     def search(
         self, vectors: np.ndarray, k: int, *, filter: Filter | None = None, exact: bool = False
     ) -> list[Hits]:
+        return self._search(vectors, k, where(filter), exact)
+
+    @guarded
+    def search_visible(self, vectors: np.ndarray, k: int, groups: Sequence[str], *,
+                       filter: Filter | None = None, exact: bool = False) -> list[Hits]:
+        base, visible = where(filter), visible_sql("facets", groups)
+        return self._search(vectors, k, visible if base is None else f"({base}) AND {visible}",
+                            exact)
+
+    def _search(self, vectors: np.ndarray, k: int, predicate: str | None,
+                exact: bool) -> list[Hits]:
         queries = self._queries(vectors)
         tbl = self._table()
         k = clamp_k(k, lambda: 0 if tbl is None else int(tbl.count_rows()))
         if tbl is None or k == 0:
             return [Hits([], np.empty(0, dtype=np.float32)) for _ in range(len(queries))]
-        predicate = where(filter)
         out: list[Hits] = []
         if exact or vector_index(tbl) is None:
             # no ANN index to ask: one scan of the stored vectors for every query, on pylance

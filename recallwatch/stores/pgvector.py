@@ -22,8 +22,16 @@ import numpy as np
 from recallwatch.errors import NotInstalledError, StoreError, UsageError
 from recallwatch.stores._credentials import resolve_secret
 from recallwatch.stores._uri import parse_store_uri, redact
-from recallwatch.stores.base import SupportsIndexSize, SupportsQuantizedSearch, SupportsVectorScan
-from recallwatch.stores.checks import NormFilter, check_name
+from recallwatch.stores.acl import visible_sql
+from recallwatch.stores.base import (
+    Filter,
+    Hits,
+    SupportsAclFilter,
+    SupportsIndexSize,
+    SupportsQuantizedSearch,
+    SupportsVectorScan,
+)
+from recallwatch.stores.checks import NormFilter, check_name, normalise_filter
 from recallwatch.stores.failures import engine_message, missing_table
 from recallwatch.stores.rows import CHUNK_FIELDS, Row
 from recallwatch.stores.versioned import VersionedStore, store_names
@@ -41,6 +49,7 @@ __all__ = ["PgVectorStore"]
 IndexKind = Literal["hnsw", "ivfflat", "none"]
 
 _COLUMNS = (*CHUNK_FIELDS, "ingested_version")
+_ACL = "\x00acl"  # the key of the acl filter in a normalised filter (no column has this name)
 _SELECT = sql.SQL(", ").join(sql.Identifier(c) for c in _COLUMNS)
 # A write of at least this many rows drops the ANN index (rebuilt in bulk when next needed).
 _BULK_ROWS = 1000
@@ -57,7 +66,8 @@ def _int_param(uri: Any, name: str, default: int) -> int:
     return int(raw)
 
 
-class PgVectorStore(VersionedStore, SupportsVectorScan, SupportsIndexSize, SupportsQuantizedSearch):
+class PgVectorStore(VersionedStore, SupportsVectorScan, SupportsAclFilter, SupportsIndexSize,
+                    SupportsQuantizedSearch):
     scheme = "postgresql"
     _engine_errors = (psycopg.Error,)
 
@@ -133,12 +143,21 @@ class PgVectorStore(VersionedStore, SupportsVectorScan, SupportsIndexSize, Suppo
         return cls(uri, create=create)
 
     # ---- helpers -------------------------------------------------------------------------------
+    def search_visible(self, vectors: np.ndarray, k: int, groups: Sequence[str], *,
+                       filter: Filter | None = None, exact: bool = False) -> list[Hits]:
+        return self._search(vectors, k, {**(normalise_filter(filter) or {}),
+                                          _ACL: tuple(groups)}, exact)
+
     @staticmethod
     def _where(filter: NormFilter | None) -> tuple[sql.Composable, list[Any]]:
         if not filter:
             return sql.SQL(""), []
-        parts = [sql.SQL("{} = ANY(%s)").format(sql.Identifier(k)) for k in filter]
-        return sql.SQL(" WHERE ") + sql.SQL(" AND ").join(parts), [list(v) for v in filter.values()]
+        # facets holds the facets' JSON text as a JSON string: #>> '{}' gives the text back
+        parts = [sql.SQL(visible_sql("(facets #>> '{}')", v).replace("%", "%%"))
+                 if k == _ACL else
+                 sql.SQL("{} = ANY(%s)").format(sql.Identifier(k)) for k, v in filter.items()]
+        params = [list(v) for k, v in filter.items() if k != _ACL]
+        return sql.SQL(" WHERE ") + sql.SQL(" AND ").join(parts), params
 
     def _rows(self, query: sql.Composed, params: Sequence[Any]) -> tuple[list[Row], np.ndarray]:
         records = self._sql(query, params)

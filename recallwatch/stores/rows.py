@@ -1,7 +1,8 @@
 """Chunks as engine rows and back: the one conversion every adapter uses.
 
 A row is what an engine stores beside the vector: the chunk's fields flattened to scalars
-(``facets`` as sorted JSON, dates as ISO strings), plus ``ingested_version`` where the adapter
+(``facets`` as sorted JSON with the acl last, see :mod:`recallwatch.stores.acl`; dates as ISO
+strings), plus ``ingested_version`` where the adapter
 keeps versions itself. Engines without NULL (Milvus scalar columns, Chroma metadata) store an
 absent value as ``""``; reading gives ``None`` back either way.
 """
@@ -13,6 +14,7 @@ from collections.abc import Mapping
 from datetime import date
 from typing import Any, TypeAlias
 
+from recallwatch.stores.acl import acl_from_facets, facets_text
 from recallwatch.stores.base import Chunk
 
 __all__ = ["CHUNK_FIELDS", "Row", "chunk_from_row", "row_from_chunk"]
@@ -34,7 +36,7 @@ def row_from_chunk(chunk: Chunk, version: int | None = None) -> Row:
         "doc_id": chunk.doc_id,
         "domain": chunk.domain,
         "label": chunk.label,
-        "facets": json.dumps(dict(chunk.facets), sort_keys=True, ensure_ascii=False),
+        "facets": facets_text(chunk.facets, chunk.acl),
         "valid_from": chunk.valid_from.isoformat() if chunk.valid_from else None,
         "valid_to": chunk.valid_to.isoformat() if chunk.valid_to else None,
         "kind": chunk.kind,
@@ -59,7 +61,8 @@ def _or_none(value: Any) -> str | None:
 
 
 def chunk_from_row(row: Mapping[str, Any]) -> Chunk:
-    facets = row.get("facets") or "{}"
+    raw = row.get("facets") or "{}"
+    facets, acl = acl_from_facets(json.loads(raw) if isinstance(raw, str) else dict(raw))
     return Chunk(
         id=str(row["id"]),
         text=str(row.get("text") or ""),
@@ -67,10 +70,11 @@ def chunk_from_row(row: Mapping[str, Any]) -> Chunk:
         doc_id=_or_none(row.get("doc_id")),
         domain=_or_none(row.get("domain")),
         label=_or_none(row.get("label")),
-        facets=json.loads(facets) if isinstance(facets, str) else dict(facets),
+        facets=facets,
         valid_from=_as_date(row.get("valid_from")),
         valid_to=_as_date(row.get("valid_to")),
         kind=str(row.get("kind") or "text"),
         description=_or_none(row.get("description")),
         content_hash=str(row.get("content_hash") or ""),
+        acl=acl,
     )

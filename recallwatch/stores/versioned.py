@@ -318,9 +318,15 @@ class VersionedStore(ABC, SupportsVectors, SupportsContentHashes, SupportsSeal,
     def search(
         self, vectors: np.ndarray, k: int, *, filter: Filter | None = None, exact: bool = False
     ) -> list[Hits]:
+        return self._search(vectors, k, normalise_filter(filter), exact)
+
+    @guarded
+    def _search(self, vectors: np.ndarray, k: int, norm: NormFilter | None,
+                exact: bool) -> list[Hits]:
+        """The search every public search runs, on a normalised filter (an adapter may add its
+        own keys, as pgvector's acl filter does)."""
         check_k(k)
         arr = self._check_vectors(vectors, None, "query vectors")
-        norm = normalise_filter(filter)
         self._reload_state()
         table = self._table()
         if self._has_table() and len(arr):

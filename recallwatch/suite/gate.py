@@ -29,6 +29,7 @@ from recallwatch.suite.cost import measure_cost
 from recallwatch.suite.diagnosis import DiagnosisContext, diagnose, halves_similarity, patterns
 from recallwatch.suite.limits import check_measures, run_checks
 from recallwatch.suite.model import GateResult, QueryResult, excerpt
+from recallwatch.suite.permissions import apply_permissions, leak_diagnoses, permission_verdict
 from recallwatch.suite.retrieve import (
     ResultsSource,
     Source,
@@ -88,11 +89,15 @@ class Gate:
         chunks = source.chunks(expected_ids)
         scored = score_queries(queries, retrieved, chunks, self.policy, self.golden.top_k)
         del retrieved  # the deep lists: scored, they are the largest per-query data
-        # one read of every chunk the run shows; whole only where fact recall reads the text
-        shown, texts = _shown_chunks(scored, source, chunks, whole=anchors is not None)
+        # one read of every chunk the run shows; whole only where fact recall reads the text or
+        # the permission check reads the chunks' acl
+        checks_acl = any(q.groups is not None for q in queries)
+        shown, texts = _shown_chunks(scored, source, chunks,
+                                     whole=anchors is not None or checks_acl)
+        scored = apply_permissions(queries, scored, shown)
         if anchors is not None:
             scored = _with_fact_recall(scored, queries, anchors, shown)
-            shown = {}
+        shown = {}  # the whole chunks: read, they are not kept
 
         failing_ids = {h.id for q in scored if not q.passed for h in q.expected if not h.in_top_k}
         failing_chunks = [chunks[c] for c in failing_ids if c in chunks]
@@ -105,7 +110,8 @@ class Gate:
             halves_similarity=halves_similarity(failing_chunks, source.embed),
             splits=anchors.splits if anchors is not None else {},
         )
-        scored = [q if q.passed else replace(q, diagnosis=diagnose(q, ctx)) for q in scored]
+        scored = [q if q.passed else replace(q, diagnosis=(*leak_diagnoses(q), *diagnose(q, ctx)))
+                  for q in scored]
         agg = aggregate(scored)
         facts = [q.fact_recall for q in scored if q.fact_recall is not None]
         if facts:
@@ -113,6 +119,9 @@ class Gate:
         verdict, reasons = decide(scored, agg, self.policy)
         cost = measure_cost(source.timings, source.index_bytes())
         limit_reasons, checks = run_checks(scored, self.policy, cost)
+        leak_reasons, leak_checks = permission_verdict(
+            scored, source.acl_filter if isinstance(source, StoreSource) else None)
+        limit_reasons, checks = [*leak_reasons, *limit_reasons], [*leak_checks, *checks]
         if limit_reasons:
             verdict, reasons = "STOP", [*reasons, *limit_reasons]
 

@@ -40,6 +40,13 @@ def check_measures(policy: Policy) -> None:
             raise InputError(source=policy.source, line=policy.limits.lines.get(where),
                              field=f"{where}.{name}", expected="a rank measure name such as "
                              "nDCG@10, RR, P@5, R@20, AP", found=name, hint=str(exc)) from None
+        if measure.family.needs != "relevant":
+            raise InputError(source=policy.source, line=policy.limits.lines.get(where),
+                             field=f"{where}.{name}", expected="a measure computed from the "
+                             "ranks of the expected chunks", found=name,
+                             hint=f"{measure.family.name} also needs judged non-relevant chunks "
+                             "or every result the search returned, which a golden set does not "
+                             "record; evaluate it with recallwatch eval on TREC files instead")
         if measure.rel > 1:
             raise InputError(source=policy.source, line=policy.limits.lines.get(where),
                              field=f"{where}.{name}", expected="a measure of 0/1 relevance",
@@ -75,7 +82,11 @@ def measure_values(queries: Sequence[QueryResult], names: Sequence[str]) -> dict
 
 def run_checks(queries: Sequence[QueryResult], policy: Policy,
                cost: dict[str, Any] | None) -> tuple[list[Reason], list[Check]]:
-    """Targets (over all queries and per domain) and the latency cap: judged on the run alone."""
+    """Targets (over all queries and per domain) and the latency cap: judged on the run alone.
+    A target applies to the measure's own figure over the queries: their mean, or their sum for
+    a count, or their geometric mean for GMAP."""
+    from recallwatch.metrics import combine, parse_measure
+
     limits = policy.limits
     reasons: list[Reason] = []
     checks: list[Check] = []
@@ -90,7 +101,7 @@ def run_checks(queries: Sequence[QueryResult], policy: Policy,
                 checks.append(Check("target", subject, "not applied",
                                     f"{subject}: no query of this domain in the golden set"))
                 continue
-            mean = float(values[name].mean())
+            mean = combine(parse_measure(name), values[name])
             figures = {"measure": name, "domain": domain, "value": mean, "target": target,
                        "n": len(subset)}
             if mean + 1e-12 >= target:

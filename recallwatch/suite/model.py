@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -18,6 +18,7 @@ __all__ = [
     "ExpectedHit",
     "GateResult",
     "Pattern",
+    "PermissionLeak",
     "QueryResult",
     "Reason",
     "Verdict",
@@ -29,7 +30,8 @@ SCHEMA_VERSION = 1
 Verdict = Literal["ACCEPT", "STOP"]
 # Why an expected chunk is missing, checked in this order (the cheapest and most frequent fix
 # first): chunking, description, labelling, embedding; plus the noise rule's own cause.
-Cause = Literal["chunking", "description", "labelling", "embedding", "noise"]
+# "permission": a chunk of the top K the asking user may not see (the permission rule).
+Cause = Literal["chunking", "description", "labelling", "embedding", "noise", "permission"]
 # How each cause is named to a reader (the JSON keeps the short names above).
 CAUSE_TITLES: dict[str, str] = {
     "chunking": "chunking",
@@ -37,6 +39,7 @@ CAUSE_TITLES: dict[str, str] = {
     "labelling": "labelling",
     "embedding": "embedding",
     "noise": "noise",
+    "permission": "permission leak",
 }
 # How much of a chunk's text a run keeps for each chunk it shows (expected, top-K, what buried a
 # query): enough for a person to recognise the chunk, bounded so a run stays small.
@@ -83,6 +86,21 @@ class Diagnosis:
 
 
 @dataclass(frozen=True)
+class PermissionLeak:
+    """A chunk in a query's top K that the asking user's groups may not see: its id and its acl
+    (the groups that may see it, any one of which would have granted it)."""
+
+    id: str
+    acl: tuple[str, ...]
+
+    def line(self, query_groups: Sequence[str] | None) -> str:
+        """How every text report names the leak and the missing grant."""
+        held = ", ".join(query_groups or ()) or "no group"
+        needed = ", ".join(self.acl) or "no group at all"
+        return (f"{self.id} is visible only to {needed}; the asking user holds {held}")
+
+
+@dataclass(frozen=True)
 class QueryResult:
     id: str
     text: str
@@ -113,6 +131,10 @@ class QueryResult:
     # (None for a query without anchors).
     anchors: tuple[dict[str, Any], ...] = ()
     fact_recall: float | None = None
+    # The asking user's groups (None: the query is not checked for permissions), and the chunks
+    # of its top K those groups may not see.
+    groups: tuple[str, ...] | None = None
+    permission_leaks: tuple[PermissionLeak, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         # field by field, not dataclasses.asdict: that deep-copies every value, the bulk of a
@@ -132,6 +154,9 @@ class QueryResult:
             "beyond_k": [{"id": i, "score": s} for i, s in self.beyond_k],
             "anchors": [dict(a) for a in self.anchors],
             "fact_recall": self.fact_recall,
+            "groups": None if self.groups is None else list(self.groups),
+            "permission_leaks": [{"id": x.id, "acl": list(x.acl)}
+                                 for x in self.permission_leaks],
         }
 
 
@@ -303,7 +328,10 @@ class GateResult:
                    "top": tuple((t["id"], t["score"]) for t in q["top"]),
                    "beyond_k": tuple((t["id"], t["score"]) for t in q.get("beyond_k", [])),
                    "diagnosis": tuple(Diagnosis(**x) for x in q["diagnosis"]),
-                   "anchors": tuple(q.get("anchors", ()))}
+                   "anchors": tuple(q.get("anchors", ())),
+                   "groups": None if q.get("groups") is None else tuple(q["groups"]),
+                   "permission_leaks": tuple(PermissionLeak(x["id"], tuple(x["acl"]))
+                                             for x in q.get("permission_leaks", ()))}
             )
             for q in d["queries"]
         )

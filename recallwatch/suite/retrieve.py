@@ -23,7 +23,7 @@ from recallwatch.errors import DatasetError, InputError
 from recallwatch.formats.golden import GoldenQuery
 from recallwatch.formats.policy import SearchSettings
 from recallwatch.formats.results import RankedList
-from recallwatch.stores.base import Chunk, SupportsIndexSize, VectorStore
+from recallwatch.stores.base import Chunk, Hits, SupportsAclFilter, SupportsIndexSize, VectorStore
 
 __all__ = ["ResultsSource", "Retrieved", "Source", "StoreSource"]
 
@@ -148,7 +148,7 @@ class StoreSource:
         with blas_threads(1):
             # The ranked lists in one call: a store batches what it can (LanceDB scans the rows
             # outside its index once per block of queries, not once per query).
-            hits = self.store.search(vectors, depth, filter=self.settings.filter or None)
+            hits = self._search(vectors, [q.groups for q in queries], depth)
             missing = [_absent(q.expected, h.ids) for q, h in zip(queries, hits)]
             t_score = time.perf_counter()
             # one call for every query: the store fetches each expected vector once
@@ -201,6 +201,30 @@ class StoreSource:
             if auto and spent >= budget:
                 break  # the first call's estimate was optimistic: keep to the budget
             spent += timed(rows[i])
+
+    @property
+    def acl_filter(self) -> str | None:
+        """The store whose own acl filter serves queries that carry groups, or None."""
+        return self.store.uri if isinstance(self.store, SupportsAclFilter) else None
+
+    def _search(self, vectors: np.ndarray, groups: Sequence[tuple[str, ...] | None],
+                depth: int) -> list[Hits]:
+        """The store's search; a query carrying the asking user's groups is kept to what they
+        may see by the store's own filter where it has one (queries grouped by their groups)."""
+        flt = self.settings.filter or None
+        store = self.store
+        if not isinstance(store, SupportsAclFilter) or all(g is None for g in groups):
+            return self.store.search(vectors, depth, filter=flt)
+        rows: dict[tuple[str, ...] | None, list[int]] = {}
+        for i, g in enumerate(groups):
+            rows.setdefault(g, []).append(i)
+        out: list[Hits | None] = [None] * len(groups)
+        for g, at in rows.items():
+            found = (self.store.search(vectors[at], depth, filter=flt) if g is None
+                     else store.search_visible(vectors[at], depth, g, filter=flt))
+            for i, h in zip(at, found):
+                out[i] = h
+        return [h for h in out if h is not None]
 
     def check_exists(self, queries: Sequence[GoldenQuery], expected: Sequence[str]) -> None:
         """An expected chunk the store does not hold is a dataset error, not a retrieval failure."""

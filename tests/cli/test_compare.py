@@ -189,3 +189,22 @@ def test_json_shape_is_documented() -> None:
     for key in keys:
         assert f'"{key}"' in section, key
         assert f'"{key}"' in (compare.__doc__ or ""), key
+
+
+def test_standard_set_measures_compare_like_any_other(files: dict[str, Path]) -> None:
+    res = invoke(files, "-m", "ERR@10", "-m", "RBP", "-m", "IPrec@0.5", "--format", "json")
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)["measures"]
+    rank_a = np.full(len(QUERIES), 2.0)
+    rank_b = np.array([B_RANK.get(q, np.inf) for q in QUERIES])
+    # one relevant document of grade 1: ERR = (1/16) / rank, RBP = 0.2 * 0.8^(rank - 1)
+    assert out["ERR@10"]["mean_a"] == pytest.approx(np.mean(1 / 16 / rank_a))
+    assert out["ERR@10"]["mean_b"] == pytest.approx(np.mean(1 / 16 / rank_b))
+    assert out["RBP"]["mean_b"] == pytest.approx(np.mean(0.2 * 0.8 ** (rank_b - 1)))
+    assert out["IPrec@0.5"]["mean_a"] == pytest.approx(0.5)
+
+
+def test_gmap_is_refused_with_the_measure_to_compare_instead(files: dict[str, Path]) -> None:
+    message = _error(invoke(files, "-m", "GMAP"))
+    assert message.startswith("Error: GMAP is a geometric mean over queries")
+    assert "compare AP (its per-query values) instead" in message

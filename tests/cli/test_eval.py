@@ -171,7 +171,8 @@ def test_unknown_measure_lists_valid_ones_and_suggests() -> None:
     assert result.exit_code == 2
     assert result.stderr.strip() == (
         "Error: unknown measure 'nDGC' (did you mean 'nDCG'?); "
-        "valid measures: AP, P, R, RR, Rcap, Rprec, Success, nDCG"
+        "valid measures: AP, AP11pt, Bpref, ERR, GMAP, IPrec, Judged, NumQ, NumRel, "
+        "NumRelRet, NumRet, P, R, RBP, RR, Rcap, Rprec, SetF, SetP, SetR, Success, infAP, nDCG"
     )
 
 
@@ -204,3 +205,35 @@ def test_a_parquet_run_gives_what_the_trec_run_gives(tmp_path: Path) -> None:
     assert json.loads(columnar.stdout) == json.loads(trec.stdout)
     compared = runner.invoke(app, ["compare", str(QRELS), str(RUN), str(parquet), "-m", "AP"])
     assert compared.exit_code == 0, compared.output
+
+
+TREC_EVAL = Path(__file__).resolve().parent.parent / "data" / "trec_eval"
+
+
+def test_standard_set_through_the_cli_matches_trec_eval() -> None:
+    # trec_eval -m all_trec -q -c qrels.test results.trunc (tests/data/trec_eval/out.test.aqc)
+    expected: dict[str, float] = {}
+    for line in (TREC_EVAL / "out.test.aqc").read_text().splitlines():
+        name, qid, value = line.split()
+        if qid == "all" and name != "runid":
+            expected[name] = float(value)
+    ours = {"NumQ": "num_q", "NumRet": "num_ret", "NumRelRet": "num_rel_ret", "GMAP": "gm_map",
+            "Bpref": "bpref", "infAP": "infAP", "IPrec@0.1": "iprec_at_recall_0.10",
+            "AP11pt": "11pt_avg", "SetF": "set_F", "RBP(p=0.9)": "rbp"}
+    args = ["eval", str(TREC_EVAL / "qrels.test"), str(TREC_EVAL / "results.trunc"),
+            "--format", "json"]
+    for name in ours:
+        args += ["-m", name]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["queries"]["missing_from_run"] == ["302"]
+    for name, trec_name in ours.items():
+        assert out["aggregate"][name] == pytest.approx(expected[trec_name], abs=5e-5), name
+    assert out["aggregate"]["NumRet"] == 584 and out["aggregate"]["NumQ"] == 3
+
+
+def test_a_recall_level_out_of_range_is_a_usage_error() -> None:
+    result = runner.invoke(app, ["eval", str(QRELS), str(RUN), "-m", "IPrec@5"])
+    assert result.exit_code == 2
+    assert "IPrec: the recall level must be a number between 0 and 1, found 5.0" in result.output

@@ -52,11 +52,12 @@ def test_the_declarations_are_the_ones_documented(classes: dict[str, type]) -> N
                  "SupportsVectors"]
     assert names == {
         "chroma": versioned, "faiss": versioned, "hnswlib": versioned, "milvus": versioned,
-        "postgresql": sorted([*versioned, "SupportsIndexSize", "SupportsQuantizedSearch",
-                              "SupportsVectorScan"]),
+        "postgresql": sorted([*versioned, "SupportsAclFilter", "SupportsIndexSize",
+                              "SupportsQuantizedSearch", "SupportsVectorScan"]),
         "qdrant": versioned,
         "qdrant+local": versioned,
-        "lancedb": ["SupportsContentHashes", "SupportsIndexInspection", "SupportsIndexSize",
+        "lancedb": ["SupportsAclFilter", "SupportsContentHashes", "SupportsIndexInspection",
+                    "SupportsIndexSize",
                     "SupportsIndexVariants", "SupportsMetaUpdate", "SupportsReindex",
                     "SupportsVectorScan", "SupportsVectors"],
     }

@@ -8,6 +8,7 @@ real stores are in tests/stores/test_limits_stores.py.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -156,6 +157,51 @@ def test_measures_from_ranks_agree_with_pytrec_eval(kb: GoldenSet) -> None:
         assert values["AP"][i] == pytest.approx(ref[q.id]["map"])
         assert values["R@5"][i] == pytest.approx(ref[q.id]["recall_5"])
         assert values["nDCG@3"][i] == pytest.approx(ref[q.id]["ndcg_cut_3"])
+
+
+def test_standard_set_measures_from_ranks_agree_with_pytrec_eval(kb: GoldenSet) -> None:
+    # the gate's extra metrics include trec_eval's standard set where a golden set determines it
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    results = _results(kb, {q.id for q in kb.queries[::3]})
+    result = run_gate(kb, results=results)
+    names = ["GMAP", "IPrec@0.5", "IPrec@1.0", "SetR", "NumRelRet", "RBP(p=0.9)"]
+    values = measure_values(result.queries, names)
+    qrels = {q.id: dict.fromkeys(q.expected, 1) for q in kb.queries}
+    run = {qid: {cid: float(s) for cid, s in zip(r.ids, r.scores)} for qid, r in results.items()}
+    ref = pytrec_eval.RelevanceEvaluator(
+        qrels, {"gm_map", "iprec_at_recall", "set_recall", "num_rel_ret"}).evaluate(run)
+    for i, q in enumerate(result.queries):
+        assert math.log(max(values["GMAP"][i], 1e-5)) == pytest.approx(ref[q.id]["gm_map"])
+        assert values["IPrec@0.5"][i] == pytest.approx(ref[q.id]["iprec_at_recall_0.50"])
+        assert values["IPrec@1.0"][i] == pytest.approx(ref[q.id]["iprec_at_recall_1.00"])
+        assert values["SetR"][i] == pytest.approx(ref[q.id]["set_recall"])
+        assert values["NumRelRet"][i] == ref[q.id]["num_rel_ret"]
+        ranks = [h.rank for h in result.queries[i].expected if h.rank is not None]
+        assert values["RBP(p=0.9)"][i] == pytest.approx(0.1 * sum(0.9 ** (r - 1) for r in ranks))
+
+
+def test_a_gmap_target_is_judged_on_the_geometric_mean(tmp_path: Path, kb: GoldenSet) -> None:
+    results = _results(kb, {q.id for q in kb.queries[::2]})
+    values = measure_values(run_gate(kb, results=results).queries, ["GMAP"])["GMAP"]
+    geometric = math.exp(sum(math.log(max(v, 1e-5)) for v in values) / len(values))
+    assert geometric < values.mean() - 0.01  # the two figures differ here
+    between = (geometric + values.mean()) / 2
+    policy = _policy(tmp_path, f"top_k: 10\nnoise_ceiling: 0.9\ntargets:\n  GMAP: {between}\n")
+    result = run_gate(kb, results=results, policy=policy)
+    (reason,) = [r for r in result.reasons if r.rule == "target"]
+    assert f"GMAP {geometric:.3f} is below the target {between:g}" in reason.message
+
+
+@pytest.mark.parametrize("name", ["Bpref", "Judged@10", "SetP", "NumRet", "infAP"])
+def test_a_target_on_a_measure_a_golden_set_cannot_compute_is_refused(
+        tmp_path: Path, kb: GoldenSet, name: str) -> None:
+    policy = _policy(tmp_path, f"targets:\n  {name}: 0.5\n")
+    with pytest.raises(InputError) as err:
+        Gate(kb, policy)
+    text = str(err.value)
+    assert text.startswith(f"{tmp_path / 'policy.yaml'}:2") and f"targets.{name}" in text
+    assert "computed from the ranks of the expected chunks" in text
+    assert "recallwatch eval" in text
 
 
 def test_targets_per_domain(tmp_path: Path, kb: GoldenSet) -> None:
