@@ -219,7 +219,8 @@ def test_calibrate_threshold_with_the_default_embedder_feeds_monitor_coverage(
     assert entry["fingerprint"]["name"] == "use-multilingual" and entry["target"] == "precision"
     probes = tmp_path / "p.json"
     assert run("probes", str(probes), "--golden", str(golden)).exit_code == 0
-    mon = run("monitor", "--store", store, "--probes", str(probes), "--no-history",
+    # four rows: a depth under the row count (at 10, recall would be 1 whatever the index)
+    mon = run("monitor", "--store", store, "--probes", str(probes), "--no-history", "--k", "2",
               "--min-coverage", "0", "--format", "json")
     d = json.loads(mon.stdout)
     assert mon.exit_code == 0 and d["threshold"] == pytest.approx(entry["threshold"])
@@ -232,7 +233,7 @@ def test_calibrate_threshold_with_the_default_embedder_feeds_monitor_coverage(
         assert LanceStore.open(store).get_meta(THRESHOLD_META_KEY) == meta
         # and the monitor alarms on the same coverage under that minimum
         low = run("monitor", "--store", store, "--probes", str(probes), "--no-history",
-                  "--min-coverage", "1.0")
+                  "--k", "2", "--min-coverage", "1.0")
         assert low.exit_code == 1 and "ALARM: coverage" in low.stdout
     both = run("calibrate-threshold", str(golden), "--store", store, "--target-precision", "0.9",
                "--target-coverage", "0.9")
