@@ -86,11 +86,11 @@ def service(kb: Path) -> Iterator[tuple[str, Service]]:
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (a timeout test)
 
-        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", 0))
             self._reply(json.loads(self.rfile.read(length) or b"{}"))
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
             self._reply({k: v[0] for k, v in query.items()})
 
