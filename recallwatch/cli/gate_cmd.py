@@ -61,6 +61,10 @@ def gate(
         "--runs-out", help="With --pipeline: write each retriever's ranked lists as "
         "DIR/<name>.run and the fused ones as DIR/fused.run (TREC run files, as deep as the "
         "pipeline's depth), so any tool can check them.")] = None,
+    tune_weights: Annotated[bool, typer.Option(
+        "--tune-weights", help="With --pipeline fusing by wsum: first choose the weights on the "
+        "golden set's tune queries (every combination in steps of 0.1, best mean recall@K), "
+        "then judge the test queries with them; the chosen weights are reported.")] = False,
 ) -> None:
     """Run the golden set against an index and answer ACCEPT or STOP.
 
@@ -125,7 +129,7 @@ def gate(
         result = gate_from_files(golden, store=store, results=results, policy=policy,
                                  embedder=embedder, corpus=corpus, run_date=day,
                                  then=record, fan_out=fan_out, pipeline=pipeline,
-                                 runs_out=runs_out)
+                                 runs_out=runs_out, tune_weights=tune_weights)
     _write_outputs(result, fmt, junit, report)
     if policy is None:
         _explain_default_noise(result)

@@ -18,11 +18,13 @@ from typing import Any
 import numpy as np
 
 from recallwatch.errors import DatasetError
-from recallwatch.formats.golden import GoldenQuery
+from recallwatch.formats.golden import GoldenQuery, GoldenSet
+from recallwatch.formats.policy import Policy
 from recallwatch.records import Chunk
 from recallwatch.retrievers.base import Hit, SupportsChunks
 from recallwatch.retrievers.pipeline import Pipeline, PipelineRun
 from recallwatch.retrievers.store import StoreRetriever
+from recallwatch.retrievers.tune import Tuned
 from recallwatch.suite.model import GateResult
 from recallwatch.suite.retrieve import Retrieved, Timings, latency_rows
 
@@ -125,8 +127,35 @@ class PipelineSource:
         return None
 
 
-def with_stages(result: GateResult, source: PipelineSource) -> GateResult:
-    """The result with each query's stages and their means (``GateResult.stages``)."""
+def tune_on_split(pipeline: Pipeline, golden: GoldenSet, policy: Policy) -> Tuned:
+    """Choose the pipeline's wsum weights on the golden set's tune queries (grid search on mean
+    recall@K) and set them; the test queries are never read."""
+    from recallwatch.errors import InputError
+    from recallwatch.retrievers.tune import tune_weights
+
+    spec = pipeline.spec
+    if spec.fuse is None or spec.fuse.method != "wsum":
+        raise InputError(source=spec.source, field="fuse.method",
+                         expected="wsum (the method with weights to tune)",
+                         found=None if spec.fuse is None else spec.fuse.method)
+    tune = [q for q in golden.queries if q.split == "tune" and q.expected]
+    if not tune:
+        raise InputError(source=golden.source, field="split",
+                         expected="queries marked `split: tune` to choose the weights on",
+                         found=0, hint="`recallwatch golden split` assigns them")
+    texts = [q.text for q in tune]
+    runs = {n: [hits[:spec.depth] for hits in r.search(texts, spec.depth)]
+            for n, r in pipeline.retrievers.items()}
+    k = policy.top_k or golden.top_k
+    tuned = tune_weights(runs, [list(q.expected) for q in tune], k=k, norm=spec.fuse.norm)
+    pipeline.spec = replace(spec, fuse=replace(spec.fuse, weights=tuned.weights))
+    return tuned
+
+
+def with_stages(result: GateResult, source: PipelineSource,
+                tuned: Tuned | None = None) -> GateResult:
+    """The result with each query's stages and their means (``GateResult.stages``), and the
+    tuned weights when they were chosen on the tune split."""
     spec = source.pipeline.spec
     queries = []
     cand: list[float] = []
@@ -154,12 +183,14 @@ def with_stages(result: GateResult, source: PipelineSource) -> GateResult:
         stage = {"candidate_recall": c_recall, "lost_by_reranker": lost if spec.rerank else [],
                  "never_retrieved": never, "lost_after_first_stage": lost}
         queries.append(replace(q, stage=stage))
-    stages = {
+    stages: dict[str, Any] = {
         "depth": spec.depth, "fused": spec.fuse is not None, "reranked": spec.rerank is not None,
         "candidate_recall": _mean(cand), "final_recall": _mean(final),
         "retriever_recall": {n: _mean(v) for n, v in per_retriever.items()},
         "lost_by_reranker": lost_total if spec.rerank else 0, "never_retrieved": never_total,
     }
+    if tuned is not None:
+        stages["tuned"] = tuned.to_dict()
     return replace(result, queries=tuple(queries), stages=stages)
 
 
@@ -210,6 +241,12 @@ def stages_line(stages: dict[str, Any], top_k: int | None = None) -> str:
     if stages.get("reranked"):
         parts.append(f"lost by the reranker {stages.get('lost_by_reranker', 0)}")
     parts.append(f"never retrieved {stages.get('never_retrieved', 0)}")
+    tuned = stages.get("tuned")
+    if tuned:
+        weights = ", ".join(f"{n} {w:.2f}" for n, w in tuned["weights"].items())
+        parts.append(f"wsum weights chosen on the {tuned['queries']} tune queries: {weights} "
+                     f"(mean recall@{tuned['top_k']} {tuned['mean_recall']:.3f}, best of "
+                     f"{tuned['tried']} tried)")
     return " · ".join(parts)
 
 

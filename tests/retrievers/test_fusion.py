@@ -18,15 +18,16 @@ NAMES = ["dense", "keyword", "api"]
 WEIGHTS = {"dense": 0.2, "keyword": 0.5, "api": 0.3}
 
 
-def random_runs(seed: int, queries: int = 8) -> dict[str, dict[str, dict[str, float]]]:
-    """{name: {query: {doc: score}}}: ties (scores drawn from a few values), 0-9 hits, and some
-    queries a retriever returns nothing for."""
+def random_runs(seed: int, queries: int = 8, *,
+                empty: bool = True) -> dict[str, dict[str, dict[str, float]]]:
+    """{name: {query: {doc: score}}}: ties (scores drawn from a few values), 1-9 hits, and (with
+    ``empty``) queries a retriever returns nothing for, q0 by every retriever."""
     rng = random.Random(seed)
     out: dict[str, dict[str, dict[str, float]]] = {}
     for name in NAMES:
         run = {}
         for q in range(queries):
-            n = rng.choice([0, 1, 2, 5, 9]) if q else 0  # q0: no hits from anyone
+            n = rng.choice([0, 1, 2, 5, 9] if empty else [1, 2, 5, 9]) if q or not empty else 0
             docs = rng.sample([f"d{i}" for i in range(14)], n)
             run[f"q{q}"] = {d: rng.choice([0.25, 0.5, 0.5, 1.0, 3.0, -0.5, rng.random()])
                             for d in docs}
@@ -36,20 +37,22 @@ def random_runs(seed: int, queries: int = 8) -> dict[str, dict[str, dict[str, fl
 
 @pytest.mark.slow  # numba compiles ranx's kernels on first use: minutes on a busy machine
 @pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::UserWarning",
-                            "ignore:unsafe cast from uint64 to int64")
+                            "ignore:.*unsafe cast from uint64 to int64")
 @pytest.mark.parametrize("seed", [1, 2])
 def test_every_method_and_norm_equals_ranx(seed: int) -> None:
     ranx = pytest.importorskip("ranx")
-    raw = random_runs(seed)
-    queries = sorted(raw[NAMES[0]])
-    # ranx needs a hit somewhere in a run to build it; a query without hits stays as {}
-    runs = [ranx.Run.from_dict(raw[n], name=n) for n in NAMES]
-    # each list in ranx's own rank order (it sorts by score; its order among ties is its own)
-    lists: dict[str, list[list[Hit]]] = {
-        n: [list(r.run[q].items()) if q in r.run else [] for q in queries]
-        for n, r in zip(NAMES, runs)}
     for method in METHODS:
         for norm in [None, *NORMS]:
+            # ranx's zmuv fails on a list without hits (the mean of nothing) inside a parallel
+            # loop, and silently drops every query that loop's worker held: zmuv is compared on
+            # runs without empty lists (recallwatch normalises an empty list to an empty list)
+            raw = random_runs(seed, empty=norm != "zmuv")
+            queries = sorted(raw[NAMES[0]])
+            runs = [ranx.Run.from_dict(raw[n], name=n) for n in NAMES]
+            # each list in ranx's own rank order (it sorts by score; among ties, its own order)
+            lists: dict[str, list[list[Hit]]] = {
+                n: [list(r.run[q].items()) if q in r.run else [] for q in queries]
+                for n, r in zip(NAMES, runs)}
             if method == "rrf" and norm == "borda":
                 continue  # refused: ranx's answer depends on Python's set order
             params = ({"weights": [WEIGHTS[n] for n in NAMES]} if method == "wsum"
