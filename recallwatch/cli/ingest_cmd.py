@@ -64,6 +64,11 @@ def ingest(
     engine: EngineOption = EngineChoice.local,
     address: RayAddress = None,
     workers: RayWorkers = None,
+    vectors: Annotated[bool, typer.Option(
+        "--vectors", help="Bring your own vectors: write the vectors the corpus carries (a "
+        "`vector` field in each record, or CORPUS.npy beside it, one row per record) instead of "
+        "embedding the texts. --embedder names the model the queries will be embedded with; "
+        "every vector must have its dimension.")] = False,
 ) -> None:
     """Embed and write a corpus into a store: batched, idempotent, resumable after a kill.
 
@@ -101,14 +106,21 @@ def ingest(
             progress = sys.stderr.isatty() if show_progress is None else show_progress
             model = embedder_from_spec(spec)
             embed_batches = None
-            if on_ray:
+            given = None
+            if vectors:
+                from recallwatch.embedders.base import fingerprint_of
+                from recallwatch.formats.corpus_vectors import read_corpus_vectors
+
+                given = read_corpus_vectors(corpus, fingerprint_of(model).dimension,
+                                            embedder=f"the embedder {spec}")
+            elif on_ray:
                 from recallwatch.scale.ray_engine import RayEmbedding
 
                 embed_batches = RayEmbedding(spec, workers)
             report = run_ingest(corpus, vector_store, model, batch_size=batch_size,
                                 commit_every=commit_every, prune=prune, embedder_spec=spec,
                                 strict=strict, show_progress=progress,
-                                embed_batches=embed_batches, verify_floor=floor,
+                                embed_batches=embed_batches, verify_floor=floor, vectors=given,
                                 rebuild_window_hours=window, history=rebuild_history)
         finally:
             vector_store.close()

@@ -19,6 +19,7 @@ from recallwatch.cli._options import (
     EmbedderSpec,
     JudgmentFiles,
     KappaWeights,
+    PipelineFile,
     Port,
     Seed,
     StoreURIOrNone,
@@ -42,6 +43,7 @@ def pool(
     bm25: Annotated[Path | None, typer.Option(
         "--bm25", help="Corpus file (JSONL or Parquet): pool BM25 keyword search over its "
         "chunks' text too.")] = None,
+    pipeline: PipelineFile = None,
     depth: Annotated[int, typer.Option(
         "--depth", min=1, help="How many top results of each system to pool per query.")] = 20,
     judgments: JudgmentFiles = None,
@@ -51,15 +53,16 @@ def pool(
     """Pool the top results of several systems into a judging queue (TREC-style pooling).
 
     Takes the union of each system's top --depth results per query (the --store, BM25 over the
-    --bm25 corpus, each --results file), leaves out the pairs already judged (the golden set's
-    expected chunks and every --judgments file) and writes the rest to --out, best-ranked first.
+    --bm25 corpus, each --results file, each retriever of a --pipeline and its fused list),
+    leaves out the pairs already judged (the golden set's expected chunks and every --judgments
+    file) and writes the rest to --out, best-ranked first.
     """
     from recallwatch import __version__
     from recallwatch.truth.pool import pool_from_files, write_pool
 
     made, provenance = pool_from_files(queries, store=store, results=results or [], bm25=bm25,
                                        depth=depth, judgments=judgments or [],
-                                       embedder=embedder)
+                                       embedder=embedder, pipeline=pipeline)
     provenance = {"created_by": f"recallwatch {__version__} label pool", **provenance}
     sidecar = write_pool(out, made, provenance)
     summary = made.summary()

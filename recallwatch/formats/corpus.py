@@ -54,7 +54,9 @@ GOLD_LABEL = "SINTESIS_CURADA"  # Spanish for "curated synthesis": the label of 
 ChunkKind = Literal["text", "table", "list", "faq", "code", "figure", "heading", "other"]
 CHUNK_KINDS: tuple[str, ...] = get_args(ChunkKind)
 
-_FIELDS = {"id", "text", "facets", "valid_from", "valid_to", "kind", "acl", *_OPTIONAL_TEXT}
+# `vector`: a precomputed embedding, read only by `ingest --vectors` (formats.corpus_vectors)
+_FIELDS = {"id", "text", "facets", "valid_from", "valid_to", "kind", "acl", "vector",
+           *_OPTIONAL_TEXT}
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -158,6 +158,7 @@ def ingest(
     rebuild_window_hours: float = 24.0,
     history: History | Callable[[], History | None] | None = None,
     embed_batches: Callable[[Sequence[list[str]]], Iterable[np.ndarray]] | None = None,
+    vectors: Mapping[str, np.ndarray] | None = None,
 ) -> IngestReport:
     """Embed and write the chunks of ``corpus`` that the store does not hold as they are.
 
@@ -176,6 +177,8 @@ def ingest(
 
     ``embed_batches`` embeds elsewhere (e.g. :class:`recallwatch.scale.ray_engine.RayEmbedding`):
     it gets every batch as cut here and yields their vectors in order; writing stays here.
+    ``vectors`` (chunk id -> vector) are precomputed ones: written as they are, nothing is
+    embedded (``embedder`` is the one the queries will be embedded with, and is recorded).
     """
     if batch_size < 1 or commit_every < 1:
         raise UsageError(f"batch_size and commit_every must be at least 1, found {batch_size} "
@@ -232,21 +235,24 @@ def ingest(
         # The batches are cut here, whoever embeds them: a text's vector can depend on its batch.
         batches = [[c.text for c in g[b:b + batch_size]]
                    for g in groups for b in range(0, len(g), batch_size)]
-        stream = _vectors(embedder, batches, embed_batches)
+        if vectors is not None:
+            stream = _given(vectors, [c.id for c in todo], [len(b) for b in batches])
+        else:
+            stream = _vectors(embedder, batches, embed_batches)
         # closed when the ingestion stops, even half-way: a remote embedding ends with it
         committed = commits = 0
         try:
             with progress(len(todo), f"ingesting into {store.uri}",
                           enabled=show_progress) as advance, closing(stream):
                 for group in groups:
-                    vectors = np.empty((len(group), fingerprint.dimension), dtype=np.float32)
+                    block = np.empty((len(group), fingerprint.dimension), dtype=np.float32)
                     t0 = time.perf_counter()
                     for b in range(0, len(group), batch_size):
                         n = min(batch_size, len(group) - b)
-                        vectors[b:b + n] = next(stream)
+                        block[b:b + n] = next(stream)
                         advance(n)
                     t1 = time.perf_counter()
-                    store.upsert(group, vectors)
+                    store.upsert(group, block)
                     committed, commits = committed + len(group), commits + 1
                     t_embed += t1 - t0
                     t_write += time.perf_counter() - t1
@@ -297,6 +303,15 @@ def _rebuild_if_needed(store: VectorStore, floor: float, window_hours: float,
     done = auto_reindex(store, probes, trigger="ingest", why=why, floor=floor,
                         window=timedelta(hours=window_hours), history=hist)
     return {**done.to_dict(), "summary": done.summary()}
+
+
+def _given(vectors: Mapping[str, np.ndarray], ids: list[str],
+           sizes: list[int]) -> Generator[np.ndarray, None, None]:
+    """Precomputed vectors, in the batches the texts would have been embedded in."""
+    start = 0
+    for n in sizes:
+        yield np.stack([vectors[i] for i in ids[start:start + n]])
+        start += n
 
 
 def _vectors(

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from recallwatch.errors import InputError, NotInstalledError, UsageError
+from recallwatch.errors import InputError, UsageError
 from recallwatch.formats.judging import QueueItem
 from recallwatch.records import Chunk
 
@@ -92,31 +92,12 @@ def load_pool_queries(path: str | os.PathLike[str]) -> list[PoolQuery]:
     return out
 
 
-def _tokenize(texts: Sequence[str]) -> Any:
-    import bm25s
-
-    # No stop words and no stemming: the corpus may be in any language.
-    return bm25s.tokenize(list(texts), stopwords=None, show_progress=False)
-
-
 def bm25_rankings(queries: Sequence[PoolQuery], chunks: Sequence[Chunk], depth: int) -> Rankings:
     """BM25 (Lucene variant, k1 1.5, b 0.75) over the chunks' text: each query's top ``depth``."""
-    try:
-        import bm25s
-    except ModuleNotFoundError:
-        raise NotInstalledError("bm25s (keyword search for --bm25)", "bm25") from None
-    if not chunks:
-        return {q.id: [] for q in queries}
-    retriever = bm25s.BM25()
-    retriever.index(_tokenize([c.text for c in chunks]), show_progress=False)
-    k = min(depth, len(chunks))
-    docs, scores = retriever.retrieve(_tokenize([q.text for q in queries]), k=k,
-                                      show_progress=False, n_threads=1)
-    out: Rankings = {}
-    for q, row, row_scores in zip(queries, docs.tolist(), scores.tolist()):
-        # a chunk sharing no word with the query scores 0: not a result, just the index's order
-        out[q.id] = [chunks[i].id for i, s in zip(row, row_scores) if s > 0]
-    return out
+    from recallwatch.retrievers.bm25 import BM25Index
+
+    hits = BM25Index(chunks).search([q.text for q in queries], depth)
+    return {q.id: [cid for cid, _ in row] for q, row in zip(queries, hits)}
 
 
 def store_rankings(queries: Sequence[PoolQuery], store: Any, depth: int,
@@ -157,7 +138,8 @@ def build_pool(queries: Sequence[PoolQuery], systems: Mapping[str, Rankings], de
     if not 1 <= depth <= MAX_DEPTH:
         raise UsageError(f"the pool depth must be between 1 and {MAX_DEPTH}, got {depth}")
     if not systems:
-        raise UsageError("pooling needs at least one system: --store, --bm25 or --results")
+        raise UsageError("pooling needs at least one system: --store, --pipeline, --bm25 or "
+                         "--results")
     done = set(judged) | {(q.id, c) for q in queries for c in q.expected}
     found: dict[tuple[str, str], dict[str, int]] = {}
     per_system = dict.fromkeys(systems, 0)
@@ -198,10 +180,13 @@ def pool_from_files(queries: str | os.PathLike[str], *, store: str | None = None
                     results: Sequence[str | os.PathLike[str]] = (),
                     bm25: str | os.PathLike[str] | None = None, depth: int = 20,
                     judgments: Sequence[str | os.PathLike[str]] = (),
-                    embedder: str | None = None) -> tuple[Pool, dict[str, Any]]:
+                    embedder: str | None = None,
+                    pipeline: str | os.PathLike[str] | None = None,
+                    ) -> tuple[Pool, dict[str, Any]]:
     """The pool as ``recallwatch label pool`` builds it, and its provenance (inputs hashed,
     settings): the store (``store``, searched with the embedder that built it), BM25 over the
-    ``bm25`` corpus, and each results file, minus the ``judgments`` files' pairs."""
+    ``bm25`` corpus, each results file, and each retriever of a ``pipeline`` file (and its fused
+    list), minus the ``judgments`` files' pairs."""
     from recallwatch._hashing import canonical_hash
     from recallwatch.formats.judging import judged_pairs
 
@@ -225,7 +210,20 @@ def pool_from_files(queries: str | os.PathLike[str], *, store: str | None = None
         systems[name] = {q: r.ids for q, r in load_results(Path(path)).items()}
         sources[name] = {"results": str(path)}
     opened = None
+    piped = None
     try:
+        if pipeline is not None:
+            from recallwatch.retrievers.pipeline import Pipeline, load_pipeline
+
+            spec = load_pipeline(Path(pipeline))
+            piped = Pipeline.from_spec(spec, base_dir=Path(pipeline).resolve().parent,
+                                       embedder=embedder)
+            run = piped.search([q.text for q in qs], depth)
+            lists = {**run.per_retriever, **({"fused": run.fused} if spec.fuse else {})}
+            for name, per_query in lists.items():
+                label = _system_name(Path(name), [*systems, "store"])
+                systems[label] = {q.id: [c for c, _ in hits] for q, hits in zip(qs, per_query)}
+                sources[label] = {"pipeline": str(pipeline), "retriever": name}
         if store is not None:
             from recallwatch.embedders import embedder_for_store
             from recallwatch.stores import open_store
@@ -240,12 +238,20 @@ def pool_from_files(queries: str | os.PathLike[str], *, store: str | None = None
             found = {i: corpus[i] for i in ids if i in corpus}
             if opened is not None:
                 found.update(opened.get([i for i in ids if i not in found]))
+            if piped is not None:
+                from recallwatch.retrievers.base import SupportsChunks
+
+                for r in piped.retrievers.values():
+                    if isinstance(r, SupportsChunks):
+                        found.update(r.chunks([i for i in ids if i not in found]))
             return found
 
         pool = build_pool(qs, systems, depth, judged=judged, chunks=lookup)
     finally:
         if opened is not None:
             opened.close()
+        if piped is not None:
+            piped.close()
     for name, ranking in systems.items():
         sources[name]["hash"] = canonical_hash({q: r[:depth] for q, r in ranking.items()})
     provenance = {
