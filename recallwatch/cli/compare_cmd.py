@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from recallwatch.cli._common import emit
-from recallwatch.cli._options import Alpha, Measures, Power, Seed
+from recallwatch.cli._options import AllPairs, Alpha, Measures, Power, Seed
 
 if TYPE_CHECKING:
     from recallwatch.stats import Comparison, MultiComparison
@@ -46,9 +46,7 @@ def compare(
     more_runs: Annotated[list[Path] | None, typer.Argument(
         help="More runs (C, D, …): every run is tested against A, or each pair with "
         "--all-pairs.", show_default=False)] = None,
-    all_pairs: Annotated[bool, typer.Option(
-        "--all-pairs", help="With three runs or more: test every pair of runs, not only each "
-        "run against A.")] = False,
+    all_pairs: AllPairs = False,
     test: Annotated[TestChoice, typer.Option(
         "--test", help="Paired significance test.")] = TestChoice.randomization,
     seed: Seed = 0,

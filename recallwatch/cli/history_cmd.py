@@ -13,6 +13,7 @@ import typer
 from recallwatch.cli._common import emit, emit_json, existing_history
 from recallwatch.cli._options import (
     DEFAULT_HISTORY,
+    AllPairs,
     BoundedAlpha,
     DatasetName,
     HistoryPath,
@@ -106,9 +107,7 @@ def compare(
         show_default=False)] = None,
     history: HistoryPath = DEFAULT_HISTORY,
     store: StoreURIOrNone = None,
-    all_pairs: Annotated[bool, typer.Option(
-        "--all-pairs", help="With three runs or more: test every pair of runs, not only each "
-        "run against A.")] = False,
+    all_pairs: AllPairs = False,
     fmt: TableJsonFormat = TableJson.table,
 ) -> None:
     """B against A: newly failing / passing queries, rank changes, paired tests, who buried it.
