@@ -1,5 +1,6 @@
-"""POST a JSON body and read a JSON answer, with retries: the standard library only (urllib), so
-the extra-free install can talk to OpenAI-compatible endpoints.
+"""POST a JSON body (or GET a query string) and read a JSON answer, with retries: the standard
+library only (urllib), so the extra-free install can talk to OpenAI-compatible endpoints and
+search services.
 
 Retries on connection failures and on 408/429/5xx answers, waiting ``retry_wait`` seconds before
 the first retry and twice as long before each next one. Any other HTTP status fails at once with
@@ -16,7 +17,7 @@ from typing import Any
 
 from recallwatch.errors import RecallwatchError
 
-__all__ = ["RETRY_STATUS", "error_detail", "post_json"]
+__all__ = ["RETRY_STATUS", "error_detail", "get_json", "post_json"]
 
 RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 
@@ -29,6 +30,26 @@ def post_json(
     payload = json.dumps(body).encode("utf-8")
     request = urllib.request.Request(url, data=payload, method="POST",
                                      headers={"Content-Type": "application/json", **headers})
+    return _send(request, url, error=error, what=what, timeout=timeout,
+                 max_retries=max_retries, retry_wait=retry_wait)
+
+
+def get_json(
+    url: str, params: dict[str, Any], *, headers: dict[str, str], error: type[RecallwatchError],
+    what: str, timeout: float = 60.0, max_retries: int = 3, retry_wait: float = 0.5,
+) -> Any:
+    """The decoded JSON answer to ``GET url?params``; ``error`` (naming ``what``) on failure."""
+    import urllib.parse
+
+    query = urllib.parse.urlencode({k: str(v) for k, v in params.items()})
+    full = f"{url}{'&' if '?' in url else '?'}{query}" if query else url
+    request = urllib.request.Request(full, method="GET", headers=headers)
+    return _send(request, url, error=error, what=what, timeout=timeout,
+                 max_retries=max_retries, retry_wait=retry_wait)
+
+
+def _send(request: urllib.request.Request, url: str, *, error: type[RecallwatchError],
+          what: str, timeout: float, max_retries: int, retry_wait: float) -> Any:
     for attempt in range(max_retries + 1):
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:

@@ -9,6 +9,8 @@
      ├── EmbedderMismatchError        an index is queried with another embedder than built it
      ├── EmbedderError                an embedding model or endpoint failed or gave bad vectors
      ├── StoreError                   a vector store failed or refused an operation
+     ├── RetrieverError               a retriever (Python object, HTTP service, reranker) failed
+     │                                or answered something that is not a ranked list
      ├── HistoryError                 the run history cannot be read or written
      ├── JudgeError                   an LLM judge endpoint failed or answered unusably
      └── Interrupted                  a run stopped before it completed; nothing was recorded
@@ -30,6 +32,7 @@ __all__ = [
     "JudgeError",
     "NotInstalledError",
     "RecallwatchError",
+    "RetrieverError",
     "StoreError",
     "UsageError",
 ]
@@ -127,6 +130,10 @@ class EmbedderError(RecallwatchError):
 
 class StoreError(RecallwatchError):
     """A vector store failed or refused an operation."""
+
+
+class RetrieverError(RecallwatchError):
+    """A retriever or reranker failed, timed out, or answered something unusable."""
 
 
 class HistoryError(RecallwatchError):

@@ -47,6 +47,7 @@ LAYERS: dict[str, int] = {
     "recallwatch.stats": 3,
     "recallwatch.embedders": 4,
     "recallwatch.stores": 5,
+    "recallwatch.retrievers": 5,  # anything that answers queries with ranked chunk ids
     "recallwatch.suite": 6,
     "recallwatch.report": 7,
     "recallwatch.history": 8,

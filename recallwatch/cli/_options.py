@@ -43,6 +43,7 @@ __all__ = [
     "NoiseFormat",
     "NoiseFormatOption",
     "OutDir",
+    "PipelineFile",
     "PolicyFile",
     "Port",
     "Power",
@@ -102,6 +103,11 @@ _store = typer.Option("--store", help="Vector store URI, e.g. lancedb://kb?table
                       "postgresql://, qdrant://, chroma://, milvus://, faiss://, hnswlib://).")
 StoreURI = Annotated[str, _store]
 StoreURIOrNone = Annotated[str | None, _store]
+
+PipelineFile = Annotated[Path | None, typer.Option(
+    "--pipeline", help="Pipeline file (YAML) instead of --store: named retrievers (stores, "
+    "bm25:CORPUS, python:MODULE:ATTR, http(s) services), an optional fusion step and reranker, "
+    "the final K (docs/pipelines.md).")]
 
 ResultsFile = Annotated[Path | None, typer.Option(
     "--results", help="Results file (JSONL) from any external search system, instead of "

@@ -20,6 +20,7 @@ from recallwatch.cli._options import (
     HistoryPath,
     JudgmentFiles,
     NoHistory,
+    PipelineFile,
     PolicyFile,
     RayAddress,
     RayWorkers,
@@ -32,6 +33,7 @@ def gate(
     golden: GoldenArg,
     store: StoreURIOrNone = None,
     results: ResultsFile = None,
+    pipeline: PipelineFile = None,
     policy: PolicyFile = None,
     history: HistoryPath = DEFAULT_HISTORY,
     no_history: NoHistory = False,
@@ -55,11 +57,17 @@ def gate(
     engine: EngineOption = EngineChoice.local,
     address: RayAddress = None,
     workers: RayWorkers = None,
+    runs_out: Annotated[Path | None, typer.Option(
+        "--runs-out", help="With --pipeline: write each retriever's ranked lists as "
+        "DIR/<name>.run and the fused ones as DIR/fused.run (TREC run files, as deep as the "
+        "pipeline's depth), so any tool can check them.")] = None,
 ) -> None:
     """Run the golden set against an index and answer ACCEPT or STOP.
 
-    Searches --store (or reads --results from any other search system) and applies the policy:
-    --policy, or the default thresholds without it.
+    Searches --store (or a --pipeline of retrievers, or reads --results from any other search
+    system) and applies the policy: --policy, or the default thresholds without it. With
+    --pipeline the report also shows each stage: the candidate recall of the first stage and
+    the final recall@K.
 
     With --judgments, also reports judged@K (the share of each top K that someone judged) and
     warns when unjudged results crowd the top.
@@ -116,7 +124,8 @@ def gate(
 
         result = gate_from_files(golden, store=store, results=results, policy=policy,
                                  embedder=embedder, corpus=corpus, run_date=day,
-                                 then=record, fan_out=fan_out)
+                                 then=record, fan_out=fan_out, pipeline=pipeline,
+                                 runs_out=runs_out)
     _write_outputs(result, fmt, junit, report)
     if policy is None:
         _explain_default_noise(result)

@@ -33,7 +33,7 @@ from recallwatch.suite.retrieve import ResultsSource, Source, StoreSource
 from recallwatch.suite.score import score_queries
 from recallwatch.suite.verdict import aggregate, decide
 
-__all__ = ["FanOut", "Gate", "Part", "gate_from_files", "run_gate", "select_part"]
+__all__ = ["FanOut", "Gate", "Part", "gate_from_files", "gate_pipeline", "run_gate", "select_part"]
 
 Part = Literal["auto", "tune", "test", "all"]
 # Wraps the store's source so that retrieval runs elsewhere (the Ray engine), same answers.
@@ -245,17 +245,27 @@ def gate_from_files(
     then: Callable[[GateResult, VectorStore | None], GateResult] | None = None,
     part: Part = "auto",
     fan_out: FanOut | None = None,
+    pipeline: str | Path | None = None,
+    runs_out: str | Path | None = None,
 ) -> GateResult:
     """The gate as the CLI, the pytest plugin and the operations commands run it: a golden file,
-    a store URI (queried with the embedder that built it, unless ``embedder`` names one) or a
-    results file, and an optional policy file. ``then(result, store)`` runs while the store is
-    still open (the history reads it to name what buried a query); the store is closed after."""
+    a store URI (queried with the embedder that built it, unless ``embedder`` names one), a
+    results file or a pipeline file, and an optional policy file. ``then(result, store)`` runs
+    while the store is still open (the history reads it to name what buried a query); the store
+    is closed after. With a pipeline, ``runs_out`` receives each retriever's and the fused TREC
+    run files."""
     from recallwatch.formats.golden import load_golden
     from recallwatch.formats.policy import load_policy
 
-    if (store is None) == (results is None):
-        raise UsageError("give exactly one of --store URI or --results FILE")
+    if sum(x is not None for x in (store, results, pipeline)) != 1:
+        raise UsageError("give exactly one of --store URI, --results FILE or --pipeline FILE")
+    if runs_out is not None and pipeline is None:
+        raise UsageError("--runs-out writes a pipeline's run files: give it with --pipeline FILE")
     golden_set, pol = load_golden(golden), load_policy(policy)
+    if pipeline is not None:
+        return gate_pipeline(golden_set, Path(pipeline), policy=pol, embedder=embedder,
+                             corpus=corpus, run_date=run_date, then=then, part=part,
+                             runs_out=None if runs_out is None else Path(runs_out))
     if results is not None:
         from recallwatch.formats.results import load_results
 
@@ -278,3 +288,32 @@ def gate_from_files(
         return then(result, vector_store) if then is not None else result
     finally:
         vector_store.close()
+
+
+def gate_pipeline(golden: GoldenSet, path: Path, *, policy: Policy, embedder: str | None = None,
+                  corpus: str | Path | None = None, run_date: date | None = None,
+                  then: Callable[[GateResult, VectorStore | None], GateResult] | None = None,
+                  part: Part = "auto", runs_out: Path | None = None) -> GateResult:
+    """The gate on the pipeline file ``path``: its final lists judged, its stages reported, its
+    run files written to ``runs_out``. ``then(result, store)`` runs while the retrievers are open
+    (``store``: the first store retriever's store, else None)."""
+    from recallwatch.retrievers.pipeline import Pipeline, load_pipeline
+    from recallwatch.retrievers.store import StoreRetriever
+    from recallwatch.suite.pipeline import PipelineSource, with_stages, write_runs
+
+    spec = load_pipeline(path)
+    chunks: dict[str, Chunk] = {}
+    if corpus is not None:
+        from recallwatch.formats.corpus import read_corpus
+
+        chunks = {c.id: c for c in read_corpus(corpus)}
+    with Pipeline.from_spec(spec, base_dir=path.resolve().parent, embedder=embedder) as opened:
+        source = PipelineSource(opened, chunks, str(path))
+        result = with_stages(Gate(golden, policy, run_date, part).run(source), source)
+        if runs_out is not None:
+            write_runs(source, [(q.id, q.text) for q in result.queries], runs_out)
+        if then is not None:
+            store = next((r.store for r in opened.retrievers.values()
+                          if isinstance(r, StoreRetriever)), None)
+            result = then(result, store)
+    return result

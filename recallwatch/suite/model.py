@@ -113,6 +113,10 @@ class QueryResult:
     # (None for a query without anchors).
     anchors: tuple[dict[str, Any], ...] = ()
     fact_recall: float | None = None
+    # A pipeline's stages for this query (gate --pipeline): candidate recall of the first stage,
+    # and the expected chunks "lost_by_reranker" (candidates the final top-K dropped) and
+    # "never_retrieved" (in no candidate list); None for a store or a results file.
+    stage: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -220,6 +224,9 @@ class GateResult:
     # What the run cost on a store: search latency per query, query embedding time, index bytes
     # (None for a results file, which carries no timings).
     cost: dict[str, Any] | None = None
+    # A pipeline's stages (gate --pipeline): mean candidate recall@depth of the first stage (and
+    # of each retriever), mean final recall@K, and how many expected chunks the reranker lost.
+    stages: dict[str, Any] | None = None
 
     @property
     def exit_code(self) -> int:
@@ -275,6 +282,7 @@ class GateResult:
             "checks": [c.to_dict() for c in self.checks],
             "cost": self.cost,
             "chunk_texts": dict(self.chunk_texts),
+            "stages": self.stages,
         }
 
     @classmethod
@@ -305,4 +313,5 @@ class GateResult:
             schema_version=d.get("schema_version", SCHEMA_VERSION),
             split=d.get("split"), staleness=d.get("staleness"),
             checks=tuple(Check(**c) for c in d.get("checks", [])), cost=d.get("cost"),
+            stages=d.get("stages"),
         )

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from recallwatch.errors import InputError, NotInstalledError, UsageError
+from recallwatch.errors import InputError, UsageError
 from recallwatch.formats.judging import QueueItem
 from recallwatch.records import Chunk
 
@@ -92,31 +92,12 @@ def load_pool_queries(path: str | os.PathLike[str]) -> list[PoolQuery]:
     return out
 
 
-def _tokenize(texts: Sequence[str]) -> Any:
-    import bm25s
-
-    # No stop words and no stemming: the corpus may be in any language.
-    return bm25s.tokenize(list(texts), stopwords=None, show_progress=False)
-
-
 def bm25_rankings(queries: Sequence[PoolQuery], chunks: Sequence[Chunk], depth: int) -> Rankings:
     """BM25 (Lucene variant, k1 1.5, b 0.75) over the chunks' text: each query's top ``depth``."""
-    try:
-        import bm25s
-    except ModuleNotFoundError:
-        raise NotInstalledError("bm25s (keyword search for --bm25)", "bm25") from None
-    if not chunks:
-        return {q.id: [] for q in queries}
-    retriever = bm25s.BM25()
-    retriever.index(_tokenize([c.text for c in chunks]), show_progress=False)
-    k = min(depth, len(chunks))
-    docs, scores = retriever.retrieve(_tokenize([q.text for q in queries]), k=k,
-                                      show_progress=False, n_threads=1)
-    out: Rankings = {}
-    for q, row, row_scores in zip(queries, docs.tolist(), scores.tolist()):
-        # a chunk sharing no word with the query scores 0: not a result, just the index's order
-        out[q.id] = [chunks[i].id for i, s in zip(row, row_scores) if s > 0]
-    return out
+    from recallwatch.retrievers.bm25 import BM25Index
+
+    hits = BM25Index(chunks).search([q.text for q in queries], depth)
+    return {q.id: [cid for cid, _ in row] for q, row in zip(queries, hits)}
 
 
 def store_rankings(queries: Sequence[PoolQuery], store: Any, depth: int,
