@@ -23,6 +23,7 @@ from typing import Any, Literal, get_args
 
 from recallwatch.errors import InputError
 from recallwatch.formats.sentences import split_sentences
+from recallwatch.formats.structured import LINE_KEY
 from recallwatch.records import Chunk, content_hash
 
 __all__ = ["METHODS", "Chunking", "chunk_spans", "rechunk"]
@@ -56,19 +57,21 @@ class Chunking:
                              f"from 0 to size - 1 ({self.size - 1})", found=self.overlap)
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any], *, source: str, record: str) -> Chunking:
+    def from_mapping(cls, data: Mapping[str, Any], *, source: str, record: str,
+                     line: int | None = None) -> Chunking:
         """A chunking from a plan's ``chunking:`` mapping; an unknown key is a located error."""
-        unknown = sorted(set(data) - {"method", "size", "overlap"})
+        unknown = sorted(set(data) - {"method", "size", "overlap", LINE_KEY})
         if unknown:
-            raise InputError(source=source, record=record, field=f"chunking.{unknown[0]}",
+            raise InputError(source=source, line=line, record=record,
+                             field=f"chunking.{unknown[0]}",
                              expected="one of method, size, overlap", found=unknown[0])
         if "method" not in data:
-            raise InputError(source=source, record=record, field="chunking.method",
-                             expected=" or ".join(METHODS), found="nothing")
+            raise InputError(source=source, line=line, record=record, field="chunking.method",
+                             expected=" or ".join(METHODS), found="<nothing>")
         try:
             return cls(data["method"], data.get("size", 500), data.get("overlap", 0))
         except InputError as exc:
-            raise InputError(source=source, record=record, field=exc.field,
+            raise InputError(source=source, line=line, record=record, field=exc.field,
                              expected=exc.expected, found=exc.found) from None
 
     def describe(self) -> dict[str, Any]:
