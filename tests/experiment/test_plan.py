@@ -68,7 +68,8 @@ variants:
      "plan.yaml:5: record 'b': field 'name': expected a name no other variant has"),
     ("base: {name: b}\nvariants:\n  - {name: v, index: {nprobes: 0}}\n",
      "plan.yaml:5: record 'v': field 'index.nprobes': expected a whole number >= 1, found 0"),
-    ("variants: []\n", "plan.yaml:1: field 'base': expected a value, found <nothing> (a plan needs golden"),
+    ("variants: []\n",
+     "plan.yaml:1: field 'base': expected a value, found <nothing> (a plan needs golden"),
 ])
 def test_bad_plans_are_located_errors_with_exit_2(folder: Path, body: str,
                                                   message: str) -> None:
