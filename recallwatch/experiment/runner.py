@@ -88,6 +88,7 @@ class ExperimentResult:
                 "metrics": scored.metrics, "candidate_recall": scored.candidate_recall,
                 "failed_queries": scored.failed_queries, "cost": o.cost(),
                 "vs_base": self.vs_base.get(o.name, {}), "build": o.build,
+                "per_query": scored.per_query,
             }
             if "tune" in o.parts:
                 record["metrics_tune"] = o.parts["tune"].metrics
