@@ -13,7 +13,8 @@ __all__ = ["frontier", "table_rows", "to_markdown", "write_outputs"]
 
 TEMPLATES = Path(__file__).parent / "templates"
 _HEADER = ["variant", "verdict", "quality", "recall@K", "nDCG@K", "MRR", "fact recall@K",
-           "Δ quality vs base (p Holm)", "win/tie/loss", "ingest s", "store", "p50 ms", "p99 ms"]
+           "Δ quality (p)", "win/tie/loss", "Δ nDCG@K (p)", "ingest s", "store", "p50 ms",
+           "p99 ms"]
 
 
 def _num(value: float | None, fmt: str) -> str:
@@ -31,6 +32,16 @@ def _bytes(n: int | None) -> str:
     return f"{size:.1f} GB"
 
 
+def _delta(is_base: bool, test: dict[str, Any] | None, fmt: str) -> str:
+    """``+0.121 (p=0.0009) *``: the difference from the base and its p-value after Holm."""
+    if is_base:
+        return "base"
+    if test is None:
+        return "—"
+    mark = " *" if test["significant"] else ""
+    return f"{format(test['delta'], '+' + fmt)} (p={test['p_holm']:.2g}){mark}"
+
+
 def table_rows(result: ExperimentResult) -> list[list[str]]:
     """One row per variant, best mean quality first (the base where it ranks)."""
     rows = []
@@ -39,14 +50,15 @@ def table_rows(result: ExperimentResult) -> list[list[str]]:
     for o in ranked:
         m = o.parts[result.judged_on].metrics
         cost = o.cost()
-        vs = result.vs_base.get(o.name, {}).get("mean_quality")
-        delta = ("base" if o.name == result.base else "—" if vs is None else
-                 f"{vs['delta']:+.1f} (p={vs['p_holm']:.2g}){' *' if vs['significant'] else ''}")
+        tests = result.vs_base.get(o.name, {})
+        vs = tests.get("mean_quality")
+        delta = _delta(o.name == result.base, vs, ".1f")
+        ndcg = _delta(o.name == result.base, tests.get("mean_ndcg"), ".3f")
         wtl = "—" if vs is None else f"{vs['wins']}/{vs['ties']}/{vs['losses']}"
         name = o.name + (" (winner)" if o.name == result.winner else "")
         rows.append([name, o.parts[result.judged_on].verdict, _num(m["mean_quality"], ".1f"),
                      _num(m["mean_recall"], ".3f"), _num(m["mean_ndcg"], ".3f"),
-                     _num(m["mrr"], ".3f"), _num(m["mean_fact_recall"], ".3f"), delta, wtl,
+                     _num(m["mrr"], ".3f"), _num(m["mean_fact_recall"], ".3f"), delta, wtl, ndcg,
                      _num(cost["ingest_seconds"], ".1f"), _bytes(cost["store_bytes"]),
                      _num(cost["search_p50_ms"], ".1f"), _num(cost["search_p99_ms"], ".1f")])
     return rows
@@ -60,10 +72,11 @@ def _md(text: str) -> str:
 
 def to_markdown(result: ExperimentResult) -> str:
     queries = "test" if result.judged_on == "test" else "all"
-    lines = [f"Variants on the {queries} queries, best mean quality first. * marks a difference "
-             "from the base that is significant after Holm's correction across the variants "
-             "(paired randomization test, alpha 0.05); ingest s and store are the dense index "
-             "build's (— for BM25 alone); p50/p99: search latency, one call per query.", "",
+    lines = [f"Variants on the {queries} queries, best mean quality first. Δ: the difference "
+             "from the base, p its p-value after Holm's correction across the variants (paired "
+             "randomization test; * significant at 0.05); win/tie/loss: queries whose quality "
+             "rose, stayed, fell; ingest s and store: the dense index build (— for BM25 alone); "
+             "p50/p99: search latency, one call per query.", "",
              "| " + " | ".join(_HEADER) + " |", "|---|---|" + "---:|" * (len(_HEADER) - 2)]
     for row in table_rows(result):
         lines.append("| " + " | ".join(_md(c) for c in row) + " |")
