@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
@@ -31,7 +31,7 @@ class _BenchGroup(TyperGroup):
     """``bench SWEEP.yaml …`` runs the sweep, as it always has: an argument that names no
     subcommand is the sweep file of ``bench sweep``."""
 
-    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and not args[0].startswith("-"):
             args = ["sweep", *args]
         return super().parse_args(ctx, args)
