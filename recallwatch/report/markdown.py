@@ -6,6 +6,7 @@ from recallwatch.report._text import anchor_line, md_escape
 from recallwatch.suite.cost import cost_line
 from recallwatch.suite.judged import judged_line
 from recallwatch.suite.model import CAUSE_ORDER, GateResult
+from recallwatch.suite.pipeline import stage_lines, stages_line
 
 __all__ = ["to_markdown"]
 
@@ -41,6 +42,9 @@ def to_markdown(result: GateResult) -> str:
                 f"**{a.mean_fact_recall:.3f}** over {n} queries with anchors.", ""]
     if result.judged:
         out += [md_escape(judged_line(result.judged)), ""]
+    if result.stages:
+        k = result.queries[0].top_k if result.queries else None
+        out += [md_escape(stages_line(result.stages, k)), ""]
     if result.reasons:
         out.append("### Why STOP")
         out += [f"- **{md_escape(r.rule)}**: {md_escape(r.message)}" for r in result.reasons]
@@ -66,6 +70,7 @@ def to_markdown(result: GateResult) -> str:
             missing = ", ".join(f"{h.id} @ {h.rank or '>depth'}" for h in q.expected
                                 if not h.in_top_k) or "—"
             diag = "<br>".join([*(md_escape(anchor_line(x)) for x in q.anchors),
+                                *(md_escape(x) for x in stage_lines(q.stage)),
                                 *(md_escape(x.line()) for x in q.diagnosis)])
             if q.waiver:
                 diag += "<br>" + md_escape(f"waiver: {q.waiver}")

@@ -13,6 +13,7 @@ from recallwatch.report._text import anchor_line, visible
 from recallwatch.suite.cost import cost_line
 from recallwatch.suite.judged import judged_line
 from recallwatch.suite.model import CAUSE_ORDER, GateResult, QueryResult
+from recallwatch.suite.pipeline import stage_lines, stages_line
 
 __all__ = ["print_report", "render"]
 
@@ -42,6 +43,7 @@ def _failing_block(q: QueryResult) -> Text:
     if q.fact_recall is not None:
         lines.append(_t(f"    fact recall@{q.top_k} {q.fact_recall:.3f}"))
         lines += [_t(f"    {anchor_line(a)}") for a in q.anchors]
+    lines += [_t(f"    {line}") for line in stage_lines(q.stage)]
     for d in q.diagnosis:
         lines.append(_t(f"    {d.line()}"))
     if q.waiver:
@@ -53,6 +55,7 @@ def _identity(result: GateResult) -> Text:
     d = result.dataset
     store = result.store
     where = (f"{store.get('uri')} version {store.get('version')}" if "uri" in store
+             else f"pipeline {store['pipeline']}" if "pipeline" in store
              else f"results {store.get('results_file', '')}")
     return _t(
         f"dataset {d['name']} v{d['version']} #{result.dataset_hash[:12]} · "
@@ -80,6 +83,9 @@ def render(result: GateResult) -> Group:
         parts.append(_t(split, "bold"))
     if result.judged:
         parts.append(_t(judged_line(result.judged), "dim"))
+    if result.stages:
+        k = result.queries[0].top_k if result.queries else None
+        parts.append(_t(stages_line(result.stages, k), "bold"))
     if result.reasons:
         reasons = Table.grid(padding=(0, 1))
         for r in result.reasons:

@@ -129,7 +129,9 @@ def with_stages(result: GateResult, source: PipelineSource) -> GateResult:
     """The result with each query's stages and their means (``GateResult.stages``)."""
     spec = source.pipeline.spec
     queries = []
-    cand, final, per_retriever = [], [], {n: [] for n in spec.retrievers}
+    cand: list[float] = []
+    final: list[float] = []
+    per_retriever: dict[str, list[float]] = {n: [] for n in spec.retrievers}
     lost_total = never_total = 0
     for q in result.queries:
         fused, _, per = source.runs.get(q.text, ([], [], {}))
@@ -192,3 +194,35 @@ def write_runs(source: PipelineSource, queries: Sequence[tuple[str, str]], out: 
         written.append(path)
     return written
 
+
+
+def stages_line(stages: dict[str, Any], top_k: int | None = None) -> str:
+    """The stages in one line: first-stage candidate recall (fused, then each retriever's),
+    final recall@K, and how many expected chunks the reranker lost or nobody retrieved."""
+    def fig(value: float | None) -> str:
+        return "—" if value is None else f"{value:.3f}"
+
+    first = "fused candidates" if stages.get("fused") else "candidates"
+    each = ", ".join(f"{n} {fig(v)}" for n, v in stages.get("retriever_recall", {}).items())
+    parts = [f"pipeline stages: candidate recall@{stages['depth']} ({first}) "
+             f"{fig(stages.get('candidate_recall'))}" + (f" [{each}]" if each else ""),
+             f"final recall@{top_k or 'K'} {fig(stages.get('final_recall'))}"]
+    if stages.get("reranked"):
+        parts.append(f"lost by the reranker {stages.get('lost_by_reranker', 0)}")
+    parts.append(f"never retrieved {stages.get('never_retrieved', 0)}")
+    return " · ".join(parts)
+
+
+def stage_lines(stage: dict[str, Any] | None) -> list[str]:
+    """A failing query's stage notes: the expected chunks the reranker lost (they were
+    candidates) and the ones no retriever found."""
+    if not stage:
+        return []
+    out = []
+    if stage.get("lost_by_reranker"):
+        out.append(f"lost by the reranker: {', '.join(stage['lost_by_reranker'])} (in the "
+                   "first stage's candidates, not in the final top K)")
+    if stage.get("never_retrieved"):
+        out.append(f"never retrieved: {', '.join(stage['never_retrieved'])} (in no "
+                   "retriever's candidates: no fusion or reranker can bring it back)")
+    return out
