@@ -37,17 +37,18 @@ def experiment(
     split in the golden set the winner is chosen on tune and confirmed on test; without one it
     is chosen and judged on the same queries, and a warning says so.
 
-    Writes DIR/results.json, DIR/results.md and DIR/report.html (with the quality-vs-cost
-    frontier). Exit 0 when it ran, 2 on a bad plan or input.
+    Prints the table; writes DIR/results.json, DIR/results.md (the table in Markdown) and
+    DIR/report.html (with the quality-vs-cost frontier). Exit 0 when it ran, 2 on a bad plan or
+    input.
     """
     from recallwatch.experiment import load_plan, run_experiment, write_outputs
 
     loaded = load_plan(plan)
     result = run_experiment(loaded, out, engine=engine.value, address=address, workers=workers)
     paths = write_outputs(result, out)
-    from recallwatch.experiment.output import to_markdown
+    from recallwatch.experiment.output import to_text
 
-    emit(to_markdown(result).rstrip("\n"))
+    emit(to_text(result))
     for path in paths:
         typer.echo(f"wrote {path}", err=True)
 

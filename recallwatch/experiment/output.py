@@ -9,7 +9,7 @@ from typing import Any
 
 from recallwatch.experiment.runner import ExperimentResult
 
-__all__ = ["frontier", "table_rows", "to_markdown", "write_outputs"]
+__all__ = ["frontier", "table_rows", "to_markdown", "to_text", "write_outputs"]
 
 TEMPLATES = Path(__file__).parent / "templates"
 _HEADER = ["variant", "verdict", "quality", "recall@K", "nDCG@K", "MRR", "fact recall@K",
@@ -64,19 +64,31 @@ def table_rows(result: ExperimentResult) -> list[list[str]]:
     return rows
 
 
-def _md(text: str) -> str:
-    for ch in "\\`*_[]<>|#":
-        text = text.replace(ch, "\\" + ch)
-    return " ".join(text.split())
+def _legend(result: ExperimentResult) -> str:
+    queries = "test" if result.judged_on == "test" else "all"
+    return (f"Variants on the {queries} queries, best mean quality first. Δ: the difference "
+            "from the base, p its p-value after Holm's correction across the variants (paired "
+            "randomization test; * significant at 0.05); win/tie/loss: queries whose quality "
+            "rose, stayed, fell; ingest s and store: the dense index build (— for BM25 alone); "
+            "p50/p99: search latency, one call per query.")
+
+
+def to_text(result: ExperimentResult) -> str:
+    """The table for a terminal: aligned columns, every cell made safe to print."""
+    from recallwatch.report import visible
+
+    rows = [_HEADER, *([visible(c) for c in row] for row in table_rows(result))]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(_HEADER))]
+    lines = ["  ".join([r[0].ljust(widths[0]), r[1].ljust(widths[1])]
+                       + [c.rjust(w) for c, w in zip(r[2:], widths[2:], strict=True)]).rstrip()
+             for r in rows]
+    return "\n".join([_legend(result), "", *lines, "", *(visible(s) for s in result.summary())])
 
 
 def to_markdown(result: ExperimentResult) -> str:
-    queries = "test" if result.judged_on == "test" else "all"
-    lines = [f"Variants on the {queries} queries, best mean quality first. Δ: the difference "
-             "from the base, p its p-value after Holm's correction across the variants (paired "
-             "randomization test; * significant at 0.05); win/tie/loss: queries whose quality "
-             "rose, stayed, fell; ingest s and store: the dense index build (— for BM25 alone); "
-             "p50/p99: search latency, one call per query.", "",
+    from recallwatch.report import md_escape as _md
+
+    lines = [_md(_legend(result)), "",
              "| " + " | ".join(_HEADER) + " |", "|---|---|" + "---:|" * (len(_HEADER) - 2)]
     for row in table_rows(result):
         lines.append("| " + " | ".join(_md(c) for c in row) + " |")

@@ -17,11 +17,10 @@ DOC = (ROOT / "docs" / "experiments.md").read_text(encoding="utf-8")
 PLAN = ROOT / "examples" / "kb" / "experiment.yaml"
 
 
-def _rows(text: str) -> list[tuple[str, str, str]]:
-    """(variant, verdict, quality) of each table row."""
-    return [(cells[0], cells[1], cells[2]) for line in text.splitlines()
-            if line.startswith("| ") and not line.startswith("| variant")
-            for cells in [[c.strip() for c in line.strip("|").split("|")]]]
+def _rows(text: str) -> list[tuple[str, ...]]:
+    """(variant, verdict, quality, recall, nDCG, MRR, fact recall) of each row of the table."""
+    lines = text.split("\nvariant ", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    return [tuple(re.split(r"\s{2,}", line.strip())[:7]) for line in lines]
 
 
 def test_the_docs_plan_is_the_example_plan() -> None:

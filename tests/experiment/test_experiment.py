@@ -154,7 +154,8 @@ def test_a_rerun_builds_nothing_and_gives_the_same_numbers(runs: dict[str, Any])
 def test_outputs_for_people(runs: dict[str, Any]) -> None:
     _, stdout, stderr = runs["first"]
     out = runs["out"]
-    assert "| variant | verdict | quality |" in stdout
+    assert re.search(r"^variant +verdict +quality +recall@K", stdout, flags=re.M)
+    assert "| variant | verdict | quality |" in (out / "results.md").read_text(encoding="utf-8")
     assert f"winner: {runs['results']['winner']}, chosen on the tune queries" in stdout
     assert "index builds: 1 built, 2 from the cache" in stdout
     assert f"wrote {out / 'report.html'}" in stderr
