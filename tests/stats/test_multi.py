@@ -74,6 +74,10 @@ def test_t_test_p_values_are_scipys_and_holm_covers_the_whole_table(all_pairs: b
     assert [t.p_holm for t in result.tests] == pytest.approx(_holm_by_hand(raw), rel=1e-12)
 
 
+# ranx's numba kernels warn of an unsafe cast on their own inputs (the message starts with
+# terminal colour codes), and compile on first use: minutes on a busy machine
+@pytest.mark.filterwarnings("ignore:.*unsafe cast from uint64 to int64")
+@pytest.mark.slow
 def test_means_agree_with_ranx() -> None:
     ranx = pytest.importorskip("ranx")
     qrels = ranx.Qrels({q: {f"{q}-rel": 1} for q in QUERIES})
