@@ -57,6 +57,7 @@ LAYERS: dict[str, int] = {
     "recallwatch.truth": 11,
     "recallwatch.online": 11,
     "recallwatch.scale": 11,  # the heavy steps (ops, bench, suite) on Ray
+    "recallwatch.experiment": 11,  # variants of a pipeline built, judged and compared
     "recallwatch.web": 12,
     # 13 interfaces: the CLI, the package's public API, and the pytest plugin (it lives in suite
     # because its entry point in pyproject.toml is a contract)

@@ -165,6 +165,7 @@ _COMMAND_MODULES = (
     "gate_cmd",
     "eval_cmd",
     "compare_cmd",
+    "experiment_cmd",
     "ingest_cmd",
     "history_cmd",
     "history_copy_cmd",  # adds `history copy` to the group history_cmd registers

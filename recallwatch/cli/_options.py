@@ -17,6 +17,7 @@ import typer
 
 __all__ = [
     "DEFAULT_HISTORY",
+    "AllPairs",
     "Alpha",
     "BoundedAlpha",
     "CalibrationSplit",
@@ -210,6 +211,10 @@ RayAddress = Annotated[str | None, typer.Option(
 RayWorkers = Annotated[int | None, typer.Option(
     "--workers", min=1, help="With --engine ray: how many Ray workers run at once (default: one "
     "per CPU of the cluster).")]
+
+AllPairs = Annotated[bool, typer.Option(
+    "--all-pairs", help="With three runs or more: test every pair of runs, not only each run "
+    "against the first.")]
 
 # -- output ------------------------------------------------------------------------------------
 

@@ -1,13 +1,15 @@
-"""``recallwatch bench``, ``recallwatch quantize`` and ``recallwatch experiments``."""
+"""``recallwatch bench`` (a sweep, ``bench reference``), ``recallwatch quantize``, and the old
+name ``recallwatch experiments`` of ``bench reference``."""
 
 from __future__ import annotations
 
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from recallwatch.cli._common import emit
 from recallwatch.cli._options import (
@@ -22,6 +24,25 @@ from recallwatch.cli._options import (
     StoreURIOrNone,
     TableJson,
     TableJsonFormat,
+)
+
+
+class _BenchGroup(TyperGroup):
+    """``bench SWEEP.yaml …`` runs the sweep, as it always has: an argument that names no
+    subcommand is the sweep file of ``bench sweep``."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            args = ["sweep", *args]
+        return super().parse_args(ctx, args)
+
+
+bench_app = typer.Typer(
+    cls=_BenchGroup,
+    help="ANN benchmarks on your own vectors: `recallwatch bench SWEEP.yaml` (short for `bench "
+    "sweep`) sweeps engines and their parameters; `bench reference` runs the reference "
+    "experiments.",
+    no_args_is_help=True,
 )
 
 
@@ -172,7 +193,7 @@ def quantize(
         typer.echo(f"wrote {out / 'quantization.json'}, {out / 'quantization.md'}", err=True)
 
 
-def experiments(out: RequiredOutDir) -> None:
+def reference(out: RequiredOutDir) -> None:
     """Run the reference experiments with fixed seeds: figures and tables of the metrics, recall
     by depth k, latency against collection size, drift and reindex, quantization and binary
     rescoring, written into --out with experiments.json (the configuration of every number)."""
@@ -183,7 +204,16 @@ def experiments(out: RequiredOutDir) -> None:
         sys.stdout.write(f"{out / name}\n")
 
 
+def experiments(out: RequiredOutDir) -> None:
+    """The old name of `recallwatch bench reference` (kept for one release)."""
+    typer.echo("Note: `recallwatch experiments` has moved to `recallwatch bench reference`; "
+               "the old name goes in the next release.", err=True)
+    reference(out)
+
+
 def register(app: typer.Typer) -> None:
-    app.command("bench")(bench)
+    bench_app.command("sweep")(bench)
+    bench_app.command("reference")(reference)
+    app.add_typer(bench_app, name="bench")
     app.command("quantize")(quantize)
-    app.command("experiments")(experiments)
+    app.command("experiments", hidden=True)(experiments)

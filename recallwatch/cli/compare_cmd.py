@@ -1,24 +1,33 @@
-"""``recallwatch compare``: A vs B on the same qrels, measure by measure, with significance."""
+"""``recallwatch compare``: A vs B (or many runs) on the same qrels, measure by measure, with
+significance."""
 
 from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from recallwatch.cli._common import emit
-from recallwatch.cli._options import Alpha, Measures, Power, Seed, TableJson, TableJsonFormat
+from recallwatch.cli._options import AllPairs, Alpha, Measures, Power, Seed
 
 if TYPE_CHECKING:
-    from recallwatch.stats import Comparison
+    from recallwatch.stats import Comparison, MultiComparison
 
 
 class TestChoice(str, Enum):
     randomization = "randomization"
     t = "t"
     wilcoxon = "wilcoxon"
+
+
+class CompareFormat(str, Enum):
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+    latex = "latex"
+    csv = "csv"
 
 
 class CIChoice(str, Enum):
@@ -34,6 +43,10 @@ def compare(
     run_b: Annotated[Path, typer.Argument(
         help="Run B, the candidate (TREC run file, or Parquet/Arrow).")],
     measure: Measures,
+    more_runs: Annotated[list[Path] | None, typer.Argument(
+        help="More runs (C, D, …): every run is tested against A, or each pair with "
+        "--all-pairs.", show_default=False)] = None,
+    all_pairs: AllPairs = False,
     test: Annotated[TestChoice, typer.Option(
         "--test", help="Paired significance test.")] = TestChoice.randomization,
     seed: Seed = 0,
@@ -46,7 +59,8 @@ def compare(
     tie_tolerance: Annotated[float, typer.Option(
         "--tie-tolerance", help="Per-query differences within this count as ties.")] = 1e-9,
     power: Power = 0.8,
-    fmt: TableJsonFormat = TableJson.table,
+    fmt: Annotated[CompareFormat, typer.Option(
+        "--format", help="Output on stdout.")] = CompareFormat.table,
     cost_a: Annotated[Path | None, typer.Option(
         "--cost-a", help="The gate report (report.json, or `gate --format json`) of the system "
         "that wrote run A: its cost is printed beside the quality deltas.")] = None,
@@ -77,19 +91,41 @@ def compare(
      "measures": {MEASURE: {"mean_a", "mean_b", "delta", "ci": [low, high],
                             "p_value", "p_holm", "significant", "statistic", "p_method",
                             "wins", "ties", "losses", "queries_needed"}}}
+
+    With three runs or more (or --format markdown, latex or csv) it prints one table instead:
+    a row per run, lettered a, b, c… in the order given, with each measure's mean; the letters
+    after a score name the runs it beats significantly (paired test, Holm-corrected across
+    every test of the table), as ranx's report does. --format json then prints
+    (schema "recallwatch.compare-many/1"):
+
+    \b
+    {"schema", "runs": [name], "measures": [MEASURE], "aggregate": {run: {MEASURE: mean}},
+     "tests": [{"a", "b", "measure", "delta", "p", "p_holm", "wins", "ties", "losses"}],
+     "pairs": "first"|"all", "test", "seed", "resamples", "alpha", "queries": {"evaluated"}}
     """
     import json
 
     from recallwatch.metrics import Qrels, Run
     from recallwatch.stats import compare as run_compare
 
+    if more_runs or fmt not in (CompareFormat.table, CompareFormat.json):
+        if cost_a is not None or cost_b is not None:
+            from recallwatch.errors import UsageError
+
+            raise UsageError("--cost-a and --cost-b compare two runs: give two runs and "
+                             "--format table or json with them")
+        paths = [run_a, run_b, *(more_runs or [])]
+        _emit_many(_compare_files(qrels, paths, measure, all_pairs=all_pairs, test=test.value,
+                                  seed=seed, n_resamples=resamples, alpha=alpha,
+                                  tie_tolerance=tie_tolerance), fmt)
+        return
     result = run_compare(
         Qrels.from_trec(qrels), Run.read(run_a), Run.read(run_b), measure,
         test=test.value, seed=seed, n_resamples=resamples, alpha=alpha, ci_method=ci.value,
         tie_tolerance=tie_tolerance, power=power,
     )
     costs = _costs(cost_a, cost_b)
-    if fmt is TableJson.json:
+    if fmt is CompareFormat.json:
         shape = result.to_dict()
         body = {"schema": shape.pop("schema"), "qrels": str(qrels), "run_a": str(run_a),
                 "run_b": str(run_b), **shape}
@@ -100,6 +136,46 @@ def compare(
         emit(render_table(result, str(run_a), str(run_b)))
         if costs is not None:
             emit(_cost_table(costs))
+
+
+def _compare_files(qrels: Path, paths: list[Path], measures: list[str], **options: Any
+                   ) -> MultiComparison:
+    from recallwatch.metrics import Qrels, Run
+    from recallwatch.stats import compare_many
+
+    runs = {name: Run.read(path) for name, path in zip(run_names(paths), paths, strict=True)}
+    return compare_many(Qrels.from_trec(qrels), runs, measures, **options)
+
+
+def run_names(paths: list[Path]) -> list[str]:
+    """Each run's name in the table: its file name, or its path as given when two runs share a
+    file name."""
+    names = [p.name for p in paths]
+    if len(set(names)) == len(names):
+        return names
+    full = [str(p) for p in paths]
+    if len(set(full)) != len(full):
+        from recallwatch.errors import UsageError
+
+        dup = next(f for f in full if full.count(f) > 1)
+        raise UsageError(f"run {dup} is given twice: give each run once")
+    return full
+
+
+def _emit_many(result: MultiComparison, fmt: CompareFormat) -> None:
+    """Print a many-run comparison in the format asked for."""
+    import json
+
+    if fmt is CompareFormat.json:
+        emit(json.dumps(result.to_dict(), indent=2, allow_nan=False))
+    elif fmt is CompareFormat.markdown:
+        emit(result.to_markdown())
+    elif fmt is CompareFormat.latex:
+        emit(result.to_latex())
+    elif fmt is CompareFormat.csv:
+        emit(result.to_csv().rstrip("\n"))
+    else:
+        emit(result.to_text())
 
 
 def _costs(a: Path | None, b: Path | None) -> dict[str, dict[str, float | None]] | None:

@@ -13,6 +13,7 @@ import typer
 from recallwatch.cli._common import emit, emit_json, existing_history
 from recallwatch.cli._options import (
     DEFAULT_HISTORY,
+    AllPairs,
     BoundedAlpha,
     DatasetName,
     HistoryPath,
@@ -101,17 +102,36 @@ def show(
 def compare(
     run_a: Annotated[str, typer.Argument(help=f"The baseline. {_RUN_HELP}")],
     run_b: Annotated[str, typer.Argument(help=f"The candidate. {_RUN_HELP}")],
+    more_runs: Annotated[list[str] | None, typer.Argument(
+        help="More runs: with three or more, one table of every run.",
+        show_default=False)] = None,
     history: HistoryPath = DEFAULT_HISTORY,
     store: StoreURIOrNone = None,
+    all_pairs: AllPairs = False,
     fmt: TableJsonFormat = TableJson.table,
 ) -> None:
     """B against A: newly failing / passing queries, rank changes, paired tests, who buried it.
 
     With --store (the store both runs searched) it names the chunks ingested since A that now
-    outrank B's expected ones."""
-    from recallwatch.history import ingested_since
-    from recallwatch.history.compare import compare_runs
+    outrank B's expected ones.
 
+    With three runs or more: one table, a row per run (lettered a, b, c…) with its mean quality,
+    recall, MRR (rr) and nDCG@K on the queries every run scored, each run tested against A (or
+    every pair with --all-pairs) with a paired randomization test, Holm-corrected across the
+    table; the letters after a score name the runs it beats significantly. --format json prints
+    the object of `recallwatch compare` with three runs ("runs", "aggregate", "tests")."""
+    from recallwatch.history import ingested_since
+    from recallwatch.history.compare import compare_many_runs, compare_runs
+
+    if more_runs:
+        with existing_history(history) as h:
+            loaded = [h.load(h.resolve(r)) for r in [run_a, run_b, *more_runs]]
+        table = compare_many_runs(loaded, all_pairs=all_pairs)
+        if fmt is TableJson.json:
+            emit_json(table.to_dict())
+        else:
+            emit(table.to_text())
+        return
     with existing_history(history) as h:
         a = h.load(h.resolve(run_a))
         b = h.load(h.resolve(run_b))

@@ -11,14 +11,17 @@ The shape returned by :func:`compare_runs` is what every report reads (``result.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from typing import Any
+from collections.abc import Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from recallwatch.formats.golden import normalise_quote
 from recallwatch.suite.cost import COST_LABELS, cost_deltas, format_cost
 from recallwatch.suite.model import GateResult, QueryResult
 
-__all__ = ["TESTED_METRICS", "compare_runs", "config_differences"]
+if TYPE_CHECKING:
+    from recallwatch.stats import MultiComparison
+
+__all__ = ["TESTED_METRICS", "compare_many_runs", "compare_runs", "config_differences"]
 
 #: Per-query measures whose mean change gets a paired significance test (Holm-corrected together).
 TESTED_METRICS: tuple[str, ...] = ("quality", "recall", "rr", "ndcg")
@@ -317,3 +320,32 @@ def _worse(a: int | None, b: int | None) -> bool:
 
 def _gap(a: int | None, b: int | None) -> int:
     return (10**6 if b is None else b) - (a or 0)
+
+
+def compare_many_runs(runs: Sequence[GateResult], *, all_pairs: bool = False, seed: int = 0,
+                      n_resamples: int = 10_000) -> MultiComparison:
+    """Several gate runs side by side on the queries all of them scored (same id, same expected
+    chunks and K): the mean of each tested measure per run, and paired randomization tests
+    against the first run (or every pair), Holm-corrected across the whole table. Runs on
+    different golden sets or policies are refused: their numbers do not measure the same thing."""
+    import numpy as np
+
+    from recallwatch.errors import UsageError
+    from recallwatch.stats import compare_many_scores
+
+    first = runs[0]
+    for run in runs[1:]:
+        if first.dataset_hash != run.dataset_hash or first.policy_hash != run.policy_hash:
+            why = [w for w in _why(first, run) if not w.startswith("config")]
+            raise UsageError(f"run {run.run_id} is not comparable with {first.run_id}: "
+                             f"{'; '.join(why)}")
+    by_id = [{q.id: q for q in run.queries} for run in runs]
+    shared = [qid for qid in by_id[0]
+              if all(qid in m and _same_question(by_id[0][qid], m[qid]) for m in by_id[1:])]
+    if not shared:
+        raise UsageError("the runs share no query with the same expected chunks and K")
+    scores = {run.run_id: {m: np.array([float(getattr(table[q], m)) for q in shared])
+                           for m in TESTED_METRICS}
+              for run, table in zip(runs, by_id, strict=True)}
+    return compare_many_scores([r.run_id for r in runs], shared, scores, all_pairs=all_pairs,
+                               seed=seed, n_resamples=n_resamples, alpha=_ALPHA)

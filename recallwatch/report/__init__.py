@@ -14,10 +14,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from recallwatch.errors import InputError
-from recallwatch.report._text import visible
+from recallwatch.report._text import md_escape, visible
 from recallwatch.suite.model import GateResult
 
-__all__ = ["REPORT_FILES", "check_report_dir", "check_report_file", "json_parts", "to_json",
+__all__ = ["REPORT_FILES", "check_report_dir", "check_report_file", "json_parts", "md_escape",
+           "to_json",
            "visible", "write_junit", "write_report_set"]
 
 REPORT_FILES = ("report.json", "report.md", "junit.xml", "report.html")

@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from recallwatch.cli import app
@@ -83,8 +84,25 @@ def test_quantize_rejects_a_malformed_synthetic_size() -> None:
     assert "field '--synthetic': expected NxD, e.g. 20000x128, found 'big'" in result.stderr
 
 
-def test_experiments_writes_the_chapters_files(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["experiments", "--out", str(tmp_path)])
+def test_bench_reference_writes_the_chapters_files(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["bench", "reference", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert "fig18_7_binary_rescoring.png" in result.stdout
     assert (tmp_path / "experiments.json").is_file()
+    assert "moved" not in result.stderr
+
+
+@pytest.mark.slow  # runs the reference experiments a second time
+def test_the_old_name_still_works_with_a_note(tmp_path: Path) -> None:
+    import typer.main
+
+    result = CliRunner().invoke(app, ["experiments", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "experiments.json").is_file()
+    assert result.stderr.splitlines()[0] == (
+        "Note: `recallwatch experiments` has moved to `recallwatch bench reference`; the old name "
+        "goes in the next release.")
+    root = typer.main.get_command(app)
+    assert root.commands["experiments"].hidden  # type: ignore[attr-defined]
+    top = CliRunner().invoke(app, ["--help"]).stdout
+    assert " experiments " not in top and " bench " in top

@@ -208,3 +208,60 @@ def test_gmap_is_refused_with_the_measure_to_compare_instead(files: dict[str, Pa
     message = _error(invoke(files, "-m", "GMAP"))
     assert message.startswith("Error: GMAP is a geometric mean over queries")
     assert "compare AP (its per-query values) instead" in message
+
+
+# -- three runs or more ------------------------------------------------------------------------
+
+def _third(files: dict[str, Path]) -> Path:
+    """Run C: the relevant document at rank 1 for every query (better than A and B)."""
+    run_c = files["dir"] / "c.run"
+    run_c.write_text(_run_lines(dict.fromkeys(QUERIES, 1), "C"))
+    return run_c
+
+
+def test_three_runs_json_contract(files: dict[str, Path]) -> None:
+    run_c = _third(files)
+    r = invoke(files, str(run_c), "-m", "RR", "-m", "P@1", "--format", "json", "--test", "t")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert {"runs", "aggregate", "tests"} <= set(out)
+    assert out["runs"] == ["a.run", "b.run", "c.run"]
+    assert out["pairs"] == "first"
+    assert [(t["a"], t["b"], t["measure"]) for t in out["tests"]] == [
+        ("a.run", "b.run", "RR"), ("a.run", "b.run", "P@1"),
+        ("a.run", "c.run", "RR"), ("a.run", "c.run", "P@1")]
+    a, b = _scores("RR")
+    assert out["aggregate"]["a.run"]["RR"] == pytest.approx(a.mean())
+    assert out["aggregate"]["b.run"]["RR"] == pytest.approx(b.mean())
+    assert out["aggregate"]["c.run"]["RR"] == pytest.approx(1.0)
+    ab = out["tests"][0]
+    assert set(ab) >= {"a", "b", "measure", "delta", "p", "p_holm"}
+    assert ab["p"] == pytest.approx(stats.ttest_rel(b, a).pvalue)
+    assert [t["p_holm"] for t in out["tests"]] == pytest.approx(
+        holm([t["p"] for t in out["tests"]]).tolist())
+
+
+def test_three_runs_all_pairs_table_marks_the_winner(files: dict[str, Path]) -> None:
+    run_c = _third(files)
+    r = invoke(files, str(run_c), "-m", "RR", "--all-pairs", "--test", "t")
+    assert r.exit_code == 0, r.output
+    rows = {line.split()[1]: line.split() for line in r.stdout.splitlines()
+            if line[:2] in ("a ", "b ", "c ")}
+    assert rows["c.run"][2].endswith("ab")  # C beats A and B
+    assert rows["b.run"][2].endswith("a")  # B beats A
+    assert "Holm correction across all 3 tests" in r.stdout
+
+
+@pytest.mark.parametrize(("fmt", "start"), [("markdown", "| \\# | run | RR |"),
+                                            ("latex", "\\begin{table}"),
+                                            ("csv", "letter,run,RR,RR beats")])
+def test_other_formats(files: dict[str, Path], fmt: str, start: str) -> None:
+    r = invoke(files, str(_third(files)), "-m", "RR", "--format", fmt)
+    assert r.exit_code == 0, r.output
+    assert r.stdout.startswith(start)
+
+
+def test_costs_need_two_runs(files: dict[str, Path]) -> None:
+    message = _error(invoke(files, str(_third(files)), "-m", "RR", "--cost-a", "x.json",
+                            "--cost-b", "y.json"))
+    assert message.startswith("Error: --cost-a and --cost-b compare two runs")

@@ -114,6 +114,29 @@ def test_compare_two_runs(db: Path) -> None:
     assert "rank changes of expected chunks" in r.output and "q03_b" in r.output
 
 
+def test_compare_three_runs_in_one_table(tmp_path: Path, db: Path) -> None:
+    assert _gate(tmp_path, "worse", {3, 8, 11, 12, 13, 14, 15, 16, 17}).exit_code == 1
+    with History(db) as h:
+        worse, bad, ok = h.runs()
+    r = runner.invoke(app, ["history", "compare", ok.run_id, bad.run_id, worse.run_id,
+                            "--history", str(db), "--format", "json", "--all-pairs"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert out["runs"] == [ok.run_id, bad.run_id, worse.run_id]
+    assert out["aggregate"][ok.run_id]["quality"] == 100.0
+    assert out["aggregate"][worse.run_id]["quality"] == pytest.approx(55.0)
+    assert {(t["a"], t["b"]) for t in out["tests"]} == {
+        (ok.run_id, bad.run_id), (ok.run_id, worse.run_id), (bad.run_id, worse.run_id)}
+    recall = next(t for t in out["tests"] if t["measure"] == "recall"
+                  and t["b"] == worse.run_id and t["a"] == ok.run_id)
+    assert (recall["wins"], recall["ties"], recall["losses"]) == (0, 11, 9)
+    r = runner.invoke(app, ["history", "compare", ok.run_id, bad.run_id, worse.run_id,
+                            "--history", str(db)])
+    assert r.exit_code == 0, r.output
+    row = next(line for line in r.output.splitlines() if line.startswith("a "))
+    assert row.split()[1] == ok.run_id and row.split()[2].endswith("c")  # ok beats worse
+
+
 def test_unknown_runs_and_missing_history_are_usage_errors(db: Path, tmp_path: Path) -> None:
     r = runner.invoke(app, ["history", "show", "zzz", "--history", str(db)])
     assert r.exit_code == 2

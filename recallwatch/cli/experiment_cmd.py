@@ -1,0 +1,57 @@
+"""``recallwatch experiment PLAN --out DIR``: a base pipeline and its variants on one golden set."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from recallwatch.cli._common import emit
+from recallwatch.cli._options import EngineChoice, EngineOption, RayAddress, RayWorkers
+
+
+def experiment(
+    plan: Annotated[Path, typer.Argument(
+        help="The plan (YAML): golden, corpus, policy (optional), base and variants. See "
+        "docs/experiments.md.")],
+    out: Annotated[Path, typer.Option(
+        "--out", help="Directory for results.json, results.md, report.html and the cache of "
+        "built variants.")],
+    engine: EngineOption = EngineChoice.local,
+    address: RayAddress = None,
+    workers: RayWorkers = None,
+) -> None:
+    """Try a base pipeline and its variants on one golden set and say which wins, with evidence.
+
+    A variant changes any of: chunking (re-chunk the corpus by sentences, by size with overlap, or
+    by paragraph; content anchors in the golden set resolve on every chunking), the embedder,
+    retrieval (dense, bm25, or both fused), a reranker, the LanceDB index settings, or a corpus
+    variant file (e.g. tables with written descriptions). Each variant is built once and cached
+    in DIR/cache by the hash of what it is made of: a rerun builds only what changed.
+
+    For each variant: the gate's verdict, mean quality, recall@K, nDCG@K, MRR, fact recall@K
+    (the share of quoted facts that reached the top K), the ingest time, the store's bytes on
+    disk and the search latency p50/p99; a paired randomization test against the base, with
+    Holm's correction across the variants, and the queries won, tied and lost. With a tune/test
+    split in the golden set the winner is chosen on tune and confirmed on test; without one it
+    is chosen and judged on the same queries, and a warning says so.
+
+    Prints the table; writes DIR/results.json, DIR/results.md (the table in Markdown) and
+    DIR/report.html (with the quality-vs-cost frontier). Exit 0 when it ran, 2 on a bad plan or
+    input.
+    """
+    from recallwatch.experiment import load_plan, run_experiment, write_outputs
+
+    loaded = load_plan(plan)
+    result = run_experiment(loaded, out, engine=engine.value, address=address, workers=workers)
+    paths = write_outputs(result, out)
+    from recallwatch.experiment.output import to_text
+
+    emit(to_text(result))
+    for path in paths:
+        typer.echo(f"wrote {path}", err=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("experiment")(experiment)

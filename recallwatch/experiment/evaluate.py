@@ -1,0 +1,124 @@
+"""Judging one built variant: its pipeline (dense, BM25 or both fused, then an optional reranker)
+searched by the gate on the golden set, part by part (tune and test when the set is split).
+
+Everything a variant's outcome holds is plain data, so a Ray worker can return it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from recallwatch.experiment.build import Build
+from recallwatch.experiment.plan import Plan, VariantSpec
+
+if TYPE_CHECKING:
+    from recallwatch.retrievers.pipeline import PipelineSpec
+    from recallwatch.suite.gate import Part
+    from recallwatch.suite.model import GateResult
+
+__all__ = ["METRICS", "PartResult", "VariantOutcome", "evaluate_variant", "pipeline_spec"]
+
+#: results.json's metric names and the per-query field of the gate each one is the mean of.
+METRICS: dict[str, str] = {"mean_quality": "quality", "mean_recall": "recall",
+                           "mean_ndcg": "ndcg", "mrr": "rr", "mean_fact_recall": "fact_recall"}
+
+
+@dataclass(frozen=True)
+class PartResult:
+    """The gate on one part of the golden set (``tune``, ``test`` or ``all``)."""
+
+    verdict: str
+    metrics: dict[str, float | None]
+    per_query: dict[str, dict[str, float]]  # query id -> METRICS field -> value
+    failed_queries: int
+    candidate_recall: float | None  # of the first stage, at the pipeline's depth
+    cost: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class VariantOutcome:
+    name: str
+    config: dict[str, Any]
+    build: dict[str, Any]
+    parts: dict[str, PartResult]
+    ingest_seconds: float | None
+    store_bytes: int | None
+    seconds: float
+    warnings: tuple[str, ...] = field(default=())
+
+    def cost(self) -> dict[str, Any]:
+        """Ingest time, bytes on disk, and search latency p50/p99 (one call per query)."""
+        timed = [p.cost for p in self.parts.values() if p.cost]
+        out: dict[str, Any] = {"ingest_seconds": self.ingest_seconds,
+                               "store_bytes": self.store_bytes,
+                               "search_p50_ms": None, "search_p99_ms": None,
+                               "latency_queries": 0}
+        if timed:
+            # the part with the most timed queries speaks for the variant
+            best = max(timed, key=lambda c: int(c.get("queries", 0)))
+            out.update(search_p50_ms=best["search_p50_ms"], search_p99_ms=best["search_p99_ms"],
+                       latency_queries=best.get("queries", 0))
+        return out
+
+
+def pipeline_spec(plan: Plan, variant: VariantSpec, build: Build) -> PipelineSpec:
+    """The pipeline of a built variant, checked as a pipeline file is (errors name the plan)."""
+    from recallwatch.retrievers.pipeline import PipelineSpec
+
+    retrievers: dict[str, str] = {}
+    if variant.dense:
+        assert build.store_uri is not None  # a dense variant's build always has a store
+        retrievers["dense"] = build.store_uri
+    if variant.retrieval in ("bm25", "hybrid"):
+        retrievers["bm25"] = f"bm25:{build.corpus_file.as_posix()}"
+    data: dict[str, Any] = {"retrievers": retrievers, "depth": plan.depth}
+    if variant.fuse is not None:
+        data["fuse"] = variant.fuse
+    if variant.rerank is not None:
+        data["rerank"] = variant.rerank
+    return PipelineSpec.from_mapping(data, source=f"{plan.source}: variant {variant.name!r}",
+                                     base_dir=plan.base_dir)
+
+
+def evaluate_variant(plan: Plan, variant: VariantSpec, build: Build) -> VariantOutcome:
+    """Search the variant's pipeline and run the gate on every part of the golden set."""
+    from recallwatch.formats.corpus import read_corpus
+    from recallwatch.formats.golden import load_golden
+    from recallwatch.formats.policy import load_policy
+    from recallwatch.retrievers.pipeline import Pipeline
+    from recallwatch.suite.gate import Gate
+    from recallwatch.suite.pipeline import PipelineSource, with_stages
+
+    start = time.perf_counter()
+    golden = load_golden(plan.golden)
+    policy = load_policy(plan.policy)
+    chunks = {c.id: c for c in read_corpus(build.corpus_file).chunks}
+    parts: tuple[Part, ...] = ("tune", "test") if golden.has_split else ("all",)
+    out: dict[str, PartResult] = {}
+    warnings: list[str] = []
+    with Pipeline.from_spec(pipeline_spec(plan, variant, build), base_dir=plan.base_dir) as pipe:
+        for part in parts:
+            source = PipelineSource(pipe, corpus=chunks, name=variant.name)
+            result = with_stages(Gate(golden, policy, part=part).run(source), source)
+            out[part] = _part(result)
+            warnings += [w for w in result.warnings if w not in warnings]
+    return VariantOutcome(variant.name, variant.config(), build.to_dict(), out,
+                          build.ingest_seconds, build.store_bytes,
+                          time.perf_counter() - start, tuple(warnings))
+
+
+def _part(result: GateResult) -> PartResult:
+    per_query: dict[str, dict[str, float]] = {}
+    for q in result.queries:
+        row = {f: float(v) for f in METRICS.values()
+               if (v := getattr(q, f)) is not None}
+        per_query[q.id] = row
+    agg = result.aggregate
+    metrics: dict[str, float | None] = {
+        "mean_quality": agg.mean_quality, "mean_recall": agg.mean_recall,
+        "mean_ndcg": agg.mean_ndcg, "mrr": agg.mrr, "mean_fact_recall": agg.mean_fact_recall}
+    stages = result.stages or {}
+    return PartResult(result.verdict, metrics, per_query, agg.failed_queries,
+                      stages.get("candidate_recall"), result.cost)

@@ -1,0 +1,156 @@
+"""An experiment's files: ``results.json`` (the contract), ``results.md`` (the table for a pull
+request) and ``report.html`` (self-contained, with the quality-vs-cost frontier)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from recallwatch.experiment.runner import ExperimentResult
+
+__all__ = ["frontier", "table_rows", "to_markdown", "to_text", "write_outputs"]
+
+TEMPLATES = Path(__file__).parent / "templates"
+_HEADER = ["variant", "verdict", "quality", "recall@K", "nDCG@K", "MRR", "fact recall@K",
+           "Δ quality (p)", "win/tie/loss", "Δ nDCG@K (p)", "ingest s", "store", "p50 ms",
+           "p99 ms"]
+
+
+def _num(value: float | None, fmt: str) -> str:
+    return "—" if value is None else format(value, fmt)
+
+
+def _bytes(n: int | None) -> str:
+    if n is None:
+        return "—"
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GB"
+
+
+def _delta(is_base: bool, test: dict[str, Any] | None, fmt: str) -> str:
+    """``+0.121 (p=0.0009) *``: the difference from the base and its p-value after Holm."""
+    if is_base:
+        return "base"
+    if test is None:
+        return "—"
+    mark = " *" if test["significant"] else ""
+    return f"{format(test['delta'], '+' + fmt)} (p={test['p_holm']:.2g}){mark}"
+
+
+def table_rows(result: ExperimentResult) -> list[list[str]]:
+    """One row per variant, best mean quality first (the base where it ranks)."""
+    rows = []
+    ranked = sorted(result.outcomes, key=lambda o: -(
+        o.parts[result.judged_on].metrics["mean_quality"] or 0.0))
+    for o in ranked:
+        m = o.parts[result.judged_on].metrics
+        cost = o.cost()
+        tests = result.vs_base.get(o.name, {})
+        vs = tests.get("mean_quality")
+        delta = _delta(o.name == result.base, vs, ".1f")
+        ndcg = _delta(o.name == result.base, tests.get("mean_ndcg"), ".3f")
+        wtl = "—" if vs is None else f"{vs['wins']}/{vs['ties']}/{vs['losses']}"
+        name = o.name + (" (winner)" if o.name == result.winner else "")
+        rows.append([name, o.parts[result.judged_on].verdict, _num(m["mean_quality"], ".1f"),
+                     _num(m["mean_recall"], ".3f"), _num(m["mean_ndcg"], ".3f"),
+                     _num(m["mrr"], ".3f"), _num(m["mean_fact_recall"], ".3f"), delta, wtl, ndcg,
+                     _num(cost["ingest_seconds"], ".1f"), _bytes(cost["store_bytes"]),
+                     _num(cost["search_p50_ms"], ".1f"), _num(cost["search_p99_ms"], ".1f")])
+    return rows
+
+
+def _legend(result: ExperimentResult) -> str:
+    queries = "test" if result.judged_on == "test" else "all"
+    return (f"Variants on the {queries} queries, best mean quality first. Δ: the difference "
+            "from the base, p its p-value after Holm's correction across the variants (paired "
+            "randomization test; * significant at 0.05); win/tie/loss: queries whose quality "
+            "rose, stayed, fell; ingest s and store: the dense index build (— for BM25 alone); "
+            "p50/p99: search latency, one call per query.")
+
+
+def to_text(result: ExperimentResult) -> str:
+    """The table for a terminal: aligned columns, every cell made safe to print."""
+    from recallwatch.report import visible
+
+    rows = [_HEADER, *([visible(c) for c in row] for row in table_rows(result))]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(_HEADER))]
+    lines = ["  ".join([r[0].ljust(widths[0]), r[1].ljust(widths[1])]
+                       + [c.rjust(w) for c, w in zip(r[2:], widths[2:], strict=True)]).rstrip()
+             for r in rows]
+    return "\n".join([_legend(result), "", *lines, "", *(visible(s) for s in result.summary())])
+
+
+def to_markdown(result: ExperimentResult) -> str:
+    from recallwatch.report import md_escape as _md
+
+    lines = [_md(_legend(result)), "",
+             "| " + " | ".join(_HEADER) + " |", "|---|---|" + "---:|" * (len(_HEADER) - 2)]
+    for row in table_rows(result):
+        lines.append("| " + " | ".join(_md(c) for c in row) + " |")
+    lines += ["", *(_md(s) for s in result.summary())]
+    return "\n".join(lines) + "\n"
+
+
+def frontier(result: ExperimentResult) -> list[dict[str, Any]]:
+    """Each variant's mean quality against its p99 search latency, and whether it is on the
+    frontier (no other variant is both faster and at least as good)."""
+    points = []
+    for o in result.outcomes:
+        cost = o.cost()
+        points.append({"name": o.name, "quality": o.parts[result.judged_on].metrics[
+            "mean_quality"] or 0.0, "p99_ms": cost["search_p99_ms"]})
+    timed = [p for p in points if p["p99_ms"] is not None]
+    for p in points:
+        p["frontier"] = p["p99_ms"] is not None and not any(
+            q is not p and q["p99_ms"] <= p["p99_ms"] and q["quality"] >= p["quality"]
+            and (q["p99_ms"] < p["p99_ms"] or q["quality"] > p["quality"]) for q in timed)
+    return points
+
+
+def _chart(result: ExperimentResult) -> Any:
+    from recallwatch.report import plots
+
+    points = [p for p in frontier(result) if p["p99_ms"] is not None]
+    on = sorted((p for p in points if p["frontier"]), key=lambda p: p["p99_ms"])
+    off = [p for p in points if not p["frontier"]]
+
+    def tip(p: dict[str, Any]) -> str:
+        return f"{p['name']}: quality {p['quality']:.1f}, p99 {p['p99_ms']:.1f} ms"
+
+    series = [plots.Series("on the frontier", [p["p99_ms"] for p in on],
+                           [p["quality"] for p in on], [tip(p) for p in on], line=True)]
+    if off:
+        series.append(plots.Series("dominated", [p["p99_ms"] for p in off],
+                                   [p["quality"] for p in off], [tip(p) for p in off],
+                                   line=False))
+    return plots.scatter("Quality against cost: the variants no other beats on both",
+                         series, x_label="search latency p99 (ms)",
+                         y_label="mean quality", connect=True)
+
+
+def to_html(result: ExperimentResult) -> str:
+    from recallwatch.report.html import render
+
+    return render("experiment.html", [TEMPLATES], title=f"recallwatch experiment — "
+                  f"{result.plan.source.name}", header=_HEADER, rows=table_rows(result),
+                  summary=result.summary(), chart=_chart(result), points=frontier(result),
+                  data=result.to_dict(), winner=result.winner)
+
+
+def write_outputs(result: ExperimentResult, out: Path) -> list[Path]:
+    """Write the three files, each replaced whole (never left half-written)."""
+    out.mkdir(parents=True, exist_ok=True)
+    files = {"results.json": json.dumps(result.to_dict(), indent=2, allow_nan=False) + "\n",
+             "results.md": to_markdown(result), "report.html": to_html(result)}
+    written = []
+    for name, text in files.items():
+        tmp = out / f".{name}.tmp"
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(out / name)
+        written.append(out / name)
+    return written

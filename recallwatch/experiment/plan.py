@@ -1,0 +1,262 @@
+"""An experiment plan: one golden set, one corpus, a base pipeline and the variants to try.
+
+A plan (YAML) names ``golden``, ``corpus`` (one file, or a list whose later files replace the
+chunks of earlier ones with the same id), an optional ``policy``, a ``base: {name, …}`` and
+``variants: [{name, …}]``. A base or a variant may set
+
+* ``chunking: {method: sentences|size|paragraph, size, overlap}`` — re-chunk the corpus;
+* ``embedder: SPEC`` — the model that embeds chunks and queries (dense retrieval);
+* ``retrieval: dense | bm25 | {fuse: {method, k, norm, weights}}`` — the last is hybrid: dense
+  and BM25 fused, with the fusion step of a pipeline file;
+* ``rerank: {…}`` — a reranker, as in a pipeline file;
+* ``index: {index_type, index_threshold, nprobes, ef, refine_factor}`` — the LanceDB index;
+* ``corpus: FILE`` — a corpus variant (e.g. tables with written descriptions) whose chunks
+  replace the base corpus's chunks with the same id.
+
+A variant changes only what it names; everything else is the base's. Paths are relative to the
+plan. Every mistake is an InputError naming the plan, the line, the variant and the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from recallwatch.errors import InputError
+from recallwatch.formats.fields import check_keys, line_of, shown, text_id
+from recallwatch.formats.structured import LINE_KEY, load_structured
+from recallwatch.ops.chunking import Chunking
+
+__all__ = ["INDEX_KEYS", "Plan", "VariantSpec", "load_plan"]
+
+_TOP_KEYS = {"golden", "corpus", "policy", "depth", "base", "variants"}
+_VARIANT_KEYS = {"name", "chunking", "embedder", "retrieval", "rerank", "index", "corpus"}
+#: LanceDB store settings a variant may set (the store URI's parameters).
+INDEX_KEYS = ("index_type", "index_threshold", "nprobes", "ef", "refine_factor")
+_BUILD_KEYS = ("index_type", "index_threshold")  # the rest only change how it is searched
+DEFAULT_EMBEDDER = "use-multilingual"
+
+
+@dataclass(frozen=True)
+class VariantSpec:
+    """One pipeline to try: what it is built from and how it retrieves."""
+
+    name: str
+    chunking: Chunking | None = None  # None: the corpus's own chunks
+    embedder: str = DEFAULT_EMBEDDER
+    retrieval: str = "dense"  # dense | bm25 | hybrid
+    fuse: dict[str, Any] | None = None  # hybrid: the pipeline file's fuse mapping
+    rerank: dict[str, Any] | None = None  # the pipeline file's rerank mapping
+    index: dict[str, Any] = field(default_factory=dict)
+    corpus: tuple[Path, ...] = ()  # corpus variant files, over the plan's corpus
+    line: int | None = None
+
+    @property
+    def dense(self) -> bool:
+        return self.retrieval in ("dense", "hybrid")
+
+    def build_index(self) -> dict[str, Any]:
+        return {k: v for k, v in self.index.items() if k in _BUILD_KEYS}
+
+    def config(self) -> dict[str, Any]:
+        """What the variant is, as results.json records it (paths as written, no line)."""
+        return {
+            "chunking": None if self.chunking is None else self.chunking.describe(),
+            "embedder": self.embedder if self.dense else None,
+            "retrieval": self.retrieval,
+            "fuse": self.fuse,
+            "rerank": self.rerank,
+            "index": dict(self.index) if self.dense else {},
+            "corpus": [p.name for p in self.corpus],
+        }
+
+
+@dataclass(frozen=True)
+class Plan:
+    source: Path
+    golden: Path
+    corpus: tuple[Path, ...]
+    policy: Path | None
+    base: VariantSpec
+    variants: tuple[VariantSpec, ...]
+    depth: int = 100
+
+    @property
+    def base_dir(self) -> Path:
+        return self.source.resolve().parent
+
+    def all(self) -> tuple[VariantSpec, ...]:
+        """The base first, then the variants in the plan's order."""
+        return (self.base, *self.variants)
+
+
+def load_plan(path: str | Path) -> Plan:
+    """Read and check a plan; every error names the plan file, line, variant and field."""
+    p = Path(path)
+    data = load_structured(p)
+    src = str(p)
+    if not isinstance(data, dict):
+        raise InputError(source=src, expected="a mapping with golden, corpus, base and variants",
+                         found=shown(data))
+    check_keys(data, _TOP_KEYS, source=src)
+    line = line_of(data)
+    base_dir = p.resolve().parent
+    for key in ("golden", "corpus", "base"):
+        if data.get(key) is None:
+            raise InputError(source=src, line=line, field=key, expected="a value",
+                             found=shown(None), hint="a plan needs golden, corpus and base")
+    golden = _file(data["golden"], base_dir, src, line, None, "golden")
+    corpus = _files(data["corpus"], base_dir, src, line, None, "corpus")
+    policy = (None if data.get("policy") is None
+              else _file(data["policy"], base_dir, src, line, None, "policy"))
+    depth = data.get("depth", 100)
+    if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= 10_000:
+        raise InputError(source=src, line=line, field="depth",
+                         expected="a whole number from 1 to 10000", found=depth)
+    base = _variant(data["base"], VariantSpec(name=""), base_dir, src, "base")
+    raw_variants = data.get("variants") or []
+    if not isinstance(raw_variants, list):
+        raise InputError(source=src, line=line, field="variants",
+                         expected="a list of variants, each {name, …}", found=shown(raw_variants))
+    variants = []
+    seen = {base.name: base.line}
+    for i, raw in enumerate(raw_variants):
+        v = _variant(raw, base, base_dir, src, f"variants[{i}]")
+        if v.name in seen:
+            raise InputError(source=src, line=v.line, record=v.name, field="name",
+                             expected="a name no other variant has",
+                             found=v.name, hint=f"the first is on line {seen[v.name]}")
+        seen[v.name] = v.line
+        variants.append(v)
+    return Plan(p, golden, corpus, policy, base, tuple(variants), depth)
+
+
+def _variant(raw: Any, base: VariantSpec, base_dir: Path, src: str, where: str) -> VariantSpec:
+    if not isinstance(raw, dict):
+        raise InputError(source=src, record=where, expected="a mapping {name, …}",
+                         found=shown(raw))
+    line = line_of(raw)
+    name = text_id(raw.get("name"))
+    if name is None:
+        raise InputError(source=src, line=line, record=where, field="name",
+                         expected="a name for the variant", found=shown(raw.get("name")))
+    check_keys(raw, _VARIANT_KEYS, source=src, record=name)
+    changes: dict[str, Any] = {"name": name, "line": line}
+    if "chunking" in raw:
+        c = raw["chunking"]
+        if c is None:
+            changes["chunking"] = None
+        elif not isinstance(c, dict):
+            raise InputError(source=src, line=line, record=name, field="chunking",
+                             expected="{method: sentences|size|paragraph, size, overlap}",
+                             found=shown(c))
+        else:
+            changes["chunking"] = Chunking.from_mapping(c, source=src, record=name,
+                                                        line=line_of(c) or line)
+    if "embedder" in raw:
+        e = raw["embedder"]
+        if not isinstance(e, str) or not e.strip():
+            raise InputError(source=src, line=line, record=name, field="embedder",
+                             expected="an embedder spec, e.g. use-multilingual", found=shown(e))
+        changes["embedder"] = e.strip()
+    if "retrieval" in raw:
+        changes.update(_retrieval(raw["retrieval"], src, line, name))
+    if "rerank" in raw:
+        r = raw["rerank"]
+        if r is not None and not isinstance(r, dict):
+            raise InputError(source=src, line=line, record=name, field="rerank",
+                             expected="a mapping {python: MODULE:ATTR} or {cross_encoder: PATH}",
+                             found=shown(r))
+        changes["rerank"] = None if r is None else _plain(r)
+    if "index" in raw:
+        changes["index"] = _index(raw["index"], src, line, name)
+    if "corpus" in raw:
+        changes["corpus"] = (() if raw["corpus"] is None
+                             else _files(raw["corpus"], base_dir, src, line, name, "corpus"))
+    variant = replace(base, **changes)
+    if "retrieval" in raw or "rerank" in raw:
+        _check_pipeline(variant, raw, src, base_dir)
+    return variant
+
+
+def _check_pipeline(variant: VariantSpec, raw: dict[str, Any], src: str, base_dir: Path) -> None:
+    """The fusion and reranker, checked as a pipeline file checks them (unknown method, missing
+    weights…), with the plan's line numbers."""
+    from recallwatch.retrievers.pipeline import PipelineSpec
+
+    retrieval = raw.get("retrieval")
+    fuse = retrieval.get("fuse") if isinstance(retrieval, dict) else variant.fuse
+    names = {"dense": "dense", "bm25": "bm25", "hybrid": None}[variant.retrieval]
+    retrievers = ({"dense": "lancedb://plan-check", "bm25": "bm25:plan-check"} if names is None
+                  else {names: "bm25:plan-check"})
+    data: dict[str, Any] = {"retrievers": retrievers, LINE_KEY: variant.line}
+    if fuse is not None:
+        data["fuse"] = fuse
+    rerank = raw.get("rerank", variant.rerank)
+    if rerank is not None:
+        data["rerank"] = rerank
+    PipelineSpec.from_mapping(data, source=src, base_dir=base_dir)
+
+
+def _retrieval(raw: Any, src: str, line: int | None, name: str) -> dict[str, Any]:
+    if raw in ("dense", "bm25"):
+        return {"retrieval": raw, "fuse": None}
+    if isinstance(raw, dict):
+        check_keys(raw, {"fuse"}, source=src, record=name)
+        fuse = raw.get("fuse")
+        if isinstance(fuse, dict):
+            return {"retrieval": "hybrid", "fuse": _plain(fuse)}
+    raise InputError(source=src, line=line_of(raw) or line, record=name, field="retrieval",
+                     expected="dense, bm25 or {fuse: {method: rrf|combsum|combmnz|combmax|wsum, "
+                     "…}} (dense and BM25 fused)", found=shown(raw))
+
+
+def _index(raw: Any, src: str, line: int | None, name: str) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise InputError(source=src, line=line, record=name, field="index",
+                         expected=f"a mapping of {', '.join(INDEX_KEYS)}", found=shown(raw))
+    check_keys(raw, set(INDEX_KEYS), source=src, record=name)
+    out = {}
+    for key, value in _plain(raw).items():
+        ok = (value in ("IVF_HNSW_SQ", "IVF_PQ") if key == "index_type"
+              else isinstance(value, int) and not isinstance(value, bool) and value >= 1)
+        if not ok:
+            raise InputError(source=src, line=line_of(raw) or line, record=name,
+                             field=f"index.{key}",
+                             expected="IVF_HNSW_SQ or IVF_PQ" if key == "index_type"
+                             else "a whole number >= 1", found=value)
+        out[key] = value
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """A YAML value without its line markers (what is recorded and hashed)."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items() if k != LINE_KEY}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _file(raw: Any, base_dir: Path, src: str, line: int | None, record: str | None,
+          fld: str) -> Path:
+    if not isinstance(raw, str) or not raw.strip():
+        raise InputError(source=src, line=line, record=record, field=fld,
+                         expected="a file path (relative to the plan)", found=shown(raw))
+    path = base_dir / raw
+    if not path.is_file():
+        raise InputError(source=src, line=line, record=record, field=fld,
+                         expected="an existing file (paths are relative to the plan)",
+                         found=raw, hint=f"no file at {path}")
+    return path
+
+
+def _files(raw: Any, base_dir: Path, src: str, line: int | None, record: str | None,
+           fld: str) -> tuple[Path, ...]:
+    items = raw if isinstance(raw, list) else [raw]
+    if not items:
+        raise InputError(source=src, line=line, record=record, field=fld,
+                         expected="a file or a list of files", found="[]")
+    return tuple(_file(r, base_dir, src, line, record, fld) for r in items)

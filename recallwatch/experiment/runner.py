@@ -1,0 +1,213 @@
+"""Running a plan: build every variant once (cached), judge each one, test each against the base,
+and choose the winner.
+
+With a golden set split into ``tune`` and ``test`` queries, the winner is the variant with the best
+mean quality on ``tune`` and is confirmed on ``test``, which no choice has seen; the paired tests
+against the base are run on ``test``. Without a split, the winner is chosen and judged on the same
+queries, and the result says so.
+
+``engine="ray"`` builds and judges the variants as Ray tasks; the work and its inputs are the
+same, so every number but the timings is the same as the local path's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, TypeVar
+
+from recallwatch.experiment.build import Build, build_keys, build_variant
+from recallwatch.experiment.evaluate import METRICS, VariantOutcome, evaluate_variant
+from recallwatch.experiment.plan import Plan, VariantSpec
+
+__all__ = ["SCHEMA", "ExperimentResult", "run_experiment"]
+
+SCHEMA = "recallwatch.experiment/1"
+_ALPHA = 0.05
+_T = TypeVar("_T")
+
+
+@dataclass
+class ExperimentResult:
+    plan: Plan
+    outcomes: list[VariantOutcome]  # the base first, then the variants in the plan's order
+    vs_base: dict[str, dict[str, dict[str, Any]]]  # variant -> metric -> delta, p, p_holm…
+    winner: str
+    chosen_on: str  # "tune" | "all"
+    judged_on: str  # "test" | "all"
+    confirmed: bool | None  # on test: the winner is at least as good as the base (None: no split)
+    built: dict[str, list[str]]  # "corpus" / "index" -> the variants whose build ran now
+    reused: dict[str, list[str]]  # the variants whose build came from the cache
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def base(self) -> str:
+        return self.outcomes[0].name
+
+    def outcome(self, name: str) -> VariantOutcome:
+        return next(o for o in self.outcomes if o.name == name)
+
+    def summary(self) -> list[str]:
+        """What a person reads first: the winner, how it was chosen, and what was rebuilt."""
+        w = self.outcome(self.winner)
+        quality = w.parts[self.judged_on].metrics["mean_quality"]
+        base_q = self.outcome(self.base).parts[self.judged_on].metrics["mean_quality"]
+        lines = []
+        if self.chosen_on == "tune":
+            tune_q = w.parts["tune"].metrics["mean_quality"]
+            lines.append(f"winner: {self.winner}, chosen on the tune queries (mean quality "
+                         f"{tune_q:.1f}) and confirmed on the test queries, which the choice "
+                         f"never saw: {quality:.1f} against the base's {base_q:.1f}"
+                         + ("" if self.confirmed else " — NOT confirmed: it does worse than the "
+                            "base there"))
+        else:
+            lines.append(f"winner: {self.winner} (mean quality {quality:.1f}, base "
+                         f"{base_q:.1f})")
+        lines.append(f"variants are ranked by mean quality on the {self.chosen_on} queries, "
+                     "then nDCG@K, then MRR (a tie keeps the plan's order)")
+        sig = self.vs_base.get(self.winner, {}).get("mean_quality")
+        if sig is not None:
+            lines.append(f"against the base ({self.base}) on {self.judged_on} queries: mean "
+                         f"quality {sig['delta']:+.1f}, p {sig['p']:.3g}, p after Holm across "
+                         f"the variants {sig['p_holm']:.3g}, "
+                         f"{sig['wins']}/{sig['ties']}/{sig['losses']} queries "
+                         "won/tied/lost")
+        for kind in ("corpus", "index"):
+            built, reused = self.built[kind], self.reused[kind]
+            if built or reused:
+                lines.append(f"{kind} builds: {len(built)} built, {len(reused)} from the cache")
+        return [*lines, *self.warnings]
+
+    def to_dict(self) -> dict[str, Any]:
+        variants = []
+        for o in self.outcomes:
+            scored = o.parts[self.judged_on]
+            record: dict[str, Any] = {
+                "name": o.name, "config": o.config, "verdict": scored.verdict,
+                "metrics": scored.metrics, "candidate_recall": scored.candidate_recall,
+                "failed_queries": scored.failed_queries, "cost": o.cost(),
+                "vs_base": self.vs_base.get(o.name, {}), "build": o.build,
+                "per_query": scored.per_query,
+            }
+            if "tune" in o.parts:
+                record["metrics_tune"] = o.parts["tune"].metrics
+            variants.append(record)
+        return {"schema": SCHEMA, "plan": str(self.plan.source), "variants": variants,
+                "base": self.base, "winner": self.winner, "chosen_on": self.chosen_on,
+                "judged_on": self.judged_on, "confirmed": self.confirmed,
+                "cache": {"built": self.built, "reused": self.reused},
+                "warnings": self.warnings}
+
+
+def run_experiment(plan: Plan, out: Path, *, engine: str = "local", address: str | None = None,
+                   workers: int | None = None) -> ExperimentResult:
+    """Build, judge and compare every variant of ``plan``; caches under ``out/cache``."""
+    from recallwatch.scale import engine_session
+
+    cache = out / "cache"
+    cache.mkdir(parents=True, exist_ok=True)
+    specs = plan.all()
+    with engine_session(engine, address, workers) as on_ray:  # type: ignore[arg-type]
+        run = _ray_map if on_ray else _local_map
+        # corpora first, then indexes (each key once), so no two tasks build the same folder
+        corpora = _first_of(specs, lambda v: build_keys(plan, v)[0])
+        done = run(_build_corpus, [(plan, v, cache) for v in corpora])
+        indexes = _first_of([v for v in specs if v.dense], lambda v: str(build_keys(plan, v)[1]))
+        done += run(build_variant, [(plan, v, cache) for v in indexes])
+        outcomes = run(_build_and_evaluate, [(plan, v, cache) for v in specs])
+    built: dict[str, list[str]] = {"corpus": [], "index": []}
+    reused: dict[str, list[str]] = {"corpus": [], "index": []}
+    made = {k for b in done for k in _made(b)}
+    for v in specs:
+        corpus_key, index_key = build_keys(plan, v)
+        for kind, key in (("corpus", corpus_key), ("index", index_key)):
+            if key is None:
+                continue
+            (built if key in made else reused)[kind].append(v.name)
+            made.discard(key)  # a later variant with the same key shares the build
+    return _judge(plan, outcomes, built, reused)
+
+
+def _made(b: Build) -> list[str]:
+    return [key for kind, key in (("corpus", b.corpus_key), ("index", b.index_key))
+            if kind in b.built and key is not None]
+
+
+def _first_of(specs: Sequence[VariantSpec], key: Callable[[VariantSpec], str]
+              ) -> list[VariantSpec]:
+    seen: dict[str, VariantSpec] = {}
+    for v in specs:
+        seen.setdefault(key(v), v)
+    return list(seen.values())
+
+
+def _build_corpus(plan: Plan, variant: VariantSpec, cache: Path) -> Build:
+    return build_variant(plan, replace(variant, retrieval="bm25", fuse=None), cache)
+
+
+def _build_and_evaluate(plan: Plan, variant: VariantSpec, cache: Path) -> VariantOutcome:
+    return evaluate_variant(plan, variant, build_variant(plan, variant, cache))
+
+
+def _local_map(fn: Callable[..., _T], args: list[tuple[Any, ...]]) -> list[_T]:
+    return [fn(*a) for a in args]
+
+
+def _ray_map(fn: Callable[..., _T], args: list[tuple[Any, ...]]) -> list[_T]:
+    from recallwatch.scale.ray_engine import require_ray
+
+    ray = require_ray()
+    task = ray.remote(num_cpus=1)(fn)
+    return list(ray.get([task.remote(*a) for a in args]))
+
+
+def _judge(plan: Plan, outcomes: list[VariantOutcome], built: dict[str, list[str]],
+           reused: dict[str, list[str]]) -> ExperimentResult:
+    split = "tune" in outcomes[0].parts
+    judged_on, chosen_on = ("test", "tune") if split else ("all", "all")
+    warnings = sorted({w for o in outcomes for w in o.warnings})
+    if not split:
+        warnings.append("the golden set has no tune/test split, so the winner is chosen and "
+                        "judged on the same queries: its lead may not hold on new questions "
+                        "(`recallwatch golden split` assigns a split)")
+
+    def rank(o: VariantOutcome) -> tuple[float, ...]:
+        m = o.parts[chosen_on].metrics
+        return tuple(-(m[k] or 0.0) for k in ("mean_quality", "mean_ndcg", "mrr"))
+
+    order = {o.name: i for i, o in enumerate(outcomes)}
+    winner = min(outcomes, key=lambda o: (*rank(o), order[o.name])).name
+    vs_base = _vs_base(outcomes, judged_on)
+    confirmed = None
+    if split:
+        test = {o.name: o.parts["test"].metrics["mean_quality"] or 0.0 for o in outcomes}
+        confirmed = test[winner] >= test[outcomes[0].name]
+    return ExperimentResult(plan, outcomes, vs_base, winner, chosen_on, judged_on, confirmed,
+                            built, reused, warnings)
+
+
+def _vs_base(outcomes: list[VariantOutcome], part: str) -> dict[str, dict[str, dict[str, Any]]]:
+    """Each variant against the base on ``part``'s queries, metric by metric: a paired
+    randomization test per variant, Holm-corrected across the variants."""
+    import numpy as np
+
+    from recallwatch.stats import compare_many_scores
+
+    if len(outcomes) < 2:
+        return {}
+    names = [o.name for o in outcomes]
+    out: dict[str, dict[str, dict[str, Any]]] = {n: {} for n in names[1:]}
+    for metric, fieldname in METRICS.items():
+        rows = [o.parts[part].per_query for o in outcomes]
+        qids = [q for q in rows[0] if all(fieldname in r.get(q, {}) for r in rows)]
+        if not qids:
+            continue
+        scores = {n: {metric: np.array([r[q][fieldname] for q in qids])}
+                  for n, r in zip(names, rows, strict=True)}
+        table = compare_many_scores(names, qids, scores, alpha=_ALPHA)
+        for t in table.tests:
+            out[t.b][metric] = {"delta": t.delta, "p": t.p, "p_holm": t.p_holm,
+                                "significant": t.p_holm <= _ALPHA, "wins": t.wins,
+                                "ties": t.ties, "losses": t.losses}
+    return out

@@ -1,0 +1,51 @@
+"""docs/experiments.md is true: its plan is the example's plan file, which is the plan tested, and
+its pasted output is what that plan gives (quality, verdicts and the winner; timings vary)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from recallwatch.experiment import load_plan
+from tests.clirun import cli
+
+ROOT = Path(__file__).resolve().parents[2]
+DOC = (ROOT / "docs" / "experiments.md").read_text(encoding="utf-8")
+PLAN = ROOT / "examples" / "kb" / "experiment.yaml"
+
+
+def _rows(text: str) -> list[tuple[str, ...]]:
+    """(variant, verdict, quality, recall, nDCG, MRR, fact recall) of each row of the table."""
+    lines = text.split("\nvariant ", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    return [tuple(re.split(r"\s{2,}", line.strip())[:7]) for line in lines]
+
+
+def test_the_docs_plan_is_the_example_plan() -> None:
+    block = re.search(r"```yaml\n(.*?)```", DOC, flags=re.S)
+    assert block is not None
+    assert block.group(1) == PLAN.read_text(encoding="utf-8")
+    plan = load_plan(PLAN)
+    variants = plan.all()
+    assert len(variants) >= 6 and len(PLAN.read_text(encoding="utf-8").splitlines()) <= 16
+    chunkings = {None if v.chunking is None else v.chunking.method for v in variants}
+    assert chunkings == {None, "sentences", "size"}
+    for method in chunkings:
+        assert {v.retrieval for v in variants if (v.chunking and v.chunking.method) == method
+                and v.rerank is None} == {"dense", "bm25", "hybrid"}
+    assert any(v.rerank is not None for v in variants)
+
+
+@pytest.mark.slow  # three ingestions of the example and ten variants judged (about 2 minutes)
+def test_the_docs_output_is_what_the_plan_gives(tmp_path: Path) -> None:
+    code, stdout, stderr = cli("experiment", str(PLAN), "--out", str(tmp_path))
+    assert code == 0, stderr
+    shown = DOC.split("## The run", 1)[1].split("## The winner", 1)[0]
+    assert _rows(stdout) == _rows(shown)
+    results = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    assert results["chosen_on"] == "tune" and results["confirmed"] is True
+    assert f"`{results['winner']}`" in DOC.split("## The winner", 1)[1]
+    assert "corpus builds: 3 built, 7 from the cache" in stdout
+    assert "index builds: 3 built, 4 from the cache" in stdout

@@ -1,0 +1,46 @@
+"""`recallwatch experiment --engine ray`: the variants built and judged as Ray tasks on a local
+Ray give the numbers of the single-process run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from tests.clirun import cli
+from tests.experiment.test_experiment import _small_kb
+from tests.scale.conftest import local_ray
+
+__all__ = ["local_ray"]  # the fixture, shared with the Ray engine's tests
+
+PLAN = """\
+golden: golden.yaml
+corpus: corpus.jsonl
+policy: policy.yaml
+base: {name: dense}
+variants:
+  - {name: bm25, retrieval: bm25}
+  - {name: hybrid, retrieval: {fuse: {method: rrf}}}
+  - {name: sentences-bm25, chunking: {method: sentences, size: 200}, retrieval: bm25}
+"""
+
+
+@pytest.mark.slow  # a local Ray and two ingestions
+def test_ray_gives_the_local_numbers(local_ray: ModuleType, tmp_path: Path) -> None:
+    _small_kb(tmp_path)
+    (tmp_path / "plan.yaml").write_text(PLAN, encoding="utf-8")
+    results = {}
+    for engine in ("local", "ray"):
+        out = tmp_path / engine
+        code, _, stderr = cli("experiment", str(tmp_path / "plan.yaml"), "--out", str(out),
+                              "--engine", engine)
+        assert code == 0, stderr
+        results[engine] = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    local, ray = results["local"], results["ray"]
+    assert ray["cache"]["built"] == local["cache"]["built"]
+    assert ray["winner"] == local["winner"]
+    for a, b in zip(local["variants"], ray["variants"], strict=True):
+        assert (a["name"], a["verdict"], a["metrics"], a["vs_base"], a["per_query"]) == (
+            b["name"], b["verdict"], b["metrics"], b["vs_base"], b["per_query"])
