@@ -96,6 +96,7 @@ app = typer.Typer(
 # heavy at import time. A new command family (e.g. online_cmd) is one more line here; a listed
 # module that fails to import fails every command, loudly, rather than vanishing from --help.
 _COMMAND_MODULES = (
+    "init_cmd",  # the first command of a newcomer: templates, a corpus check, what to run next
     "gate_cmd",
     "eval_cmd",
     "compare_cmd",

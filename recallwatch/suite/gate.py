@@ -29,6 +29,7 @@ from recallwatch.suite.cost import measure_cost
 from recallwatch.suite.diagnosis import DiagnosisContext, diagnose, halves_similarity, patterns
 from recallwatch.suite.limits import check_measures, run_checks
 from recallwatch.suite.model import GateResult, QueryResult, excerpt
+from recallwatch.suite.noise import sparse_labels_check
 from recallwatch.suite.retrieve import ResultsSource, Source, StoreSource
 from recallwatch.suite.score import score_queries
 from recallwatch.suite.verdict import aggregate, decide
@@ -54,6 +55,9 @@ class Gate:
     # Which queries are scored: "auto" = the test part when the set has a tune/test split, else
     # all; "tune" (calibration runs), "test", or "all".
     part: Part = "auto"
+    # (query id, chunk id) -> grade, from `recallwatch label`: the noise rule does not count a
+    # result judged relevant, and can measure a query whose expected list is short.
+    judgments: Mapping[tuple[str, str], int] | None = None
 
     def __post_init__(self) -> None:
         check_measures(self.policy)  # a misspelt measure fails before any search
@@ -81,7 +85,8 @@ class Gate:
             retrieved = source.retrieve(queries, depth)
         expected_ids = list(dict.fromkeys(c for q in queries for c in q.expected))
         chunks = source.chunks(expected_ids)
-        scored = score_queries(queries, retrieved, chunks, self.policy, self.golden.top_k)
+        scored = score_queries(queries, retrieved, chunks, self.policy, self.golden.top_k,
+                               self.judgments)
         shown = _shown_chunks(scored, source, chunks)  # one read of every chunk the run shows
         if anchors is not None:
             scored = _with_fact_recall(scored, queries, anchors, shown)
@@ -98,7 +103,8 @@ class Gate:
             splits=anchors.splits if anchors is not None else {},
         )
         scored = [q if q.passed else replace(q, diagnosis=diagnose(q, ctx)) for q in scored]
-        agg = aggregate(scored)
+        agg = replace(aggregate(scored),
+                      noise_unmeasured=sum(not q.noise_measured for q in scored))
         facts = [q.fact_recall for q in scored if q.fact_recall is not None]
         if facts:
             agg = replace(agg, mean_fact_recall=sum(facts) / len(facts))
@@ -107,6 +113,9 @@ class Gate:
         limit_reasons, checks = run_checks(scored, self.policy, cost)
         if limit_reasons:
             verdict, reasons = "STOP", [*reasons, *limit_reasons]
+        sparse = sparse_labels_check(scored, self.judgments is not None)
+        if sparse is not None:
+            checks.append(sparse)
 
         config = source.config()
         warnings = []
@@ -207,9 +216,11 @@ def run_gate(
     results_name: str | Path = "<results>",
     part: Part = "auto",
     fan_out: FanOut | None = None,
+    judgments: Mapping[tuple[str, str], int] | None = None,
 ) -> GateResult:
     """Run the gate against a store (searched with ``embedder``) or a results mapping.
-    ``fan_out`` wraps the store's source to retrieve elsewhere (the Ray engine)."""
+    ``fan_out`` wraps the store's source to retrieve elsewhere (the Ray engine); ``judgments``
+    ((query id, chunk id) -> grade) tell the noise rule which results are relevant."""
     policy = policy or Policy()
     source: Source
     if (store is None) == (results is None):
@@ -230,7 +241,7 @@ def run_gate(
                 "give --corpus FILE to check failures against the filter",
             )
         source = ResultsSource(results, corpus or {}, str(results_name))
-    return Gate(golden, policy, run_date, part).run(source)
+    return Gate(golden, policy, run_date, part, judgments).run(source)
 
 
 def gate_from_files(
@@ -245,6 +256,7 @@ def gate_from_files(
     then: Callable[[GateResult, VectorStore | None], GateResult] | None = None,
     part: Part = "auto",
     fan_out: FanOut | None = None,
+    judgments: Mapping[tuple[str, str], int] | None = None,
 ) -> GateResult:
     """The gate as the CLI, the pytest plugin and the operations commands run it: a golden file,
     a store URI (queried with the embedder that built it, unless ``embedder`` names one) or a
@@ -265,7 +277,8 @@ def gate_from_files(
 
             chunks = {c.id: c for c in read_corpus(corpus)}
         result = run_gate(golden_set, results=load_results(results), corpus=chunks, policy=pol,
-                          run_date=run_date, results_name=results, part=part)
+                          run_date=run_date, results_name=results, part=part,
+                          judgments=judgments)
         return then(result, None) if then is not None else result
     from recallwatch.embedders import embedder_for_store
     from recallwatch.stores import open_store
@@ -274,7 +287,7 @@ def gate_from_files(
     try:
         result = run_gate(golden_set, store=vector_store,
                           embedder=embedder_for_store(vector_store, embedder), policy=pol,
-                          run_date=run_date, part=part, fan_out=fan_out)
+                          run_date=run_date, part=part, fan_out=fan_out, judgments=judgments)
         return then(result, vector_store) if then is not None else result
     finally:
         vector_store.close()

@@ -148,13 +148,28 @@ def test_calibrate_noise_prints_a_valid_policy_snippet(tmp_path: Path) -> None:
     golden = tmp_path / "g.yaml"
     golden.write_text(GOLDEN)
     res = results_file(tmp_path / "r.jsonl", {"a1": 9, "a2": 10, "b1": 7})  # noise 1, 0, 3
-    out = run("calibrate-noise", str(golden), "--results", str(res))
+    strict = tmp_path / "strict.yaml"  # every unlisted result is irrelevant: all measurable
+    strict.write_text("noise_unlisted: irrelevant\n")
+    out = run("calibrate-noise", str(golden), "--results", str(res), "--policy", str(strict),
+              "--min-queries", "1")
     assert out.exit_code == 0, out.output
     snippet = tmp_path / "p.yaml"
     snippet.write_text(out.stdout)
     assert load_policy(snippet).noise_ceiling_per_domain == {"A": 0.2, "B": 0.4}
+    # by default a domain needs 5 healthy queries: these have 2 and 1, and the output says so
+    out = run("calibrate-noise", str(golden), "--results", str(res), "--policy", str(strict))
+    assert out.exit_code == 0, out.output
+    assert ("# too few healthy queries, not calibrated (they keep the default 0.30): A 2, B 1"
+            in out.stdout)
+    assert load_policy_text(tmp_path, out.stdout).noise_ceiling_per_domain == {}
     both = run("calibrate-noise", str(golden))
     assert both.exit_code == 2 and "exactly one of --store URI or --results FILE" in both.stderr
+
+
+def load_policy_text(tmp_path: Path, text: str) -> Any:
+    path = tmp_path / "snippet.yaml"
+    path.write_text(text)
+    return load_policy(path)
 
 
 def test_groups_from_a_report_and_from_the_history(tmp_path: Path) -> None:
