@@ -107,6 +107,7 @@ _COMMAND_MODULES = (
     "golden_cmd",  # the `golden` group; modules listed after it add its commands
     "golden_sample_cmd",  # `golden sample` and `golden split`
     "golden_anchor_cmd",  # adds `golden check` and `golden migrate`
+    "golden_generate_cmd",  # adds `golden generate` (an LLM writes candidate questions)
     "label_cmd",  # the `label` group
     "label_judge_cmd",  # label pool, serve, agree, export, merge
     "bench_cmd",

@@ -123,6 +123,13 @@ class Gate:
         if unknown_waivers:
             warnings.append(f"waivers name queries not in the golden set: "
                             f"{', '.join(unknown_waivers)}")
+        generated = sum(q.extra.get("source") == "generated" for q in queries)
+        if generated:
+            warnings.append(
+                f"{generated} of {len(queries)} queries were written by a language model "
+                "(`source: generated`), not by people: review them (keep, reword or delete) "
+                "before relying on the verdict; `recallwatch groups --by source --golden FILE` "
+                "reports them apart")
         if split and split["unassigned"] and split["scored"] != "all":
             warnings.append(f"{split['unassigned']} queries have no split and are not scored: "
                             "`recallwatch golden split` assigns them")
