@@ -1,5 +1,5 @@
-"""``recallwatch calibrate-threshold`` (the no-result score threshold) and
-``recallwatch calibrate-noise`` (per-domain noise ceilings from a healthy gate run).
+"""``recallwatch ops calibrate-threshold`` (the no-result score threshold) and
+``recallwatch ops calibrate-noise`` (per-domain noise ceilings from a healthy gate run).
 
 Exit codes: 0 done, 2 usage or input error.
 """

@@ -193,7 +193,7 @@ def _explain_default_noise(result: Any) -> None:
         f"every query (at most {q.allowed_noise} of the top {q.top_k} may score below the "
         f"query's worst expected chunk); {len(noise_only)} of the {len(failing)} failing queries "
         "fail on that rule alone, with their expected chunks found. Calibrate per-domain "
-        "ceilings on a run with enough healthy queries (`recallwatch calibrate-noise` prints "
+        "ceilings on a run with enough healthy queries (`recallwatch ops calibrate-noise` prints "
         "them) and pass them with --policy.", err=True)
 
 

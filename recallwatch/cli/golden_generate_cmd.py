@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from recallwatch.cli._common import add_to_group, emit
-from recallwatch.cli._options import Seed
+from recallwatch.cli._options import ApiKeyEnv, LLMModel, Seed
 
 
 def generate(
@@ -22,12 +22,10 @@ def generate(
     llm: Annotated[str, typer.Option(
         "--llm", help="Base URL of an OpenAI-compatible chat endpoint (POST "
         "URL/chat/completions), e.g. http://localhost:8000/v1.")],
-    model: Annotated[str, typer.Option("--model", help="The model to ask.")],
+    model: LLMModel,
     out: Annotated[Path, typer.Option(
         "--out", help="The golden set file to write (YAML) with the candidate questions.")],
-    api_key_env: Annotated[str | None, typer.Option(
-        "--api-key-env", help="The environment variable that holds the API key (the key itself "
-        "is never an option, never written).")] = None,
+    api_key_env: ApiKeyEnv = None,
     sample: Annotated[int, typer.Option(
         "--sample", min=1, help="How many chunks to draw from the corpus.")] = 20,
     per_chunk: Annotated[int, typer.Option(
@@ -42,7 +40,7 @@ def generate(
     Each question expects the chunk it was written from, as a content anchor {doc_id, quote}
     (the chunk's first sentence; the chunk id when it has no doc_id) so it survives a
     re-chunking, and is marked `source: generated`: the gate counts such queries in a warning,
-    and `recallwatch groups --by source --golden FILE` reports them apart. Review every one
+    and `recallwatch history groups --by source --golden FILE` reports them apart. Review every one
     before the gate relies on it.
     """
     from recallwatch._files import write_atomic

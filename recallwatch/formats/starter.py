@@ -88,7 +88,7 @@ other_failures_allowed: 0.05  # other failing queries tolerated, as a share of t
                             # each only with a waiver below
 # Noise ceiling: the share of a query's top K allowed to score below the worst-scoring chunk
 # it expects (such results are taken as irrelevant). Calibrate it per domain on a healthy run:
-# `recallwatch calibrate-noise` prints the section to paste here.
+# `recallwatch ops calibrate-noise` prints the section to paste here.
 noise_ceiling:
   default: 0.30
   per_domain: {}
@@ -110,7 +110,7 @@ other_failures_allowed: 0.05  # otras preguntas fallidas toleradas, como fracci�
                             # cada una solo con una dispensa (waiver) escrita abajo
 # Techo de ruido: la fracción del top K de una pregunta que puede puntuar por debajo del peor
 # fragmento que espera (esos resultados se toman por irrelevantes). Calíbrelo por dominio con
-# una ejecución sana: `recallwatch calibrate-noise` imprime la sección que va aquí.
+# una ejecución sana: `recallwatch ops calibrate-noise` imprime la sección que va aquí.
 noise_ceiling:
   default: 0.30
   per_domain: {}

@@ -283,7 +283,7 @@ def read_threshold(store: VectorStore, fingerprint: Fingerprint) -> float | None
     raise EmbedderMismatchError(
         f"the no-result threshold stored in {store.uri} was calibrated for {others}, not for "
         f"{fingerprint.short()}: a threshold is not portable across embedders; run "
-        "`recallwatch calibrate-threshold` with this embedder")
+        "`recallwatch ops calibrate-threshold` with this embedder")
 
 
 # -- the held-out test part -------------------------------------------------------------------

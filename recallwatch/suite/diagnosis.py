@@ -248,7 +248,8 @@ def patterns(queries: Sequence[QueryResult]) -> list[Pattern]:
                     f"every query of domain {domain!r} fails, all on the noise rule alone: their "
                     "expected chunks are found, but too many other results score below them — "
                     "look at which chunks fill their top K, or calibrate this domain's noise "
-                    "ceiling on a run with enough healthy queries (`recallwatch calibrate-noise`)",
+                    "ceiling on a run with enough healthy queries "
+                    "(`recallwatch ops calibrate-noise`)",
                     tuple(q.id for q in qs),
                 ))
                 continue

@@ -128,8 +128,8 @@ class Gate:
             warnings.append(
                 f"{generated} of {len(queries)} queries were written by a language model "
                 "(`source: generated`), not by people: review them (keep, reword or delete) "
-                "before relying on the verdict; `recallwatch groups --by source --golden FILE` "
-                "reports them apart")
+                "before relying on the verdict; `recallwatch history groups --by source --golden "
+                "FILE` reports them apart")
         if split and split["unassigned"] and split["scored"] != "all":
             warnings.append(f"{split['unassigned']} queries have no split and are not scored: "
                             "`recallwatch golden split` assigns them")

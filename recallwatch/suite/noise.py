@@ -83,4 +83,4 @@ def noise_explanation(q: QueryResult) -> str:
                  f"some are relevant, {_JUDGE}")
     return (text + " — fix: make generic descriptions specific, split chunks that mix topics, "
             "tighten loose facets; or, if this domain's ceiling was never calibrated, calibrate it "
-            "on a run with enough healthy queries (`recallwatch calibrate-noise`)")
+            "on a run with enough healthy queries (`recallwatch ops calibrate-noise`)")

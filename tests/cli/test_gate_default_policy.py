@@ -55,7 +55,8 @@ def test_without_policy_a_noise_stop_names_the_default_ceiling_and_the_fix(tmp_p
             "(at most 3 of the top 10 may score below the query's worst expected chunk); "
             "2 of the 2 failing queries fail on that rule alone, with their expected chunks "
             "found. Calibrate per-domain ceilings on a run with enough healthy queries "
-            "(`recallwatch calibrate-noise` prints them) and pass them with --policy.") in r.stderr
+            "(`recallwatch ops calibrate-noise` prints them) and pass them with --policy."
+            ) in r.stderr
     assert "note:" not in r.stdout
     (unwaived,) = [x for x in json.loads(r.stdout)["reasons"] if x["rule"] == "unwaived_failure"]
     assert "q1 (noise: 9 of the top 10 score below its worst expected chunk, 3 allowed; recall " \

@@ -45,7 +45,7 @@ def test_one_card_per_group_with_trend_and_status(tmp_path: Path) -> None:
     db = tmp_path / "h.db"
     with History(db) as h:
         for i, (recall, ctr) in enumerate(((0.99, 0.35), (0.97, 0.3), (0.93, 0.1))):
-            h.record_monitor_run("monitor", {
+            h.record_monitor_run("ops", "monitor", {
                 "recall": recall, "floor": 0.95, "latency_ms": {"p99": 3.0},
                 "index_age_seconds": 3600.0 * i, "threshold": 0.41,
                 "live": live(ctr, 100.0 + 1000 * i)},
@@ -123,7 +123,7 @@ def cards_of(doc: Any) -> dict[str, Any]:
 
 
 def test_resources_card_from_a_monitor_run(tmp_path: Path) -> None:
-    """`recallwatch monitor` records what the store holds: the card shows the ANN index's bytes
+    """`recallwatch ops monitor` records what the store holds: the card shows the ANN index's bytes
     as the engine measures them, with the rows and the bytes of their float32 vectors."""
     store, data = small_store(tmp_path / "s", n=1200)  # 16 dimensions, an IVF_PQ index
     db = tmp_path / "h.db"
