@@ -176,7 +176,8 @@ def test_unknown_test_is_a_usage_error(files: dict[str, Path]) -> None:
 
 
 def test_json_shape_is_documented() -> None:
-    # Every key the command prints appears in docs/compare-and-ingest.md's "compare" section and the docstring.
+    # Every key the command prints appears in docs/compare-and-ingest.md's "compare" section
+    # and the docstring.
     from recallwatch.cli.compare_cmd import compare
 
     docs = (ROOT / "docs" / "compare-and-ingest.md").read_text(encoding="utf-8")
