@@ -214,7 +214,7 @@ class LanceIndex:
         if ignored:
             return (f"the vector index {ignored[0].name!r} is unusable: LanceDB does not list it "
                     "(it cannot read its entry), so every search scans all rows; `recallwatch "
-                    "reindex` builds a new one")
+                    "ops reindex` builds a new one")
         return None
 
     def centroids(self) -> np.ndarray | None:

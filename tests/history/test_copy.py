@@ -49,7 +49,7 @@ def _fill(location: str) -> None:
                                        "text": "línea\n\t\"quoted\" \u2028 \U0001f600"},
                              store_uri="lancedb://kb?table=chunks", index_version="7",
                              status="ok")
-        h.record_monitor_run("ops", "promote", {"allowed": False, "missing": ["x"]})
+        h.record_monitor_run("promote", {"allowed": False, "missing": ["x"]})
         h.record_monitor_run("latency", {"p99_ms": 1e-300}, status=None)
         h.record_online_readout({  # odd floats, NULLs, text: the funnel table copies whole
             "change_run": runs[1].run_id, "promote_id": 2, "offline_metric": "ndcg",

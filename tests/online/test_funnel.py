@@ -105,9 +105,9 @@ def test_promotion_is_a_change(tmp_path: Path) -> None:
     location = str(tmp_path / "h.db")
     _, after = two_runs(location)
     with History(location) as h:
-        done = h.record_monitor_run("ops", "promote", {"accepted_run": after, "promoted": True},
+        done = h.record_monitor_run("promote", {"accepted_run": after, "promoted": True},
                                     status="promoted")
-        refused = h.record_monitor_run("ops", "promote", {"accepted_run": None, "promoted": False},
+        refused = h.record_monitor_run("promote", {"accepted_run": None, "promoted": False},
                                        status="refused")
         assert resolve_change(h, f"promote:{done}") == (after, done)
         with pytest.raises(UsageError, match="did not promote anything"):

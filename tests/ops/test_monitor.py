@@ -109,7 +109,7 @@ def test_recall_is_id_overlap_with_exact_search(tmp_path: Path) -> None:
 def test_budget_is_computed_over_this_stores_history(tmp_path: Path) -> None:
     store, data = small_store(tmp_path / "s")
     history = History(tmp_path / "h.db")
-    history.record_monitor_run("ops", "monitor", {"recall": 0.1}, store_uri="lancedb://elsewhere")
+    history.record_monitor_run("monitor", {"recall": 0.1}, store_uri="lancedb://elsewhere")
     probes = ProbeSet("p", "1", vectors=data.queries)
     policy = BudgetPolicy(target=1.0, slo=0.5, window_runs=4)
     first = run_monitor(store, probes, floor=0.0, budget=policy, history=history)

@@ -171,7 +171,7 @@ def test_a_spent_budget_from_the_monitor_is_read_whole(tmp_path: Path) -> None:
                            ((1, 0.7), (2, 0.8), (3, 0.6), (4, 0.7))], policy)
     db = tmp_path / "h.db"
     with History(db) as h:
-        h.record_monitor_run("ops", "monitor", {"recall": 0.7, "budget": status.to_dict()},
+        h.record_monitor_run("monitor", {"recall": 0.7, "budget": status.to_dict()},
                              status="alarm")
         h.record_monitor_run("load", {"qps": 900.0})  # newer, no budget
     card = get(TestClient(create_app(db)), "/monitor").cssselect(".card.budget")[0]

@@ -45,7 +45,7 @@ def test_one_card_per_group_with_trend_and_status(tmp_path: Path) -> None:
     db = tmp_path / "h.db"
     with History(db) as h:
         for i, (recall, ctr) in enumerate(((0.99, 0.35), (0.97, 0.3), (0.93, 0.1))):
-            h.record_monitor_run("ops", "monitor", {
+            h.record_monitor_run("monitor", {
                 "recall": recall, "floor": 0.95, "latency_ms": {"p99": 3.0},
                 "index_age_seconds": 3600.0 * i, "threshold": 0.41,
                 "live": live(ctr, 100.0 + 1000 * i)},

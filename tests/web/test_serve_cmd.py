@@ -75,7 +75,7 @@ def test_serve_for_real_until_interrupted(site: Site) -> None:
     db, bench, runs = site
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from recallwatch.cli import main; main()", "serve",
+        [sys.executable, "-c", "from recallwatch.cli import main; main()", "ops", "serve",
          "--history", str(db), "--port", "0", "--bench", str(bench)],
         stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
     )
