@@ -37,7 +37,7 @@ NOT_RUN = {
     "make demo": "it makes the state the other commands run on (CI runs it first: .ci/run)",
     "make test": "it runs this test",
     ". .venv/bin/activate": "this test puts the virtualenv's bin directory on PATH instead",
-    "recallwatch serve --history demo-out/history.db":
+    "recallwatch ops serve --history demo-out/history.db":
         "a server that runs until Ctrl+C (tests/web tests the dashboard)",
 }
 

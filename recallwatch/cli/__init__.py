@@ -18,6 +18,7 @@ import typer
 from typer.core import TyperGroup
 
 from recallwatch._process import SIGPIPE_STATUS as _SIGPIPE_STATUS
+from recallwatch.cli._tree import EXIT_CODES, add_exit_codes, hint_for, regroup
 from recallwatch.errors import Interrupted, RecallwatchError
 
 __all__ = ["app", "main"]
@@ -75,6 +76,7 @@ class _Group(TyperGroup):
             raise
         except Exception as exc:
             if type(exc).__module__.startswith(("click.", "typer.")):
+                _add_hint(exc)
                 raise  # exits, usage errors and aborts: the framework reports them
             # anything else is an internal bug: one line for the user, the trace on request
             if os.environ.get("RECALLWATCH_DEBUG"):
@@ -82,6 +84,22 @@ class _Group(TyperGroup):
             _say(f"Internal error: {type(exc).__name__}: {exc} "
                  "(set RECALLWATCH_DEBUG=1 for the traceback, and please report it)")
             ctx.exit(3)
+
+
+def _add_hint(exc: Exception) -> None:
+    """A usage error where a user reached for the wrong command says which one they want.
+    (Duck-typed: typer may raise the usage errors of its own copy of click.)"""
+    ctx, message = getattr(exc, "ctx", None), getattr(exc, "message", None)
+    if ctx is None or not isinstance(message, str):
+        return
+    no_such = type(exc).__name__ == "NoSuchOption"
+    given = (getattr(exc, "option_name", None) if no_such
+             else "ARGUMENT" if "unexpected extra argument" in message else None)
+    hint = hint_for(ctx.info_name, given)
+    if hint is not None:
+        exc.message = f"{message}: {hint}"  # type: ignore[attr-defined]
+        if no_such:
+            exc.possibilities = []  # type: ignore[attr-defined]
 
 
 # The exit status when the output's reader has gone, as the shell reports a program that
@@ -142,16 +160,18 @@ Words used in the commands:
   waiver: a written diagnosis, in the policy, that excuses a failing query.
   probe set: queries whose live results are compared with exact search.
 
-Exit codes: 0 success or ACCEPT, 1 STOP, alarm or refusal, 2 usage or input error, 3 internal
-error (a bug to report), 130 interrupted (Ctrl-C; the message says what was kept), 141 the
-output's reader went away before taking all of it (recallwatch ... | head), as the shell reports
-a program that SIGPIPE ended. Every command keeps these; its help lists its own 0, 1 and 2.
-"""
+Start with `recallwatch init`. Operations on a live index are under `recallwatch ops`.
+
+""" + EXIT_CODES + "\n"
+
+# -h as well as --help, on every command
+_CONTEXT = {"help_option_names": ["-h", "--help"]}
 
 app = typer.Typer(
     cls=_Group,
     name="recallwatch",
     help=_HELP,
+    context_settings=_CONTEXT,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
@@ -162,6 +182,7 @@ app = typer.Typer(
 # heavy at import time. A new command family (e.g. online_cmd) is one more line here; a listed
 # module that fails to import fails every command, loudly, rather than vanishing from --help.
 _COMMAND_MODULES = (
+    "init_cmd",  # the first command of a newcomer: templates, a corpus check, what to run next
     "gate_cmd",
     "eval_cmd",
     "compare_cmd",
@@ -173,6 +194,7 @@ _COMMAND_MODULES = (
     "golden_cmd",  # the `golden` group; modules listed after it add its commands
     "golden_sample_cmd",  # `golden sample` and `golden split`
     "golden_anchor_cmd",  # adds `golden check` and `golden migrate`
+    "golden_generate_cmd",  # adds `golden generate` (an LLM writes candidate questions)
     "label_cmd",  # the `label` group
     "label_judge_cmd",  # label pool, serve, agree, export, merge
     "bench_cmd",
@@ -193,6 +215,8 @@ def _register_commands(target: typer.Typer, modules: tuple[str, ...] = _COMMAND_
 
 
 _register_commands(app)
+regroup(app)  # the operations commands into `ops`; their old names stay, hidden
+add_exit_codes(app)
 
 
 def _print_version(value: bool) -> None:
@@ -206,7 +230,7 @@ def _print_version(value: bool) -> None:
 @app.callback()
 def _root(
     version: Annotated[bool, typer.Option(
-        "--version", help="Print the version and exit.", callback=_print_version,
+        "--version", "-V", help="Print the version and exit.", callback=_print_version,
         is_eager=True)] = False,
 ) -> None:
     """Does your vector search still find what it must?"""
@@ -224,7 +248,7 @@ def _app_for(args: list[str]) -> typer.Typer:
         return app
     one = typer.Typer(cls=_Group, name="recallwatch", help=_HELP, no_args_is_help=True,
                       pretty_exceptions_enable=False, add_completion=False,
-                      rich_markup_mode=None)
+                      rich_markup_mode=None, context_settings=_CONTEXT)
     one.registered_callback = app.registered_callback
     one.registered_commands, one.registered_groups = commands, groups
     return one

@@ -19,6 +19,7 @@ __all__ = [
     "DEFAULT_HISTORY",
     "AllPairs",
     "Alpha",
+    "ApiKeyEnv",
     "BoundedAlpha",
     "CalibrationSplit",
     "DatasetName",
@@ -37,6 +38,7 @@ __all__ = [
     "HumanQrelsOrNone",
     "JudgmentFiles",
     "KappaWeights",
+    "LLMModel",
     "Measures",
     "MinOneDepth",
     "NoHistory",
@@ -126,7 +128,7 @@ EmbedderSpec = Annotated[str | None, typer.Option(
     "store).")]
 
 ProbesFile = Annotated[Path, typer.Option(
-    "--probes", help="Probe set (.json from `recallwatch probes`, .txt/.jsonl logged queries, "
+    "--probes", help="Probe set (.json from `recallwatch ops probes`, .txt/.jsonl logged queries, "
     "or .npy vectors).")]
 
 DatasetName = Annotated[str | None, typer.Option(
@@ -171,6 +173,11 @@ HumanQrelsOrNone = Annotated[Path | None, typer.Option("--qrels", help=_QRELS_HE
 JudgmentFiles = Annotated[list[Path] | None, typer.Option(
     "--judgments", help="Judgments made so far: judgments files (JSON Lines, as `recallwatch "
     "label serve` saves them) or TREC qrels. Repeat for several.")]
+
+# An OpenAI-compatible endpoint's model and key (online judge, golden generate)
+LLMModel = Annotated[str, typer.Option("--model", help="Model name sent to the endpoint.")]
+ApiKeyEnv = Annotated[str | None, typer.Option(
+    "--api-key-env", help="Name of the environment variable holding the API key.")]
 
 KappaWeights = Annotated[str, typer.Option(
     "--weights", help="Kappa weights: quadratic, linear or unweighted.")]

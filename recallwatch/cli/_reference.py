@@ -37,6 +37,8 @@ def _command(path: list[str], cmd: Any, out: list[str]) -> None:
     out.append("")
     if cmd.help:
         out += _help(cmd.help)
+    if getattr(cmd, "epilog", None):
+        out += _help(cmd.epilog)
     rows = [p.get_help_record(ctx) for p in cmd.params if not getattr(p, "hidden", False)]
     rows = [r for r in rows if r is not None]
     if rows:
@@ -57,7 +59,8 @@ def cli_reference() -> str:
            "do not edit by hand.", "",
            *_help(root.help or "")]
     for name, cmd in root.commands.items():  # type: ignore[attr-defined]
-        _command(["recallwatch", name], cmd, out)
+        if not cmd.hidden:  # an old name kept working after its command moved
+            _command(["recallwatch", name], cmd, out)
     return "\n".join(out).rstrip() + "\n"
 
 

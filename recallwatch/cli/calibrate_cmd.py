@@ -1,5 +1,5 @@
-"""``recallwatch calibrate-threshold`` (the no-result score threshold) and
-``recallwatch calibrate-noise`` (per-domain noise ceilings from a healthy gate run).
+"""``recallwatch ops calibrate-threshold`` (the no-result score threshold) and
+``recallwatch ops calibrate-noise`` (per-domain noise ceilings from a healthy gate run).
 
 Exit codes: 0 done, 1 calibrate-threshold refused a threshold under --min-coverage (not stored),
 2 usage or input error.
@@ -18,6 +18,7 @@ from recallwatch.cli._options import (
     CalibrationSplit,
     EmbedderSpec,
     GoldenArg,
+    JudgmentFiles,
     NoiseFormat,
     NoiseFormatOption,
     PolicyFile,
@@ -139,7 +140,8 @@ def calibrate_threshold(
 
 
 def _gate_result(golden: Path, store: str | None, results: Path | None,
-                 policy: Path | None, split: SplitPart) -> GateResult:
+                 policy: Path | None, split: SplitPart,
+                 judgments: dict[tuple[str, str], int] | None = None) -> GateResult:
     from recallwatch.formats.golden import load_golden
     from recallwatch.ops.calibrate import tuning_part
     from recallwatch.suite.gate import gate_from_files
@@ -147,7 +149,7 @@ def _gate_result(golden: Path, store: str | None, results: Path | None,
     # Refuse `test` (and a split without tune queries) before anything is searched.
     has_split = tuning_part(load_golden(golden), split.value).has_split
     return gate_from_files(golden, store=store, results=results, policy=policy,
-                           part="tune" if has_split else "auto")
+                           part="tune" if has_split else "auto", judgments=judgments)
 
 
 def calibrate_noise(
@@ -157,15 +159,30 @@ def calibrate_noise(
     policy: PolicyFile = None,
     margin: Annotated[int, typer.Option(
         "--margin", help="Chunks of noise allowed above the baseline.")] = 1,
+    min_queries: Annotated[int, typer.Option(
+        "--min-queries", min=1, help="Healthy queries a domain needs to be calibrated; a domain "
+        "with fewer is named and keeps the default ceiling.")] = 5,
+    judgments: JudgmentFiles = None,
     split: CalibrationSplit = SplitPart.tune,
     fmt: NoiseFormatOption = NoiseFormat.yaml,
 ) -> None:
     """From a full gate run: the noise of the healthy queries per domain and a suggested noise
     ceiling for each (the share of the top K allowed to score below the query's worst expected
-    chunk), as a policy YAML snippet."""
+    chunk), as a policy YAML snippet.
+
+    Healthy: recall 1, and noise the rule can measure. A query that lists fewer expected chunks
+    than the top K minus the allowed noise cannot be measured unless its other results were
+    judged (--judgments): it is left out and counted. The snippet says how many queries each
+    domain's ceiling rests on and which domains have too few."""
     from recallwatch.ops.calibrate import calibrate_noise as run
 
-    cal = run(_gate_result(golden, store, results, policy, split), margin=margin)
+    judged = None
+    if judgments:
+        from recallwatch.formats.judging import judged_pairs
+
+        judged = judged_pairs(judgments)
+    cal = run(_gate_result(golden, store, results, policy, split, judged), margin=margin,
+              min_healthy=min_queries)
     if fmt is NoiseFormat.json:
         emit_json(cal.to_dict())
     else:

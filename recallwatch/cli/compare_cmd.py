@@ -81,7 +81,8 @@ def compare(
     bootstrap draw with --seed: the same seed gives the same p-value on every call. Exit 0
     whatever the outcome; 2 on bad input.
 
-    --format json prints one object (schema "recallwatch.compare/1"; see docs/cli.md):
+    --format json prints one object (schema "recallwatch.compare/1"; see
+    docs/compare-and-ingest.md):
 
     \b
     {"schema", "qrels", "run_a", "run_b", "test", "seed", "resamples", "alpha",

@@ -136,7 +136,8 @@ def gate(
                                  embedder=embedder, corpus=corpus, run_date=day,
                                  then=record, fan_out=fan_out,
                                  latency_sample=latency_sample, pipeline=pipeline,
-                                 runs_out=runs_out, tune_weights=tune_weights)
+                                 runs_out=runs_out, tune_weights=tune_weights,
+                                 judgments=judged)
     _write_outputs(result, fmt, junit, report)
     if policy is None:
         _explain_default_noise(result)
@@ -204,9 +205,8 @@ def _write_outputs(result: object, fmt: GateFormat, junit: Path | None,
 
 
 def _explain_default_noise(result: Any) -> None:
-    """Without --policy, a golden set whose queries expect only a few chunks fails mostly on the
-    noise rule (an ideal ranking of e expected chunks has K - e results below the worst of them),
-    which reads like a broken index: say so once, on stderr, with the fix."""
+    """Without --policy, failures on the noise rule alone read like a broken index: say once, on
+    stderr, which ceiling applied and how to calibrate it."""
     failing = result.failing()
     noise_only = [q for q in failing if q.failed_rules == ("noise",)]
     if not noise_only:
@@ -216,9 +216,9 @@ def _explain_default_noise(result: Any) -> None:
         f"note: no --policy given, so the default noise ceiling {q.noise_ceiling:.2f} applies to "
         f"every query (at most {q.allowed_noise} of the top {q.top_k} may score below the "
         f"query's worst expected chunk); {len(noise_only)} of the {len(failing)} failing queries "
-        f"fail on that rule alone. A query that expects fewer than {q.top_k - q.allowed_noise} "
-        "chunks exceeds it even when ranked ideally: pass --policy with per-domain ceilings "
-        "calibrated on a healthy run (`recallwatch calibrate-noise` prints them).", err=True)
+        "fail on that rule alone, with their expected chunks found. Calibrate per-domain "
+        "ceilings on a run with enough healthy queries (`recallwatch ops calibrate-noise` prints "
+        "them) and pass them with --policy.", err=True)
 
 
 def register(app: typer.Typer) -> None:

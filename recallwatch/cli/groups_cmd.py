@@ -1,5 +1,6 @@
-"""``recallwatch groups``: a gate run's metric by query group (domain, tags, language…), with
-the gaps; or, with ``--by-chunk``, each group of chunks' exposure in the run's top-K.
+"""``recallwatch history groups``: a gate run's metric by query group (domain, tags,
+language…), with the gaps; or, with ``--by-chunk``, each group of chunks' exposure in the run's
+top-K.
 
 Exit codes: 0 done, 2 usage or input error.
 """

@@ -1,4 +1,4 @@
-"""``recallwatch probes`` (build a probe set) and ``recallwatch monitor`` (measure the live
+"""``recallwatch ops probes`` (build a probe set) and ``recallwatch ops monitor`` (measure the live
 index with it).
 
 Exit codes: 0 healthy / written, 1 alarm (monitor), 2 usage or input error.

@@ -1,4 +1,4 @@
-"""``recallwatch promote``: mark an index version as production, only on an ACCEPTed gate run.
+"""``recallwatch ops promote``: mark an index version as production, only on an ACCEPTed gate run.
 
 Promotion changes the store, so it sits with the other operations; the history only supplies
 the evidence. Exit codes: 0 promoted, 1 refused, 2 usage or input error.

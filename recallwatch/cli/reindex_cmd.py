@@ -1,5 +1,5 @@
-"""``recallwatch reindex`` and ``recallwatch rollback``: rebuild the index and switch atomically,
-or put the previous one back.
+"""``recallwatch ops reindex`` and ``recallwatch ops rollback``: rebuild the index and switch
+atomically, or put the previous one back.
 
 Exit codes: 0 switched / rolled back, 1 not switched (the new index missed the floor), 2 usage or
 input error.

@@ -1,4 +1,4 @@
-"""``recallwatch serve``: the local, read-only dashboard over the run history.
+"""``recallwatch ops serve``: the local, read-only dashboard over the run history.
 
 Exit codes: 0 when stopped (Ctrl+C); 2 usage or input error (missing history, port in use,
 the web extra not installed).

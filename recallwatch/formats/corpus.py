@@ -37,6 +37,8 @@ from recallwatch.records import Chunk, chunk_to_record, content_hash, group_prob
 __all__ = [
     "CHUNK_KINDS",
     "GOLD_LABEL",
+    "GOLD_LABELS",
+    "GOLD_LABEL_EN",
     "ChunkKind",
     "Corpus",
     "Rejection",
@@ -48,6 +50,8 @@ __all__ = [
 ]
 
 GOLD_LABEL = "SINTESIS_CURADA"  # Spanish for "curated synthesis": the label of a Gold chunk
+GOLD_LABEL_EN = "CURATED_SYNTHESIS"  # the same in English: either marks a Gold chunk
+GOLD_LABELS = frozenset({GOLD_LABEL, GOLD_LABEL_EN})
 
 # Closed on purpose: the diagnosis reads `kind` (a table without prose), so a typo ("tabel")
 # must be an error with a suggestion, not a chunk silently treated as text.

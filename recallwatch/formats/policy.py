@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from recallwatch.errors import InputError
 from recallwatch.formats.fields import bounded, check_keys, line_of, shown, text_id
@@ -18,8 +18,8 @@ from recallwatch.formats.policy_limits import LIMIT_KEYS, Limits, parse_limits
 from recallwatch.formats.structured import LINE_KEY, load_structured
 from recallwatch.records import FILTER_FIELDS
 
-__all__ = ["MAX_BOOST", "MAX_SEARCH_DEPTH", "Policy", "SearchSettings", "StalenessSettings",
-           "load_policy"]
+__all__ = ["MAX_BOOST", "MAX_SEARCH_DEPTH", "NOISE_UNLISTED", "NoiseUnlisted", "Policy",
+           "SearchSettings", "StalenessSettings", "load_policy"]
 
 # The search depth reaches the store as k: a typo of a few digits must not allocate gigabytes.
 MAX_SEARCH_DEPTH = 100_000
@@ -28,8 +28,14 @@ MAX_BOOST = 10.0
 
 _KEYS = {
     "top_k", "recall_floor", "min_mean_quality", "noise_ceiling", "gold_failures_allowed",
-    "other_failures_allowed", "waivers", "search", "min_group_quality", "staleness", *LIMIT_KEYS,
+    "other_failures_allowed", "waivers", "search", "min_group_quality", "staleness",
+    "noise_unlisted", *LIMIT_KEYS,
 }
+# What the noise rule assumes of a top-K result that is neither expected nor judged: "unjudged"
+# (unknown: a query whose labels are too sparse for the rule is not judged on noise) or
+# "irrelevant" (the golden set lists every relevant chunk, so anything else is noise).
+NoiseUnlisted = Literal["unjudged", "irrelevant"]
+NOISE_UNLISTED: tuple[str, ...] = get_args(NoiseUnlisted)
 _NOISE_KEYS = {"default", "per_domain"}
 _SEARCH_KEYS = {"depth", "filter", "boost"}
 
@@ -79,6 +85,7 @@ class Policy:
     min_mean_quality: float = 95.0
     noise_ceiling: float = 0.30
     noise_ceiling_per_domain: dict[str, float] = field(default_factory=dict)
+    noise_unlisted: NoiseUnlisted = "unjudged"
     gold_failures_allowed: int = 0
     other_failures_allowed: float = 0.05
     waivers: dict[str, str] = field(default_factory=dict)
@@ -113,6 +120,9 @@ class Policy:
             "other_failures_allowed": self.other_failures_allowed,
             "waivers": dict(sorted(self.waivers.items())),
             "min_group_quality": self.min_group_quality,
+            # only when set: the policy hash of every policy that does not set it is unchanged
+            **({"noise_unlisted": self.noise_unlisted}
+               if self.noise_unlisted != "unjudged" else {}),
             **self.limits.rules_dict(),
         }
 
@@ -170,6 +180,7 @@ def parse_policy(data: Any, source: Path) -> Policy:
         min_mean_quality=float(number("min_mean_quality", 95.0, 0.0, 100.0)),
         noise_ceiling=ceiling,
         noise_ceiling_per_domain=per_domain,
+        noise_unlisted=_noise_unlisted(data.get("noise_unlisted", "unjudged"), source, line),
         gold_failures_allowed=int(number("gold_failures_allowed", 0, 0, 1_000_000, integer=True)),
         other_failures_allowed=float(number("other_failures_allowed", 0.05, 0.0, 1.0)),
         waivers=clean_waivers,
@@ -205,6 +216,18 @@ def _noise(value: Any, source: Path, line: int | None) -> tuple[float, dict[str,
         str(d): _fraction(v, source, line_of(per), f"noise_ceiling.per_domain.{d}")
         for d, v in per.items() if d != LINE_KEY
     }
+
+
+def _noise_unlisted(value: Any, source: Path, line: int | None) -> NoiseUnlisted:
+    if value == "unjudged":
+        return "unjudged"
+    if value == "irrelevant":
+        return "irrelevant"
+    raise InputError(source=source, line=line, field="noise_unlisted",
+                     expected=" or ".join(NOISE_UNLISTED), found=shown(value),
+                     hint="unjudged (default): a result neither expected nor judged is unknown, "
+                     "and a query with too few labels is not judged on noise; irrelevant: the "
+                     "golden set lists every relevant chunk, anything else counts as noise")
 
 
 def _staleness(value: Any, source: Path, line: int | None) -> StalenessSettings:

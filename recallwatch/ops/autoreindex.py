@@ -2,8 +2,8 @@
 
 Two triggers call :func:`auto_reindex`:
 
-* ``recallwatch monitor --reindex-below FLOOR``: the live index's recall on the probes fell under
-  ``FLOOR``;
+* ``recallwatch ops monitor --reindex-below FLOOR``: the live index's recall on the probes fell
+  under ``FLOOR``;
 * an ingestion that left more than :data:`REBUILD_UNINDEXED_SHARE` of the rows outside the ANN
   index (those rows are scanned exactly meanwhile: correct, only slower).
 

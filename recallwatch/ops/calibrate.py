@@ -33,15 +33,17 @@ precision), or the highest ``t`` whose coverage reaches the target. Scores are c
 similarities of one embedder: the threshold is stored in the store's metadata *under that
 embedder's fingerprint*, and reading it with another embedder is an error.
 
-**Noise ceiling.** From a full gate run, the noise of the *healthy* queries (recall 1) per domain:
-its distribution, a baseline (the 95th percentile, an observed value) and a suggested ceiling one
-margin (in chunks) above it, printed as the policy's ``noise_ceiling`` section.
+**Noise ceiling.** From a full gate run, the noise of the *healthy* queries (recall 1, noise
+measurable: see ``recallwatch.suite.noise``) per domain: its distribution, a baseline (the 95th
+percentile, an observed value) and a suggested ceiling one margin (in chunks) above it, printed as
+the policy's ``noise_ceiling`` section. A domain with fewer than ``MIN_HEALTHY`` healthy queries is
+named and keeps the default.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -58,6 +60,7 @@ if TYPE_CHECKING:
     from recallwatch.suite.model import GateResult
 
 __all__ = [
+    "MIN_HEALTHY",
     "THRESHOLD_META_KEY",
     "UNANSWERABLE_FILE",
     "DomainNoise",
@@ -280,7 +283,7 @@ def read_threshold(store: VectorStore, fingerprint: Fingerprint) -> float | None
     raise EmbedderMismatchError(
         f"the no-result threshold stored in {store.uri} was calibrated for {others}, not for "
         f"{fingerprint.short()}: a threshold is not portable across embedders; run "
-        "`recallwatch calibrate-threshold` with this embedder")
+        "`recallwatch ops calibrate-threshold` with this embedder")
 
 
 # -- the held-out test part -------------------------------------------------------------------
@@ -309,10 +312,15 @@ def tuning_part(golden: GoldenSet, part: str = "tune") -> GoldenSet:
 
 
 # -- noise ceiling -----------------------------------------------------------------------------
+# A domain's ceiling is calibrated from at least this many healthy queries; with fewer, the 95th
+# percentile is just the largest of one or two counts, and the domain keeps the default.
+MIN_HEALTHY = 5
+
+
 @dataclass(frozen=True)
 class DomainNoise:
     domain: str
-    healthy: int  # queries with recall 1
+    healthy: int  # queries with recall 1 whose noise the rule could measure
     top_k: int  # the domain's most common K
     noise: tuple[int, ...]  # sorted noise counts of the healthy queries
     baseline: int  # 95th percentile (an observed value)
@@ -322,19 +330,58 @@ class DomainNoise:
 
 @dataclass(frozen=True)
 class NoiseCalibration:
-    overall: DomainNoise
-    domains: tuple[DomainNoise, ...]
+    overall: DomainNoise | None  # None: fewer than ``min_healthy`` healthy queries in all
+    domains: tuple[DomainNoise, ...]  # the domains with enough healthy queries
     margin: int
     run_id: str
+    min_healthy: int = MIN_HEALTHY
+    too_few: dict[str, int] = field(default_factory=dict)  # domain -> its healthy queries
+    # healthy queries left out: their labels are too sparse for the noise rule (see the gate)
+    unmeasured: tuple[str, ...] = ()
+    default: float = 0.30  # the ceiling of the run's policy, kept where nothing is calibrated
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def summary(self) -> list[str]:
+        """What the calibration used and left out, one sentence each."""
+        used = sum(d.healthy for d in self.domains)
+        lines = [f"calibrated from run {self.run_id}: healthy queries (recall 1) whose noise "
+                 f"the rule could measure; a domain needs at least {self.min_healthy}"]
+        if self.domains:
+            lines.append("used: " + ", ".join(f"{d.domain} {d.healthy}" for d in self.domains)
+                         + f" ({used} queries)")
+        if self.too_few:
+            lines.append("too few healthy queries, not calibrated (they keep the default "
+                         f"{self.default:.2f}): " + ", ".join(
+                             f"{d} {n}" for d, n in sorted(self.too_few.items())))
+        if self.unmeasured:
+            lines.append(f"left out: {len(self.unmeasured)} healthy quer"
+                         f"{'y' if len(self.unmeasured) == 1 else 'ies'} whose expected lists "
+                         "are too short for the noise rule to measure anything (judge their top "
+                         "K with `recallwatch label` and pass --judgments to use them)")
+        if self.overall is not None:
+            lines.append(f"default: from all {self.overall.healthy} healthy queries")
+        else:
+            total = sum(d.healthy for d in self.domains) + sum(self.too_few.values())
+            lines.append(f"default: {total} healthy quer{'y' if total == 1 else 'ies'} in all, "
+                         f"fewer than {self.min_healthy}: the default stays {self.default:.2f}")
+        for d in (*self.domains, *([self.overall] if self.overall else [])):
+            if d.capped:
+                name = "default" if d is self.overall else d.domain
+                lines.append(f"{name}: capped at {d.suggested:.2f} ({d.top_k - 1} of "
+                             f"{d.top_k}): its healthy queries already reach noise {d.baseline}"
+                             ", so at this ceiling the noise rule cannot fail a query there")
+        return lines
+
     def policy_yaml(self) -> str:
-        lines = [f"# noise ceiling calibrated from run {self.run_id}: healthy queries (recall 1),",
-                 f"# baseline = 95th percentile of their noise, ceiling = baseline + {self.margin} "
-                 "chunk(s), over K",
-                 "noise_ceiling:", f"  default: {self.overall.suggested:.2f}", "  per_domain:"]
+        lines = [f"# {line}" for line in self.summary()]
+        lines += [f"# baseline = 95th percentile of their noise, ceiling = baseline + "
+                  f"{self.margin} chunk(s), over K",
+                  "noise_ceiling:",
+                  f"  default: {(self.overall.suggested if self.overall else self.default):.2f}"
+                  + ("" if self.overall else "  # not calibrated: too few healthy queries"),
+                  "  per_domain:"]
         for d in self.domains:
             note = "  # capped: the rule cannot fail a query here" if d.capped else ""
             lines.append(f"    {d.domain}: {d.suggested:.2f}  # n={d.healthy}, baseline "
@@ -353,22 +400,36 @@ def _domain_noise(name: str, noise: list[int], ks: list[int], margin: int) -> Do
                        round(min(ceiling, (k - 1) / k), 4), capped)
 
 
-def calibrate_noise(result: GateResult, *, margin: int = 1) -> NoiseCalibration:
+def calibrate_noise(result: GateResult, *, margin: int = 1,
+                    min_healthy: int = MIN_HEALTHY) -> NoiseCalibration:
     """Suggested noise ceilings from the healthy queries of one full gate run (of the ``tune``
-    queries when the set has a split: a run scored on ``test`` is refused)."""
+    queries when the set has a split: a run scored on ``test`` is refused). A domain with fewer
+    than ``min_healthy`` healthy queries is named and keeps the default; healthy queries whose
+    noise the rule could not measure (too few labels) are left out and counted."""
     if result.split and result.split.get("scored") != "tune":
         refuse_test_calibration(str(result.split.get("scored")))
     if margin < 0:
         raise InputError(field="margin", expected="a non-negative number of chunks", found=margin)
-    healthy = [q for q in result.queries if q.recall >= 1.0 - 1e-12]
-    if not healthy:
+    if min_healthy < 1:
+        raise InputError(field="min_healthy", expected="at least 1 query", found=min_healthy)
+    recall_one = [q for q in result.queries if q.recall >= 1.0 - 1e-12]
+    # Left out: a count that rests on results nobody listed or judged, on a query that lists too
+    # few chunks for the rule (unless the policy says unlisted results are irrelevant).
+    strict = result.policy.get("noise_unlisted") == "irrelevant"
+    healthy = [q for q in recall_one if strict or not (q.labels_sparse and q.noise_unjudged)]
+    unmeasured = tuple(q.id for q in recall_one if q not in healthy)
+    if not recall_one:
         raise InputError(field="queries", expected="at least one healthy query (recall 1) in the "
                          f"run {result.run_id}", found=0)
     by: dict[str, list[Any]] = {}
     for q in healthy:
         by.setdefault(q.domain or "(none)", []).append(q)
     domains = tuple(_domain_noise(d, [q.noise for q in qs], [q.top_k for q in qs], margin)
-                    for d, qs in sorted(by.items()) if d != "(none)")
-    overall = _domain_noise("(all)", [q.noise for q in healthy], [q.top_k for q in healthy],
-                            margin)
-    return NoiseCalibration(overall, domains, margin, result.run_id)
+                    for d, qs in sorted(by.items()) if d != "(none)" and len(qs) >= min_healthy)
+    too_few = {d: len(qs) for d, qs in sorted(by.items())
+               if d != "(none)" and len(qs) < min_healthy}
+    overall = (_domain_noise("(all)", [q.noise for q in healthy], [q.top_k for q in healthy],
+                             margin) if len(healthy) >= min_healthy else None)
+    default = float((result.policy.get("noise_ceiling") or {}).get("default", 0.30))
+    return NoiseCalibration(overall, domains, margin, result.run_id, min_healthy, too_few,
+                            unmeasured, default)

@@ -6,7 +6,7 @@ One :func:`run_monitor` call measures, for a probe set on a store:
   store (``search(exact=True)``), as :func:`recallwatch.bench.truth.id_recall` counts it;
 * **latency** p50/p99 of the live search, one probe per call (what a user waits for);
 * **coverage**: the share of probes with at least one result scoring at or above the no-result
-  threshold calibrated for the store's embedder (``recallwatch calibrate-threshold``), if any;
+  threshold calibrated for the store's embedder (``recallwatch ops calibrate-threshold``), if any;
 * **index health**: the live index must exist where one was built, and answer: a vector index
   LanceDB no longer lists (it ignores entries it cannot read, and every search silently becomes a
   flat scan), or a live search that fails, is an alarm (:mod:`recallwatch.ops.index_health`);
@@ -184,7 +184,7 @@ def run_monitor(
                           "answer (calibrate it again: recallwatch calibrate-threshold)")
     else:
         notes.append("coverage: no no-result threshold calibrated for this embedder "
-                     "(recallwatch calibrate-threshold)")
+                     "(recallwatch ops calibrate-threshold)")
 
     build = None if problem else index_build(store)
     age = None

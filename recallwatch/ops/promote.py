@@ -9,7 +9,7 @@ A version may be promoted when
 3. the ingestion that produced the version left no unresolved rejection and did not stop half
    way (:func:`recallwatch.ops.ingest.promotion_blockers`).
 
-A version a switched ``recallwatch reindex`` created holds the content of the version it was
+A version a switched ``recallwatch ops reindex`` created holds the content of the version it was
 rebuilt from (checked: equal content hashes, or an index-only commit on LanceDB) and was verified
 against exact search before the switch; it has no gate run of its own. When it has none of this
 golden set and policy, it **inherits** the verdicts of that version (following a chain of

@@ -15,7 +15,7 @@ One flow serves every adapter that declares
 Every reindex and rollback is recorded in the store's metadata (``index_builds``: when, which
 version, what it was trained on; ``reindex``: what rollback restores, with the recall before and
 after; ``reindexed_versions``: which version a switched reindex derived from, for
-:func:`reindexed_from` and ``recallwatch promote``) and, when a history is given, as a
+:func:`reindexed_from` and ``recallwatch ops promote``) and, when a history is given, as a
 ``reindex`` / ``rollback`` monitor record.
 """
 

@@ -1,7 +1,7 @@
 """The HTML report: one self-contained file (inline CSS, JS and SVG plots) that opens offline.
 
 The dashboard (``recallwatch.web``) renders a run with the same templates, so a run looks the
-same in a file attached to a CI job and on ``recallwatch serve``.
+same in a file attached to a CI job and on ``recallwatch ops serve``.
 
 Safety: every template is rendered with autoescape on; user strings reach JavaScript only as a
 JSON data island (:func:`json_script`), never concatenated into markup or code.

@@ -214,7 +214,7 @@ class LanceIndex:
         if ignored:
             return (f"the vector index {ignored[0].name!r} is unusable: LanceDB does not list it "
                     "(it cannot read its entry), so every search scans all rows; `recallwatch "
-                    "reindex` builds a new one")
+                    "ops reindex` builds a new one")
         return None
 
     def centroids(self) -> np.ndarray | None:
@@ -297,7 +297,7 @@ class LanceIndex:
                 raise StoreError(
                     f"{self.store.uri}: the previous index covers data files that compaction has "
                     f"since rewritten (fragments {sorted(gone)[:5]}); it cannot be restored: run "
-                    "`recallwatch reindex` instead")
+                    "`recallwatch ops reindex` instead")
         op = lance.LanceOperation.CreateIndex(new_indices=_index_objects(name, segments),
                                               removed_indices=self._live(ds))
         trial = lance.LanceDataset.commit(ds, op, read_version=ds.version, detached=True)
@@ -307,7 +307,7 @@ class LanceIndex:
             raise StoreError(
                 f"{self.store.uri}: LanceDB does not accept the previous index {name!r} "
                 f"(segments {', '.join(sorted(wanted))}) back: nothing was changed; run "
-                "`recallwatch reindex` to build a new one")
+                "`recallwatch ops reindex` to build a new one")
         return self._swap(_index_objects(name, segments))
 
     def _swap(self, new: list[Any]) -> int:

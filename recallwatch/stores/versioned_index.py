@@ -51,7 +51,7 @@ def stage_problem(store: VersionedStore) -> str | None:
     production, current = store.production_version(), store.current_version()
     if production is None:
         return (f"{store.uri} has no production version to reindex: promote one first "
-                "(`recallwatch promote`)")
+                "(`recallwatch ops promote`)")
     if production != current:
         return (f"{store.uri}: version {current} is current but version {production} is in "
                 f"production; a reindex rebuilds production and would promote version "

@@ -16,6 +16,7 @@ from typing import Any
 from recallwatch.formats.policy import SearchSettings
 from recallwatch.stores.base import Chunk
 from recallwatch.suite.model import Diagnosis, Pattern, QueryResult
+from recallwatch.suite.noise import RULE_WORDS, noise_explanation
 from recallwatch.vectors import cosine_pairs
 
 __all__ = ["DiagnosisContext", "diagnose", "patterns", "prose_words"]
@@ -197,16 +198,11 @@ def diagnose(q: QueryResult, ctx: DiagnosisContext) -> tuple[Diagnosis, ...]:
     if "noise" in q.failed_rules:
         below = [{"id": i, "score": round(s, 4)} for i, s in q.top
                  if q.noise_threshold is not None and s < q.noise_threshold - 1e-6]
-        threshold = "n/a" if q.noise_threshold is None else f"{q.noise_threshold:.4f}"
         out.append(Diagnosis(
-            5, "noise", None,
-            f"{q.noise} of the top {q.top_k} score below the worst expected chunk ({threshold}); "
-            f"the noise ceiling allows {q.allowed_noise}: irrelevant chunks crowd the top — "
-            "make generic descriptions specific, split chunks that mix topics, tighten loose "
-            "facets; or, if this domain's ceiling was never calibrated, calibrate it "
-            "(recallwatch calibrate-noise)",
+            5, "noise", None, noise_explanation(q),
             {"noise": q.noise, "allowed": q.allowed_noise, "threshold": q.noise_threshold,
-             "below_threshold": below},
+             "below_threshold": below, "unjudged": q.noise_unjudged,
+             "labels_sparse": q.labels_sparse},
         ))
     return tuple(out)
 
@@ -243,35 +239,50 @@ def patterns(queries: Sequence[QueryResult]) -> list[Pattern]:
     for q in queries:
         if q.domain:
             by_domain[q.domain].append(q)
+    on_recall = [q for q in failing if "noise" not in q.failed_rules or "recall" in q.failed_rules]
     for domain, qs in sorted(by_domain.items()):
         if len(qs) >= 2 and all(not q.passed for q in qs):
+            if all(q.failed_rules == ("noise",) for q in qs):
+                out.append(Pattern(
+                    "domain_failing",
+                    f"every query of domain {domain!r} fails, all on the noise rule alone: their "
+                    "expected chunks are found, but too many other results score below them — "
+                    "look at which chunks fill their top K, or calibrate this domain's noise "
+                    "ceiling on a run with enough healthy queries "
+                    "(`recallwatch ops calibrate-noise`)",
+                    tuple(q.id for q in qs),
+                ))
+                continue
             out.append(Pattern(
                 "domain_failing",
-                f"every query of domain {domain!r} fails: look at how that domain was ingested "
-                "and classified (its sources, chunking, domain labels and facets), not at the "
-                "index as a whole",
+                f"every query of domain {domain!r} fails, "
+                f"{sum('recall' in q.failed_rules for q in qs)} of {len(qs)} on recall: look at "
+                "how that domain was ingested and classified (its sources, chunking, domain "
+                "labels and facets), not at the index as a whole",
                 tuple(q.id for q in qs),
             ))
-    if all(NUMERIC_TAGS & set(q.tags) for q in failing):
+    if on_recall and all(NUMERIC_TAGS & set(q.tags) for q in failing):
         out.append(Pattern(
             "numeric_only",
             "only numeric/table queries fail: tables cut off, missing their header, or without "
             "a written description — the most frequent pattern of a first deployment",
             ids,
         ))
-    if all(q.has_gold for q in failing) and any(q.passed and not q.has_gold for q in queries):
+    if (any("recall" in q.failed_rules for q in failing) and all(q.has_gold for q in failing)
+            and any(q.passed and not q.has_gold for q in queries)):
         out.append(Pattern(
             "gold_only",
             "only queries expecting a Gold chunk (a curated synthesis) fail: the curated answers "
-            "do not reach the top — check that they carry the SINTESIS_CURADA label and the boost "
-            "the search configuration gives them",
+            "do not reach the top — check that they carry the label SINTESIS_CURADA or "
+            "CURATED_SYNTHESIS and the boost the search configuration gives them",
             ids,
         ))
     if all(q.failed_rules == ("noise",) for q in failing):
         out.append(Pattern(
             "noise_high",
-            "recall is fine but noise is high: irrelevant chunks crowd the top — make generic "
-            "descriptions specific, split chunks that mix topics, tighten loose facets",
+            "recall is fine but noise is high: " + RULE_WORDS + ". Irrelevant chunks crowd the "
+            "top — make generic descriptions specific, split chunks that mix topics, tighten "
+            "loose facets",
             ids,
         ))
     return out

@@ -29,6 +29,7 @@ from recallwatch.suite.cost import measure_cost
 from recallwatch.suite.diagnosis import DiagnosisContext, diagnose, halves_similarity, patterns
 from recallwatch.suite.limits import check_measures, run_checks
 from recallwatch.suite.model import GateResult, QueryResult, excerpt
+from recallwatch.suite.noise import sparse_labels_check
 from recallwatch.suite.permissions import apply_permissions, leak_diagnoses, permission_verdict
 from recallwatch.suite.retrieve import (
     ResultsSource,
@@ -60,6 +61,9 @@ class Gate:
     # Which queries are scored: "auto" = the test part when the set has a tune/test split, else
     # all; "tune" (calibration runs), "test", or "all".
     part: Part = "auto"
+    # (query id, chunk id) -> grade, from `recallwatch label`: the noise rule does not count a
+    # result judged relevant, and can measure a query whose expected list is short.
+    judgments: Mapping[tuple[str, str], int] | None = None
 
     def __post_init__(self) -> None:
         check_measures(self.policy)  # a misspelt measure fails before any search
@@ -87,7 +91,8 @@ class Gate:
             retrieved = source.retrieve(queries, depth)
         expected_ids = list(dict.fromkeys(c for q in queries for c in q.expected))
         chunks = source.chunks(expected_ids)
-        scored = score_queries(queries, retrieved, chunks, self.policy, self.golden.top_k)
+        scored = score_queries(queries, retrieved, chunks, self.policy, self.golden.top_k,
+                               self.judgments)
         del retrieved  # the deep lists: scored, they are the largest per-query data
         # one read of every chunk the run shows; whole only where fact recall reads the text or
         # the permission check reads the chunks' acl
@@ -112,7 +117,8 @@ class Gate:
         )
         scored = [q if q.passed else replace(q, diagnosis=(*leak_diagnoses(q), *diagnose(q, ctx)))
                   for q in scored]
-        agg = aggregate(scored)
+        agg = replace(aggregate(scored),
+                      noise_unmeasured=sum(not q.noise_measured for q in scored))
         facts = [q.fact_recall for q in scored if q.fact_recall is not None]
         if facts:
             agg = replace(agg, mean_fact_recall=sum(facts) / len(facts))
@@ -124,6 +130,9 @@ class Gate:
         limit_reasons, checks = [*leak_reasons, *limit_reasons], [*leak_checks, *checks]
         if limit_reasons:
             verdict, reasons = "STOP", [*reasons, *limit_reasons]
+        sparse = sparse_labels_check(scored, self.judgments is not None)
+        if sparse is not None:
+            checks.append(sparse)
 
         config = source.config()
         config_hash = canonical_hash(config)
@@ -137,6 +146,13 @@ class Gate:
             warnings.append(f"waivers name queries not in the golden set: "
                             f"{', '.join(unknown_waivers)}")
         warnings += _unreachable(scored, self.policy.recall_floor)
+        generated = sum(q.extra.get("source") == "generated" for q in queries)
+        if generated:
+            warnings.append(
+                f"{generated} of {len(queries)} queries were written by a language model "
+                "(`source: generated`), not by people: review them (keep, reword or delete) "
+                "before relying on the verdict; `recallwatch history groups --by source --golden "
+                "FILE` reports them apart")
         if split and split["unassigned"] and split["scored"] != "all":
             warnings.append(f"{split['unassigned']} queries have no split and are not scored: "
                             "`recallwatch golden split` assigns them")
@@ -246,11 +262,13 @@ def run_gate(
     part: Part = "auto",
     fan_out: FanOut | None = None,
     latency_sample: int | None = None,
+    judgments: Mapping[tuple[str, str], int] | None = None,
 ) -> GateResult:
     """Run the gate against a store (searched with ``embedder``) or a results mapping.
     ``fan_out`` wraps the store's source to retrieve elsewhere (the Ray engine).
     ``latency_sample``: how many queries are timed one search call each (0: none; None: as
-    many as 10 % of the retrieval time allows, at most 100)."""
+    many as 10 % of the retrieval time allows, at most 100). ``judgments`` ((query id, chunk
+    id) -> grade) tell the noise rule which results are relevant."""
     policy = policy or Policy()
     source: Source
     if (store is None) == (results is None):
@@ -277,7 +295,7 @@ def run_gate(
                 "give --corpus FILE to check failures against the filter",
             )
         source = ResultsSource(results, corpus or {}, str(results_name))
-    return Gate(golden, policy, run_date, part).run(source)
+    return Gate(golden, policy, run_date, part, judgments).run(source)
 
 
 def gate_from_files(
@@ -296,6 +314,7 @@ def gate_from_files(
     pipeline: str | Path | None = None,
     runs_out: str | Path | None = None,
     tune_weights: bool = False,
+    judgments: Mapping[tuple[str, str], int] | None = None,
 ) -> GateResult:
     """The gate as the CLI, the pytest plugin and the operations commands run it: a golden file,
     a store URI (queried with the embedder that built it, unless ``embedder`` names one), a
@@ -317,7 +336,7 @@ def gate_from_files(
         return gate_pipeline(golden_set, Path(pipeline), policy=pol, embedder=embedder,
                              corpus=corpus, run_date=run_date, then=then, part=part,
                              runs_out=None if runs_out is None else Path(runs_out),
-                             tune_weights=tune_weights)
+                             tune_weights=tune_weights, judgments=judgments)
     if results is not None:
         from recallwatch.formats.results import load_results
 
@@ -327,7 +346,8 @@ def gate_from_files(
 
             chunks = {c.id: c for c in read_corpus(corpus)}
         result = run_gate(golden_set, results=load_results(results), corpus=chunks, policy=pol,
-                          run_date=run_date, results_name=results, part=part)
+                          run_date=run_date, results_name=results, part=part,
+                          judgments=judgments)
         return then(result, None) if then is not None else result
     from recallwatch.embedders import embedder_for_store
     from recallwatch.stores import open_store
@@ -337,7 +357,7 @@ def gate_from_files(
         result = run_gate(golden_set, store=vector_store,
                           embedder=embedder_for_store(vector_store, embedder), policy=pol,
                           run_date=run_date, part=part, fan_out=fan_out,
-                          latency_sample=latency_sample)
+                          latency_sample=latency_sample, judgments=judgments)
         return then(result, vector_store) if then is not None else result
     finally:
         vector_store.close()
@@ -364,7 +384,8 @@ def gate_pipeline(golden: GoldenSet, path: Path, *, policy: Policy, embedder: st
                   corpus: str | Path | None = None, run_date: date | None = None,
                   then: Callable[[GateResult, VectorStore | None], GateResult] | None = None,
                   part: Part = "auto", runs_out: Path | None = None,
-                  tune_weights: bool = False) -> GateResult:
+                  tune_weights: bool = False,
+                  judgments: Mapping[tuple[str, str], int] | None = None) -> GateResult:
     """The gate on the pipeline file ``path``: its final lists judged, its stages reported, its
     run files written to ``runs_out``. ``then(result, store)`` runs while the retrievers are open
     (``store``: the first store retriever's store, else None). With ``tune_weights`` the wsum
@@ -390,7 +411,7 @@ def gate_pipeline(golden: GoldenSet, path: Path, *, policy: Policy, embedder: st
                                  "queries the weights were fitted to")
             tuned = tune_on_split(opened, golden, policy)
         source = PipelineSource(opened, chunks, str(path))
-        result = with_stages(Gate(golden, policy, run_date, part).run(source), source, tuned)
+        result = with_stages(Gate(golden, policy, run_date, part, judgments).run(source), source, tuned)
         if runs_out is not None:
             write_runs(source, [(q.id, q.text) for q in result.queries], runs_out)
         if then is not None:

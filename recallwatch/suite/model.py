@@ -139,6 +139,42 @@ class QueryResult:
     # and the expected chunks "lost_by_reranker" (candidates the final top-K dropped) and
     # "never_retrieved" (in no candidate list); None for a store or a results file.
     stage: dict[str, Any] | None = None
+    # The noise rule needs to know which results are irrelevant. ``labels_sparse``: the query's
+    # known relevant chunks (expected, or judged relevant) are fewer than K minus the allowed
+    # noise, so even an ideal ranking leaves more unlabelled results below them than allowed.
+    # ``noise_unjudged``: how many of the ``noise`` results nobody listed or judged.
+    # ``noise_measured`` False: the noise rule could not tell anything on this query (sparse
+    # labels, and its count rests on unjudged results), so it was not applied.
+    labels_sparse: bool = False
+    noise_unjudged: int = 0
+    noise_measured: bool = True
+
+    def failure_words(self) -> str:
+        """Why the query fails, in words that tell a recall failure from a noise failure and
+        say where each Gold chunk was found: "recall 0.667, 1 of 3 expected chunks missing from
+        the top 10" / "noise: 8 of the top 10 score below its worst expected chunk, 3 allowed;
+        recall is 1.000"."""
+        parts = []
+        if "recall" in self.failed_rules:
+            missing = sum(not h.in_top_k for h in self.expected)
+            parts.append(f"recall {self.recall:.3f}, {missing} of {len(self.expected)} expected "
+                         f"chunk{'s' if len(self.expected) != 1 else ''} missing from the top "
+                         f"{self.top_k}")
+        if "noise" in self.failed_rules:
+            parts.append(f"noise: {self.noise} of the top {self.top_k} score below its worst "
+                         f"expected chunk, {self.allowed_noise} allowed"
+                         + ("" if "recall" in self.failed_rules
+                            else f"; recall is {self.recall:.3f}"))
+        other = [r for r in self.failed_rules if r not in ("recall", "noise")]
+        parts += other
+        gold = [h for h in self.expected if h.gold]
+        if gold:
+            parts.append(", ".join(
+                f"Gold chunk {h.id} " + (f"found at rank {h.rank}" if h.in_top_k
+                                         else f"missed (rank {h.rank})" if h.rank
+                                         else "missed (beyond the search depth)")
+                for h in gold))
+        return "; ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
         # field by field, not dataclasses.asdict: that deep-copies every value, the bulk of a
@@ -162,6 +198,8 @@ class QueryResult:
             "permission_leaks": [{"id": x.id, "acl": list(x.acl)}
                                  for x in self.permission_leaks],
             "stage": self.stage,
+            "labels_sparse": self.labels_sparse, "noise_unjudged": self.noise_unjudged,
+            "noise_measured": self.noise_measured,
         }
 
 
@@ -220,6 +258,7 @@ class Aggregate:
     other_failures: int
     per_domain: dict[str, dict[str, float]] = field(default_factory=dict)
     mean_fact_recall: float | None = None  # over the queries with content anchors
+    noise_unmeasured: int = 0  # queries whose labels were too sparse for the noise rule
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from recallwatch.formats.corpus import GOLD_LABELS
 from recallwatch.formats.golden import GoldenQuery
 from recallwatch.formats.policy import Policy
 from recallwatch.stores.base import Chunk
@@ -18,7 +19,6 @@ from recallwatch.suite.retrieve import Retrieved
 
 __all__ = ["GOLD_LABELS", "SCORE_TOLERANCE", "noise_count", "quality_score", "score_queries"]
 
-GOLD_LABELS = frozenset({"SINTESIS_CURADA"})
 # Scores of the same chunk computed by two paths (ANN search vs direct scoring) can differ in the
 # last float32 bits; a result counts as noise only when it is below the threshold by more than this.
 SCORE_TOLERANCE = 1e-6
@@ -36,7 +36,8 @@ def quality_score(recall: float, floor: float) -> float:
 
 
 def noise_count(top_scores: np.ndarray, threshold: float | None) -> int:
-    """Top-K results scoring strictly below the worst expected chunk's score."""
+    """Top-K results scoring strictly below the worst expected chunk's score (without
+    judgments: :func:`score_queries` also leaves out the results judged relevant)."""
     if threshold is None:
         return 0
     return int(np.count_nonzero(top_scores < threshold - SCORE_TOLERANCE))
@@ -48,9 +49,16 @@ def score_queries(
     chunks: Mapping[str, Chunk],
     policy: Policy,
     default_k: int,
+    judgments: Mapping[tuple[str, str], int] | None = None,
 ) -> list[QueryResult]:
+    """Score every query. ``judgments`` ((query id, chunk id) -> grade, from `recallwatch label`)
+    tell the noise rule which results are relevant (grade > 0: not noise) and which were judged
+    irrelevant (grade 0: noise for sure)."""
     ks = [policy.top_k or q.top_k or default_k for q in queries]
     rank_metrics = _rank_metrics(queries, retrieved, ks)
+    grades: dict[str, dict[str, int]] = {}
+    for (qid, cid), grade in (judgments or {}).items():
+        grades.setdefault(qid, {})[cid] = grade
     out = []
     for q, r, k, (precision, rr, ndcg) in zip(queries, retrieved, ks, rank_metrics):
         position = {cid: i + 1 for i, cid in enumerate(r.ids)}
@@ -73,17 +81,26 @@ def score_queries(
         else:
             threshold = None
         top_scores = r.scores[:k]
+        judged = grades.get(q.id, {})
+        relevant = set(q.expected) | {c for c, g in judged.items() if g > 0}
         missing_ranks = [h.rank or len(r.ids) + 1 for h in hits if not h.in_top_k]
         deepest = min(max(missing_ranks), len(r.ids) + 1) if missing_ranks else k + 1
         beyond = tuple((cid, float(s)) for cid, s in zip(r.ids[k:deepest - 1],
                                                           r.scores[k:deepest - 1]))
-        noise = noise_count(top_scores, threshold)
+        below = [] if threshold is None else [
+            cid for cid, s in zip(r.ids[:k], top_scores)
+            if s < threshold - SCORE_TOLERANCE and cid not in relevant]
+        noise = len(below)
+        unjudged = sum(cid not in judged for cid in below)
         ceiling = policy.ceiling_for(q.domain)
         allowed = Policy.allowed_noise(ceiling, k)
+        sparse = len(relevant) < k - allowed
+        measured = (policy.noise_unlisted == "irrelevant" or not sparse or unjudged == 0
+                    or noise - unjudged > allowed)
         failed = []
         if recall < policy.recall_floor:
             failed.append("recall")
-        if noise > allowed:
+        if measured and noise > allowed:
             failed.append("noise")
         out.append(QueryResult(
             id=q.id, text=q.text, domain=q.domain, tags=q.tags, top_k=k,
@@ -93,6 +110,7 @@ def score_queries(
             failed_rules=tuple(failed), expected=hits,
             top=tuple((cid, float(s)) for cid, s in zip(r.ids[:k], top_scores)),
             has_gold=bool(gold_ids), waiver=policy.waivers.get(q.id), beyond_k=beyond,
+            labels_sparse=sparse, noise_unjudged=unjudged, noise_measured=measured,
         ))
     return out
 

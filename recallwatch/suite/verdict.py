@@ -50,10 +50,6 @@ def _ids(queries: Sequence[QueryResult]) -> tuple[str, ...]:
     return tuple(q.id for q in queries)
 
 
-def _rules(q: QueryResult) -> str:
-    return "+".join(q.failed_rules)
-
-
 def decide(queries: Sequence[QueryResult], agg: Aggregate,
            policy: Policy) -> tuple[Verdict, list[Reason]]:
     """Apply the policy. Every STOP reason names its rule and the queries behind it."""
@@ -70,13 +66,18 @@ def decide(queries: Sequence[QueryResult], agg: Aggregate,
     failing = [q for q in queries if not q.passed]
     gold_failing = [q for q in failing if q.has_gold]
     if len(gold_failing) > policy.gold_failures_allowed:
-        detail = ", ".join(f"{q.id} ({_rules(q)})" for q in gold_failing[:8])
+        detail = "; ".join(f"{q.id} ({q.failure_words()})" for q in gold_failing[:8])
+        found = all("recall" not in q.failed_rules for q in gold_failing)
         reasons.append(Reason(
             "gold_failure",
             f"{len(gold_failing)} failing "
-            f"quer{'y expects' if len(gold_failing) == 1 else 'ies expect'} a Gold chunk, a "
-            "curated synthesis that must never be missed "
-            f"(allowed {policy.gold_failures_allowed}): {detail}",
+            f"quer{'y expects' if len(gold_failing) == 1 else 'ies expect'} a Gold chunk (a "
+            "curated synthesis: a query expecting one may not fail on any rule; allowed "
+            f"{policy.gold_failures_allowed})"
+            + (", its Gold chunk found: the failure is noise, not recall" if found and
+               len(gold_failing) == 1 else
+               ", their Gold chunks found: the failures are noise, not recall" if found else "")
+            + f": {detail}",
             _ids(gold_failing),
         ))
     other = [q for q in failing if not q.has_gold]
@@ -84,13 +85,15 @@ def decide(queries: Sequence[QueryResult], agg: Aggregate,
     if len(other) > allowed_other + 1e-9:
         reasons.append(Reason(
             "failure_rate",
-            f"{len(other)} non-Gold failing queries ({len(other) / n:.1%} of {n}) exceed the "
-            f"tolerated {policy.other_failures_allowed:.0%}",
+            f"{len(other)} non-Gold failing queries ({len(other) / n:.1%} of {n}; "
+            f"{sum('recall' in q.failed_rules for q in other)} on recall, "
+            f"{sum(q.failed_rules == ('noise',) for q in other)} on the noise rule alone) exceed "
+            f"the tolerated {policy.other_failures_allowed:.0%}",
             _ids(other),
         ))
     unwaived = [q for q in other if q.waiver is None]
     if unwaived:
-        detail = ", ".join(f"{q.id} ({_rules(q)})" for q in unwaived[:8])
+        detail = "; ".join(f"{q.id} ({q.failure_words()})" for q in unwaived[:8])
         reasons.append(Reason(
             "unwaived_failure",
             f"{len(unwaived)} failing quer{'y has' if len(unwaived) == 1 else 'ies have'} no "

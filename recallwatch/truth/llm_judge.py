@@ -31,6 +31,7 @@ __all__ = [
     "PROMPT_VERSION",
     "SYSTEM_PROMPT",
     "USER_TEMPLATE",
+    "ChatClient",
     "JudgePair",
     "JudgeReply",
     "JudgeRun",
@@ -72,17 +73,18 @@ def parse_reply(content: str) -> JudgeReply:
     return JudgeReply(None, content, "not a single digit 0-3")
 
 
-class LLMJudge:
-    """Grades (query, passage) pairs through an OpenAI-compatible chat-completions endpoint."""
+class ChatClient:
+    """An OpenAI-compatible chat-completions endpoint (``POST {base_url}/chat/completions``), the
+    API key read from the environment variable named ``api_key_env`` at each request."""
 
     def __init__(self, base_url: str, model: str, *, api_key_env: str | None = None,
                  timeout: float = 60.0, max_retries: int = 3, retry_wait: float = 0.5,
                  max_chars: int = 4000, max_tokens: int = 16) -> None:
         if not base_url.startswith(("http://", "https://")):
-            raise UsageError(f"the judge's base URL must start with http:// or https://, "
+            raise UsageError(f"the model's base URL must start with http:// or https://, "
                              f"found {base_url!r}")
         if not model:
-            raise UsageError("name the judge's model (--model)")
+            raise UsageError("name the model (--model)")
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.base_url = base_url
         self.model = model
@@ -93,32 +95,23 @@ class LLMJudge:
         self.max_chars = max_chars  # passages are cut to this many characters
         self.max_tokens = max_tokens
 
-    def spec(self) -> dict[str, Any]:
-        """What produced the labels, without secrets: recorded with them."""
-        return {"base_url": self.base_url, "model": self.model, "api_key_env": self.api_key_env,
-                "prompt_version": PROMPT_VERSION, "prompt_sha256": PROMPT_SHA256,
-                "temperature": 0, "max_chars": self.max_chars, "max_tokens": self.max_tokens}
-
     def _headers(self) -> dict[str, str]:
         if self.api_key_env is None:
             return {}
         key = os.environ.get(self.api_key_env)
         if not key:
-            raise UsageError(f"the judge's API key is read from ${self.api_key_env}, "
+            raise UsageError(f"the model's API key is read from ${self.api_key_env}, "
                              "which is not set")
         return {"Authorization": f"Bearer {key}"}
 
-    def grade(self, query: str, text: str) -> JudgeReply:
-        """One request, one grade (or a counted bad reply)."""
+    def complete(self, system: str, user: str) -> str | None:
+        """The text of the model's reply at temperature 0 (None: the reply has no text)."""
         from recallwatch._http import post_json
 
         body = {
             "model": self.model, "temperature": 0, "max_tokens": self.max_tokens,
-            "messages": [
-                {"role": "system", "content": SYSTEM_PROMPT},
-                {"role": "user", "content": USER_TEMPLATE.format(
-                    query=query, text=text[: self.max_chars])},
-            ],
+            "messages": [{"role": "system", "content": system},
+                         {"role": "user", "content": user}],
         }
         answer = post_json(self.url, body, headers=self._headers(), error=JudgeError,
                            what=f"model {self.model!r}", timeout=self.timeout,
@@ -128,8 +121,24 @@ class LLMJudge:
         except (KeyError, IndexError, TypeError):
             raise JudgeError(f"{self.url} did not answer with a chat completion "
                              "(no choices[0].message.content)") from None
-        if not isinstance(content, str):
-            return JudgeReply(None, repr(content), "the reply has no text")
+        return content if isinstance(content, str) else None
+
+
+class LLMJudge(ChatClient):
+    """Grades (query, passage) pairs through an OpenAI-compatible chat-completions endpoint."""
+
+    def spec(self) -> dict[str, Any]:
+        """What produced the labels, without secrets: recorded with them."""
+        return {"base_url": self.base_url, "model": self.model, "api_key_env": self.api_key_env,
+                "prompt_version": PROMPT_VERSION, "prompt_sha256": PROMPT_SHA256,
+                "temperature": 0, "max_chars": self.max_chars, "max_tokens": self.max_tokens}
+
+    def grade(self, query: str, text: str) -> JudgeReply:
+        """One request, one grade (or a counted bad reply)."""
+        content = self.complete(SYSTEM_PROMPT, USER_TEMPLATE.format(
+            query=query, text=text[: self.max_chars]))
+        if content is None:
+            return JudgeReply(None, "None", "the reply has no text")
         return parse_reply(content)
 
 

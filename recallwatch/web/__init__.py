@@ -1,4 +1,4 @@
-"""The local dashboard (``recallwatch serve``): runs, run and query drill-downs, trends, the
+"""The local dashboard (``recallwatch ops serve``): runs, run and query drill-downs, trends, the
 operations monitor and benchmark frontiers, read-only over the run history."""
 
 from __future__ import annotations

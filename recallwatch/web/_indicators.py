@@ -11,7 +11,7 @@ Status against policy: a source may name the field of the same record that holds
 outcome of the policy's caps (a gate run's cost checks). Without one the status is "no threshold
 recorded", never a guess.
 
-Most groups read the operations records (``recallwatch monitor``, promote, reindex…); the cost
+Most groups read the operations records (``recallwatch ops monitor``, promote, reindex…); the cost
 group reads the gate runs first: every gate run on a store records what it cost (search latency,
 query embedding time, index bytes) and the outcome of the policy's cost caps
 (:func:`gate_cost_records` turns the latest of them into records of the same shape).
@@ -65,34 +65,34 @@ _LIVE = ("live", "thresholds")
 GROUPS: tuple[Group, ...] = (
     Group("quality", "Does it find what it must?",
           (Source("recall@k vs exact search", ("recall",), "higher", ("floor",)),),
-          "recallwatch monitor records recall against exact search"),
+          "recallwatch ops monitor records recall against exact search"),
     Group("speed", "Is it fast enough?",
           (Source("latency p99, real traffic", ("live", "p99"), "lower",
                   (*_LIVE, "max_latency_p99_ms")),
            Source("latency p99", ("p99",), "lower"),
            Source("throughput", ("qps",), "higher")),
-          "recallwatch monitor records the probes' latency"),
+          "recallwatch ops monitor records the probes' latency"),
     Group("resources", "Does it fit?",
           (Source("memory", ("memory",), "lower"), Source("resident memory", ("rss",), "lower"),
            Source("ANN index size", ("index", "bytes"), "lower", unit="bytes"),
            Source("stored vectors (float32)", ("vector", "bytes"), "lower", unit="bytes"),
            Source("size", ("bytes",), "lower", unit="bytes")),
-          "recallwatch monitor records the store's rows, vector bytes and index bytes",
+          "recallwatch ops monitor records the store's rows, vector bytes and index bytes",
           (Source("rows", ("resources", "rows"), "lower"),
            Source("stored vectors (float32)", ("vector", "bytes"), "lower", unit="bytes"))),
     Group("coverage", "How many searches get no useful answer?",
           (Source("coverage", ("coverage",), "higher"),
            Source("no-result rate, real traffic", ("live", "no", "result", "rate"), "lower",
                   (*_LIVE, "max_no_result_rate"))),
-          "recallwatch calibrate-threshold, then recallwatch monitor"),
+          "recallwatch ops calibrate-threshold, then recallwatch ops monitor"),
     Group("index health", "Has the index degraded?",
           (Source("index age", ("age",), "lower"),),
-          "recallwatch monitor on a store with an ANN index"),
+          "recallwatch ops monitor on a store with an ANN index"),
     Group("user signals", "Do users find it useful?",
           (Source("click-through rate", ("live", "ctr"), "higher", (*_LIVE, "min_ctr")),
            Source("abandonment", ("live", "abandonment"), "lower",
                   (*_LIVE, "max_abandonment"))),
-          "no interaction log monitored yet (recallwatch monitor --log LOG)"),
+          "no interaction log monitored yet (recallwatch ops monitor --log LOG)"),
     Group("cost", "Is it sustainable?",
           (Source("search latency p99 of the gate run (ms)", ("cost", "search", "p99"), "lower",
                   ("policy", "max_latency_p99_ms"), origin="gate", verdict=("caps",)),

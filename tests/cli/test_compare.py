@@ -176,10 +176,11 @@ def test_unknown_test_is_a_usage_error(files: dict[str, Path]) -> None:
 
 
 def test_json_shape_is_documented() -> None:
-    # Every key the command prints appears in docs/cli.md's "compare" section and the docstring.
+    # Every key the command prints appears in docs/compare-and-ingest.md's "compare" section
+    # and the docstring.
     from recallwatch.cli.compare_cmd import compare
 
-    docs = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    docs = (ROOT / "docs" / "compare-and-ingest.md").read_text(encoding="utf-8")
     section = docs.split("## compare", 1)[1].split("\n## ", 1)[0]
     keys = ["schema", "test", "seed", "resamples", "alpha", "ci_level", "ci_method",
             "tie_tolerance", "power", "qrels", "run_a", "run_b", "queries", "evaluated",

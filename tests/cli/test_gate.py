@@ -72,7 +72,9 @@ def test_stop_exit_1_with_reasons_and_reports(files: dict[str, Path]) -> None:
     md = (out / "report.md").read_text()
     assert "**STOP**" in md and "gold\\_failure" in md and d["dataset_hash"][:12] in md
     suite = ET.parse(junit).getroot()
-    assert suite.get("tests") == "2" and suite.get("failures") == "1"
+    # two queries, and the noise rule's check, skipped: q1 lists too few chunks to measure it
+    assert suite.get("tests") == "3" and suite.get("failures") == "1"
+    assert suite.find("testcase[@classname='recallwatch.policy.noise']/skipped") is not None
     failure = suite.find("testcase[@name='q2: Cuota de autónomos']/failure")
     assert failure is not None and "recall" in failure.get("message", "")
     props = {p.get("name"): p.get("value") for p in suite.iter("property")}

@@ -24,7 +24,8 @@ HOMONYMS = {
                  "migrate)",
     "--metric": "a vector similarity (quantize) vs the per-query value compared (groups)",
     "--queries": "logged query texts (probes) vs query vectors (quantize)",
-    "--sample": "how many logged queries to draw (probes) vs vectors to hold out (quantize)",
+    "--sample": "how many logged queries to draw (probes) vs vectors to hold out (quantize) vs "
+                "chunks to write questions from (golden generate)",
     "--out": "a directory of result files (bench, experiments, quantize) vs the qrels file to "
              "write (online clicks, online judge, label export) vs a judging queue, judgments "
              "file or golden set to write (label pool, serve, agree, merge, golden sample, "
@@ -56,7 +57,8 @@ def _commands() -> list[tuple[str, Any]]:
     def walk(path: str, cmd: Any) -> None:
         out.append((path, cmd))
         for name, sub in getattr(cmd, "commands", {}).items():
-            walk(f"{path} {name}", sub)
+            if not sub.hidden:  # an old name kept working after its command moved
+                walk(f"{path} {name}", sub)
 
     walk("recallwatch", typer.main.get_command(app))
     return out

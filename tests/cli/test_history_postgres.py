@@ -64,7 +64,7 @@ def test_every_history_command_answers_the_same(tmp_path: Path,
                 ["history", "compare", "previous", "latest"],
                 ["history", "compare", "accepted", "latest", "--format", "json"],
                 ["history", "trend"], ["history", "trend", "--format", "json"],
-                ["groups", "latest", "--by", "domain"]]
+                ["history", "groups", "latest", "--by", "domain"]]
     for words in commands:
         a = runner.invoke(app, [*words, "--history", db])
         b = runner.invoke(app, [*words, "--history", typed])
@@ -94,7 +94,7 @@ def test_promote_reads_and_records_on_postgresql(kb: KB, tmp_path: Path,
     policy = tmp_path / "policy.yaml"
     policy.write_text("noise_ceiling: 1.0\n", encoding="utf-8")
     run = record_gate_run(kb.gate(), uri, store=kb.store)
-    r = runner.invoke(app, ["promote", "--store", kb.uri, "--history", uri, "--golden",
+    r = runner.invoke(app, ["ops", "promote", "--store", kb.uri, "--history", uri, "--golden",
                             str(golden), "--policy", str(policy)])
     assert r.exit_code == 0, r.output
     assert r.output == (f"promoted {kb.store.uri} version {run.store['version']} to production "
@@ -114,7 +114,7 @@ def test_serve_names_the_history_without_its_password(
 
     monkeypatch.setattr(uvicorn.Server, "run", run)
     typed = uri.replace("postgres@", f"postgres:{PG_PASSWORD}@")
-    r = CliRunner().invoke(app, ["serve", "--history", typed, "--port", "0"])
+    r = CliRunner().invoke(app, ["ops", "serve", "--history", typed, "--port", "0"])
     assert r.exit_code == 0, r.output
     assert f"(history {uri.replace('postgres@', 'postgres:***@')}, read-only)" in r.output
     assert PG_PASSWORD not in r.output

@@ -64,10 +64,10 @@ def hook() -> Iterator[tuple[str, list[Any]]]:
 def test_monitor_ok_exit_0_and_json(tmp_path: Path) -> None:
     uri, probes = make_store(tmp_path / "exact", indexed=False)
     db = tmp_path / "h.db"
-    out = run("monitor", "--store", uri, "--probes", str(probes), "--history", str(db))
+    out = run("ops", "monitor", "--store", uri, "--probes", str(probes), "--history", str(db))
     assert out.exit_code == 0, out.output
     assert "recall@10 vs exact  1.000 (floor 0.95" in out.stdout and out.stdout.endswith("OK\n")
-    js = run("monitor", "--store", uri, "--probes", str(probes), "--history", str(db),
+    js = run("ops", "monitor", "--store", uri, "--probes", str(probes), "--history", str(db),
              "--format", "json")
     d = json.loads(js.stdout)
     assert js.exit_code == 0 and d["recall"] == 1.0 and d["alarm"] is False
@@ -78,7 +78,7 @@ def test_monitor_ok_exit_0_and_json(tmp_path: Path) -> None:
 def test_monitor_alarm_exit_1_and_webhook(tmp_path: Path, hook: tuple[str, list[Any]]) -> None:
     uri, probes = make_store(tmp_path / "weak", indexed=True)
     url, got = hook
-    out = run("monitor", "--store", uri, "--probes", str(probes), "--floor", "0.99",
+    out = run("ops", "monitor", "--store", uri, "--probes", str(probes), "--floor", "0.99",
               "--no-history", "--webhook", url)
     assert out.exit_code == 1, out.output
     assert "ALARM: recall@10 vs exact search is" in out.stdout and "under the floor 0.99" in \
@@ -91,22 +91,22 @@ def test_monitor_alarm_exit_1_and_webhook(tmp_path: Path, hook: tuple[str, list[
 def test_reindex_rollback_and_refusals(tmp_path: Path) -> None:
     uri, probes = make_store(tmp_path / "weak", indexed=True)
     db = str(tmp_path / "h.db")
-    refused = run("reindex", "--store", uri, "--probes", str(probes), "--floor", "1.0",
+    refused = run("ops", "reindex", "--store", uri, "--probes", str(probes), "--floor", "1.0",
                   "--history", db)
     assert refused.exit_code == 1, refused.output
     assert "not switched; the current index keeps serving" in refused.stdout
-    done = run("reindex", "--store", uri, "--probes", str(probes), "--floor", "0",
+    done = run("ops", "reindex", "--store", uri, "--probes", str(probes), "--floor", "0",
                "--history", db)
     assert done.exit_code == 0 and "switched" in done.stdout, done.output
-    back = run("rollback", "--store", uri, "--history", db)
+    back = run("ops", "rollback", "--store", uri, "--history", db)
     assert back.exit_code == 0 and "previous index restored" in back.stdout
-    again = run("rollback", "--store", uri, "--no-history")
+    again = run("ops", "rollback", "--store", uri, "--no-history")
     assert again.exit_code == 2
     assert again.stderr.startswith("Error: ") and "no previous index to roll back" in again.stderr
     kinds = [(r.kind, r.status) for r in History(db).monitor_runs()]
     assert kinds == [("rollback", "ok"), ("reindex", "switched"), ("reindex", "refused")]
     exact, p2 = make_store(tmp_path / "exact", indexed=False)
-    none = run("reindex", "--store", exact, "--probes", str(p2), "--no-history")
+    none = run("ops", "reindex", "--store", exact, "--probes", str(p2), "--no-history")
     assert none.exit_code == 2 and "has no vector index to rebuild" in none.stderr
 
 
@@ -114,13 +114,13 @@ def test_bad_probe_files_exit_2_with_a_located_message(tmp_path: Path) -> None:
     uri, _ = make_store(tmp_path / "exact", indexed=False)
     bad = tmp_path / "bad.npy"
     np.save(bad, np.arange(3))
-    out = run("monitor", "--store", uri, "--probes", str(bad), "--no-history")
+    out = run("ops", "monitor", "--store", uri, "--probes", str(bad), "--no-history")
     assert out.exit_code == 2
     assert f"Error: {bad}: expected a non-empty 2-D float matrix" in out.stderr
     assert "Traceback" not in out.output
     texts = tmp_path / "q.txt"
     texts.write_text("vacaciones\n")
-    out = run("monitor", "--store", uri, "--probes", str(texts), "--no-history")
+    out = run("ops", "monitor", "--store", uri, "--probes", str(texts), "--no-history")
     assert out.exit_code == 2 and "does not record the embedder that built it" in out.stderr
 
 
@@ -148,13 +148,28 @@ def test_calibrate_noise_prints_a_valid_policy_snippet(tmp_path: Path) -> None:
     golden = tmp_path / "g.yaml"
     golden.write_text(GOLDEN)
     res = results_file(tmp_path / "r.jsonl", {"a1": 9, "a2": 10, "b1": 7})  # noise 1, 0, 3
-    out = run("calibrate-noise", str(golden), "--results", str(res))
+    strict = tmp_path / "strict.yaml"  # every unlisted result is irrelevant: all measurable
+    strict.write_text("noise_unlisted: irrelevant\n")
+    out = run("ops", "calibrate-noise", str(golden), "--results", str(res), "--policy", str(strict),
+              "--min-queries", "1")
     assert out.exit_code == 0, out.output
     snippet = tmp_path / "p.yaml"
     snippet.write_text(out.stdout)
     assert load_policy(snippet).noise_ceiling_per_domain == {"A": 0.2, "B": 0.4}
-    both = run("calibrate-noise", str(golden))
+    # by default a domain needs 5 healthy queries: these have 2 and 1, and the output says so
+    out = run("ops", "calibrate-noise", str(golden), "--results", str(res), "--policy", str(strict))
+    assert out.exit_code == 0, out.output
+    assert ("# too few healthy queries, not calibrated (they keep the default 0.30): A 2, B 1"
+            in out.stdout)
+    assert load_policy_text(tmp_path, out.stdout).noise_ceiling_per_domain == {}
+    both = run("ops", "calibrate-noise", str(golden))
     assert both.exit_code == 2 and "exactly one of --store URI or --results FILE" in both.stderr
+
+
+def load_policy_text(tmp_path: Path, text: str) -> Any:
+    path = tmp_path / "snippet.yaml"
+    path.write_text(text)
+    return load_policy(path)
 
 
 def test_groups_from_a_report_and_from_the_history(tmp_path: Path) -> None:
@@ -165,18 +180,19 @@ def test_groups_from_a_report_and_from_the_history(tmp_path: Path) -> None:
     gate = run("gate", str(golden), "--results", str(res), "--format", "json", "--history", db)
     report = tmp_path / "report.json"
     report.write_text(gate.stdout)
-    out = run("groups", str(report), "--by", "domain", "--metric", "recall")
+    out = run("history", "groups", str(report), "--by", "domain", "--metric", "recall")
     assert out.exit_code == 0, out.output
     assert "recall by domain" in out.stdout and "overall 1.000 over 3 queries" in out.stdout
-    lang = run("groups", "latest", "--history", db, "--by", "language", "--golden", str(golden),
+    lang = run("history", "groups", "latest", "--history", db, "--by", "language", "--golden",
+               str(golden),
                "--format", "json")
     d = json.loads(lang.stdout)
     assert lang.exit_code == 0 and [g["group"] for g in d["groups"]] == ["en", "es"]
-    need = run("groups", str(report), "--by", "language")
+    need = run("history", "groups", str(report), "--by", "language")
     assert need.exit_code == 2 and "needs the golden set (--golden FILE)" in need.stderr
     broken = tmp_path / "broken.json"
     broken.write_text("{}")
-    bad = run("groups", str(broken), "--by", "domain")
+    bad = run("history", "groups", str(broken), "--by", "domain")
     assert bad.exit_code == 2 and "expected a gate report JSON" in bad.stderr
 
 
@@ -186,7 +202,7 @@ def test_probes_command_writes_a_hashed_file(tmp_path: Path) -> None:
     log = tmp_path / "log.txt"
     log.write_text("\n".join(f"consulta {i}" for i in range(20)))
     out_file = tmp_path / "probes.json"
-    out = run("probes", str(out_file), "--golden", str(golden), "--queries", str(log),
+    out = run("ops", "probes", str(out_file), "--golden", str(golden), "--queries", str(log),
               "--sample", "5", "--seed", "3")
     assert out.exit_code == 0, out.output
     data = json.loads(out_file.read_text())
@@ -209,7 +225,7 @@ def test_calibrate_threshold_with_the_default_embedder_feeds_monitor_coverage(
     store = f"lancedb://{tmp_path / 'kb'}?table=chunks"
     assert run("ingest", str(corpus), "--store", store, "--no-progress").exit_code == 0
     # a third of these three questions answered: stored only with no minimum coverage
-    out = run("calibrate-threshold", str(golden), "--store", store, "--target-precision", "0.9",
+    out = run("ops", "calibrate-threshold", str(golden), "--store", store, "--target-precision", "0.9",
               "--min-coverage", "0")
     assert out.exit_code == 0, out.output
     assert "chosen threshold" in out.stdout
@@ -218,32 +234,34 @@ def test_calibrate_threshold_with_the_default_embedder_feeds_monitor_coverage(
     (entry,) = meta.values()
     assert entry["fingerprint"]["name"] == "use-multilingual" and entry["target"] == "precision"
     probes = tmp_path / "p.json"
-    assert run("probes", str(probes), "--golden", str(golden)).exit_code == 0
+    assert run("ops", "probes", str(probes), "--golden", str(golden)).exit_code == 0
     # four rows: a depth under the row count (at 10, recall would be 1 whatever the index)
-    mon = run("monitor", "--store", store, "--probes", str(probes), "--no-history", "--k", "2",
+    mon = run("ops", "monitor", "--store", store, "--probes", str(probes), "--no-history", "--k", "2",
               "--min-coverage", "0", "--format", "json")
     d = json.loads(mon.stdout)
     assert mon.exit_code == 0 and d["threshold"] == pytest.approx(entry["threshold"])
     assert d["coverage"] == pytest.approx(entry["coverage"])  # same golden queries, same store
     # a minimum the chosen point misses: printed, refused, exit 1, the stored one untouched
-    strict = run("calibrate-threshold", str(golden), "--store", store, "--target-precision",
+    strict = run("ops", "calibrate-threshold", str(golden), "--store", store, "--target-precision",
                  "0.9", "--min-coverage", "1.0", "--format", "json")
     if entry["coverage"] < 1.0:
         assert strict.exit_code == 1 and json.loads(strict.stdout)["stored"] is False
         assert LanceStore.open(store).get_meta(THRESHOLD_META_KEY) == meta
         # and the monitor alarms on the same coverage under that minimum
-        low = run("monitor", "--store", store, "--probes", str(probes), "--no-history",
+        low = run("ops", "monitor", "--store", store, "--probes", str(probes), "--no-history",
                   "--k", "2", "--min-coverage", "1.0")
         assert low.exit_code == 1 and "ALARM: coverage" in low.stdout
-    both = run("calibrate-threshold", str(golden), "--store", store, "--target-precision", "0.9",
+    both = run("ops", "calibrate-threshold", str(golden), "--store", store, "--target-precision", "0.9",
                "--target-coverage", "0.9")
     assert both.exit_code == 2 and "at most one of" in both.stderr
-    easy = run("calibrate-threshold", str(golden), "--store", store, "--negatives", "off-domain",
+    easy = run("ops", "calibrate-threshold", str(golden), "--store", store, "--negatives",
+               "off-domain",
                "--dry-run")
     assert easy.exit_code == 0 and "40 off-domain: shipped unrelated-domain list" in easy.stdout
     listed = tmp_path / "off.txt"
     listed.write_text("receta de paella\n")
-    mixed = run("calibrate-threshold", str(golden), "--store", store, "--negatives", "in-domain",
+    mixed = run("ops", "calibrate-threshold", str(golden), "--store", store, "--negatives",
+                "in-domain",
                 "--unanswerable", str(listed))
     assert mixed.exit_code == 2
     assert mixed.stderr.strip().splitlines() == [
@@ -255,6 +273,7 @@ def test_every_ops_command_and_option_is_documented() -> None:
     import typer
 
     from recallwatch.cli import calibrate_cmd, groups_cmd, monitor_cmd, reindex_cmd
+    from recallwatch.cli._tree import MOVES
 
     docs = (Path(__file__).resolve().parents[2] / "docs" / "operations.md").read_text("utf-8")
     sub = typer.Typer(add_completion=False)
@@ -264,7 +283,8 @@ def test_every_ops_command_and_option_is_documented() -> None:
     assert set(group.commands) == {"probes", "monitor", "reindex", "rollback",  # type: ignore[attr-defined]
                                    "calibrate-threshold", "calibrate-noise", "groups"}
     for name, cmd in group.commands.items():  # type: ignore[attr-defined]
-        assert f"recallwatch {name}" in docs, name
+        # their place in the tree: `ops NAME`, and `history groups`
+        assert f"recallwatch {MOVES[name][0]} {MOVES[name][1]}" in docs, name
         for param in cmd.params:
             for opt in param.opts:
                 if opt.startswith("--"):

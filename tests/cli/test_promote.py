@@ -1,4 +1,4 @@
-"""`recallwatch promote`: production only for an ACCEPTed, cleanly ingested version."""
+"""`recallwatch ops promote`: production only for an ACCEPTed, cleanly ingested version."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def files(tmp_path: Path) -> dict[str, Path]:
 
 
 def _promote(kb: KB, files: dict[str, Path], *extra: str, full: bool = True) -> object:
-    args = ["promote", "--store", kb.uri, "--history", str(files["history"])]
+    args = ["ops", "promote", "--store", kb.uri, "--history", str(files["history"])]
     if full:
         args += ["--golden", str(files["golden"]), "--policy", str(files["policy"])]
     return runner.invoke(app, [*args, *extra])

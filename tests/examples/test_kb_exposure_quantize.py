@@ -41,7 +41,7 @@ def test_the_store_serves_from_an_ann_index(kb: dict[str, Any]) -> None:
 
 
 def test_exposure_by_domain_on_the_knowledge_base(kb: dict[str, Any]) -> None:
-    code, out, err = cli("groups", str(kb["report"]), "--by-chunk", "domain", "--store",
+    code, out, err = cli("history", "groups", str(kb["report"]), "--by-chunk", "domain", "--store",
                          kb["store"], "--format", "json")
     assert code == 0, err
     rep = json.loads(out)
@@ -64,7 +64,8 @@ def test_exposure_by_domain_on_the_knowledge_base(kb: dict[str, Any]) -> None:
 
 
 def test_exposure_by_year_of_the_documents(kb: dict[str, Any]) -> None:
-    code, out, err = cli("groups", str(kb["report"]), "--by-chunk", "valid_from", "--corpus",
+    code, out, err = cli("history", "groups", str(kb["report"]), "--by-chunk", "valid_from",
+                         "--corpus",
                          str(KB / "corpus_v1.jsonl"))
     assert code == 0, err
     assert "exposure by valid_from" in out
@@ -109,10 +110,12 @@ def test_the_same_on_a_pgvector_copy(kb: dict[str, Any], postgres_server: Any,
     # float16 loses nothing here that our own float16 cast does not
     ours = {r["representation"]: r for r in doc["rows"]}["float16"]["recall"]
     assert native["pgvector halfvec"]["recall"] == pytest.approx(ours, abs=1 / 300)
-    code, out, err = cli("groups", str(kb["report"]), "--by-chunk", "domain", "--store", uri,
+    code, out, err = cli("history", "groups", str(kb["report"]), "--by-chunk", "domain",
+                         "--store", uri,
                          "--format", "json")
     assert code == 0, err
-    code2, out2, err2 = cli("groups", str(kb["report"]), "--by-chunk", "domain", "--store",
+    code2, out2, err2 = cli("history", "groups", str(kb["report"]), "--by-chunk", "domain",
+                            "--store",
                          kb["store"], "--format", "json")
     assert code2 == 0, err2
     assert json.loads(out)["groups"] == json.loads(out2)["groups"]

@@ -30,11 +30,11 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     steps: dict[str, object] = {"store": store, "history": history}
     assert cli("ingest", str(KB / "corpus_v1.jsonl"), "--store", store, "--no-progress")[0] == 0
     steps["v1"] = gate()
-    steps["promote_v1"] = cli("promote", "--store", store, "--history", history, "--golden",
+    steps["promote_v1"] = cli("ops", "promote", "--store", store, "--history", history, "--golden",
                               str(KB / "golden.yaml"), "--policy", str(KB / "policy.yaml"))
     assert cli("ingest", str(KB / "fix_v2.jsonl"), "--store", store, "--no-progress")[0] == 0
     steps["v2"] = gate()
-    steps["promote_v2"] = cli("promote", "--store", store, "--history", history, "--golden",
+    steps["promote_v2"] = cli("ops", "promote", "--store", store, "--history", history, "--golden",
                               str(KB / "golden.yaml"), "--policy", str(KB / "policy.yaml"))
     assert cli("ingest", str(KB / "travel_v3.jsonl"), "--store", store, "--no-progress")[0] == 0
     steps["v3"] = gate()

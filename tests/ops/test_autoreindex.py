@@ -206,7 +206,7 @@ def test_row_probes_are_a_seeded_sample_of_stored_vectors(tmp_path: Path) -> Non
 def test_cli_monitor_reindex_below_says_what_it_did(tmp_path: Path) -> None:
     store, data = small_store(tmp_path / "s")
     np.save(tmp_path / "p.npy", data.queries)
-    args = ["monitor", "--store", store.uri, "--probes", str(tmp_path / "p.npy"), "--floor",
+    args = ["ops", "monitor", "--store", store.uri, "--probes", str(tmp_path / "p.npy"), "--floor",
             "0", "--reindex-below", "1", "--history", str(tmp_path / "h.db")]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
@@ -276,9 +276,9 @@ def test_the_loop_on_the_example_knowledge_base(tmp_path: Path) -> None:
     assert runner.invoke(app, ["ingest", str(kb / "corpus_v1.jsonl"), "--store", indexed,
                                "--no-history"]).exit_code == 0
     probes = tmp_path / "probes.json"
-    assert runner.invoke(app, ["probes", str(probes), "--golden",
+    assert runner.invoke(app, ["ops", "probes", str(probes), "--golden",
                                str(kb / "golden.yaml")]).exit_code == 0
-    args = ["monitor", "--store", indexed, "--probes", str(probes), "--floor", "0.5",
+    args = ["ops", "monitor", "--store", indexed, "--probes", str(probes), "--floor", "0.5",
             "--history", str(tmp_path / "h.db"), "--format", "json"]
     first = json.loads(runner.invoke(app, args).stdout)
     if first["recall"] == 1.0:  # the 165-chunk index found every exact neighbour: no trigger

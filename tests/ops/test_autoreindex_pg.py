@@ -58,7 +58,7 @@ def test_the_loop_on_pgvector(pg_store: VersionedStore, tmp_path: Path) -> None:
     assert pg_store.get_meta(AUTO_REINDEX_META_KEY) is None  # no attempt: no guard held
     assert history.monitor_runs(kind="reindex") == []
 
-    pg_store.promote(v1)  # as `recallwatch promote` does after an accepted gate run
+    pg_store.promote(v1)  # as `recallwatch ops promote` does after an accepted gate run
     versions = [v.version for v in pg_store.versions()]
     hashes = pg_store.content_hashes()
 

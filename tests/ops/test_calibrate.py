@@ -4,6 +4,7 @@ whose answer is known."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ from recallwatch.embedders.base import FINGERPRINT_META_KEY, Embedder, fingerpri
 from recallwatch.embedders.function import CallableEmbedder
 from recallwatch.errors import EmbedderMismatchError, InputError, UsageError
 from recallwatch.formats.golden import GoldenSet, load_golden
-from recallwatch.formats.policy import load_policy
+from recallwatch.formats.policy import Policy, load_policy
 from recallwatch.formats.results import RankedList
 from recallwatch.ops.calibrate import (
     THRESHOLD_META_KEY,
@@ -263,9 +264,13 @@ def _case(ranks: dict[str, tuple[str, int | None]]) -> tuple[GoldenSet, dict[str
     return GoldenSet.from_dict({"name": "g", "queries": queries}), results
 
 
-def _run(ranks: dict[str, tuple[str, int | None]]) -> GateResult:
+STRICT = Policy(noise_unlisted="irrelevant")  # every unlisted result counts as noise
+
+
+def _run(ranks: dict[str, tuple[str, int | None]], policy: Policy = STRICT,
+         judgments: dict[tuple[str, str], int] | None = None) -> GateResult:
     golden, results = _case(ranks)
-    return run_gate(golden, results=results)
+    return run_gate(golden, results=results, policy=policy, judgments=judgments)
 
 
 def test_noise_ceiling_per_domain_on_known_noise(tmp_path: Path) -> None:
@@ -273,25 +278,69 @@ def test_noise_ceiling_per_domain_on_known_noise(tmp_path: Path) -> None:
     ranks: dict[str, tuple[str, int | None]] = {
         "a1": ("A", 8), "a2": ("A", 9), "a3": ("A", 10), "b1": ("B", 1), "b2": ("B", 2),
         "lost": ("B", None)}
-    cal = calibrate_noise(_run(ranks))
+    cal = calibrate_noise(_run(ranks), min_healthy=2)
     a, b = cal.domains
     assert (a.domain, a.healthy, a.noise, a.baseline, a.suggested) == ("A", 3, (0, 1, 2), 2, 0.3)
     assert (b.domain, b.healthy, b.noise, b.baseline) == ("B", 2, (8, 9), 9)
     assert b.suggested == 0.9 and b.capped  # (9 + 1) / 10 would be 1.0: capped at (K-1)/K
-    assert cal.overall.healthy == 5  # the query that lost its chunk is not healthy
+    assert cal.overall is not None and cal.overall.healthy == 5  # `lost` is not healthy
     snippet = tmp_path / "policy.yaml"
     snippet.write_text(cal.policy_yaml())
     policy = load_policy(snippet)  # the snippet is a valid policy
     assert policy.noise_ceiling_per_domain == {"A": 0.3, "B": 0.9}
     assert policy.noise_ceiling == cal.overall.suggested
+    # the cap is said in words, with the reason
+    assert "B: capped at 0.90 (9 of 10): its healthy queries already reach noise 9, so at this " \
+        "ceiling the noise rule cannot fail a query there" in cal.summary()
     # under the default ceiling (0.30) the healthy B queries fail the noise rule; under the
     # calibrated one no healthy query does
     before = _run(ranks)
     golden, results = _case(ranks)
-    after = run_gate(golden, results=results, policy=policy)
+    after = run_gate(golden, results=results, policy=replace(policy, noise_unlisted="irrelevant"))
     noisy = {q.id for q in before.queries if "noise" in q.failed_rules}
     assert noisy == {"b1", "b2"}
     assert not any("noise" in q.failed_rules for q in after.queries)
+
+
+def test_a_domain_with_too_few_healthy_queries_keeps_the_default_and_is_named() -> None:
+    ranks: dict[str, tuple[str, int | None]] = {
+        **{f"a{i}": ("A", 7 + i % 4) for i in range(6)}, "b1": ("B", 1), "b2": ("B", 2)}
+    cal = calibrate_noise(_run(ranks))
+    assert [d.domain for d in cal.domains] == ["A"] and cal.domains[0].healthy == 6
+    assert cal.too_few == {"B": 2}
+    summary = cal.summary()
+    assert "used: A 6 (6 queries)" in summary
+    assert ("too few healthy queries, not calibrated (they keep the default 0.30): B 2"
+            in summary)
+    assert "B:" not in cal.policy_yaml().split("per_domain:")[1]
+    # with fewer healthy queries in all than needed, the default is not calibrated either
+    small = calibrate_noise(_run({"b1": ("B", 1), "b2": ("B", 2)}))
+    assert small.overall is None and small.domains == ()
+    assert "default: 2 healthy queries in all, fewer than 5: the default stays 0.30" \
+        in small.summary()
+    assert "default: 0.30  # not calibrated: too few healthy queries" in small.policy_yaml()
+
+
+def test_sparse_labels_are_left_out_unless_judged() -> None:
+    # one expected chunk at rank 1 or 2 of 10: without judgments the other results are unknown,
+    # the rule cannot measure these queries and the calibration leaves them out, saying so
+    ranks: dict[str, tuple[str, int | None]] = {f"q{i}": ("A", 1 + i % 2) for i in range(6)}
+    plain = _run(ranks, Policy())
+    assert all(not q.noise_measured and q.passed for q in plain.queries)
+    cal = calibrate_noise(plain)
+    assert cal.domains == () and cal.overall is None and len(cal.unmeasured) == 6
+    assert any(line.startswith("left out: 6 healthy queries whose expected lists are too short")
+               for line in cal.summary())
+    # judged: every other result of each top 10 judged not relevant, except one judged relevant
+    judged = {(q, f"{q}-x{i}"): 0 for q in ranks for i in range(20)}
+    judged[("q0", "q0-x1")] = 2
+    result = _run(ranks, Policy(), judged)
+    q0 = result.query("q0")
+    assert q0.noise == 8 and q0.noise_unjudged == 0 and q0.noise_measured  # x1 is not noise
+    assert "noise" in q0.failed_rules
+    cal = calibrate_noise(result)
+    assert cal.unmeasured == () and cal.domains[0].healthy == 6
+    assert cal.domains[0].noise == (8, 8, 8, 8, 9, 9)
 
 
 def test_noise_calibration_needs_a_healthy_query() -> None:

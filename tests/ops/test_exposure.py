@@ -86,13 +86,13 @@ def _files(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_groups_by_chunk_from_the_cli(tmp_path: Path) -> None:
     report, corpus = _files(tmp_path)
-    result = CliRunner().invoke(app, ["groups", str(report), "--by-chunk", "domain",
+    result = CliRunner().invoke(app, ["history", "groups", str(report), "--by-chunk", "domain",
                                       "--corpus", str(corpus)])
     assert result.exit_code == 0, result.output
     assert "exposure by domain" in result.stdout and "corpus of 10 chunks" in result.stdout
     row = next(line for line in result.stdout.splitlines() if line.startswith("A "))
     assert row.split()[:6] == ["A", "6", "0.600", "0.333", "0.750", "[0.500,"]
-    result = CliRunner().invoke(app, ["groups", str(report), "--by-chunk", "domain",
+    result = CliRunner().invoke(app, ["history", "groups", str(report), "--by-chunk", "domain",
                                       "--corpus", str(corpus), "--format", "json"])
     doc = json.loads(result.stdout)
     assert [g["group"] for g in doc["groups"]] == ["A", "B"]
@@ -107,6 +107,6 @@ def test_groups_by_chunk_from_the_cli(tmp_path: Path) -> None:
 ])
 def test_groups_refuses_ambiguous_options(tmp_path: Path, args: list[str], message: str) -> None:
     report, _ = _files(tmp_path)
-    result = CliRunner().invoke(app, ["groups", str(report), *args])
+    result = CliRunner().invoke(app, ["history", "groups", str(report), *args])
     assert result.exit_code == 2
     assert result.stderr.strip() == message

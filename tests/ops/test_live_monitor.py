@@ -135,7 +135,7 @@ def test_monitor_with_a_healthy_and_a_broken_log(tmp_path: Path,
     healthy = write_log(tmp_path / "ok.jsonl", traffic(200))
     write_log(tmp_path / "bad.jsonl", traffic(200, empty_every=2, slow_ms=3000.0, seed=1))
     db = str(tmp_path / "h.db")
-    args = ["monitor", "--store", store.uri, "--probes", str(tmp_path / "p.npy"),
+    args = ["ops", "monitor", "--store", store.uri, "--probes", str(tmp_path / "p.npy"),
             "--floor", "0.9", "--history", db, "--budget-window", "2"]
     ok = CliRunner().invoke(app, [*args, "--log", str(tmp_path / "ok.jsonl"), "--window", "all"])
     assert ok.exit_code == 0, ok.output
@@ -173,7 +173,8 @@ def test_python_api(tmp_path: Path) -> None:
 def test_live_options_need_a_log_and_a_bad_log_is_one_line(tmp_path: Path) -> None:
     store, data = small_store(tmp_path / "s", indexed=False, n=300)
     np.save(tmp_path / "p.npy", data.queries)
-    args = ["monitor", "--store", store.uri, "--probes", str(tmp_path / "p.npy"), "--no-history"]
+    args = ["ops", "monitor", "--store", store.uri, "--probes", str(tmp_path / "p.npy"),
+            "--no-history"]
     out = CliRunner().invoke(app, [*args, "--window", "1h"])
     assert out.exit_code == 2 and "need --log" in out.output
     (tmp_path / "bad.jsonl").write_text('{"query_id": "q", "shown": [], "clicks": []}\n'

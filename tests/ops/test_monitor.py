@@ -211,9 +211,9 @@ def test_monitor_alarms_on_an_index_lancedb_ignores_and_reindex_repairs_it(
     assert report.recall == 1.0 and report.index is None
     assert report.alarms == ("the vector index 'vector_idx' is unusable: LanceDB does not list "
                              "it (it cannot read its entry), so every search scans all rows; "
-                             "`recallwatch reindex` builds a new one",)
+                             "`recallwatch ops reindex` builds a new one",)
     np.save(tmp_path / "p.npy", data.queries)
-    out = CliRunner().invoke(app, ["monitor", "--store", store.uri, "--probes",
+    out = CliRunner().invoke(app, ["ops", "monitor", "--store", store.uri, "--probes",
                                    str(tmp_path / "p.npy"), "--floor", "0", "--no-history"])
     assert out.exit_code == 1, out.output
     assert "\nALARM: the vector index 'vector_idx' is unusable: LanceDB does not list it" in \
@@ -228,7 +228,7 @@ def test_monitor_alarms_when_the_live_index_cannot_answer(tmp_path: Path) -> Non
     for files in (tmp_path / "s" / "t.lance" / "_indices").iterdir():
         shutil.rmtree(files)
     np.save(tmp_path / "p.npy", data.queries)
-    out = CliRunner().invoke(app, ["monitor", "--store", store.uri, "--probes",
+    out = CliRunner().invoke(app, ["ops", "monitor", "--store", store.uri, "--probes",
                                    str(tmp_path / "p.npy"), "--floor", "0", "--no-history"])
     assert out.exit_code == 1, out.output
     alarms = [line for line in out.stdout.splitlines() if line.startswith("ALARM: ")]

@@ -294,18 +294,18 @@ def test_cli_reindex_and_rollback_on_index_files(tmp_path: Path) -> None:
     probes = tmp_path / "probes.npy"
     np.save(probes, queries)
     runner = CliRunner()
-    refused = runner.invoke(app, ["reindex", "--store", uri, "--probes", str(probes),
+    refused = runner.invoke(app, ["ops", "reindex", "--store", uri, "--probes", str(probes),
                                   "--floor", "1.01", "--no-history"])
     assert refused.exit_code == 1, refused.output
     assert "not switched; the current index keeps serving" in refused.stdout
-    done = runner.invoke(app, ["reindex", "--store", uri, "--probes", str(probes), "--floor",
+    done = runner.invoke(app, ["ops", "reindex", "--store", uri, "--probes", str(probes), "--floor",
                                "0", "--no-history"])
     assert done.exit_code == 0, done.output
     assert "switched" in done.stdout and "version 1 → 3" in done.stdout
-    back = runner.invoke(app, ["rollback", "--store", uri, "--no-history"])
+    back = runner.invoke(app, ["ops", "rollback", "--store", uri, "--no-history"])
     assert back.exit_code == 0, back.output
     assert "previous index restored at version 1" in back.stdout
-    again = runner.invoke(app, ["rollback", "--store", uri, "--no-history"])
+    again = runner.invoke(app, ["ops", "rollback", "--store", uri, "--no-history"])
     assert again.exit_code == 2 and again.stderr.startswith("Error: ")
     assert "no previous index to roll back" in again.stderr
 

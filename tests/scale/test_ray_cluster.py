@@ -204,7 +204,7 @@ def test_monitor_on_the_cluster_reports_what_one_process_reports(
     assert r.returncode == 0, r.stderr[-3000:]
     assert report_without_timings(json.loads(r.stdout)) == report_without_timings(one)
     # the command, as a user runs it
-    args = ["monitor", "--store", uri, "--probes", str(tmp_path / "probes.npy"), "--floor",
+    args = ["ops", "monitor", "--store", uri, "--probes", str(tmp_path / "probes.npy"), "--floor",
             "0.99", "--no-history", "--format", "json"]
     a = runner.invoke(app, args)
     b = _run([RECALLWATCH, *args, "--engine", "ray", "--address", address, "--workers", "2"], env)

@@ -159,7 +159,7 @@ def test_monitor_on_ray_reports_what_the_local_monitor_reports(
 
     # through the CLI: the same JSON whichever engine computed the truth, the same exit code
     np.save(tmp_path / "probes.npy", queries)
-    args = ["monitor", "--store", store.uri, "--probes", str(tmp_path / "probes.npy"),
+    args = ["ops", "monitor", "--store", store.uri, "--probes", str(tmp_path / "probes.npy"),
             "--floor", "0.99", "--no-history", "--format", "json"]
     a = runner.invoke(app, args)
     b = runner.invoke(app, [*args, "--engine", "ray", "--workers", "2"])
@@ -180,7 +180,7 @@ def test_reindex_on_ray_verifies_as_the_local_reindex(
     out = {}
     for name, extra in (("s", []), ("copy", ["--engine", "ray", "--workers", "2"])):
         uri = f"lancedb://{tmp_path / name}?table=t&nprobes=2&refine_factor=2"
-        r = runner.invoke(app, ["reindex", "--store", uri, "--probes",
+        r = runner.invoke(app, ["ops", "reindex", "--store", uri, "--probes",
                                 str(tmp_path / "probes.npy"), "--floor", "0.0", "--no-history",
                                 "--format", "json", *extra])
         assert r.exit_code == 0, r.output
@@ -200,11 +200,11 @@ def test_without_ray_monitor_says_how_to_install_it(
     np.save(tmp_path / "probes.npy", queries)
     monkeypatch.setitem(sys.modules, "ray", None)  # as if not installed: import ray fails
     for command in ("monitor", "reindex"):
-        r = runner.invoke(app, [command, "--store", store.uri, "--probes",
+        r = runner.invoke(app, ["ops", command, "--store", store.uri, "--probes",
                                 str(tmp_path / "probes.npy"), "--no-history", "--engine", "ray"])
         assert r.exit_code == 2, r.output
         assert "pip install 'recallwatch[ray]'" in r.stderr and "Traceback" not in r.output
-    r = runner.invoke(app, ["monitor", "--store", store.uri, "--probes",
+    r = runner.invoke(app, ["ops", "monitor", "--store", store.uri, "--probes",
                             str(tmp_path / "probes.npy"), "--no-history", "--workers", "2"])
     assert r.exit_code == 2
     assert r.stderr.strip() == "Error: --address and --workers only apply with --engine ray"

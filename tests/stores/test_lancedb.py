@@ -95,7 +95,8 @@ def test_lancedb_errors_are_one_store_error_line(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match=rf"^{re.escape(uri)}: get failed: .*Not found: "):
         store.get([chunks[0].id])
     np.save(tmp_path / "p.npy", vectors[:3])
-    out = CliRunner().invoke(app, ["monitor", "--store", uri, "--probes", str(tmp_path / "p.npy"),
+    out = CliRunner().invoke(app, ["ops", "monitor", "--store", uri, "--probes",
+                                   str(tmp_path / "p.npy"),
                                    "--no-history"])
     assert out.exit_code == 2, out.output
     assert re.match(rf"Error: {re.escape(uri)}: search failed: (lance|External) error: Not found: ",

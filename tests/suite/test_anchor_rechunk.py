@@ -234,7 +234,8 @@ def test_calibration_resolves_anchors_like_ids(stores: Stores) -> None:
     """On version 2 the shipped anchors resolve to the chunks the ids name, so calibrating the
     no-result threshold and the noise ceilings gives the same figures with either set."""
     def threshold(golden: Path) -> dict[str, object]:
-        result = runner.invoke(app, ["calibrate-threshold", str(golden), "--store", stores.v2,
+        result = runner.invoke(app, ["ops", "calibrate-threshold", str(golden), "--store",
+                                     stores.v2,
                                      "--dry-run", "--format", "json"])
         assert result.exit_code == 0, result.output
         data: dict[str, object] = json.loads(result.stdout)
@@ -245,7 +246,7 @@ def test_calibration_resolves_anchors_like_ids(stores: Stores) -> None:
         assert by_ids[key] == by_anchors[key], key
 
     def noise(golden: Path) -> dict[str, object]:
-        result = runner.invoke(app, ["calibrate-noise", str(golden), "--store", stores.v2,
+        result = runner.invoke(app, ["ops", "calibrate-noise", str(golden), "--store", stores.v2,
                                      "--format", "json"])
         assert result.exit_code == 0, result.output
         data: dict[str, object] = json.loads(result.stdout)

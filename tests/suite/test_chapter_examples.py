@@ -38,15 +38,22 @@ def test_asuntos_propios_ranks_one_and_two_recall_one_quality_100() -> None:
     assert (q.recall, q.quality) == (1.0, 100.0)
     assert q.passed and res.verdict == "ACCEPT"
     assert q.rr == 1.0
-    # To the letter of the 30 % rule, the 8 results below the worst expected chunk are noise.
-    strict = run_gate(g, results=results).query("asuntos")
+    # To the letter of the 30 % rule, with a golden set that lists every relevant chunk, the 8
+    # results below the worst expected chunk are noise.
+    strict = run_gate(g, results=results,
+                      policy=Policy(noise_unlisted="irrelevant")).query("asuntos")
     assert strict.quality == 100.0 and strict.noise == 8 and strict.failed_rules == ("noise",)
+    # By default those 8 are unknown (nobody listed or judged them): the rule cannot measure
+    # this query, and an ideal ranking is not stopped.
+    default = run_gate(g, results=results).query("asuntos")
+    assert default.noise == 8 and not default.noise_measured and default.passed
 
 
 @pytest.mark.parametrize(("rank", "noise", "passes"), [(6, 4, False), (7, 3, True)])
 def test_noise_four_fails_three_passes_with_recall_one(rank: int, noise: int, passes: bool) -> None:
     g = golden({"id": "q", "text": "x", "expected": ["e1"]})
-    q = run_gate(g, results={"q": ranked({"e1": rank})}).query("q")
+    q = run_gate(g, results={"q": ranked({"e1": rank})},
+                 policy=Policy(noise_unlisted="irrelevant")).query("q")
     assert q.recall == 1.0 and q.noise == noise and q.allowed_noise == 3
     assert q.passed is passes
     assert ("noise" in q.failed_rules) is not passes

@@ -75,15 +75,70 @@ def test_mean_quality_rule_names_the_queries_below_100() -> None:
 
 def test_noise_failure_counts_as_a_failing_query() -> None:
     g, results = dataset(20, {"q04": {"e": 2}})  # recall 1, noise 8; 1 of 20 = 5 %
-    res = run_gate(g, results=results)
+    strict = Policy(noise_unlisted="irrelevant")  # every result not expected is irrelevant
+    res = run_gate(g, results=results, policy=strict)
     q = res.query("q04")
     assert q.quality == 100 and q.failed_rules == ("noise",)
     assert rules(res) == {"unwaived_failure": ("q04",)}
+    assert ("q04 (noise: 8 of the top 10 score below its worst expected chunk, 3 allowed; "
+            "recall is 1.000)") in res.reasons[0].message
     assert [p.name for p in res.patterns] == ["noise_high"]
+    assert "allows at most a set share of a query's top K" in res.patterns[0].message
     # A per-domain ceiling calibrated for legal lets it pass.
-    calibrated = run_gate(g, results=results,
-                          policy=Policy(noise_ceiling_per_domain={"legal": 0.8}))
+    calibrated = run_gate(g, results=results, policy=Policy(
+        noise_ceiling_per_domain={"legal": 0.8}, noise_unlisted="irrelevant"))
     assert calibrated.verdict == "ACCEPT"
+
+
+def test_sparse_labels_do_not_stop_an_ideal_ranking_and_say_why() -> None:
+    # one expected chunk per query, at rank 1 or 2: the other 8-9 results are nobody's judgment
+    g, results = dataset(8, {f"q{i:02d}": {"e": 1 + i % 2} for i in range(8)})
+    res = run_gate(g, results=results)
+    assert res.verdict == "ACCEPT" and not res.failing()
+    assert all(q.noise in (8, 9) and not q.noise_measured for q in res.queries)
+    assert res.aggregate.noise_unmeasured == 8
+    (check,) = [c for c in res.checks if c.rule == "noise"]
+    assert check.status == "not applied"
+    assert check.message.startswith(
+        "noise rule not measured on 8 of 8 queries (q00, q01, q02, q03, q04, q05, q06, q07): "
+        "they list 1 expected chunk with K = 10, so even when the index ranks them first the "
+        "other 9 results of the top 10 score below them")
+    assert "recallwatch label pool" in check.message and "--judgments" in check.message
+    assert check.message not in res.warnings  # said once, as the check
+
+
+def test_judged_results_make_the_noise_rule_measure() -> None:
+    g, results = dataset(2, {"q00": {"e": 1}, "q01": {"e": 1}})
+    ids = results["q00"].ids
+    # q00: every other result judged not relevant -> noise 9, measured, fails;
+    # q01: six results beyond the top 10 judged relevant -> 7 relevant chunks known, enough for
+    # the rule: the 9 unjudged results of its top 10 below its expected chunk are noise
+    judged = {("q00", c): 0 for c in ids if c != "e"}
+    judged |= {("q01", c): 1 for c in ids[12:18]}
+    res = run_gate(g, results=results, judgments=judged)
+    q0, q1 = res.query("q00"), res.query("q01")
+    assert (q0.noise, q0.noise_unjudged, q0.noise_measured, q0.failed_rules) == (
+        9, 0, True, ("noise",))
+    assert (q1.noise, q1.noise_unjudged, q1.labels_sparse, q1.noise_measured) == (
+        9, 9, False, True)
+    assert q1.failed_rules == ("noise",)
+    # a result judged relevant is not noise
+    judged |= {("q00", c): 2 for c in ids[1:4]}
+    assert run_gate(g, results=results, judgments=judged).query("q00").noise == 6
+    (diag,) = q0.diagnosis
+    assert diag.cause == "noise" and diag.summary.startswith(
+        "9 of the top 10 results score below e (score ")
+    assert "the noise ceiling 0.30 allows 3 (recall is 1.000, a separate rule)" in diag.summary
+    assert "9 of these were judged not relevant" in diag.summary
+
+
+def test_a_gold_query_failing_on_noise_says_its_gold_chunk_was_found() -> None:
+    g, results = dataset(20, {"q04": {"e": 2}}, gold={"q04"})
+    res = run_gate(g, results=results, policy=Policy(noise_unlisted="irrelevant"))
+    (reason,) = [r for r in res.reasons if r.rule == "gold_failure"]
+    assert "its Gold chunk found: the failure is noise, not recall" in reason.message
+    assert "Gold chunk e found at rank 2" in reason.message
+    assert "must never be missed" not in reason.message
 
 
 def test_group_quality_rule() -> None:

@@ -170,7 +170,7 @@ def test_error_budget_card_shows_consumed_and_burn_rate_explained(client: TestCl
 
 
 def test_a_spent_budget_from_the_monitor_is_read_whole(tmp_path: Path) -> None:
-    # what `recallwatch monitor --budget-target 0.75` records: the policy comes first
+    # what `recallwatch ops monitor --budget-target 0.75` records: the policy comes first
     policy = BudgetPolicy(target=0.75, slo=0.9, window_runs=30)
     status = error_budget([(datetime(2026, 1, d), r) for d, r in
                            ((1, 0.7), (2, 0.8), (3, 0.6), (4, 0.7))], policy)

@@ -123,7 +123,7 @@ def cards_of(doc: Any) -> dict[str, Any]:
 
 
 def test_resources_card_from_a_monitor_run(tmp_path: Path) -> None:
-    """`recallwatch monitor` records what the store holds: the card shows the ANN index's bytes
+    """`recallwatch ops monitor` records what the store holds: the card shows the ANN index's bytes
     as the engine measures them, with the rows and the bytes of their float32 vectors."""
     store, data = small_store(tmp_path / "s", n=1200)  # 16 dimensions, an IVF_PQ index
     db = tmp_path / "h.db"

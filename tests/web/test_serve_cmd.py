@@ -1,4 +1,4 @@
-"""``recallwatch serve``: errors as one line with exit 2, the non-loopback warning, and the real
+"""``recallwatch ops serve``: errors as one line with exit 2, the non-loopback warning, and the real
 command serving pages until interrupted."""
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def test_is_loopback(host: str, loopback: bool) -> None:
 
 
 def test_missing_history_is_a_one_line_error(tmp_path: Path) -> None:
-    r = CliRunner().invoke(app, ["serve", "--history", str(tmp_path / "none.db")])
+    r = CliRunner().invoke(app, ["ops", "serve", "--history", str(tmp_path / "none.db")])
     assert r.exit_code == 2
     assert r.output.startswith(f"Error: no run history at {tmp_path / 'none.db'}")
     assert "Traceback" not in r.output
@@ -46,7 +46,8 @@ def test_port_in_use_is_a_one_line_error(site: Site) -> None:
         busy.bind(("127.0.0.1", 0))
         busy.listen(1)
         port = busy.getsockname()[1]
-        r = CliRunner().invoke(app, ["serve", "--history", str(site[0]), "--port", str(port)])
+        r = CliRunner().invoke(app, ["ops", "serve", "--history", str(site[0]), "--port",
+                                     str(port)])
     assert r.exit_code == 2
     assert f"Error: cannot listen on 127.0.0.1:{port}: " in r.output
     assert "choose another --port" in r.output
@@ -62,7 +63,7 @@ def test_warns_when_not_bound_to_loopback(site: Site, monkeypatch: pytest.Monkey
         sockets[0].close()
 
     monkeypatch.setattr(uvicorn.Server, "run", run)
-    r = CliRunner().invoke(app, ["serve", "--history", str(site[0]), "--host", host,
+    r = CliRunner().invoke(app, ["ops", "serve", "--history", str(site[0]), "--host", host,
                                  "--port", "0"])
     assert r.exit_code == 0, r.output
     assert served and served[0] > 0
@@ -74,7 +75,7 @@ def test_serve_for_real_until_interrupted(site: Site) -> None:
     db, bench, runs = site
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from recallwatch.cli import main; main()", "serve",
+        [sys.executable, "-c", "from recallwatch.cli import main; main()", "ops", "serve",
          "--history", str(db), "--port", "0", "--bench", str(bench)],
         stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
     )

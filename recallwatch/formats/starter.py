@@ -1,0 +1,198 @@
+"""What ``recallwatch init`` writes and checks: a golden-set template and a policy template (in
+English or Spanish), and a check of a corpus file (every bad record, located, not just the first)
+and of a golden set's chunk ids against it."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, get_args
+
+from recallwatch.errors import InputError
+from recallwatch.formats.corpus import GOLD_LABELS, read_corpus
+from recallwatch.formats.golden import load_golden
+
+__all__ = ["LANGUAGES", "CorpusCheck", "Language", "check_corpus", "golden_template",
+           "policy_template"]
+
+Language = Literal["en", "es"]
+LANGUAGES: tuple[str, ...] = get_args(Language)
+
+_GOLDEN = {
+    "en": '''\
+# Golden set: the questions your search must answer, each with the chunks that answer it.
+# Written by `recallwatch init`. Replace the two example queries with your own (eight or more
+# give a first verdict; a few dozen per domain make it steady).
+name: my-knowledge-base   # any name: runs of the same name and version are compared
+version: "1"              # change it when you change the queries or their expected chunks
+top_k: 10                 # K: how many results of each search are checked
+queries:
+  - id: q1                # a short id, unique in the file
+    text: "How many days of paid leave do I get when I move house?"  # as a user would type it
+    # expected: the ids (the corpus's `id` field) of every chunk that answers the question.
+    # List every one you know of: the noise rule counts the other results of the top K that
+    # score below the worst of these as irrelevant, once they are judged.
+    expected: [CHUNK_ID_1]
+    domain: hr            # optional: a group of queries, reported and calibrated apart
+  - id: q2
+    text: "What is the monthly fee for a new freelancer?"
+    expected: [CHUNK_ID_2, CHUNK_ID_3]
+    # gold: optional, the expected chunks that are Gold, curated syntheses that must never be
+    # missed (a chunk labelled CURATED_SYNTHESIS in the corpus is Gold too)
+    gold: [CHUNK_ID_3]
+    domain: finance
+    tags: [numeric]       # optional: numeric and table queries get their own failure pattern
+    # An expected entry may also be {doc_id: DOC, quote: "a sentence of the answer"}: it finds
+    # the chunk again after the document is cut into chunks differently.
+''',
+    "es": '''\
+# Conjunto dorado (golden set): las preguntas que la búsqueda debe responder, cada una con los
+# fragmentos (chunks) que la responden. Escrito por `recallwatch init`. Sustituya las dos
+# preguntas de ejemplo por las suyas (ocho o más dan un primer veredicto).
+name: mi-base-de-conocimiento  # cualquier nombre: se comparan ejecuciones de igual nombre
+                               # y versión
+version: "1"              # cámbiela al cambiar las preguntas o sus fragmentos esperados
+top_k: 10                 # K: cuántos resultados de cada búsqueda se comprueban
+queries:
+  - id: q1                # un identificador corto, único en el fichero
+    text: "¿Cuántos días de permiso tengo por mudanza?"  # como la escribiría un usuario
+    # expected: los id (el campo `id` del corpus) de todos los fragmentos que la responden.
+    # Liste todos los que conozca: la regla de ruido cuenta como irrelevantes los demás
+    # resultados del top K que puntúan por debajo del peor de ellos, una vez juzgados.
+    expected: [ID_FRAGMENTO_1]
+    domain: rrhh          # opcional: un grupo de preguntas, informado y calibrado aparte
+  - id: q2
+    text: "¿Cuánto paga de cuota un autónomo que empieza?"
+    expected: [ID_FRAGMENTO_2, ID_FRAGMENTO_3]
+    # gold: opcional, los fragmentos esperados que son Gold, síntesis curadas que nunca deben
+    # faltar (un fragmento con la etiqueta SINTESIS_CURADA en el corpus también es Gold)
+    gold: [ID_FRAGMENTO_3]
+    domain: finanzas
+    tags: [numeric]       # opcional: las preguntas numéricas o de tabla tienen su propio patrón
+    # Una entrada de expected también puede ser {doc_id: DOC, quote: "una frase de la
+    # respuesta"}: encuentra el fragmento aunque el documento se trocee de otra manera.
+''',
+}
+
+_POLICY = {
+    "en": '''\
+# Acceptance policy: the gate's rules, here with their default values. Written by
+# `recallwatch init`; every value is recorded with each run.
+recall_floor: 0.90          # per query: recall (expected chunks found in the top K / listed)
+                            # below this scores 0; 0.95 scores 50, 1.00 scores 100
+min_mean_quality: 95        # ACCEPT needs the mean of those scores to reach this (0-100)
+gold_failures_allowed: 0    # failing queries that expect a Gold chunk (curated synthesis)
+other_failures_allowed: 0.05  # other failing queries tolerated, as a share of the queries,
+                            # each only with a waiver below
+# Noise ceiling: the share of a query's top K allowed to score below the worst-scoring chunk
+# it expects (such results are taken as irrelevant). Calibrate it per domain on a healthy run:
+# `recallwatch ops calibrate-noise` prints the section to paste here.
+noise_ceiling:
+  default: 0.30
+  per_domain: {}
+# unjudged: a result neither expected nor judged is unknown, and a query that lists too few
+# expected chunks is not judged on noise; irrelevant: every unlisted result counts as noise.
+noise_unlisted: unjudged
+# Waivers: written diagnoses that excuse a failing query (not one that expects a Gold chunk),
+# {query_id: "why it fails and what is being done"}.
+waivers: {}
+''',
+    "es": '''\
+# Política de aceptación: las reglas de la puerta (gate), aquí con sus valores por defecto.
+# Escrita por `recallwatch init`; cada valor se registra con cada ejecución.
+recall_floor: 0.90          # por pregunta: un recall (esperados hallados en el top K / listados)
+                            # por debajo de esto puntúa 0; 0.95 puntúa 50, 1.00 puntúa 100
+min_mean_quality: 95        # ACCEPT exige que la media de esas puntuaciones llegue a esto (0-100)
+gold_failures_allowed: 0    # preguntas fallidas que esperan un fragmento Gold (síntesis curada)
+other_failures_allowed: 0.05  # otras preguntas fallidas toleradas, como fracción del total,
+                            # cada una solo con una dispensa (waiver) escrita abajo
+# Techo de ruido: la fracción del top K de una pregunta que puede puntuar por debajo del peor
+# fragmento que espera (esos resultados se toman por irrelevantes). Calíbrelo por dominio con
+# una ejecución sana: `recallwatch ops calibrate-noise` imprime la sección que va aquí.
+noise_ceiling:
+  default: 0.30
+  per_domain: {}
+# unjudged: un resultado ni esperado ni juzgado es desconocido, y una pregunta con muy pocos
+# fragmentos esperados no se juzga por ruido; irrelevant: todo resultado no listado es ruido.
+noise_unlisted: unjudged
+# Dispensas: diagnósticos escritos que excusan una pregunta fallida (no una que espere un
+# fragmento Gold), {id_de_pregunta: "por qué falla y qué se está haciendo"}.
+waivers: {}
+''',
+}
+
+
+def golden_template(language: Language) -> str:
+    return _GOLDEN[language]
+
+
+def policy_template(language: Language) -> str:
+    return _POLICY[language]
+
+
+@dataclass(frozen=True)
+class CorpusCheck:
+    """What a corpus file holds and what is wrong with it, each problem located."""
+
+    source: str
+    chunks: int
+    documents: int
+    domains: dict[str, int]
+    gold: int  # chunks labelled as Gold (either language's label)
+    problems: tuple[str, ...]  # one located line each: the record's file:line, field, fix
+    notes: tuple[str, ...] = field(default=())  # not errors, but worth knowing before a gate
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def lines(self) -> list[str]:
+        domains = ", ".join(f"{d} {n}" for d, n in sorted(self.domains.items())) or "none"
+        out = [f"corpus {self.source}: {self.chunks} chunks in {self.documents} documents; "
+               f"domains: {domains}; {self.gold} Gold chunk{'' if self.gold == 1 else 's'} "
+               "(label CURATED_SYNTHESIS or SINTESIS_CURADA)"]
+        out += [f"  note: {n}" for n in self.notes]
+        out += [f"  problem: {p}" for p in self.problems]
+        if not self.problems:
+            out.append("  no problems found")
+        return out
+
+
+def check_corpus(path: str | Path, golden: str | Path | None = None,
+                 today: dt.date | None = None) -> CorpusCheck:
+    """Every bad record of the corpus file (not only the first), and, with ``golden``, every
+    expected chunk id the corpus does not hold. A file that cannot be read at all raises."""
+    corpus = read_corpus(path, on_error="collect")
+    problems = [r.reason for r in corpus.rejected]
+    chunks = corpus.chunks
+    day = today or dt.datetime.now(dt.UTC).date()
+    notes = []
+    no_doc = [c.id for c in chunks if not c.doc_id]
+    if no_doc:
+        notes.append(f"{len(no_doc)} chunk(s) without doc_id (first: {no_doc[0]}): the diagnosis "
+                     "compares a failing chunk with the other chunks of its document")
+    expired = [c for c in chunks if c.valid_to is not None and c.valid_to < day]
+    if expired:
+        notes.append(f"{len(expired)} chunk(s) whose validity ended before {day.isoformat()} "
+                     f"(first: {expired[0].id}, valid_to {expired[0].valid_to}): a query that "
+                     "expects one is diagnosed as a labelling problem")
+    if golden is not None:
+        try:
+            gold_set = load_golden(golden)
+        except InputError as exc:
+            problems.append(str(exc))
+        else:
+            ids = {c.id for c in chunks}
+            for q in gold_set.queries:
+                for cid in dict.fromkeys((*q.expected, *q.gold)):
+                    if cid not in ids:
+                        problems.append(str(InputError(
+                            source=golden, record=q.id, field="expected",
+                            expected=f"a chunk id of {path}", found=cid,
+                            hint="copy the id from the corpus's `id` field")))
+    return CorpusCheck(
+        str(path), len(chunks), len({c.doc_id for c in chunks if c.doc_id}),
+        dict(Counter(c.domain for c in chunks if c.domain)),
+        sum(c.label in GOLD_LABELS for c in chunks), tuple(problems), tuple(notes))

@@ -1,0 +1,81 @@
+"""`recallwatch init`: templates that load as a golden set and a policy, in English or Spanish, a
+corpus check that lists every problem with its line, and the next command to run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from recallwatch.formats.golden import load_golden
+from recallwatch.formats.policy import Policy, load_policy
+from tests.clirun import wide_cli as cli
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "first-hour"
+
+
+@pytest.mark.parametrize("language", ["en", "es"])
+def test_templates_load_and_the_policy_is_the_default(tmp_path: Path, language: str) -> None:
+    code, out, err = cli("init", str(tmp_path), "--language", language)
+    assert code == 0, err
+    golden = load_golden(tmp_path / "golden.yaml")
+    assert [q.id for q in golden.queries] == ["q1", "q2"] and golden.top_k == 10
+    assert golden.queries[1].gold and golden.queries[1].tags == ("numeric",)
+    policy = load_policy(tmp_path / "policy.yaml")
+    assert policy.rules_dict() == Policy().rules_dict()  # the defaults, written out
+    assert f"wrote {tmp_path / 'golden.yaml'} (golden-set template" in out
+    assert "next:\n  recallwatch ingest CHUNKS.jsonl --store " in out
+    text = (tmp_path / "golden.yaml").read_text(encoding="utf-8")
+    label = "CURATED_SYNTHESIS" if language == "en" else "SINTESIS_CURADA"
+    assert label in text
+    assert ("preguntas" in text) is (language == "es")
+
+
+def test_existing_files_are_kept_unless_forced(tmp_path: Path) -> None:
+    (tmp_path / "golden.yaml").write_text("mine", encoding="utf-8")
+    code, out, _ = cli("init", str(tmp_path))
+    assert code == 0 and "kept" in out and f"wrote {tmp_path / 'policy.yaml'}" in out
+    assert (tmp_path / "golden.yaml").read_text(encoding="utf-8") == "mine"
+    assert cli("init", str(tmp_path), "--force")[0] == 0
+    assert (tmp_path / "golden.yaml").read_text(encoding="utf-8") != "mine"
+
+
+def test_a_good_corpus_and_golden_set_pass_the_check(tmp_path: Path) -> None:
+    (tmp_path / "golden.yaml").write_text((EXAMPLE / "golden.yaml").read_text(encoding="utf-8"),
+                                          encoding="utf-8")
+    code, out, err = cli("init", str(tmp_path), "--corpus", str(EXAMPLE / "chunks.jsonl"))
+    assert code == 0, out + err
+    assert "30 chunks in 10 documents; domains: facilities 3, finance 9, hr 9, it 9; 1 Gold " \
+        "chunk (label CURATED_SYNTHESIS or SINTESIS_CURADA)" in out
+    assert "no problems found" in out
+    assert "recallwatch ingest " + str(EXAMPLE / "chunks.jsonl") in out
+
+
+def test_every_corpus_problem_and_every_unknown_id_is_listed_with_its_place(
+        tmp_path: Path) -> None:
+    corpus = tmp_path / "chunks.jsonl"
+    corpus.write_text("\n".join([
+        json.dumps({"id": "a", "text": "fine.", "doc_id": "d"}),
+        json.dumps({"id": "b", "text": ""}),
+        "{not json",
+        json.dumps({"id": "a", "text": "again."}),
+        json.dumps({"id": "c", "text": "old.", "valid_to": "2020-01-01"}),
+    ]) + "\n", encoding="utf-8")
+    cli("init", str(tmp_path))  # the template expects CHUNK_ID_1, _2, _3: not in this corpus
+    code, out, _ = cli("init", str(tmp_path), "--corpus", str(corpus))
+    assert code == 2
+    problems = [line for line in out.splitlines() if line.startswith("  problem: ")]
+    assert len(problems) == 6  # three bad records, three unknown ids
+    assert any(f"{corpus}:2" in p and "text" in p for p in problems)
+    assert any(f"{corpus}:3" in p for p in problems)
+    assert any(f"{corpus}:4" in p and "duplicate id" in p for p in problems)
+    assert any("record 'q1'" in p and "CHUNK_ID_1" in p and "copy the id from the corpus" in p
+               for p in problems)
+    assert "note: 1 chunk(s) whose validity ended before" in out
+    assert "note: 1 chunk(s) without doc_id (first: c)" in out
+
+
+def test_an_unreadable_corpus_is_an_input_error(tmp_path: Path) -> None:
+    code, _, err = cli("init", str(tmp_path), "--corpus", str(tmp_path / "missing.jsonl"))
+    assert code == 2 and err.startswith("Error: ") and "missing.jsonl" in err
