@@ -411,7 +411,8 @@ def gate_pipeline(golden: GoldenSet, path: Path, *, policy: Policy, embedder: st
                                  "queries the weights were fitted to")
             tuned = tune_on_split(opened, golden, policy)
         source = PipelineSource(opened, chunks, str(path))
-        result = with_stages(Gate(golden, policy, run_date, part, judgments).run(source), source, tuned)
+        gated = Gate(golden, policy, run_date, part, judgments).run(source)
+        result = with_stages(gated, source, tuned)
         if runs_out is not None:
             write_runs(source, [(q.id, q.text) for q in result.queries], runs_out)
         if then is not None:

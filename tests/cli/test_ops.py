@@ -225,7 +225,8 @@ def test_calibrate_threshold_with_the_default_embedder_feeds_monitor_coverage(
     store = f"lancedb://{tmp_path / 'kb'}?table=chunks"
     assert run("ingest", str(corpus), "--store", store, "--no-progress").exit_code == 0
     # a third of these three questions answered: stored only with no minimum coverage
-    out = run("ops", "calibrate-threshold", str(golden), "--store", store, "--target-precision", "0.9",
+    out = run("ops", "calibrate-threshold", str(golden), "--store", store, "--target-precision",
+              "0.9",
               "--min-coverage", "0")
     assert out.exit_code == 0, out.output
     assert "chosen threshold" in out.stdout
@@ -236,7 +237,8 @@ def test_calibrate_threshold_with_the_default_embedder_feeds_monitor_coverage(
     probes = tmp_path / "p.json"
     assert run("ops", "probes", str(probes), "--golden", str(golden)).exit_code == 0
     # four rows: a depth under the row count (at 10, recall would be 1 whatever the index)
-    mon = run("ops", "monitor", "--store", store, "--probes", str(probes), "--no-history", "--k", "2",
+    mon = run("ops", "monitor", "--store", store, "--probes", str(probes), "--no-history", "--k",
+              "2",
               "--min-coverage", "0", "--format", "json")
     d = json.loads(mon.stdout)
     assert mon.exit_code == 0 and d["threshold"] == pytest.approx(entry["threshold"])
@@ -251,7 +253,8 @@ def test_calibrate_threshold_with_the_default_embedder_feeds_monitor_coverage(
         low = run("ops", "monitor", "--store", store, "--probes", str(probes), "--no-history",
                   "--k", "2", "--min-coverage", "1.0")
         assert low.exit_code == 1 and "ALARM: coverage" in low.stdout
-    both = run("ops", "calibrate-threshold", str(golden), "--store", store, "--target-precision", "0.9",
+    both = run("ops", "calibrate-threshold", str(golden), "--store", store, "--target-precision",
+               "0.9",
                "--target-coverage", "0.9")
     assert both.exit_code == 2 and "at most one of" in both.stderr
     easy = run("ops", "calibrate-threshold", str(golden), "--store", store, "--negatives",
