@@ -40,6 +40,7 @@ __all__ = [
     "KappaWeights",
     "LLMModel",
     "Measures",
+    "MinCoverage",
     "MinOneDepth",
     "NoHistory",
     "NoiseFormat",
@@ -146,6 +147,12 @@ MinOneDepth = Annotated[int, typer.Option("--k", min=1, help=_DEPTH_HELP)]
 
 RecallFloor = Annotated[float, typer.Option(
     "--floor", help="Lowest acceptable recall@k against exact search.")]
+
+MinCoverage = Annotated[float, typer.Option(
+    "--min-coverage", min=0.0, max=1.0,
+    help="Least coverage (share of answerable questions, or of probes, that get an answer at "
+    "the no-result threshold): under it calibrate-threshold refuses to store the threshold "
+    "(exit 1; with --dry-run it only says so) and monitor alarms. 0 turns it off.")]
 
 ReindexWindowHours = Annotated[float, typer.Option(
     "--reindex-window-hours", min=0.0,

@@ -19,6 +19,7 @@ from recallwatch.cli._options import (
     EmbedderSpec,
     GoldenArg,
     JudgmentFiles,
+    MinCoverage,
     NoiseFormat,
     NoiseFormatOption,
     PolicyFile,
@@ -62,11 +63,7 @@ def calibrate_threshold(
     embedder: EmbedderSpec = None,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Do not store the threshold.")] = False,
-    min_coverage: Annotated[float, typer.Option(
-        "--min-coverage", min=0.0, max=1.0,
-        help="Refuse to store a threshold that answers fewer than this share of the answerable "
-        "queries (it would make the system say \"no result\" to most questions); exit 1 "
-        "(with --dry-run, only said). 0 stores any.")] = MIN_COVERAGE,
+    min_coverage: MinCoverage = MIN_COVERAGE,
     split: CalibrationSplit = SplitPart.tune,
     fmt: TableJsonFormat = TableJson.table,
 ) -> None:

@@ -22,6 +22,7 @@ from recallwatch.cli._options import (
     EngineOption,
     GoldenOption,
     HistoryPath,
+    MinCoverage,
     NoHistory,
     ProbesFile,
     RayAddress,
@@ -177,10 +178,7 @@ def monitor(
         "background, check the new one on the probes, and switch to it only if it reaches "
         "--floor.")] = None,
     reindex_window: ReindexWindowHours = 24.0,
-    min_coverage: Annotated[float, typer.Option(
-        "--min-coverage", min=0.0, max=1.0,
-        help="Alarm when fewer than this share of probes get an answer at the calibrated "
-        "no-result threshold (coverage).")] = 0.5,
+    min_coverage: MinCoverage = 0.5,
     log: Annotated[Path | None, typer.Option(
         "--log", help="Interaction log of real traffic (JSON Lines, plain or gzip): adds the "
         "no-result rate, click-through rate, abandonment and latency percentiles, each with an "

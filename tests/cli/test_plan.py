@@ -56,7 +56,8 @@ def test_plan_check_reports_the_error_on_real_indexes(rates: Path) -> None:
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--vectors", "lots", "--dim", "8"], "Error: field '--vectors': expected a positive whole "
-     "count such as 100M, 20k or 1e8, found 'lots'"),
+     "count such as 100M, 20k or 1e8, at most 9,223,372,036,854,775,807 (what a 64-bit vector id "
+     "can number), found 'lots'"),
     (["--vectors", "10", "--dim", "8", "--dtype", "f64"],
      "Error: field '--dtype': expected f32 | f16 | int8 | binary, found 'f64'"),
     (["--vectors", "10", "--dim", "8", "--index", "lsh"],
