@@ -53,7 +53,7 @@ GOLD_LABEL = "SINTESIS_CURADA"  # Spanish for "curated synthesis": the label of 
 ChunkKind = Literal["text", "table", "list", "faq", "code", "figure", "heading", "other"]
 CHUNK_KINDS: tuple[str, ...] = get_args(ChunkKind)
 
-# `vector`: a precomputed embedding, read only by `ingest --vectors` (formats.corpus_vectors)
+# `vector`: a precomputed embedding, read only by `ingest --precomputed` (formats.corpus_vectors)
 _FIELDS = {"id", "text", "facets", "valid_from", "valid_to", "kind", "vector", *_OPTIONAL_TEXT}
 
 
