@@ -1,5 +1,6 @@
-"""``ingest --precomputed``: precomputed vectors (a `vector` field, or an .npy beside the corpus) are
-written as they are, with the embedder named for the queries; a wrong dimension is located."""
+"""``ingest --precomputed``: precomputed vectors (a `vector` field, or an .npy beside the
+corpus) are written as they are, with the embedder named for the queries; a wrong dimension is
+located."""
 
 from __future__ import annotations
 
