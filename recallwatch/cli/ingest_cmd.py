@@ -65,7 +65,7 @@ def ingest(
     address: RayAddress = None,
     workers: RayWorkers = None,
     vectors: Annotated[bool, typer.Option(
-        "--vectors", help="Bring your own vectors: write the vectors the corpus carries (a "
+        "--precomputed", help="Bring your own vectors: write the vectors the corpus carries (a "
         "`vector` field in each record, or CORPUS.npy beside it, one row per record) instead of "
         "embedding the texts. --embedder names the model the queries will be embedded with; "
         "every vector must have its dimension.")] = False,

@@ -58,7 +58,7 @@ GOLD_LABELS = frozenset({GOLD_LABEL, GOLD_LABEL_EN})
 ChunkKind = Literal["text", "table", "list", "faq", "code", "figure", "heading", "other"]
 CHUNK_KINDS: tuple[str, ...] = get_args(ChunkKind)
 
-# `vector`: a precomputed embedding, read only by `ingest --vectors` (formats.corpus_vectors)
+# `vector`: a precomputed embedding, read only by `ingest --precomputed` (formats.corpus_vectors)
 _FIELDS = {"id", "text", "facets", "valid_from", "valid_to", "kind", "acl", "vector",
            *_OPTIONAL_TEXT}
 

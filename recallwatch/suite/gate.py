@@ -326,7 +326,7 @@ def gate_from_files(
     from recallwatch.formats.policy import load_policy
 
     if sum(x is not None for x in (store, results, pipeline)) != 1:
-        raise UsageError("give exactly one of --store URI, --results FILE or --pipeline FILE")
+        raise UsageError("give exactly one of --store URI or --results FILE (or --pipeline FILE)")
     if (runs_out is not None or tune_weights) and pipeline is None:
         raise UsageError(f"{'--runs-out' if runs_out is not None else '--tune-weights'} works "
                          "on a pipeline: give it with --pipeline FILE")

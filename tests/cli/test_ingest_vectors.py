@@ -1,5 +1,6 @@
-"""``ingest --vectors``: precomputed vectors (a `vector` field, or an .npy beside the corpus) are
-written as they are, with the embedder named for the queries; a wrong dimension is located."""
+"""``ingest --precomputed``: precomputed vectors (a `vector` field, or an .npy beside the
+corpus) are written as they are, with the embedder named for the queries; a wrong dimension is
+located."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ def test_the_given_vectors_are_what_the_store_holds(tmp_path: Path, where: str) 
     if where == "npy":
         np.save(tmp_path / "corpus.npy", v)
     uri = f"lancedb://{tmp_path / 'db'}?table=chunks"
-    code, out, err = cli("ingest", str(corpus), "--store", uri, "--vectors",
+    code, out, err = cli("ingest", str(corpus), "--store", uri, "--precomputed",
                          "--embedder", "use-multilingual", "--no-history")
     assert code == 0, err
     np.testing.assert_array_equal(stored(uri, list(TEXTS)), v)
@@ -61,7 +62,7 @@ def test_a_vector_of_the_wrong_dimension_is_located(tmp_path: Path) -> None:
                       + json.dumps({"id": "b", "text": "dos", "vector": [0.1, 0.2]}) + "\n",
                       encoding="utf-8")
     code, _, err = cli("ingest", str(corpus), "--store", f"lancedb://{tmp_path / 'db'}",
-                       "--vectors", "--embedder", "use-multilingual", "--no-history")
+                       "--precomputed", "--embedder", "use-multilingual", "--no-history")
     assert code == 2
     assert "corpus.jsonl:2: record 'b': field 'vector': expected 512 finite numbers (the " \
            "dimension of the embedder use-multilingual), found '2 numbers'" in err
@@ -73,9 +74,9 @@ def test_an_npy_of_the_wrong_shape_is_located(tmp_path: Path) -> None:
                       encoding="utf-8")
     np.save(tmp_path / "corpus.npy", vectors(3, 8))
     code, _, err = cli("ingest", str(corpus), "--store", f"lancedb://{tmp_path / 'db'}",
-                       "--vectors", "--embedder", "use-multilingual", "--no-history")
+                       "--precomputed", "--embedder", "use-multilingual", "--no-history")
     assert code == 2 and "corpus.npy" in err and "found 'shape (3, 8)'" in err
     (tmp_path / "corpus.npy").unlink()
     code, _, err = cli("ingest", str(corpus), "--store", f"lancedb://{tmp_path / 'db'}",
-                       "--vectors", "--embedder", "use-multilingual", "--no-history")
+                       "--precomputed", "--embedder", "use-multilingual", "--no-history")
     assert code == 2 and "corpus.npy beside it" in err

@@ -92,4 +92,4 @@ def test_a_bad_pipeline_exits_2_with_the_location(tmp_path: Path) -> None:
     assert code == 2 and "pipeline.yaml:2" in err and "valid: rrf" in err
     code, _, err = cli("gate", str(golden), "--pipeline", str(path), "--store", "lancedb://x",
                        "--no-history")
-    assert code == 2 and "exactly one of --store URI, --results FILE or --pipeline FILE" in err
+    assert code == 2 and "exactly one of --store URI or --results FILE (or --pipeline FILE)" in err
