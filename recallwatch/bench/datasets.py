@@ -16,7 +16,7 @@ from recallwatch.bench.truth import content_hash
 from recallwatch.errors import InputError, StoreError
 from recallwatch.formats.ann import AnnDataset, Metric, parse_metric, read_hdf5, read_vectors
 from recallwatch.formats.fields import bounded, check_keys, line_of, shown
-from recallwatch.formats.structured import LINE_KEY
+from recallwatch.formats.structured import without_lines
 from recallwatch.vectors import normalise
 
 if TYPE_CHECKING:
@@ -234,7 +234,7 @@ def dataset_from_spec(spec: Mapping[str, Any], *, source: str = "", base_dir: Pa
     metric = parse_metric(spec.get("metric", "cosine" if form == "store" else "ip"),
                           source=source, field="dataset.metric")
     if form == "synthetic":
-        syn = {**_SYNTHETIC, **_plain(spec["synthetic"] or {})}  # checked: a mapping or None
+        syn = {**_SYNTHETIC, **without_lines(spec["synthetic"] or {})}  # checked: a mapping or None
         data = synthetic(syn["n"], syn["dim"], topics=syn["topics"], queries=syn["queries"],
                          seed=syn["seed"])
         return Dataset(data.name, data.base, data.queries, metric, source=data.source)
@@ -270,11 +270,6 @@ def dataset_from_spec(spec: Mapping[str, Any], *, source: str = "", base_dir: Pa
         test = np.ascontiguousarray(read_vectors(root / str(queries)), dtype=np.float32)
     # a store URI may carry a password: only its redacted form is recorded with results
     recorded = name if form == "store" else str(spec[form])
-    return Dataset(name, base, test, metric, ids, {form: recorded, "queries": _plain(queries)})
+    return Dataset(name, base, test, metric, ids,
+                   {form: recorded, "queries": without_lines(queries)})
 
-
-def _plain(value: Any) -> Any:
-    """A YAML value without the line markers the structured reader adds."""
-    if isinstance(value, Mapping):
-        return {k: v for k, v in value.items() if k != LINE_KEY}
-    return value

@@ -19,14 +19,13 @@ plan. Every mistake is an InputError naming the plan, the line, the variant and 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from recallwatch.errors import InputError
 from recallwatch.formats.fields import check_keys, line_of, shown, text_id
-from recallwatch.formats.structured import LINE_KEY, load_structured
+from recallwatch.formats.structured import LINE_KEY, load_structured, without_lines
 from recallwatch.ops.chunking import Chunking
 
 __all__ = ["INDEX_KEYS", "Plan", "VariantSpec", "load_plan"]
@@ -169,7 +168,7 @@ def _variant(raw: Any, base: VariantSpec, base_dir: Path, src: str, where: str) 
             raise InputError(source=src, line=line, record=name, field="rerank",
                              expected="a mapping {python: MODULE:ATTR} or {cross_encoder: PATH}",
                              found=shown(r))
-        changes["rerank"] = None if r is None else _plain(r)
+        changes["rerank"] = None if r is None else without_lines(r)
     if "index" in raw:
         changes["index"] = _index(raw["index"], src, line, name)
     if "corpus" in raw:
@@ -207,7 +206,7 @@ def _retrieval(raw: Any, src: str, line: int | None, name: str) -> dict[str, Any
         check_keys(raw, {"fuse"}, source=src, record=name)
         fuse = raw.get("fuse")
         if isinstance(fuse, dict):
-            return {"retrieval": "hybrid", "fuse": _plain(fuse)}
+            return {"retrieval": "hybrid", "fuse": without_lines(fuse)}
     raise InputError(source=src, line=line_of(raw) or line, record=name, field="retrieval",
                      expected="dense, bm25 or {fuse: {method: rrf|combsum|combmnz|combmax|wsum, "
                      "…}} (dense and BM25 fused)", found=shown(raw))
@@ -219,7 +218,7 @@ def _index(raw: Any, src: str, line: int | None, name: str) -> dict[str, Any]:
                          expected=f"a mapping of {', '.join(INDEX_KEYS)}", found=shown(raw))
     check_keys(raw, set(INDEX_KEYS), source=src, record=name)
     out = {}
-    for key, value in _plain(raw).items():
+    for key, value in without_lines(raw).items():
         ok = (value in ("IVF_HNSW_SQ", "IVF_PQ") if key == "index_type"
               else isinstance(value, int) and not isinstance(value, bool) and value >= 1)
         if not ok:
@@ -230,14 +229,6 @@ def _index(raw: Any, src: str, line: int | None, name: str) -> dict[str, Any]:
         out[key] = value
     return out
 
-
-def _plain(value: Any) -> Any:
-    """A YAML value without its line markers (what is recorded and hashed)."""
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items() if k != LINE_KEY}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
 
 
 def _file(raw: Any, base_dir: Path, src: str, line: int | None, record: str | None,

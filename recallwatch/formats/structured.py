@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from recallwatch._files import capped_lines, open_input, read_capped
 from recallwatch.errors import InputError
 
 __all__ = ["LINE_KEY", "MAX_NESTING", "iter_jsonl", "load_structured", "parse_json_line",
-           "parse_json_value", "read_text", "text_lines"]
+           "parse_json_value", "read_text", "text_lines", "without_lines"]
 
 # Mappings read from YAML carry their 1-based start line under this key (never a valid field name).
 LINE_KEY = "__line__"
@@ -395,3 +395,13 @@ def _surrogate_line(text: str) -> int | None:
             continue
         return text.count("\n", 0, match.start()) + 1
     return None
+
+
+def without_lines(value: Any) -> Any:
+    """A value read by :func:`load_structured` without the line numbers it adds to mappings
+    (what is recorded and hashed), at every depth."""
+    if isinstance(value, Mapping):
+        return {k: without_lines(v) for k, v in value.items() if k != LINE_KEY}
+    if isinstance(value, list):
+        return [without_lines(v) for v in value]
+    return value

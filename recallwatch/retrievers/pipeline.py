@@ -22,7 +22,7 @@ from typing import Any
 
 from recallwatch.errors import InputError, RecallwatchError, RetrieverError, UsageError
 from recallwatch.formats.fields import check_keys, line_of, shown
-from recallwatch.formats.structured import LINE_KEY
+from recallwatch.formats.structured import LINE_KEY, without_lines
 from recallwatch.retrievers.base import Hit, Retriever, SupportsChunks
 from recallwatch.retrievers.fusion import (
     METHODS,
@@ -146,7 +146,7 @@ def _retrievers(raw: Any, source: str, line: int | None
                              found=name)
         if isinstance(value, Mapping):
             spec = value.get("spec")
-            opts = {k: _plain(v) for k, v in value.items() if k not in ("spec", LINE_KEY)}
+            opts = {k: without_lines(v) for k, v in value.items() if k not in ("spec", LINE_KEY)}
             if opts:
                 options[str(name)] = opts
         else:
@@ -159,14 +159,6 @@ def _retrievers(raw: Any, source: str, line: int | None
         specs[str(name)] = spec
     return specs, options
 
-
-def _plain(value: Any) -> Any:
-    """A value read from the file without the line numbers the reader adds to mappings."""
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items() if k != LINE_KEY}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
 
 
 def _fuse(raw: Any, names: list[str], source: str, line: int | None) -> FuseSpec | None:
