@@ -136,9 +136,10 @@ def load_rates(path: Path) -> dict[str, Any] | None:
     except (ValueError, KeyError, TypeError):
         ok = False
     if not ok:
-        raise InputError(source=path, expected="a rates record written by recallwatch plan "
+        raise InputError(source=path, expected="a rates record written by recallwatch bench plan "
                          "--calibrate", found="another file",
-                         hint="delete it, or run recallwatch plan --calibrate to write it again")
+                         hint="delete it, or run recallwatch bench plan --calibrate to write it "
+                              "again")
     return dict(record)
 
 

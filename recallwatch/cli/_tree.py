@@ -34,6 +34,8 @@ MOVES: dict[str, tuple[str, str]] = {
     "calibrate-noise": ("ops", "calibrate-noise"),
     "serve": ("ops", "serve"),
     "groups": ("history", "groups"),
+    "quantize": ("bench", "quantize"),
+    "plan": ("bench", "plan"),
 }
 _GROUP_HELP = {
     "ops": "Operate a live index: probe sets, the monitor and its dashboard (serve), reindex "

@@ -1,4 +1,4 @@
-"""``recallwatch bench`` (a sweep, ``bench reference``), ``recallwatch quantize``, and the old
+"""``recallwatch bench`` (a sweep, ``bench reference``), ``recallwatch bench quantize``, and the old
 name ``recallwatch experiments`` of ``bench reference``."""
 
 from __future__ import annotations
@@ -40,8 +40,9 @@ class _BenchGroup(TyperGroup):
 bench_app = typer.Typer(
     cls=_BenchGroup,
     help="ANN benchmarks on your own vectors: `recallwatch bench SWEEP.yaml` (short for `bench "
-    "sweep`) sweeps engines and their parameters; `bench reference` runs the reference "
-    "experiments.",
+    "sweep`) sweeps engines and their parameters; `bench quantize` weighs float16, int8 and "
+    "binary vectors against float32; `bench plan` sizes an index before it is built; `bench "
+    "reference` runs the reference experiments.",
     no_args_is_help=True,
 )
 

@@ -1,5 +1,5 @@
-"""``recallwatch plan``: memory, disk, build time and queries per second of an index before it is
-built, with the formulas; ``--check`` compares the sizes with real indexes built small.
+"""``recallwatch bench plan``: memory, disk, build time and queries per second of an index before
+it is built, with the formulas; ``--check`` compares the sizes with real indexes built small.
 
 Exit codes: 0 done, 2 usage or input error.
 """

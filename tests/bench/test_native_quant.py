@@ -39,8 +39,8 @@ def test_quantize_store_measures_lancedb_indexes_on_a_copy(tmp_path: Path) -> No
     uri = _lance(tmp_path / "kb", 1500)
     before = LanceStore.open(uri)
     version, count = before.current_version(), before.count()
-    result = CliRunner().invoke(app, ["quantize", "--store", uri, "--sample", "50", "--format",
-                                      "json", "--depths", "10,50"])
+    result = CliRunner().invoke(app, ["bench", "quantize", "--store", uri, "--sample", "50",
+                                      "--format", "json", "--depths", "10,50"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert doc["n"] == 1450 and doc["nq"] == 50 and doc["metric"] == "cosine"
@@ -61,7 +61,7 @@ def test_quantize_store_measures_lancedb_indexes_on_a_copy(tmp_path: Path) -> No
 def test_quantize_store_table_names_the_indexes(tmp_path: Path) -> None:
     uri = _lance(tmp_path / "kb", 600)
     version = LanceStore.open(uri).current_version()
-    result = CliRunner().invoke(app, ["quantize", "--store", uri, "--sample", "20",
+    result = CliRunner().invoke(app, ["bench", "quantize", "--store", uri, "--sample", "20",
                                       "--depths", "10"])
     assert result.exit_code == 0, result.output
     assert LanceStore.open(uri).current_version() == version

@@ -93,7 +93,7 @@ def test_rates_are_measured_stored_and_read_back(tmp_path: Path) -> None:
     flat = footprint(1_000_000, 128, "f16", "flat", rates=record)
     assert flat.qps_per_core == pytest.approx(1 / (1_000_000 * 128 * r["scan"]["f16"]))
     path.write_text(json.dumps({"schema": 1, "rates": {}}), encoding="utf-8")
-    with pytest.raises(InputError, match="expected a rates record written by recallwatch plan"):
+    with pytest.raises(InputError, match="expected a rates record written by recallwatch bench"):
         load_rates(path)
 
 

@@ -51,8 +51,8 @@ def test_bench_bad_sweep_is_one_error_line_and_exit_2(tmp_path: Path) -> None:
 
 
 def test_quantize_on_synthetic_vectors(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["quantize", "--synthetic", "3000x32", "--sample", "50",
-                                      "--depths", "10,100", "--out", str(tmp_path)])
+    result = CliRunner().invoke(app, ["bench", "quantize", "--synthetic", "3000x32", "--sample",
+                                      "50", "--depths", "10,100", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert "| float16 | 64 |" in result.stdout and "R=100" in result.stdout
     assert json.loads((tmp_path / "quantization.json").read_text())["k"] == 10
@@ -65,7 +65,7 @@ def test_quantize_reads_a_vector_file(tmp_path: Path) -> None:
 
     path = tmp_path / "v.fvecs"
     write_vectors(path, np.random.default_rng(0).standard_normal((800, 16)))
-    result = CliRunner().invoke(app, ["quantize", str(path), "--sample", "20", "--format",
+    result = CliRunner().invoke(app, ["bench", "quantize", str(path), "--sample", "20", "--format",
                                       "json", "--depths", "50"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
@@ -79,7 +79,7 @@ def test_quantize_needs_exactly_one_input() -> None:
 
 
 def test_quantize_rejects_a_malformed_synthetic_size() -> None:
-    result = CliRunner().invoke(app, ["quantize", "--synthetic", "big"])
+    result = CliRunner().invoke(app, ["bench", "quantize", "--synthetic", "big"])
     assert result.exit_code == 2
     assert "field '--synthetic': expected NxD, e.g. 20000x128, found 'big'" in result.stderr
 

@@ -106,7 +106,7 @@ def commands(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
         out[f"online clicks {fmt}"] = ["online", "clicks", str(clicks), "--format", fmt]
         out[f"online ab {fmt}"] = ["online", "ab", str(ab), "--format", fmt]
         out[f"online interleave {fmt}"] = ["online", "interleave", str(il), "--format", fmt]
-    out["groups"] = ["groups", "latest", "--by", "domain", "--history", history]
+    out["groups"] = ["history", "groups", "latest", "--by", "domain", "--history", history]
     out["help"] = ["history", "--help"]
     out["usage error"] = ["gate", "--results"]  # click's own message, on stderr
     return out

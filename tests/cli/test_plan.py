@@ -19,14 +19,14 @@ def rates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_plan_shows_the_formulas_and_the_stored_rates(rates: Path) -> None:
-    result = CliRunner().invoke(app, ["plan", "--vectors", "100M", "--dim", "768"])
+    result = CliRunner().invoke(app, ["bench", "plan", "--vectors", "100M", "--dim", "768"])
     assert result.exit_code == 0, result.output
     assert "n × d × 4 B" in result.stdout
     assert "= 100,000,000 × 768 × 4 B = 307.2 GB" in result.stdout
     assert f"from {rates}" in result.stdout
-    result = CliRunner().invoke(app, ["plan", "--vectors", "1e8", "--dim", "768", "--dtype",
-                                      "int8", "--index", "hnsw", "--m", "16", "--replicas", "3",
-                                      "--format", "json"])
+    result = CliRunner().invoke(app, ["bench", "plan", "--vectors", "1e8", "--dim", "768",
+                                      "--dtype", "int8", "--index", "hnsw", "--m", "16",
+                                      "--replicas", "3", "--format", "json"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)["plan"]
     assert doc["vector_bytes"] == 76_800_000_000
@@ -38,7 +38,7 @@ def test_plan_shows_the_formulas_and_the_stored_rates(rates: Path) -> None:
 @pytest.mark.slow  # the default calibration: about ten seconds on a busy machine
 def test_plan_measures_the_rates_when_none_are_stored(tmp_path: Path) -> None:
     path = tmp_path / "sub" / "machine.json"
-    result = CliRunner().invoke(app, ["plan", "--vectors", "1000", "--dim", "8", "--rates",
+    result = CliRunner().invoke(app, ["bench", "plan", "--vectors", "1000", "--dim", "8", "--rates",
                                       str(path)])
     assert result.exit_code == 0, result.output
     assert f"wrote {path}" in result.stderr
@@ -46,7 +46,7 @@ def test_plan_measures_the_rates_when_none_are_stored(tmp_path: Path) -> None:
 
 
 def test_plan_check_reports_the_error_on_real_indexes(rates: Path) -> None:
-    result = CliRunner().invoke(app, ["plan", "--vectors", "1M", "--dim", "16", "--index",
+    result = CliRunner().invoke(app, ["bench", "plan", "--vectors", "1M", "--dim", "16", "--index",
                                       "hnsw", "--check", "--check-vectors", "1000", "--dtype",
                                       "int8"])
     assert result.exit_code == 0, result.output
@@ -64,6 +64,6 @@ def test_plan_check_reports_the_error_on_real_indexes(rates: Path) -> None:
      "Error: field '--index': expected flat | ivf | hnsw, found 'lsh'"),
 ])
 def test_plan_refuses_bad_input_in_one_line(rates: Path, args: list[str], message: str) -> None:
-    result = CliRunner().invoke(app, ["plan", *args])
+    result = CliRunner().invoke(app, ["bench", "plan", *args])
     assert result.exit_code == 2
     assert result.stderr.strip() == message

@@ -49,9 +49,9 @@ def _commands(uri: str, f: dict[str, Path]) -> list[list[str]]:
          str(f["dir"] / "policy.yaml"), "--history", uri],
         ["history", "list", "--history", uri],
         ["history", "copy", str(f["db"]), uri],
-        ["monitor", "--store", store, "--probes", str(f["probes"]), "--no-history"],
+        ["ops", "monitor", "--store", store, "--probes", str(f["probes"]), "--no-history"],
         ["ingest", str(f["corpus"]), "--store", store, "--no-history"],
-        ["groups", "latest", "--by", "domain", "--history", uri],
+        ["history", "groups", "latest", "--by", "domain", "--history", uri],
     ]
 
 

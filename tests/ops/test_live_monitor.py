@@ -222,7 +222,7 @@ def test_monitor_alarms_on_a_drop_by_default(tmp_path: Path) -> None:
     store, data = small_store(tmp_path / "s", indexed=False, n=300)
     np.save(tmp_path / "p.npy", data.queries)
     drop_log(tmp_path / "drop.jsonl")
-    args = ["monitor", "--store", store.uri, "--probes", str(tmp_path / "p.npy"),
+    args = ["ops", "monitor", "--store", store.uri, "--probes", str(tmp_path / "p.npy"),
             "--floor", "0.5", "--no-history", "--log", str(tmp_path / "drop.jsonl")]
     r = CliRunner().invoke(app, args)
     assert r.exit_code == 1, r.output
