@@ -23,6 +23,7 @@ from recallwatch.cli._options import (
     GoldenOption,
     HistoryPath,
     NoHistory,
+    PolicyFile,
     ProbesFile,
     RayAddress,
     RayWorkers,
@@ -217,9 +218,7 @@ def monitor(
     live_min_impressions: Annotated[int | None, typer.Option(
         "--live-min-impressions", help="Below this many impressions in the window, report the "
         "rates but never alarm on them (default 100).")] = None,
-    policy_file: Annotated[Path | None, typer.Option(
-        "--policy", help="Policy file (YAML): the monitor reads its drift_alarm_p, the p-value "
-        "under which the data-drift test alarms (without it, drift never alarms).")] = None,
+    policy_file: PolicyFile = None,
     engine: EngineOption = EngineChoice.local,
     address: RayAddress = None,
     workers: RayWorkers = None,
@@ -235,7 +234,10 @@ def monitor(
 
     With --engine ray the exact search (the ground truth) is computed on Ray: the store's vectors
     are read in shards and each shard is scored by one Ray task, so the store need not fit in
-    one machine's memory; the report is the same as with --engine local."""
+    one machine's memory; the report is the same as with --engine local.
+
+    Data drift is also a two-sample test with a p-value; it alarms only when the --policy file
+    sets drift_alarm_p (e.g. 0.01) and the p-value falls under it."""
     from recallwatch.errors import InputError
     from recallwatch.formats.policy import load_policy
     from recallwatch.ops.budget import BudgetPolicy
