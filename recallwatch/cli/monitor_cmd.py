@@ -24,6 +24,7 @@ from recallwatch.cli._options import (
     HistoryPath,
     MinCoverage,
     NoHistory,
+    PolicyFile,
     ProbesFile,
     RayAddress,
     RayWorkers,
@@ -72,6 +73,12 @@ def _monitor_text(r: MonitorReport) -> str:
                      f"mean-embedding distance {d.mean_cosine_distance:.3f}; "
                      f"{d.share_far:.0%} far from every centroid (trained rows: "
                      f"{d.baseline_share_far:.0%}; centroids: {d.centroids})")
+        if d.test is not None:
+            t = d.test
+            lines.append(f"    two-sample test  MMD² {t.mmd2:.4g}, p-value {t.p_value:.4f} "
+                         f"({t.permutations} permutations; {t.reference_rows} trained and "
+                         f"{t.current_rows} new rows); dimensions drifted: KS "
+                         f"{t.ks_share_drifted:.0%}, PSI {t.psi_share_drifted:.0%}")
     elif r.index is not None:
         lines.append("  data drift         no rows written since the index was trained")
     if r.resources is not None:
@@ -209,6 +216,7 @@ def monitor(
     live_min_impressions: Annotated[int | None, typer.Option(
         "--live-min-impressions", help="Below this many impressions in the window, report the "
         "rates but never alarm on them (default 100).")] = None,
+    policy_file: PolicyFile = None,
     engine: EngineOption = EngineChoice.local,
     address: RayAddress = None,
     workers: RayWorkers = None,
@@ -224,8 +232,12 @@ def monitor(
 
     With --engine ray the exact search (the ground truth) is computed on Ray: the store's vectors
     are read in shards and each shard is scored by one Ray task, so the store need not fit in
-    one machine's memory; the report is the same as with --engine local."""
+    one machine's memory; the report is the same as with --engine local.
+
+    Data drift is also a two-sample test with a p-value; it alarms only when the --policy file
+    sets drift_alarm_p (e.g. 0.01) and the p-value falls under it."""
     from recallwatch.errors import InputError
+    from recallwatch.formats.policy import load_policy
     from recallwatch.ops.budget import BudgetPolicy
     from recallwatch.ops.monitor import run_monitor
     from recallwatch.ops.probes import load_probes
@@ -242,6 +254,7 @@ def monitor(
                        max_no_result_rate=max_no_result_rate, min_ctr=min_ctr,
                        max_abandonment=max_abandonment, max_latency_p99=max_latency_p99,
                        min_impressions=live_min_impressions)
+    drift_alarm_p = load_policy(policy_file).drift_alarm_p
     probe_set = load_probes(probes_file)
     vs = open_store(store)
     hist = recording_history(history, no_history)
@@ -250,7 +263,8 @@ def monitor(
             report = run_monitor(vs, probe_set, k=k, floor=floor, budget=policy, history=hist,
                                  reindex_below=reindex_below,
                                  reindex_window=timedelta(hours=reindex_window), live=live,
-                                 exact=exact, min_coverage=min_coverage)
+                                 exact=exact, min_coverage=min_coverage,
+                                 drift_alarm_p=drift_alarm_p)
     finally:
         vs.close()
         if hist is not None:

@@ -29,7 +29,7 @@ MAX_BOOST = 10.0
 _KEYS = {
     "top_k", "recall_floor", "min_mean_quality", "noise_ceiling", "gold_failures_allowed",
     "other_failures_allowed", "waivers", "search", "min_group_quality", "staleness",
-    "noise_unlisted", *LIMIT_KEYS,
+    "noise_unlisted", "drift_alarm_p", *LIMIT_KEYS,
 }
 # What the noise rule assumes of a top-K result that is neither expected nor judged: "unjudged"
 # (unknown: a query whose labels are too sparse for the rule is not judged on noise) or
@@ -93,6 +93,9 @@ class Policy:
     search: SearchSettings = field(default_factory=SearchSettings)
     # a warning's settings, not a rule: outside rules_dict, so outside the policy hash
     staleness: StalenessSettings = field(default_factory=StalenessSettings)
+    # the monitor's, not the gate's (outside rules_dict): alarm when the data-drift test's
+    # p-value is under this; None (the default) never alarms on it
+    drift_alarm_p: float | None = None
     # Run-level limits: rank-measure targets, max_drop against the baseline, cost caps.
     limits: Limits = field(default_factory=Limits)
     source: str | None = None
@@ -174,6 +177,7 @@ def parse_policy(data: Any, source: Path) -> Policy:
                              found=shown(reason))
         clean_waivers[qid] = reason.strip()
     group = data.get("min_group_quality")
+    drift_p = data.get("drift_alarm_p")
     return Policy(
         top_k=top_k,
         recall_floor=float(number("recall_floor", 0.90, 0.0, 1.0)),
@@ -188,6 +192,8 @@ def parse_policy(data: Any, source: Path) -> Policy:
             number("min_group_quality", 0.0, 0.0, 100.0)),
         search=_search(data.get("search"), source, line),
         staleness=_staleness(data.get("staleness"), source, line),
+        drift_alarm_p=None if drift_p is None else float(
+            number("drift_alarm_p", 0.01, 0.0, 1.0)),
         limits=parse_limits(data, source, line),
         source=str(source),
         search_line=line_of(data.get("search")) or line,

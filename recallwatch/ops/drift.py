@@ -7,6 +7,9 @@ baseline share is 5 % by construction). Centroids are the engine's own when it e
 (:class:`~recallwatch.stores.base.SupportsIndexInspection`: LanceDB); otherwise faiss k-means
 centroids of the trained rows. Both need the stored vectors
 (:class:`~recallwatch.stores.base.SupportsVectors`).
+
+On the same samples, a two-sample statistical test (:mod:`recallwatch.ops.drift_stats`): MMD²
+with a permutation p-value, and per-dimension KS and PSI summaries.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from recallwatch.errors import NotInstalledError
+from recallwatch.ops.drift_stats import DriftTest, drift_test
 from recallwatch.stores.base import SupportsContentHashes, SupportsIndexInspection, SupportsVectors
 from recallwatch.vectors import cosine_scores, normalise
 
@@ -40,6 +44,7 @@ class DriftSignal:
     baseline_share_far: float  # the same share among the trained rows (≈ 0.05)
     centroids: str  # "engine (N)" or "faiss k-means (N)"
     sampled: int
+    test: DriftTest | None = None  # MMD² permutation test, per-dimension KS and PSI
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -72,6 +77,7 @@ def drift_signal(store: VectorStore, trained_version: str, *, seed: int = 0) -> 
         mean_cosine_distance=mean_dist, share_far=float((dist_new > cut).mean()),
         baseline_share_far=float((dist_old > cut).mean()), centroids=how,
         sampled=len(pick_new) + len(pick_old),
+        test=drift_test(old_u, new_u, seed=seed) if len(old_u) > 1 and len(new_u) > 1 else None,
     )
 
 

@@ -130,6 +130,7 @@ def run_monitor(
     now: datetime | None = None, live: LiveCheck | None = None,
     reindex_below: float | None = None, reindex_window: timedelta = DEFAULT_WINDOW,
     exact: ExactSearch | None = None, min_coverage: float = 0.0,
+    drift_alarm_p: float | None = None,
 ) -> MonitorReport:
     """Measure the live index with the probes; record the run in ``history`` when given (the
     error budget is computed over the history's earlier monitor runs of this store). ``live``:
@@ -138,7 +139,8 @@ def run_monitor(
     ``reindex_below``, recall under it triggers a verified reindex (switched only when the new
     index reaches ``floor``). ``exact``: the exact search recall is measured against, in the
     reindex's verification too (default the store's own, ``search(exact=True)``; the Ray engine:
-    :class:`recallwatch.scale.store_truth.RayExactSearch`)."""
+    :class:`recallwatch.scale.store_truth.RayExactSearch`). ``drift_alarm_p``: alarm when the
+    data-drift test's p-value is under it (None: never)."""
     from recallwatch.ops.calibrate import read_threshold
 
     if not 0.0 <= floor <= 1.0:
@@ -148,6 +150,9 @@ def run_monitor(
     if reindex_below is not None and not 0.0 <= reindex_below <= 1.0:
         raise InputError(field="reindex_below", expected="a recall in [0, 1]",
                          found=reindex_below)
+    if drift_alarm_p is not None and not 0.0 <= drift_alarm_p <= 1.0:
+        raise InputError(field="drift_alarm_p", expected="a p-value threshold in [0, 1]",
+                         found=drift_alarm_p)
     if k < 1:
         raise InputError(field="k", expected="a depth of at least 1", found=k)
     rows = store.count()
@@ -196,6 +201,12 @@ def run_monitor(
             drift = drift_signal(store, str(build["trained_version"]))
         except StoreError as exc:
             notes.append(f"drift: {exc}")
+    if drift is not None and drift.test is not None and drift_alarm_p is not None \
+            and drift.test.p_value < drift_alarm_p:
+        alarms.append(f"data drift: the rows written since version {drift.trained_version} "
+                      f"differ from the trained rows (two-sample test p-value "
+                      f"{drift.test.p_value:.4f} < {drift_alarm_p:g}); rebuild the index on "
+                      "the current data (recallwatch ops reindex)")
     elif build is None and problem is None:
         notes.append("index: the store reports no ANN index (searches are exact)")
 
