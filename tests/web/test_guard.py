@@ -148,7 +148,7 @@ def served(site: Site) -> Iterator[str]:
     """The real `recallwatch serve` on a free port, with a token from the environment."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "RECALLWATCH_SERVE_TOKEN": TOKEN}
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from recallwatch.cli import main; main()", "serve",
+        [sys.executable, "-c", "from recallwatch.cli import main; main()", "ops", "serve",
          "--history", str(site[0]), "--port", "0"],
         stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
     try:
