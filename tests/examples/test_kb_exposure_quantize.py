@@ -75,8 +75,8 @@ def test_exposure_by_year_of_the_documents(kb: dict[str, Any]) -> None:
 
 def test_quantize_the_knowledge_base_vectors(kb: dict[str, Any]) -> None:
     version = LanceStore.open(kb["store"]).current_version()
-    code, out, err = cli("quantize", "--store", kb["store"], "--sample", "30", "--depths",
-                         "10,20,50", "--format", "json")
+    code, out, err = cli("bench", "quantize", "--store", kb["store"], "--sample", "30",
+                         "--depths", "10,20,50", "--format", "json")
     assert code == 0, err
     doc = json.loads(out)
     assert (doc["n"], doc["d"], doc["nq"]) == (135, 512, 30)
@@ -101,8 +101,8 @@ def test_the_same_on_a_pgvector_copy(kb: dict[str, Any], postgres_server: Any,
     copy = PgVectorStore.open(uri, create=True)
     copy.upsert(chunks, np.asarray(vectors))
     copy.close()
-    code, out, err = cli("quantize", "--store", uri, "--sample", "30", "--depths", "10",
-                         "--format", "json")
+    code, out, err = cli("bench", "quantize", "--store", uri, "--sample", "30", "--depths",
+                         "10", "--format", "json")
     assert code == 0, err
     doc = json.loads(out)
     native = {r["representation"]: r for r in doc["store_indexes"]}
