@@ -4,6 +4,7 @@ corpus check that lists every problem with its line, and the next command to run
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -49,7 +50,8 @@ def test_a_good_corpus_and_golden_set_pass_the_check(tmp_path: Path) -> None:
     assert "30 chunks in 10 documents; domains: facilities 3, finance 9, hr 9, it 9; 1 Gold " \
         "chunk (label CURATED_SYNTHESIS or SINTESIS_CURADA)" in out
     assert "no problems found" in out
-    assert "recallwatch ingest " + str(EXAMPLE / "chunks.jsonl") in out
+    # the next command to run, ready to paste: a path with a space is quoted
+    assert "recallwatch ingest " + shlex.quote(str(EXAMPLE / "chunks.jsonl")) in out
 
 
 def test_every_corpus_problem_and_every_unknown_id_is_listed_with_its_place(
