@@ -76,7 +76,7 @@ def test_a_lancedb_run_of_the_example_records_and_shows_its_texts(tmp_path: Path
         assert dict(h.load(out["run_id"]).chunk_texts) == out["chunk_texts"]
 
     q = next(q for q in out["queries"] if not q["passed"])
-    client = TestClient(create_app(db))
+    client = TestClient(create_app(db), base_url="http://127.0.0.1")  # the Host it allows
     resp = client.get(f"/runs/{quote(out['run_id'])}/queries/{quote(q['id'], safe='')}")
     assert resp.status_code == 200
     H.assert_inert(resp.text)
