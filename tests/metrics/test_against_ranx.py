@@ -20,8 +20,9 @@ from recallwatch.metrics import Qrels, Run, evaluate
 ranx = pytest.importorskip("ranx")
 
 pytestmark = [
-    # ranx's numba kernels warn on an internal uint64 -> int64 cast we cannot avoid
-    pytest.mark.filterwarnings("ignore:unsafe cast from uint64 to int64"),
+    # ranx's numba kernels warn on an internal uint64 -> int64 cast we cannot avoid (the message
+    # may start with terminal colour codes)
+    pytest.mark.filterwarnings("ignore:.*unsafe cast from uint64 to int64"),
     pytest.mark.slow,  # numba compiles ranx's kernels on first use: minutes on a busy machine
 ]
 
