@@ -7,6 +7,7 @@ Everything a variant's outcome holds is plain data, so a Ray worker can return i
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +19,8 @@ if TYPE_CHECKING:
     from recallwatch.suite.gate import Part
     from recallwatch.suite.model import GateResult
 
-__all__ = ["METRICS", "PartResult", "VariantOutcome", "evaluate_variant", "pipeline_spec"]
+__all__ = ["METRICS", "PartResult", "VariantOutcome", "evaluate_variant", "judged_block",
+           "pipeline_spec"]
 
 #: results.json's metric names and the per-query field of the gate each one is the mean of.
 METRICS: dict[str, str] = {"mean_quality": "quality", "mean_recall": "recall",
@@ -30,8 +32,8 @@ class PartResult:
     """The gate on one part of the golden set (``tune``, ``test`` or ``all``)."""
 
     verdict: str
-    metrics: dict[str, float | None]
-    per_query: dict[str, dict[str, float]]  # query id -> METRICS field -> value
+    metrics: dict[str, float | None]  # METRICS, and judged_at_k
+    per_query: dict[str, dict[str, float]]  # query id -> METRICS field (and "judged") -> value
     failed_queries: int
     candidate_recall: float | None  # of the first stage, at the pipeline's depth
     cost: dict[str, Any] | None
@@ -86,6 +88,7 @@ def evaluate_variant(plan: Plan, variant: VariantSpec, build: Build) -> VariantO
     """Search the variant's pipeline and run the gate on every part of the golden set."""
     from recallwatch.formats.corpus import read_corpus
     from recallwatch.formats.golden import load_golden
+    from recallwatch.formats.judging import judged_pairs
     from recallwatch.formats.policy import load_policy
     from recallwatch.retrievers.pipeline import Pipeline
     from recallwatch.suite.gate import Gate
@@ -98,27 +101,44 @@ def evaluate_variant(plan: Plan, variant: VariantSpec, build: Build) -> VariantO
     parts: tuple[Part, ...] = ("tune", "test") if golden.has_split else ("all",)
     out: dict[str, PartResult] = {}
     warnings: list[str] = []
+    judgments = judged_pairs(plan.judgments) if plan.judgments else None
     with Pipeline.from_spec(pipeline_spec(plan, variant, build), base_dir=plan.base_dir) as pipe:
         for part in parts:
             source = PipelineSource(pipe, corpus=chunks, name=variant.name)
-            result = with_stages(Gate(golden, policy, part=part).run(source), source)
-            out[part] = _part(result)
+            result = with_stages(Gate(golden, policy, part=part, judgments=judgments).run(source),
+                                 source)
+            out[part] = _part(result, judgments or {})
             warnings += [w for w in result.warnings if w not in warnings]
     return VariantOutcome(variant.name, variant.config(), build.to_dict(), out,
                           build.ingest_seconds, build.store_bytes,
                           time.perf_counter() - start, tuple(warnings))
 
 
-def _part(result: GateResult) -> PartResult:
+def judged_block(result: GateResult, judgments: Collection[tuple[str, str]]) -> dict[str, Any]:
+    """judged@K of a variant's gate: the share of each top K that is labelled, i.e. an expected
+    chunk of the query, a chunk one of its content anchors resolves to on this chunking (it holds
+    the quoted fact), or a (query, chunk) pair of the plan's judgments."""
+    from recallwatch.suite.judged import with_judged
+
+    pairs = set(judgments) | {(q.id, c) for q in result.queries for a in q.anchors
+                              for c in a.get("chunks", ())}
+    block: dict[str, Any] = with_judged(result, pairs).judged or {}
+    return block
+
+
+def _part(result: GateResult, judgments: Collection[tuple[str, str]]) -> PartResult:
+    judged = judged_block(result, judgments)
     per_query: dict[str, dict[str, float]] = {}
     for q in result.queries:
         row = {f: float(v) for f in METRICS.values()
                if (v := getattr(q, f)) is not None}
+        row["judged"] = float(judged["per_query"][q.id])
         per_query[q.id] = row
     agg = result.aggregate
     metrics: dict[str, float | None] = {
         "mean_quality": agg.mean_quality, "mean_recall": agg.mean_recall,
-        "mean_ndcg": agg.mean_ndcg, "mrr": agg.mrr, "mean_fact_recall": agg.mean_fact_recall}
+        "mean_ndcg": agg.mean_ndcg, "mrr": agg.mrr, "mean_fact_recall": agg.mean_fact_recall,
+        "judged_at_k": judged["judged_at_k"]}
     stages = result.stages or {}
     return PartResult(result.verdict, metrics, per_query, agg.failed_queries,
                       stages.get("candidate_recall"), result.cost)

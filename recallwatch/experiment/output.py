@@ -13,8 +13,8 @@ __all__ = ["frontier", "table_rows", "to_markdown", "to_text", "write_outputs"]
 
 TEMPLATES = Path(__file__).parent / "templates"
 _HEADER = ["variant", "verdict", "quality", "recall@K", "nDCG@K", "MRR", "fact recall@K",
-           "Δ quality (p)", "win/tie/loss", "Δ nDCG@K (p)", "ingest s", "store", "p50 ms",
-           "p99 ms"]
+           "judged@K", "Δ quality (p)", "win/tie/loss", "Δ nDCG@K (p)", "ingest s", "store",
+           "p50 ms", "p99 ms"]
 
 
 def _num(value: float | None, fmt: str) -> str:
@@ -58,7 +58,8 @@ def table_rows(result: ExperimentResult) -> list[list[str]]:
         name = o.name + (" (winner)" if o.name == result.winner else "")
         rows.append([name, o.parts[result.judged_on].verdict, _num(m["mean_quality"], ".1f"),
                      _num(m["mean_recall"], ".3f"), _num(m["mean_ndcg"], ".3f"),
-                     _num(m["mrr"], ".3f"), _num(m["mean_fact_recall"], ".3f"), delta, wtl, ndcg,
+                     _num(m["mrr"], ".3f"), _num(m["mean_fact_recall"], ".3f"),
+                     _num(m.get("judged_at_k"), ".2f"), delta, wtl, ndcg,
                      _num(cost["ingest_seconds"], ".1f"), _bytes(cost["store_bytes"]),
                      _num(cost["search_p50_ms"], ".1f"), _num(cost["search_p99_ms"], ".1f")])
     return rows
@@ -69,8 +70,9 @@ def _legend(result: ExperimentResult) -> str:
     return (f"Variants on the {queries} queries, best mean quality first. Δ: the difference "
             "from the base, p its p-value after Holm's correction across the variants (paired "
             "randomization test; * significant at 0.05); win/tie/loss: queries whose quality "
-            "rose, stayed, fell; ingest s and store: the dense index build (— for BM25 alone); "
-            "p50/p99: search latency, one call per query.")
+            "rose, stayed, fell; judged@K: the share of the top K that is labelled (an "
+            "unlabelled result counts as not relevant); ingest s and store: the dense index "
+            "build (— for BM25 alone); p50/p99: search latency, one call per query.")
 
 
 def to_text(result: ExperimentResult) -> str:

@@ -1,7 +1,8 @@
 """An experiment plan: one golden set, one corpus, a base pipeline and the variants to try.
 
 A plan (YAML) names ``golden``, ``corpus`` (one file, or a list whose later files replace the
-chunks of earlier ones with the same id), an optional ``policy``, a ``base: {name, …}`` and
+chunks of earlier ones with the same id), an optional ``policy``, optional ``judgments`` (files of
+judged (query, chunk) pairs, as ``gate --judgments`` reads them), a ``base: {name, …}`` and
 ``variants: [{name, …}]``. A base or a variant may set
 
 * ``chunking: {method: sentences|size|paragraph, size, overlap}`` — re-chunk the corpus;
@@ -30,7 +31,7 @@ from recallwatch.ops.chunking import Chunking
 
 __all__ = ["INDEX_KEYS", "Plan", "VariantSpec", "load_plan"]
 
-_TOP_KEYS = {"golden", "corpus", "policy", "depth", "base", "variants"}
+_TOP_KEYS = {"golden", "corpus", "policy", "judgments", "depth", "base", "variants"}
 _VARIANT_KEYS = {"name", "chunking", "embedder", "retrieval", "rerank", "index", "corpus"}
 #: LanceDB store settings a variant may set (the store URI's parameters).
 INDEX_KEYS = ("index_type", "index_threshold", "nprobes", "ef", "refine_factor")
@@ -81,6 +82,8 @@ class Plan:
     base: VariantSpec
     variants: tuple[VariantSpec, ...]
     depth: int = 100
+    # judgments files (as `gate --judgments` reads them): the (query, chunk) pairs someone judged
+    judgments: tuple[Path, ...] = ()
 
     @property
     def base_dir(self) -> Path:
@@ -110,6 +113,12 @@ def load_plan(path: str | Path) -> Plan:
     corpus = _files(data["corpus"], base_dir, src, line, None, "corpus")
     policy = (None if data.get("policy") is None
               else _file(data["policy"], base_dir, src, line, None, "policy"))
+    judgments = (() if data.get("judgments") is None
+                 else _files(data["judgments"], base_dir, src, line, None, "judgments"))
+    if judgments:
+        from recallwatch.formats.judging import judged_pairs
+
+        judged_pairs(judgments)  # a bad judgments file fails here, before anything is built
     depth = data.get("depth", 100)
     if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= 10_000:
         raise InputError(source=src, line=line, field="depth",
@@ -129,7 +138,7 @@ def load_plan(path: str | Path) -> Plan:
                              found=v.name, hint=f"the first is on line {seen[v.name]}")
         seen[v.name] = v.line
         variants.append(v)
-    return Plan(p, golden, corpus, policy, base, tuple(variants), depth)
+    return Plan(p, golden, corpus, policy, base, tuple(variants), depth, judgments)
 
 
 def _variant(raw: Any, base: VariantSpec, base_dir: Path, src: str, where: str) -> VariantSpec:

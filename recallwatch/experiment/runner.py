@@ -25,6 +25,8 @@ __all__ = ["SCHEMA", "ExperimentResult", "run_experiment"]
 
 SCHEMA = "recallwatch.experiment/1"
 _ALPHA = 0.05
+#: warn when judged@K of two variants differs by more than this (a share, 0 to 1)
+JUDGED_SPREAD = 0.2
 _T = TypeVar("_T")
 
 
@@ -176,6 +178,7 @@ def _judge(plan: Plan, outcomes: list[VariantOutcome], built: dict[str, list[str
         m = o.parts[chosen_on].metrics
         return tuple(-(m[k] or 0.0) for k in ("mean_quality", "mean_ndcg", "mrr"))
 
+    warnings += _judged_warning(outcomes, judged_on)
     order = {o.name: i for i, o in enumerate(outcomes)}
     winner = min(outcomes, key=lambda o: (*rank(o), order[o.name])).name
     vs_base = _vs_base(outcomes, judged_on)
@@ -185,6 +188,27 @@ def _judge(plan: Plan, outcomes: list[VariantOutcome], built: dict[str, list[str
         confirmed = test[winner] >= test[outcomes[0].name]
     return ExperimentResult(plan, outcomes, vs_base, winner, chosen_on, judged_on, confirmed,
                             built, reused, warnings)
+
+
+def _judged_warning(outcomes: list[VariantOutcome], part: str) -> list[str]:
+    """A warning when judged@K differs much between variants: a variant whose top K holds
+    chunks nobody labelled is scored as if they were wrong, so it may look worse than it is."""
+    shares = {o.name: o.parts[part].metrics.get("judged_at_k") for o in outcomes}
+    known = {n: float(s) for n, s in shares.items() if s is not None}
+    if len(known) < 2:
+        return []
+    low = min(known, key=lambda n: known[n])
+    high = max(known, key=lambda n: known[n])
+    if known[high] - known[low] <= JUDGED_SPREAD:
+        return []
+    under = [n for n, s in known.items() if known[high] - s > JUDGED_SPREAD]
+    return [f"judged@K (the share of each variant's top K that is labelled: an expected chunk, "
+            f"a chunk holding a quoted fact, or a judged pair) differs between variants: "
+            f"{known[high]:.2f} for {high} but {known[low]:.2f} for {low}. The scores count an "
+            f"unlabelled result as not relevant, so {', '.join(under)} may rank low only "
+            "because nobody judged what it finds: pool its results (`recallwatch label pool "
+            "--pipeline`), judge them, and give the judgments to the plan (`judgments:`) before "
+            "trusting the ranking"]
 
 
 def _vs_base(outcomes: list[VariantOutcome], part: str) -> dict[str, dict[str, dict[str, Any]]]:

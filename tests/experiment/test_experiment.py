@@ -76,7 +76,8 @@ def test_results_json_contract(runs: dict[str, Any]) -> None:
     for v in r["variants"]:
         assert {"name", "config", "metrics", "cost", "vs_base"} <= set(v)
         assert set(v["metrics"]) == {"mean_quality", "mean_recall", "mean_ndcg", "mrr",
-                                     "mean_fact_recall"}
+                                     "mean_fact_recall", "judged_at_k"}
+        assert 0.0 <= v["metrics"]["judged_at_k"] <= 1.0
         assert {"ingest_seconds", "store_bytes", "search_p50_ms", "search_p99_ms"} <= set(
             v["cost"])
         assert v["verdict"] in ("ACCEPT", "STOP")
@@ -154,7 +155,8 @@ def test_a_rerun_builds_nothing_and_gives_the_same_numbers(runs: dict[str, Any])
 def test_outputs_for_people(runs: dict[str, Any]) -> None:
     _, stdout, stderr = runs["first"]
     out = runs["out"]
-    assert re.search(r"^variant +verdict +quality +recall@K", stdout, flags=re.M)
+    assert re.search(r"^variant +verdict +quality +recall@K .* judged@K ", stdout, flags=re.M)
+    assert "judged@K: the share of the top K that is labelled" in stdout
     assert "| variant | verdict | quality |" in (out / "results.md").read_text(encoding="utf-8")
     assert f"winner: {runs['results']['winner']}, chosen on the tune queries" in stdout
     assert "index builds: 1 built, 2 from the cache" in stdout
@@ -180,3 +182,84 @@ def test_without_a_split_the_winner_is_judged_on_the_queries_it_was_chosen_on(
     assert results["chosen_on"] == "all" and results["confirmed"] is None
     assert any("chosen and judged on the same queries" in w for w in results["warnings"])
     assert "chosen and judged on the same queries" in stdout
+
+
+def _labelled_share(gate: dict[str, Any]) -> dict[str, float]:
+    """judged@K written out from a gate's JSON: the share of each top K that is an expected chunk
+    or a chunk one of the query's content anchors resolves to."""
+    out = {}
+    for q in gate["queries"]:
+        labelled = {e["id"] for e in q["expected"]} | {
+            c for a in q["anchors"] for c in a["chunks"]}
+        top = [t["id"] for t in q["top"]]
+        out[q["id"]] = sum(c in labelled for c in top) / len(top)
+    return out
+
+
+def test_judged_at_k_is_the_labelled_share_of_each_top_k(runs: dict[str, Any]) -> None:
+    folder, out = runs["folder"], runs["out"]
+    by_name = {v["name"]: v for v in runs["results"]["variants"]}
+    (index,) = (out / "cache").glob("index-*")
+    written = out / "cache" / f"corpus-{by_name['bm25']['build']['corpus_key']}"
+    (chunks,) = written.parent.glob(written.name + "*/chunks.jsonl")
+    pipeline = folder / "bm25.yaml"
+    pipeline.write_text(f"retrievers:\n  bm25: 'bm25:{chunks}'\n", encoding="utf-8")
+    for name, source in (("dense", ["--store", f"lancedb://{index / 'db'}?table=chunks"]),
+                         ("bm25", ["--pipeline", str(pipeline)])):
+        code, stdout, stderr = cli("gate", str(folder / "golden.yaml"), *source, "--policy",
+                                   str(folder / "policy.yaml"), "--no-history", "--format",
+                                   "json")
+        assert code in (0, 1), stderr
+        share = _labelled_share(json.loads(stdout))
+        variant = by_name[name]
+        assert {q: row["judged"] for q, row in variant["per_query"].items()} == pytest.approx(
+            share)
+        assert variant["metrics"]["judged_at_k"] == pytest.approx(
+            sum(share.values()) / len(share))
+        assert 0.0 < variant["metrics"]["judged_at_k"] < 1.0  # some of each top K is unlabelled
+
+
+def test_judgments_count_and_a_judged_at_k_gap_is_warned(tmp_path: Path) -> None:
+    _small_kb(tmp_path)
+    corpus = read_corpus(tmp_path / "corpus.jsonl").chunks
+    queries = load_golden(tmp_path / "golden.yaml").queries
+    plan = ("golden: golden.yaml\ncorpus: corpus.jsonl\npolicy: policy.yaml\n{judgments}"
+            "base: {{name: bm25, retrieval: bm25}}\nvariants:\n"
+            "  - {{name: sentences, chunking: {{method: sentences, size: 120}}, "
+            "retrieval: bm25}}\n")
+    (tmp_path / "plan.yaml").write_text(plan.format(judgments=""), encoding="utf-8")
+    code, _, stderr = cli("experiment", str(tmp_path / "plan.yaml"), "--out", str(tmp_path / "a"))
+    assert code == 0, stderr
+    before = json.loads((tmp_path / "a" / "results.json").read_text(encoding="utf-8"))
+    # every (query, chunk as written) pair judged (TREC qrels, grade 0): the written chunking's
+    # top K is all labelled; the sentence chunks have other ids, so theirs is as it was
+    (tmp_path / "all.qrels").write_text("".join(f"{q.id} 0 {c.id} 0\n" for q in queries
+                                                for c in corpus), encoding="utf-8")
+    (tmp_path / "plan.yaml").write_text(plan.format(judgments="judgments: all.qrels\n"),
+                                        encoding="utf-8")
+    code, stdout, stderr = cli("experiment", str(tmp_path / "plan.yaml"), "--out",
+                               str(tmp_path / "b"))
+    assert code == 0, stderr
+    after = json.loads((tmp_path / "b" / "results.json").read_text(encoding="utf-8"))
+    judged = {v["name"]: v["metrics"]["judged_at_k"] for v in after["variants"]}
+    assert judged["bm25"] == 1.0
+    assert judged["sentences"] == before["variants"][1]["metrics"]["judged_at_k"] < 0.8
+    assert before["variants"][0]["metrics"]["judged_at_k"] < 1.0
+    warned = [w for w in after["warnings"] if w.startswith("judged@K")]
+    assert len(warned) == 1
+    assert (f"1.00 for bm25 but {judged['sentences']:.2f} for sentences" in warned[0]
+            and "so sentences may rank low only because nobody judged" in warned[0])
+    assert "judged@K (the share of each variant's top K" in stdout
+
+
+def test_a_bad_judgments_file_is_refused_before_anything_is_built(tmp_path: Path) -> None:
+    _small_kb(tmp_path)
+    (tmp_path / "bad.jsonl").write_text('{"query_id": "q1", "id": "c1", "grade": 7}\n',
+                                        encoding="utf-8")
+    (tmp_path / "plan.yaml").write_text(
+        "golden: golden.yaml\ncorpus: corpus.jsonl\njudgments: bad.jsonl\n"
+        "base: {name: bm25, retrieval: bm25}\n", encoding="utf-8")
+    code, _, stderr = cli("experiment", str(tmp_path / "plan.yaml"), "--out", str(tmp_path / "o"))
+    assert code == 2
+    assert "bad.jsonl" in stderr and "grade" in stderr and "Traceback" not in stderr
+    assert not (tmp_path / "o" / "cache").exists() or not any((tmp_path / "o" / "cache").iterdir())
