@@ -58,6 +58,10 @@ def serve(
     bench: Annotated[Path | None, typer.Option(
         "--bench", help="Directory of bench result files (results.json) for the frontiers "
         "page.")] = None,
+    experiments: Annotated[list[Path] | None, typer.Option(
+        "--experiments", help="Output directory of `recallwatch experiment` (or a folder "
+        "holding several) for the experiments page: each one's ranked table of variants and "
+        "its quality-against-cost plot. Repeat for more.")] = None,
     token: Annotated[str | None, typer.Option(
         "--token", envvar="RECALLWATCH_SERVE_TOKEN", show_envvar=True,
         help="Access token the dashboard asks for (16 or more letters, digits or - . _ ~): "
@@ -66,7 +70,7 @@ def serve(
         "visible to other users of the machine.")] = None,
 ) -> None:
     """Serve the read-only dashboard: runs, run and query drill-downs, trends, the operations
-    monitor and benchmark frontiers. The history is opened read-only.
+    monitor, benchmark frontiers and experiments. The history is opened read-only.
 
     It answers only addresses naming this machine's loopback (localhost, 127.0.0.1, [::1]) or
     --host exactly, so a web page cannot read it by pointing its own host name here."""
@@ -83,7 +87,8 @@ def serve(
     if token is None and not is_loopback(host):
         token = secrets.token_urlsafe(24)
     # refuses a missing history or a bad token before binding
-    web_app = create_app(history, bench=bench, host=host, token=token)
+    web_app = create_app(history, bench=bench, host=host, token=token,
+                         experiments=experiments or ())
     sock = _listen(host, port)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host

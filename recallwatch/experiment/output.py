@@ -4,12 +4,14 @@ request) and ``report.html`` (self-contained, with the quality-vs-cost frontier)
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from recallwatch.experiment.runner import ExperimentResult
 
-__all__ = ["frontier", "table_rows", "to_markdown", "to_text", "write_outputs"]
+__all__ = ["TEMPLATES", "frontier", "frontier_chart", "table_rows", "to_markdown", "to_text",
+           "view", "write_outputs"]
 
 TEMPLATES = Path(__file__).parent / "templates"
 _HEADER = ["variant", "verdict", "quality", "recall@K", "nDCG@K", "MRR", "fact recall@K",
@@ -42,21 +44,20 @@ def _delta(is_base: bool, test: dict[str, Any] | None, fmt: str) -> str:
     return f"{format(test['delta'], '+' + fmt)} (p={test['p_holm']:.2g}){mark}"
 
 
-def table_rows(result: ExperimentResult) -> list[list[str]]:
-    """One row per variant, best mean quality first (the base where it ranks)."""
+def table_rows(data: Mapping[str, Any]) -> list[list[str]]:
+    """One row per variant of a ``results.json`` record, best mean quality first (the base where
+    it ranks)."""
     rows = []
-    ranked = sorted(result.outcomes, key=lambda o: -(
-        o.parts[result.judged_on].metrics["mean_quality"] or 0.0))
-    for o in ranked:
-        m = o.parts[result.judged_on].metrics
-        cost = o.cost()
-        tests = result.vs_base.get(o.name, {})
+    ranked = sorted(data["variants"], key=lambda v: -(v["metrics"]["mean_quality"] or 0.0))
+    for v in ranked:
+        m, cost, tests = v["metrics"], v["cost"], v.get("vs_base") or {}
+        is_base = v["name"] == data["base"]
         vs = tests.get("mean_quality")
-        delta = _delta(o.name == result.base, vs, ".1f")
-        ndcg = _delta(o.name == result.base, tests.get("mean_ndcg"), ".3f")
+        delta = _delta(is_base, vs, ".1f")
+        ndcg = _delta(is_base, tests.get("mean_ndcg"), ".3f")
         wtl = "—" if vs is None else f"{vs['wins']}/{vs['ties']}/{vs['losses']}"
-        name = o.name + (" (winner)" if o.name == result.winner else "")
-        rows.append([name, o.parts[result.judged_on].verdict, _num(m["mean_quality"], ".1f"),
+        name = v["name"] + (" (winner)" if v["name"] == data["winner"] else "")
+        rows.append([name, v["verdict"], _num(m["mean_quality"], ".1f"),
                      _num(m["mean_recall"], ".3f"), _num(m["mean_ndcg"], ".3f"),
                      _num(m["mrr"], ".3f"), _num(m["mean_fact_recall"], ".3f"),
                      _num(m.get("judged_at_k"), ".2f"), delta, wtl, ndcg,
@@ -65,8 +66,8 @@ def table_rows(result: ExperimentResult) -> list[list[str]]:
     return rows
 
 
-def _legend(result: ExperimentResult) -> str:
-    queries = "test" if result.judged_on == "test" else "all"
+def _legend(data: Mapping[str, Any]) -> str:
+    queries = "test" if data["judged_on"] == "test" else "all"
     return (f"Variants on the {queries} queries, best mean quality first. Δ: the difference "
             "from the base, p its p-value after Holm's correction across the variants (paired "
             "randomization test; * significant at 0.05); win/tie/loss: queries whose quality "
@@ -79,33 +80,34 @@ def to_text(result: ExperimentResult) -> str:
     """The table for a terminal: aligned columns, every cell made safe to print."""
     from recallwatch.report import visible
 
-    rows = [_HEADER, *([visible(c) for c in row] for row in table_rows(result))]
+    data = result.to_dict()
+    rows = [_HEADER, *([visible(c) for c in row] for row in table_rows(data))]
     widths = [max(len(r[i]) for r in rows) for i in range(len(_HEADER))]
     lines = ["  ".join([r[0].ljust(widths[0]), r[1].ljust(widths[1])]
                        + [c.rjust(w) for c, w in zip(r[2:], widths[2:], strict=True)]).rstrip()
              for r in rows]
-    return "\n".join([_legend(result), "", *lines, "", *(visible(s) for s in result.summary())])
+    return "\n".join([_legend(data), "", *lines, "", *(visible(s) for s in result.summary())])
 
 
 def to_markdown(result: ExperimentResult) -> str:
     from recallwatch.report import md_escape as _md
 
-    lines = [_md(_legend(result)), "",
+    data = result.to_dict()
+    lines = [_md(_legend(data)), "",
              "| " + " | ".join(_HEADER) + " |", "|---|---|" + "---:|" * (len(_HEADER) - 2)]
-    for row in table_rows(result):
+    for row in table_rows(data):
         lines.append("| " + " | ".join(_md(c) for c in row) + " |")
     lines += ["", *(_md(s) for s in result.summary())]
     return "\n".join(lines) + "\n"
 
 
-def frontier(result: ExperimentResult) -> list[dict[str, Any]]:
+def frontier(data: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Each variant's mean quality against its p99 search latency, and whether it is on the
     frontier (no other variant is both faster and at least as good)."""
-    points = []
-    for o in result.outcomes:
-        cost = o.cost()
-        points.append({"name": o.name, "quality": o.parts[result.judged_on].metrics[
-            "mean_quality"] or 0.0, "p99_ms": cost["search_p99_ms"]})
+    points: list[dict[str, Any]] = []
+    for v in data["variants"]:
+        points.append({"name": v["name"], "quality": v["metrics"]["mean_quality"] or 0.0,
+                       "p99_ms": v["cost"]["search_p99_ms"]})
     timed = [p for p in points if p["p99_ms"] is not None]
     for p in points:
         p["frontier"] = p["p99_ms"] is not None and not any(
@@ -114,10 +116,11 @@ def frontier(result: ExperimentResult) -> list[dict[str, Any]]:
     return points
 
 
-def _chart(result: ExperimentResult) -> Any:
+def frontier_chart(data: Mapping[str, Any]) -> Any:
+    """The quality-vs-cost plot of a ``results.json`` record (the report's and the dashboard's)."""
     from recallwatch.report import plots
 
-    points = [p for p in frontier(result) if p["p99_ms"] is not None]
+    points = [p for p in frontier(data) if p["p99_ms"] is not None]
     on = sorted((p for p in points if p["frontier"]), key=lambda p: p["p99_ms"])
     off = [p for p in points if not p["frontier"]]
 
@@ -135,13 +138,20 @@ def _chart(result: ExperimentResult) -> Any:
                          y_label="mean quality", connect=True)
 
 
+def view(data: Mapping[str, Any]) -> dict[str, Any]:
+    """What the experiment's page shows (the report's and the dashboard's): the table's header
+    and rows, the summary lines, the plot and its points, the winner."""
+    return {"header": _HEADER, "rows": table_rows(data), "legend": _legend(data),
+            "summary": list(data.get("summary") or []), "chart": frontier_chart(data),
+            "points": frontier(data), "winner": data["winner"]}
+
+
 def to_html(result: ExperimentResult) -> str:
     from recallwatch.report.html import render
 
+    data = result.to_dict()
     return render("experiment.html", [TEMPLATES], title=f"recallwatch experiment — "
-                  f"{result.plan.source.name}", header=_HEADER, rows=table_rows(result),
-                  summary=result.summary(), chart=_chart(result), points=frontier(result),
-                  data=result.to_dict(), winner=result.winner)
+                  f"{result.plan.source.name}", exp=view(data), data=data)
 
 
 def write_outputs(result: ExperimentResult, out: Path) -> list[Path]:

@@ -99,7 +99,7 @@ class ExperimentResult:
                 "base": self.base, "winner": self.winner, "chosen_on": self.chosen_on,
                 "judged_on": self.judged_on, "confirmed": self.confirmed,
                 "cache": {"built": self.built, "reused": self.reused},
-                "warnings": self.warnings}
+                "warnings": self.warnings, "summary": self.summary()}
 
 
 def run_experiment(plan: Plan, out: Path, *, engine: str = "local", address: str | None = None,

@@ -12,7 +12,7 @@ same markup as the self-contained HTML report.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -24,8 +24,10 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from recallwatch.errors import HistoryError, UsageError
+from recallwatch.experiment.output import TEMPLATES as EXPERIMENT_TEMPLATES
 from recallwatch.history import History
 from recallwatch.report.html import content_security_policy, environment, run_view
+from recallwatch.web._experiments import experiment_view, experiments_view
 from recallwatch.web._funnel import funnel_view
 from recallwatch.web._guard import Guard, check_token, served_names
 from recallwatch.web._views import bench_view, monitor_view, trends_view
@@ -52,9 +54,11 @@ def _headers() -> dict[str, str]:
 
 
 def create_app(history: str | Path, *, bench: str | Path | None = None,
-               host: str = "127.0.0.1", token: str | None = None) -> Guard:
+               host: str = "127.0.0.1", token: str | None = None,
+               experiments: Sequence[str | Path] = ()) -> Guard:
     """The dashboard over ``history`` (a SQLite file or a ``postgresql://`` URI; must exist) and,
-    optionally, the bench result files under ``bench``.
+    optionally, the bench result files under ``bench`` and the experiments' output directories
+    ``experiments`` (each one, or a folder holding several).
 
     It answers only requests addressed to a loopback name or to ``host`` (the address it is
     served on), and with ``token`` only those that carry it (:mod:`recallwatch.web._guard`).
@@ -68,8 +72,9 @@ def create_app(history: str | Path, *, bench: str | Path | None = None,
     bench_dir = None if bench is None else Path(bench)
     with History(history, read_only=True) as first:  # refuse a missing or foreign one up front
         shown = first.location  # a URI's password redacted
-    env = environment(TEMPLATES)
+    env = environment(TEMPLATES, EXPERIMENT_TEMPLATES)
     headers = _headers()
+    experiment_dirs = [Path(d) for d in experiments]
 
     def page(template: str, section: str, status: int = 200, **context: Any) -> HTMLResponse:
         html = env.get_template(template).render(section=section, history=shown,
@@ -135,6 +140,15 @@ def create_app(history: str | Path, *, bench: str | Path | None = None,
         return page("bench.html", "bench", view=bench_view(bench_dir),
                     title="recallwatch — benchmarks")
 
+    def experiment_list(request: Request) -> Response:
+        return page("experiments.html", "experiments", view=experiments_view(experiment_dirs),
+                    title="recallwatch — experiments")
+
+    def experiment(request: Request) -> Response:
+        view = experiment_view(experiment_dirs, request.path_params["exp_id"])
+        return page("experiment_page.html", "experiments", view=view,
+                    title=f"recallwatch experiment — {view['plan']}")
+
     async def not_found(request: Request, exc: Exception) -> Response:
         return page("error.html", "", status=404, message=str(exc), title="recallwatch — not found")
 
@@ -155,6 +169,8 @@ def create_app(history: str | Path, *, bench: str | Path | None = None,
         Route("/monitor", monitor),
         Route("/funnel", funnel),
         Route("/bench", benchmarks),
+        Route("/experiments", experiment_list),
+        Route("/experiments/{exp_id}", experiment),
     ]
     site = Starlette(routes=routes, exception_handlers={
         UsageError: not_found, HistoryError: unreadable, 404: http_error, 405: http_error,
