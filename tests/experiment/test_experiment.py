@@ -263,3 +263,55 @@ def test_a_bad_judgments_file_is_refused_before_anything_is_built(tmp_path: Path
     assert code == 2
     assert "bad.jsonl" in stderr and "grade" in stderr and "Traceback" not in stderr
     assert not (tmp_path / "o" / "cache").exists() or not any((tmp_path / "o" / "cache").iterdir())
+
+
+@pytest.mark.slow  # torch and a model (about 30 s alone; minutes on a loaded machine)
+@pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
+def test_a_cross_encoder_variant_is_judged_as_the_gate_judges_its_pipeline(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plan's `rerank: {cross_encoder: PATH}` on a tiny cross-encoder built and saved here
+    (random weights: it reranks, it does not know Spanish; nothing downloads)."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    _small_kb(tmp_path)
+    model = tmp_path / "ce"
+    words = sorted({w.lower() for c in read_corpus(tmp_path / "corpus.jsonl").chunks
+                    for w in re.findall(r"\w+", c.text)})
+    model.mkdir()
+    (model / "vocab.txt").write_text(
+        "\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n",
+        encoding="utf-8")
+    torch.manual_seed(0)
+    config = transformers.BertConfig(vocab_size=5 + len(words), hidden_size=16,
+                                     num_hidden_layers=1, num_attention_heads=2,
+                                     intermediate_size=32, max_position_embeddings=512,
+                                     num_labels=1)
+    transformers.BertForSequenceClassification(config).save_pretrained(model)
+    transformers.BertTokenizer(str(model / "vocab.txt"), do_lower_case=True).save_pretrained(model)
+    (tmp_path / "plan.yaml").write_text(
+        "golden: golden.yaml\ncorpus: corpus.jsonl\npolicy: policy.yaml\ndepth: 20\n"
+        "base: {name: bm25, retrieval: bm25}\nvariants:\n"
+        "  - {name: bm25-ce, rerank: {cross_encoder: ce}}\n", encoding="utf-8")
+    code, _, stderr = cli("experiment", str(tmp_path / "plan.yaml"), "--out", str(tmp_path / "o"))
+    assert code == 0, stderr
+    results = json.loads((tmp_path / "o" / "results.json").read_text(encoding="utf-8"))
+    variant = results["variants"][1]
+    assert variant["config"]["rerank"] == {"cross_encoder": "ce"}
+    (chunks,) = (tmp_path / "o" / "cache").glob("corpus-*/chunks.jsonl")
+    (tmp_path / "pipeline.yaml").write_text(
+        f"retrievers:\n  bm25: 'bm25:{chunks}'\ndepth: 20\n"
+        f"rerank: {{cross_encoder: '{model}'}}\n", encoding="utf-8")
+    code, stdout, stderr = cli("gate", str(tmp_path / "golden.yaml"), "--pipeline",
+                               str(tmp_path / "pipeline.yaml"), "--policy",
+                               str(tmp_path / "policy.yaml"), "--no-history", "--format", "json")
+    assert code in (0, 1), stderr
+    gate = json.loads(stdout)
+    assert gate["config"]["pipeline"]["reranker"]["kind"] == "cross-encoder"
+    assert gate["verdict"] == variant["verdict"]
+    assert {q["id"]: q["ndcg"] for q in gate["queries"]} == pytest.approx(
+        {q: row["ndcg"] for q, row in variant["per_query"].items()})
+    # the same first stage: the reranker reorders BM25's candidates, it finds no others
+    assert variant["candidate_recall"] is not None
+    assert variant["candidate_recall"] == pytest.approx(
+        results["variants"][0]["candidate_recall"])
