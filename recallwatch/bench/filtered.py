@@ -145,7 +145,7 @@ def run_filtered(store: VectorStore, data: Dataset, k: int, *,
         passing = np.flatnonzero(np.isin(tag_array, [f"p{i + 1}" for i in range(j)]))
         rows.append(_measure(store, data, k, tag_filter(j), passing, share))
     dataset = {"name": data.name, "rows": n, "dim": int(data.base.shape[1]),
-               "queries": int(data.queries.shape[0]), "seed": seed, **data.source}
+               "queries": int(data.queries.shape[0]), "seed": seed, "source": data.source}
     return FilteredResult(store.uri, dataset, k, filter_strategy(store), load, rows)
 
 

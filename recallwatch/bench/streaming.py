@@ -123,7 +123,7 @@ def run_streaming(uri: str, writer: VectorStore, data: Dataset, k: int, *, initi
     finally:
         reader.close()
     dataset = {"name": data.name, "rows": n, "dim": int(data.base.shape[1]),
-               "queries": int(data.queries.shape[0]), **data.source}
+               "queries": int(data.queries.shape[0]), "source": data.source}
     return StreamResult(writer.uri, dataset, k, initial, batch, steps)
 
 
