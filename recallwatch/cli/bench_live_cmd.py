@@ -13,25 +13,26 @@ from typing import Annotated, Any
 import typer
 
 from recallwatch.cli._common import add_to_group, emit
-from recallwatch.cli._options import MinOneDepth, OutDir, Seed, TableJson, TableJsonFormat
+from recallwatch.cli._options import (
+    MinOneDepth,
+    OutDir,
+    Seed,
+    StoreURI,
+    SyntheticSpec,
+    TableJson,
+    TableJsonFormat,
+)
 
-_Store = Annotated[str, typer.Option(
-    "--store", help="Where the benchmark writes its rows: a new or empty store or table, e.g. "
-    "lancedb://./bench?table=t or postgresql://USER@HOST:PORT/DB?table=bench (one that already "
-    "holds chunks is refused).")]
 _Base = Annotated[Path | None, typer.Argument(
     help="Vectors (.npy, .fvecs, .fbin); default: --synthetic.")]
-_Synthetic = Annotated[str, typer.Option(
-    "--synthetic", help="N synthetic vectors of dimension D clustered around random topics, "
-    "when no BASE is given: NxD, e.g. 20000x128.")]
 _Queries = Annotated[int, typer.Option(
     "--queries", min=1, help="Query vectors: fresh synthetic ones, or rows held out of BASE.")]
 
 
 def filtered(
-    store: _Store,
+    store: StoreURI,
     base: _Base = None,
-    synthetic: _Synthetic = "20000x128",
+    synthetic: SyntheticSpec = "20000x128",
     queries: _Queries = 200,
     k: MinOneDepth = 10,
     selectivity: Annotated[str, typer.Option(
@@ -45,7 +46,8 @@ def filtered(
     query carries a metadata filter that lets through 1 %, 10 % or 50 % of the rows (its
     selectivity), next to the unfiltered search.
 
-    The rows are written into --store with a filter tag in their domain field; each query runs
+    The rows are written into --store, which must be new or empty (a store that already holds
+    chunks is refused), with a filter tag in their domain field; each query runs
     alone through the store's own search and filter (LanceDB filters before the ANN search;
     pgvector walks its index until k rows pass, or filters afterwards with
     ?iterative_scan=off), and recall is measured against the exact top-k among the rows that
@@ -69,9 +71,9 @@ def filtered(
 
 
 def streaming(
-    store: _Store,
+    store: StoreURI,
     base: _Base = None,
-    synthetic: _Synthetic = "20000x128",
+    synthetic: SyntheticSpec = "20000x128",
     queries: _Queries = 200,
     k: MinOneDepth = 10,
     initial: Annotated[float, typer.Option(
@@ -87,11 +89,11 @@ def streaming(
     """Recall and latency while rows are being inserted (insert-while-search), and after the
     stream ends.
 
-    --initial of the rows go into --store first, then the rest in batches of --batch rows,
-    written by a second handle on the store while queries run one at a time (their latency
-    under writes). After each batch every query runs again: recall@k against the exact top-k
-    over the rows inserted so far (brute force), with p50/p99 latency. With --out it writes
-    streaming.json and streaming.md there."""
+    --initial of the rows go into --store (new or empty) first, then the rest in batches of
+    --batch rows, written by a second handle on the store while queries run one at a time
+    (their latency under writes). After each batch every query runs again: recall@k against
+    the exact top-k over the rows inserted so far (brute force), with p50/p99 latency. With
+    --out it writes streaming.json and streaming.md there."""
     from recallwatch.bench.live import open_empty
     from recallwatch.bench.streaming import run_streaming
 
