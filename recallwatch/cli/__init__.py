@@ -198,6 +198,7 @@ _COMMAND_MODULES = (
     "label_cmd",  # the `label` group
     "label_judge_cmd",  # label pool, serve, agree, export, merge
     "bench_cmd",
+    "bench_live_cmd",  # adds `bench filtered` and `bench streaming`
     "plan_cmd",
     "monitor_cmd",
     "reindex_cmd",

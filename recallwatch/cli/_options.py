@@ -63,6 +63,7 @@ __all__ = [
     "StoreURIOrNone",
     "Stratify",
     "StratifyBy",
+    "SyntheticSpec",
     "TableJson",
     "TableJsonFormat",
 ]
@@ -106,6 +107,12 @@ _store = typer.Option("--store", help="Vector store URI, e.g. lancedb://kb?table
                       "postgresql://, qdrant://, chroma://, milvus://, faiss://, hnswlib://).")
 StoreURI = Annotated[str, _store]
 StoreURIOrNone = Annotated[str | None, _store]
+
+# the benchmarks that make their own vectors (bench filtered, bench streaming; bench quantize
+# declares the same text with no default)
+SyntheticSpec = Annotated[str, typer.Option(
+    "--synthetic", help="Instead of BASE, N synthetic vectors of dimension D clustered around "
+    "random topics: NxD, e.g. 20000x128.")]
 
 PipelineFile = Annotated[Path | None, typer.Option(
     "--pipeline", help="Pipeline file (YAML) instead of --store: named retrievers (stores, "

@@ -38,6 +38,7 @@ __all__ = [
     "StagedIndex",
     "SupportsAclFilter",
     "SupportsContentHashes",
+    "SupportsFilteredSearch",
     "SupportsIndexInspection",
     "SupportsIndexSize",
     "SupportsIndexVariants",
@@ -172,6 +173,20 @@ class SupportsAclFilter(Protocol):
     def search_visible(self, vectors: np.ndarray, k: int, groups: Sequence[str], *,
                        filter: Filter | None = None, exact: bool = False) -> list[Hits]:
         """:meth:`VectorStore.search` restricted, by the engine, to what ``groups`` may see."""
+        ...
+
+
+@runtime_checkable
+class SupportsFilteredSearch(Protocol):
+    """The store says how its engine applies a search's filter (``search(…, filter=…)``) during
+    an approximate (ANN) search: before the index is searched (only rows that pass are
+    candidates), while it is walked (the walk goes on until enough rows pass), or after (the
+    index's candidates are filtered, so a selective filter may leave fewer than k). Every adapter
+    filters in its engine; this says which way, next to the figures of ``bench filtered``.
+    LanceDB and pgvector."""
+
+    def filter_strategy(self) -> str:
+        """One plain sentence: how a filter meets the ANN index, for this store's settings."""
         ...
 
 
@@ -360,7 +375,8 @@ class SupportsIndexVariants(Protocol):
 
 #: Every capability an adapter may declare, in the order the docs list them.
 CAPABILITIES: tuple[type, ...] = (
-    SupportsVectors, SupportsVectorScan, SupportsAclFilter, SupportsContentHashes, SupportsSeal,
+    SupportsVectors, SupportsVectorScan, SupportsAclFilter, SupportsFilteredSearch,
+    SupportsContentHashes, SupportsSeal,
     SupportsMetaUpdate, SupportsReindex, SupportsIndexInspection, SupportsIndexSize,
     SupportsQuantizedSearch, SupportsIndexVariants,
 )

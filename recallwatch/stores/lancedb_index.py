@@ -1,6 +1,7 @@
-"""LanceDB's ANN index, one idea past 400 lines: how it is built, inspected, rebuilt and rolled
+"""LanceDB's ANN index: how it is built, inspected, rebuilt and rolled
 back, over pylance's public API. What :class:`~recallwatch.stores.lancedb.LanceStore` answers to
-``SupportsReindex`` and ``SupportsIndexInspection`` (:mod:`recallwatch.stores.base`).
+``SupportsReindex`` and ``SupportsIndexInspection`` (:mod:`recallwatch.stores.base`); the
+manifest records it reads and writes are :mod:`recallwatch.stores.lancedb_manifest`.
 
 How the switch is atomic: a Lance table is a sequence of manifests, and a reader sees exactly one
 manifest per query. The new index is built *unpublished* (``create_index_uncommitted``: its files
@@ -26,13 +27,11 @@ centroids and codebooks on today's data.
 
 from __future__ import annotations
 
-import base64
 import math
 import os
-from collections.abc import Mapping, Sequence
-from datetime import datetime
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 import numpy as np
 
@@ -40,6 +39,13 @@ from recallwatch.errors import StoreError, UsageError
 from recallwatch.stores.arrow import vectors_of
 from recallwatch.stores.base import IndexState, PublishedIndex
 from recallwatch.stores.failures import engine_message, guarded
+from recallwatch.stores.lancedb_manifest import (
+    history,
+    index_objects,
+    main_line,
+    operation,
+    segment_entry,
+)
 
 if TYPE_CHECKING:
     import lance
@@ -47,12 +53,12 @@ if TYPE_CHECKING:
     from lancedb.index import IvfHnswSq, IvfPq
 
     from recallwatch.stores.base import VectorStore
-    from recallwatch.stores.lancedb import LanceStore
     from recallwatch.stores.lancedb_read import ReadTable
 
 __all__ = [
     "PREVIOUS_TAG",
     "IndexType",
+    "IndexedTable",
     "LanceIndex",
     "StagedLanceIndex",
     "index_config",
@@ -64,8 +70,31 @@ __all__ = [
 
 IndexType = Literal["IVF_HNSW_SQ", "IVF_PQ"]
 PREVIOUS_TAG = "recallwatch-before-reindex"  # keeps the previous index's files from cleanup
-# Commits looked back through for the records of the live index's segments (one per write).
-_LOOKBACK = 1000
+
+
+class IndexedTable(Protocol):
+    """What the index operations read of the store that owns the table (a
+    :class:`~recallwatch.stores.lancedb.LanceStore`)."""
+
+    path: Path
+    table_name: str
+    index_threshold: int
+    index_type: IndexType
+
+    @property
+    def uri(self) -> str: ...
+
+    @property
+    def read_only(self) -> bool: ...
+
+    @property
+    def pinned(self) -> int | None:
+        """The version a read-only view reads, or None (the latest)."""
+        ...
+
+    def view(self, version: int) -> VectorStore:
+        """A read-only view of table version ``version`` with the store's parameters."""
+        ...
 
 
 def vector_index(tbl: ReadTable) -> Any:
@@ -114,7 +143,7 @@ class LanceIndex:
     # what pylance raises (Rust errors arrive as OSError, ValueError or RuntimeError)
     _engine_errors: ClassVar[tuple[type[BaseException], ...]] = (OSError, ValueError, RuntimeError)
 
-    def __init__(self, store: LanceStore) -> None:
+    def __init__(self, store: IndexedTable) -> None:
         self.store = store
         self.table_path = str(store.path / f"{store.table_name}.lance")
 
@@ -128,7 +157,7 @@ class LanceIndex:
 
         try:
             return lance.dataset(self.table_path,
-                                 version=self.store._pinned if version is None else version)
+                                 version=self.store.pinned if version is None else version)
         except (ValueError, OSError) as exc:
             raise StoreError(f"{self.store.uri}: cannot open table {self.store.table_name!r}: "
                              f"{engine_message(exc)}") from None
@@ -154,11 +183,11 @@ class LanceIndex:
         sub = (details.get("sub_index", {}) or {}).get("num_sub_vectors")
         parts = details.get("num_partitions")
         trained_version = min(int(s.dataset_version_at_last_update) for s in segs)
-        records, trained_at = _history(ds, [s.uuid for s in segs], trained_version)
+        records, trained_at = history(ds, [s.uuid for s in segs], trained_version)
         return IndexState(
             name=desc.name, index_type=desc.index_type,
             uuids=tuple(s.uuid for s in segs),
-            segments=tuple(_entry(desc, s, records.get(s.uuid)) for s in segs),
+            segments=tuple(segment_entry(desc, s, records.get(s.uuid)) for s in segs),
             trained_version=trained_version,
             created_at=min(created) if created else None,
             trained_at=trained_at,
@@ -191,8 +220,8 @@ class LanceIndex:
         if any("vector" in d.field_names for d in ds.describe_indices()):
             return []
         vector_field = ds.schema.get_field_index("vector")
-        for version in _main_line(ds):
-            op = _operation(ds, version)
+        for version in main_line(ds):
+            op = operation(ds, version)
             if type(op).__name__ != "CreateIndex":
                 continue
             if any(vector_field in list(i.fields) for i in [*op.new_indices, *op.removed_indices]):
@@ -250,7 +279,7 @@ class LanceIndex:
                 f"{state}. The index is built on the write that takes the table past the "
                 "threshold, which the store URI sets: ...?table=NAME&index_threshold=N")
 
-    def stage(self) -> tuple[int, Any, LanceStore]:
+    def stage(self) -> tuple[int, Any, VectorStore]:
         """Build a new index on the latest version without publishing it. Returns the version it
         was built on, the unpublished index, and a read-only store view that searches with it
         (a detached version: nobody else sees it)."""
@@ -298,7 +327,7 @@ class LanceIndex:
                     f"{self.store.uri}: the previous index covers data files that compaction has "
                     f"since rewritten (fragments {sorted(gone)[:5]}); it cannot be restored: run "
                     "`recallwatch ops reindex` instead")
-        op = lance.LanceOperation.CreateIndex(new_indices=_index_objects(name, segments),
+        op = lance.LanceOperation.CreateIndex(new_indices=index_objects(name, segments),
                                               removed_indices=self._live(ds))
         trial = lance.LanceDataset.commit(ds, op, read_version=ds.version, detached=True)
         restored = self.state(trial)
@@ -308,7 +337,7 @@ class LanceIndex:
                 f"{self.store.uri}: LanceDB does not accept the previous index {name!r} "
                 f"(segments {', '.join(sorted(wanted))}) back: nothing was changed; run "
                 "`recallwatch ops reindex` to build a new one")
-        return self._swap(_index_objects(name, segments))
+        return self._swap(index_objects(name, segments))
 
     def _swap(self, new: list[Any]) -> int:
         import lance
@@ -322,7 +351,7 @@ class LanceIndex:
         """The manifest entries a new index replaces: the live index's, or those of an index
         LanceDB ignores (so its warning stops with the replacement)."""
         live = self.state(ds)
-        return self.ignored() if live is None else _index_objects(live.name, live.segments)
+        return self.ignored() if live is None else index_objects(live.name, live.segments)
 
     @guarded
     def tag(self, name: str, version: int) -> None:
@@ -332,7 +361,7 @@ class LanceIndex:
         self._writable()
         set_tag(self.dataset().tags, name, version)
 
-    def _view(self, version: int) -> LanceStore:
+    def _view(self, version: int) -> VectorStore:
         return self.store.view(version)
 
 
@@ -381,96 +410,3 @@ def restore(lx: LanceIndex, previous: Mapping[str, Any], current: Mapping[str, A
         raise StoreError(f"{lx.uri}: the live index is not the one the last reindex built (it "
                          "was rebuilt since); rollback would discard that rebuild")
     return str(lx.republish(previous["segments"], previous["name"]))
-
-
-def _index_objects(name: str, segments: Sequence[dict[str, Any]]) -> list[Any]:
-    """``lance.dataset.Index`` records naming index segments (what a commit adds or removes),
-    as their manifest entries have them."""
-    from lance.dataset import Index
-
-    out = []
-    for s in segments:
-        details = s.get("index_details")
-        created = s.get("created_at")
-        out.append(Index(
-            uuid=s["uuid"], name=name, fields=list(s["fields"]),
-            dataset_version=int(s["dataset_version"]), fragment_ids=_bitmap(s["fragment_ids"]),
-            index_version=int(s["index_version"]),
-            created_at=None if created is None else datetime.fromisoformat(created),
-            base_id=s.get("base_id"),
-            index_details=None if details is None else (
-                str(details[0]), base64.b64decode(details[1]))))
-    return out
-
-
-def _entry(desc: Any, seg: Any, record: Index | None) -> dict[str, Any]:
-    """One segment's manifest entry as JSON (stored with the reindex for a rollback)."""
-    entry: dict[str, Any] = {
-        "uuid": seg.uuid, "fields": list(desc.fields),
-        "dataset_version": int(seg.dataset_version_at_last_update),
-        "fragment_ids": sorted(int(f) for f in seg.fragment_ids),
-        "index_version": int(seg.index_version),
-        "created_at": None if seg.created_at is None else seg.created_at.isoformat(),
-        "base_id": seg.base_id,
-        "index_details": None,
-    }
-    if record is not None and record.index_details is not None:
-        type_url, data = record.index_details
-        entry["index_details"] = [type_url, base64.b64encode(data).decode("ascii")]
-    return entry
-
-
-def _main_line(ds: lance.LanceDataset) -> list[int]:
-    """The table's versions up to ``ds``'s, newest first, as far back as :data:`_LOOKBACK`
-    commits."""
-    up_to = int(ds.version)
-    return sorted((v for v in (int(v["version"]) for v in ds.versions()) if v <= up_to),
-                  reverse=True)[:_LOOKBACK]
-
-
-def _operation(ds: lance.LanceDataset, version: int) -> Any:
-    try:
-        tx = ds.read_transaction(version)
-    except (ValueError, OSError, RuntimeError):  # cleaned up
-        return None
-    return None if tx is None else tx.operation
-
-
-def _history(ds: lance.LanceDataset, uuids: Sequence[str], trained_version: int
-             ) -> tuple[dict[str, Index], datetime | None]:
-    """The commit records of the live segments (their full manifest entries), and when the index
-    was trained: the live segments are followed back through the commits that folded segments
-    into them (``optimize``, which keeps the version the index was trained on) or remapped them
-    (compaction), to the commit that trained it. None when that commit was cleaned up."""
-    wanted = set(uuids)
-    records: dict[str, Index] = {}
-    trained: list[datetime] = []
-    for version in _main_line(ds):
-        if not wanted:
-            break
-        op = _operation(ds, version)
-        if type(op).__name__ == "Rewrite":  # compaction remapped segments to new data files
-            for moved in op.rewritten_indices:
-                if moved.new_id in wanted:
-                    wanted.discard(moved.new_id)
-                    wanted.add(moved.old_id)
-            continue
-        if type(op).__name__ != "CreateIndex":
-            continue
-        for new in op.new_indices:
-            if new.uuid not in wanted:
-                continue
-            wanted.discard(new.uuid)
-            records.setdefault(new.uuid, new)
-            folded = [old for old in op.removed_indices if old.name == new.name
-                      and int(old.dataset_version) == int(new.dataset_version)]
-            wanted.update(old.uuid for old in folded)
-            if not folded and int(new.dataset_version) == trained_version and new.created_at:
-                trained.append(new.created_at)
-    return records, (min(trained) if trained and not wanted else None)
-
-
-def _bitmap(ids: list[int]) -> Any:
-    from lance.bitmap import Bitmap
-
-    return Bitmap(ids)

@@ -5,16 +5,17 @@ versions and tags."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
+from recallwatch.errors import StoreError, UsageError
 from recallwatch.stores.arrow import vector_column, vectors_of
 from recallwatch.stores.base import Chunk, Filter, IndexVersion
 from recallwatch.stores.checks import normalise_filter
-from recallwatch.stores.rows import CHUNK_FIELDS, Row, row_from_chunk
+from recallwatch.stores.rows import CHUNK_FIELDS, Row, chunk_from_row, row_from_chunk
 
 if TYPE_CHECKING:
     from recallwatch.stores.lancedb_read import ReadTable
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
 __all__ = [
     "IN_BATCH",
     "batches",
+    "chunks_where",
+    "column_pairs",
     "fetch_vectors",
     "rows",
     "schema",
@@ -29,7 +32,9 @@ __all__ = [
     "sql_list",
     "tagged_version",
     "to_arrow",
+    "vector_shards",
     "version_list",
+    "version_number",
     "where",
 ]
 
@@ -91,6 +96,30 @@ def rows(tbl: ReadTable, predicate: str | None) -> Iterator[Row]:
     yield from tbl.to_lance().to_table(columns=columns, filter=predicate).to_pylist()
 
 
+def chunks_where(tbl: ReadTable, column: str, values: Sequence[str] | None) -> list[Chunk]:
+    """The chunks whose ``column`` is one of ``values`` (all of them when None), by id."""
+    if values is None:
+        return sorted((chunk_from_row(r) for r in rows(tbl, None)), key=lambda c: c.id)
+    found = {r["id"]: chunk_from_row(r) for batch in batches(list(dict.fromkeys(values)))
+             for r in rows(tbl, f"{column} IN ({sql_list(batch)})")}
+    return [found[i] for i in sorted(found)]
+
+
+def column_pairs(tbl: ReadTable, value: str) -> dict[str, Any]:
+    """id -> ``value`` column of every row: one narrow scan."""
+    t = tbl.to_lance().to_table(columns=["id", value])
+    return dict(zip(t.column("id").to_pylist(), t.column(value).to_pylist(), strict=True))
+
+
+def vector_shards(tbl: ReadTable, rows: int) -> Iterator[tuple[list[str], np.ndarray]]:
+    """(ids, vectors) shards of at most ``rows`` rows: one scan, in storage order."""
+    scanner = tbl.to_lance().scanner(columns=["id", "vector"], batch_size=rows,
+                                     strict_batch_size=True, scan_in_order=True)
+    for batch in scanner.to_batches():
+        if batch.num_rows:
+            yield batch.column(0).to_pylist(), vectors_of(batch.column(1))
+
+
 def fetch_vectors(tbl: ReadTable, ids: list[str]) -> dict[str, np.ndarray]:
     """id -> stored vector of the ``ids`` present."""
     out: dict[str, np.ndarray] = {}
@@ -113,6 +142,23 @@ def version_list(tbl: ReadTable, production_tag: str) -> list[IndexVersion]:
         meta = {"rows": int(v["metadata"].get("total_rows", 0)), "tags": names}
         out.append(IndexVersion(str(number), _utc(v["timestamp"]), production_tag in names, meta))
     return out
+
+
+def version_number(uri: str, version: str, versions: Callable[[], list[IndexVersion]], *,
+                   allow_zero: bool = False) -> int:
+    """``version`` as a table version number, refused unless ``versions()`` lists it (or it is
+    0, the empty table before the first write, when ``allow_zero``)."""
+    try:
+        number = int(version)
+    except (TypeError, ValueError):
+        raise UsageError(f"a LanceDB version is a number, found {version!r}") from None
+    if allow_zero and number == 0:
+        return 0
+    known = {int(v.version) for v in versions()}
+    if number not in known:
+        listing = ", ".join(str(v) for v in sorted(known)[-10:]) or "none"
+        raise StoreError(f"{uri} has no version {number} (latest versions: {listing})")
+    return number
 
 
 def set_tag(tags: Any, name: str, version: int) -> None:

@@ -1,7 +1,9 @@
 """PostgreSQL + pgvector: ``postgresql://USER@HOST:PORT/DB?table=NAME``.
 
 Query parameters: ``index=hnsw|ivfflat|none`` (default hnsw), ``m``, ``ef_construction``,
-``ef_search`` (HNSW), ``lists``, ``probes`` (IVFFlat), ``password_env=VAR`` (see _credentials).
+``ef_search`` (HNSW), ``lists``, ``probes`` (IVFFlat), ``iterative_scan=on|off`` (default on;
+off filters the index's candidates afterwards, pgvector's behaviour before 0.8),
+``password_env=VAR`` (see _credentials).
 
 Exactness: psycopg prepares a statement server-side after ``prepare_threshold`` executions and then
 reuses its plan, so a ``SET enable_indexscan = off`` issued later would not change it. Exact
@@ -27,6 +29,7 @@ from recallwatch.stores.base import (
     Filter,
     Hits,
     SupportsAclFilter,
+    SupportsFilteredSearch,
     SupportsIndexSize,
     SupportsQuantizedSearch,
     SupportsVectorScan,
@@ -67,7 +70,7 @@ def _int_param(uri: Any, name: str, default: int) -> int:
 
 
 class PgVectorStore(VersionedStore, SupportsVectorScan, SupportsAclFilter, SupportsIndexSize,
-                    SupportsQuantizedSearch):
+                    SupportsQuantizedSearch, SupportsFilteredSearch):
     scheme = "postgresql"
     _engine_errors = (psycopg.Error,)
 
@@ -85,6 +88,11 @@ class PgVectorStore(VersionedStore, SupportsVectorScan, SupportsAclFilter, Suppo
         self.ef_search = _int_param(parsed, "ef_search", 40)
         self.lists = _int_param(parsed, "lists", 100)
         self.probes = _int_param(parsed, "probes", 10)
+        iterative = parsed.param("iterative_scan", "on")
+        if iterative not in ("on", "off"):
+            raise UsageError(f"store URI {shown!r}: iterative_scan must be on or off, "
+                             f"found {iterative!r}")
+        self._iterative_wanted = iterative == "on"
         secret = resolve_secret(parsed)
         # One connection serves every thread; transactions must not interleave on it.
         self._lock = threading.RLock()
@@ -131,7 +139,7 @@ class PgVectorStore(VersionedStore, SupportsVectorScan, SupportsAclFilter, Suppo
             "SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
         # Iterative index scans arrived in pgvector 0.8; older servers reject the setting.
         version = tuple(int(p) for p in str(found[0] if found else "0").split(".")[:2])
-        self.iterative_scan = version >= (0, 8)
+        self.iterative_scan = version >= (0, 8) and self._iterative_wanted
         if create:
             self._conn.execute(
                 sql.SQL("CREATE TABLE IF NOT EXISTS {} (key text PRIMARY KEY, value jsonb)")
@@ -141,6 +149,19 @@ class PgVectorStore(VersionedStore, SupportsVectorScan, SupportsAclFilter, Suppo
     @classmethod
     def open(cls, uri: str, *, create: bool = False) -> PgVectorStore:
         return cls(uri, create=create)
+
+    def filter_strategy(self) -> str:
+        if self.index == "none":
+            return "exact: no ANN index, PostgreSQL scans the rows that pass the WHERE clause"
+        if self.iterative_scan:
+            return (f"iterative index scan: the {self.index.upper()} index is walked until k rows "
+                    "pass the WHERE clause (pgvector hnsw.iterative_scan / "
+                    "ivfflat.iterative_scan), so a selective filter still returns k rows")
+        return (f"post-filter: the {self.index.upper()} index returns its candidates "
+                f"(hnsw.ef_search = {self.ef_search} or k if larger, ivfflat.probes = "
+                f"{self.probes}) and the "
+                "WHERE clause then drops those that fail it, so a selective filter can return "
+                "fewer than k rows")
 
     # ---- helpers -------------------------------------------------------------------------------
     def search_visible(self, vectors: np.ndarray, k: int, groups: Sequence[str], *,

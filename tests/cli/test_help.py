@@ -23,7 +23,8 @@ HOMONYMS = {
                  "version to promote (promote), the migrated golden set's version (golden "
                  "migrate)",
     "--metric": "a vector similarity (quantize) vs the per-query value compared (groups)",
-    "--queries": "logged query texts (probes) vs query vectors (quantize)",
+    "--queries": "logged query texts (probes) vs query vectors (quantize) vs how many query "
+                 "vectors (bench filtered, bench streaming)",
     "--sample": "how many logged queries to draw (probes) vs vectors to hold out (quantize) vs "
                 "chunks to write questions from (golden generate)",
     "--out": "a directory of result files (bench, experiments, quantize) vs the qrels file to "

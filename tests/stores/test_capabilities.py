@@ -52,11 +52,13 @@ def test_the_declarations_are_the_ones_documented(classes: dict[str, type]) -> N
                  "SupportsVectors"]
     assert names == {
         "chroma": versioned, "faiss": versioned, "hnswlib": versioned, "milvus": versioned,
-        "postgresql": sorted([*versioned, "SupportsAclFilter", "SupportsIndexSize",
-                              "SupportsQuantizedSearch", "SupportsVectorScan"]),
+        "postgresql": sorted([*versioned, "SupportsAclFilter", "SupportsFilteredSearch",
+                              "SupportsIndexSize", "SupportsQuantizedSearch",
+                              "SupportsVectorScan"]),
         "qdrant": versioned,
         "qdrant+local": versioned,
-        "lancedb": ["SupportsAclFilter", "SupportsContentHashes", "SupportsIndexInspection",
+        "lancedb": ["SupportsAclFilter", "SupportsContentHashes", "SupportsFilteredSearch",
+                    "SupportsIndexInspection",
                     "SupportsIndexSize",
                     "SupportsIndexVariants", "SupportsMetaUpdate", "SupportsReindex",
                     "SupportsVectorScan", "SupportsVectors"],
@@ -78,8 +80,9 @@ def test_committed_capability_table_is_generated_from_the_declarations(
         "docs/adapters.md is stale: run python -m recallwatch.stores.reference --write")
 
 
-ENGINE_MODULES = ("chroma", "indexfile", "lancedb", "lancedb_index", "lancedb_table", "milvus",
-                  "pgvector", "qdrant", "versioned", "versioned_index", "_common")
+ENGINE_MODULES = ("chroma", "indexfile", "lancedb", "lancedb_index", "lancedb_manifest",
+                  "lancedb_open", "lancedb_read", "lancedb_search", "lancedb_table", "lancedb_uri",
+                  "milvus", "pgvector", "qdrant", "versioned", "versioned_index", "_common")
 ENGINE_CLASSES = ("ChromaStore", "IndexFileStore", "LanceStore", "LanceIndex", "MilvusStore",
                   "PgVectorStore", "QdrantStore", "VersionedStore")
 
