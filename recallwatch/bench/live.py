@@ -113,6 +113,10 @@ class Timed:
         return cls(len(per_query), seconds, lat.p50_ms, lat.p99_ms)
 
     def to_dict(self) -> dict[str, Any]:
+        """As JSON values: no query, no figures (null rather than NaN, which JSON lacks)."""
+        if not self.queries:
+            return {"queries": 0, "seconds": self.seconds, "qps": None, "p50_ms": None,
+                    "p99_ms": None}
         return {"queries": self.queries, "seconds": self.seconds, "qps": self.qps,
                 "p50_ms": self.p50_ms, "p99_ms": self.p99_ms}
 

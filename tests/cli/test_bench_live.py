@@ -54,3 +54,5 @@ def test_streaming_prints_each_step(tmp_path: Path) -> None:
     assert [s["rows"] for s in doc["steps"]] == [300, 400, 500, 600]
     assert doc["after_stream"]["rows"] == 600
     assert all(s["recall"] == 1.0 for s in doc["steps"])
+    first = doc["steps"][0]["during_insert"]  # the first load runs no query meanwhile
+    assert first == {"queries": 0, "seconds": 0, "qps": None, "p50_ms": None, "p99_ms": None}
