@@ -36,7 +36,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
-__all__ = ["FILE_CAP_VARIABLE", "LINE_CAP_VARIABLE", "atomic_dir", "atomic_path",
+__all__ = ["FILE_CAP_VARIABLE", "LINE_CAP_VARIABLE", "LineLimit", "atomic_dir", "atomic_path",
            "capped_lines", "file_cap", "file_lock", "line_cap", "line_too_long", "open_input",
            "read_capped", "read_lines_whole", "write_atomic"]
 
@@ -337,35 +337,60 @@ def read_capped(path: str | os.PathLike[str], what: str, *, gzipped: bool = Fals
                      hint=f"set {FILE_CAP_VARIABLE} to raise the limit")
 
 
+class LineLimit:
+    """Pieces of one stream, fed in order, checked against :func:`line_cap`: :meth:`feed` raises,
+    naming the line, as soon as a piece shows a line over the cap. Only the line that spans two
+    pieces can be long when the cap is larger than a piece, so the check is then a search for
+    the first and last line break of each piece; with a smaller cap every line is looked at."""
+
+    def __init__(self, source: str | os.PathLike[str]) -> None:
+        self.source = source
+        self.cap = line_cap()
+        self.lines = 0  # line breaks in the pieces fed so far
+        self._run = 0  # bytes since the last line break
+
+    def feed(self, piece: bytes | bytearray) -> None:
+        first = piece.find(b"\n")
+        if first < 0:
+            self._run += len(piece)
+            if self._run > self.cap:
+                raise line_too_long(self.source, self.lines + 1)
+            return
+        if self._run + first > self.cap:
+            raise line_too_long(self.source, self.lines + 1)
+        last = piece.rfind(b"\n")
+        if last - first > self.cap:  # whole lines inside the piece may be long too
+            self._check_inside(piece, first, last)
+        self.lines += piece.count(b"\n")
+        self._run = len(piece) - last - 1
+        if self._run > self.cap:
+            raise line_too_long(self.source, self.lines + 1)
+
+    def _check_inside(self, piece: bytes | bytearray, first: int, last: int) -> None:
+        number, start = self.lines + 2, first + 1
+        while start <= last:
+            end = piece.find(b"\n", start, last + 1)
+            if end - start > self.cap:
+                raise line_too_long(self.source, number)
+            number, start = number + 1, end + 1
+
+
 def read_lines_whole(stream: io.BufferedIOBase, source: str | os.PathLike[str]) -> bytes:
     """The rest of ``stream`` as one block of bytes, for formats parsed whole that have short
     lines (TREC files, of any size): a line over :func:`line_cap` raises, naming it, as soon as
-    it is read. Only the line that spans two pieces read can be long (a piece is 1 MB, the cap
-    many times more), so the check is a search for the first and last line break of each."""
+    it is read (:class:`LineLimit`)."""
     from recallwatch.errors import InputError
 
-    cap = line_cap()
+    limit = LineLimit(source)
     data = bytearray()
-    run = 0  # bytes since the last line break
     while True:
         try:
             chunk = stream.read(_CHUNK)
         except (OSError, EOFError, zlib.error) as exc:
-            raise InputError(source=source, line=data.count(b"\n") + 1,
+            raise InputError(source=source, line=limit.lines + 1,
                              expected="a complete gzip stream", found=f"<{exc}>",
                              hint="the data ends or breaks on this line") from None
         if not chunk:
             return bytes(data)
-        first = chunk.find(b"\n")
-        if first < 0:
-            run += len(chunk)
-            breaks = 0
-        elif run + first > cap:
-            run += first
-            breaks = 0
-        else:
-            run = len(chunk) - chunk.rfind(b"\n") - 1
-            breaks = chunk.count(b"\n")
-        if run > cap:
-            raise line_too_long(source, data.count(b"\n") + breaks + 1)
+        limit.feed(chunk)
         data += chunk

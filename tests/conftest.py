@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import typer.testing
 
 # The session's PostgreSQL (started on first use), shared by the store, history and web tests.
 from tests.pg import pg_databases, pg_env, postgres_server
@@ -14,6 +16,11 @@ from tests.pg import pg_databases, pg_env, postgres_server
 __all__ = ["pg_databases", "pg_env", "postgres_server"]
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# typer's test runner builds the whole command tree (every command's parameters, read from its
+# signature) again on every invoke: most of the time of a short command in the CLI tests. Running
+# a command does not change the tree, so every test's runner builds it once per application.
+typer.testing._get_command = functools.cache(typer.testing._get_command)
 CRANFIELD = ROOT.parent / "shared" / "data" / "cranfield"
 
 

@@ -4,6 +4,7 @@ refused with its place and how to raise it, and large inputs with short lines re
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 from recallwatch._files import (
     FILE_CAP_VARIABLE,
     LINE_CAP_VARIABLE,
+    LineLimit,
     capped_lines,
     file_cap,
     line_cap,
@@ -121,3 +123,51 @@ def test_a_trec_run_from_a_pipe_or_gzip_is_capped(small_caps: int, tmp_path: Pat
         read_run(bomb)
     with pytest.raises(InputError, match=r"^/dev/zero:1: expected a line of at most 1,024"):
         read_run("/dev/zero")
+
+
+def test_a_plain_trec_file_on_disk_is_read_within_the_line_cap(small_caps: int,
+                                                                 tmp_path: Path) -> None:
+    rows = b"".join(b"q%d Q0 d%d %d 0.5 t\n" % (i % 50, i, i) for i in range(20_000))
+    plain = tmp_path / "run"
+    plain.write_bytes(rows)
+    assert len(rows) > 64 * small_caps  # larger than the whole-file cap: not a file read whole
+    assert len(read_run(plain).query_ids) == 20_000
+    plain.write_bytes(rows + b"x" * (small_caps + 1) + b"\n" + rows)
+    with pytest.raises(InputError, match=rf"^{plain}:20001: expected a line of at most 1,024 "
+                       rf"bytes, found <a longer line: .* set {LINE_CAP_VARIABLE} to raise"):
+        read_run(plain)
+
+
+def test_a_sparse_file_is_refused_after_the_cap_not_read_to_its_end(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # 64 GB of NUL bytes that take no disk: refused at 1 MB, never read (nor held) whole
+    monkeypatch.setenv(LINE_CAP_VARIABLE, "1")
+    sparse = tmp_path / "sparse.run"
+    with sparse.open("wb") as fh:
+        fh.truncate(64 << 30)
+    with pytest.raises(InputError, match=rf"^{sparse}:1: expected a line of at most 1 MB"):
+        read_run(sparse)
+
+
+def test_lines_inside_one_piece_are_checked_when_the_cap_is_smaller(small_caps: int) -> None:
+    short = b"a" * (small_caps - 1) + b"\n"
+    piece = short * 5 + b"b" * (small_caps + 1) + b"\n" + short
+    limit = LineLimit("f")
+    limit.feed(short)
+    with pytest.raises(InputError, match=r"^f:7: expected a line of at most 1,024 bytes"):
+        limit.feed(piece)
+    limit = LineLimit("g")
+    limit.feed(short * 2000)  # many pieces of short lines, each within the cap
+    limit.feed(b"c" * small_caps)
+    with pytest.raises(InputError, match=r"^g:2001: expected a line of at most"):
+        limit.feed(b"c\n")
+
+
+def test_the_digest_is_that_of_the_bytes_as_stored(tmp_path: Path) -> None:
+    rows = b"\xef\xbb\xbfq1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 0.25 t\n"
+    for name, content in (("run", rows), ("run.gz", gzip.compress(rows))):
+        path = tmp_path / name
+        path.write_bytes(content)
+        table = read_run(path, digest=True)
+        assert table.sha256 == hashlib.sha256(content).hexdigest()
+        assert table.query_ids.to_pylist() == ["q1", "q1"]  # the byte-order mark dropped

@@ -38,9 +38,12 @@ def arrow_owned(data: bytes | memoryview | np.ndarray[Any, Any]) -> pa.Buffer:
     return buffer
 
 
-def read_owned(stream: BufferedIOBase | RawIOBase) -> pa.Buffer | None:
+def read_owned(stream: BufferedIOBase | RawIOBase,
+               each: Callable[[bytes], None] | None = None) -> pa.Buffer | None:
     """The rest of a regular file, read straight into memory Arrow owns (one copy, not two);
-    None when ``stream`` is not a regular file or changes size while it is read."""
+    None when ``stream`` is not a regular file or changes size while it is read. ``each`` is
+    shown every piece read (of at most 4 MB, in order) before it is kept, and may raise to stop
+    the reading there (a line over the cap)."""
     try:
         info = os.fstat(stream.fileno())
         if not stat_mode.S_ISREG(info.st_mode):
@@ -50,17 +53,26 @@ def read_owned(stream: BufferedIOBase | RawIOBase) -> pa.Buffer | None:
         return None
     if size < 0:
         return None
-    buffer = pa.allocate_buffer(size)
+    buffer = pa.allocate_buffer(size)  # reserved, not yet touched: a sparse file costs nothing
     view = memoryview(buffer).cast("B")
     done = 0
     while done < size:
-        n = stream.readinto(view[done:])
+        if each is None:
+            n = stream.readinto(view[done:])
+        else:
+            piece = stream.read(min(_PIECE, size - done)) or b""
+            each(piece)
+            n = len(piece)
+            view[done:done + n] = piece
         if not n:
             return None  # shrank while read
         done += n
     if stream.read(1):
         return None  # grew while read
     return buffer
+
+
+_PIECE = 1 << 22
 
 
 @functools.cache

@@ -8,29 +8,27 @@ integer with an optional sign; a score a finite decimal number. Where recallwatc
 trec_eval (it refuses what trec_eval's ``atol``/``atof`` would read leniently, e.g. a grade
 ``0.5`` or a score ``nan``) docs/metrics.md says so.
 
-The happy path never loops over lines in Python: the file is read once (gzip detected by its magic
-bytes, not its name) and handed to pyarrow's CSV reader with a single-space delimiter. Files that
+The happy path never loops over lines in Python: the file is read once, within the line cap
+(``_trec_input.py``: a plain file, a pipe or a gzip stream, each line at most 16 MB), and handed
+to pyarrow's CSV reader with a single-space delimiter. Files that
 need more (repeated blanks, comments, text after the run tag, a ``+`` sign) are normalised by
 pyarrow's regex kernels and parsed again, still without a Python loop. Only when that fails too is
 the file re-scanned line by line, to say where and what is wrong; that scan applies the same rules
 (a test holds the three to agreement).
 
-One module on purpose: the three readings and the writer apply one definition of a field and a
+The three readings stay in this one module on purpose: they apply one definition of a field and a
 value (``_LAYOUTS``, ``_INTEGER``, ``_DECIMAL``), kept side by side so that they cannot drift.
+Getting the bytes (``_trec_input.py``) and writing files (``_trec_write.py``, whose functions are
+imported from here) are apart.
 """
 
 from __future__ import annotations
 
-import gzip
-import hashlib
-import io
 import itertools
 import math
 import re
-import zlib
 from dataclasses import dataclass
 from os import PathLike
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -38,9 +36,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from recallwatch._files import FILE_CAP_VARIABLE, file_cap, read_lines_whole
 from recallwatch.errors import InputError
-from recallwatch.formats.arrow import arrow_owned, contains_byte, read_owned, to_numpy
+from recallwatch.formats._trec_input import read_trec
+from recallwatch.formats._trec_write import write_qrels, write_run
+from recallwatch.formats.arrow import arrow_owned, contains_byte, to_numpy
 
 __all__ = [
     "TrecKind",
@@ -88,8 +87,6 @@ _LAYOUTS: dict[TrecKind, _Layout] = {
     ),
 }
 
-_GZIP_MAGIC = b"\x1f\x8b"
-_BOM = b"\xef\xbb\xbf"
 _TOKEN = re.compile(rb"[^ \t\n\r\x0b\x0c]+")  # a field: a run of non-isspace bytes
 # What Python's int()/float() accept beyond these (1_0, full-width digits, surrounding blanks)
 # pyarrow refuses; what pyarrow accepts beyond them (0x10, nan, inf) trec_eval would not read as
@@ -131,95 +128,10 @@ def read_run(path: str | PathLike[str], *, digest: bool = False) -> TrecTable:
     return _read(path, "run", digest=digest)
 
 
-def _read_bytes(path: str | PathLike[str], kind: TrecKind) -> bytes:
-    data = _read_buffer(path, kind)[0]
-    return data if isinstance(data, bytes) else data.to_pybytes()
-
-
-def _read_buffer(
-    path: str | PathLike[str], kind: TrecKind, *, digest: bool = False
-) -> tuple[bytes | pa.Buffer, str | None]:
-    """The file's bytes (gzip decompressed, a byte-order mark dropped): a plain regular file
-    straight into Arrow-owned memory (read once, never copied), anything else as ``bytes``;
-    with ``digest``, the sha256 of the bytes as stored."""
-    p = Path(path)
-    sha256 = None
-    try:
-        with p.open("rb") as f:
-            owned = read_owned(f)
-            if owned is not None:
-                sha256 = hashlib.sha256(memoryview(owned)).hexdigest() if digest else None
-                head = owned[: len(_BOM)].to_pybytes()
-                if not head.startswith(_GZIP_MAGIC):
-                    # (the byte-order mark: see below)
-                    return (owned.slice(len(_BOM)) if head == _BOM else owned), sha256
-                data = owned.to_pybytes()
-            else:  # a pipe, a device (/dev/zero): read within bounds
-                if f.seekable():
-                    f.seek(0)
-                if f.peek(2)[:2] == _GZIP_MAGIC:
-                    data = _read_compressed(f, p)
-                else:
-                    data = read_lines_whole(f, p)
-                sha256 = hashlib.sha256(data).hexdigest() if digest else None
-    except FileNotFoundError:
-        raise InputError(
-            source=p, expected=f"a readable TREC {kind} file", found="<no such file>"
-        ) from None
-    except IsADirectoryError:
-        raise InputError(
-            source=p, expected=f"a readable TREC {kind} file", found="<a directory>"
-        ) from None
-    except PermissionError:
-        raise InputError(
-            source=p, expected=f"a readable TREC {kind} file", found="<permission denied>"
-        ) from None
-    if data[:2] == _GZIP_MAGIC:
-        try:  # decompressed as a stream: a line that inflates without end is refused early
-            data = read_lines_whole(gzip.GzipFile(fileobj=io.BytesIO(data)), p)
-        except InputError as exc:
-            if exc.expected != "a complete gzip stream":
-                raise
-            raise InputError(
-                source=p,
-                line=_partial_gunzip(data).count(b"\n") + 1,
-                expected="a complete gzip stream",
-                found=exc.found,
-                hint="the data ends or breaks on this line",
-            ) from None
-    # Editors on Windows prepend a byte-order mark; it would otherwise join the first query id.
-    return (data[len(_BOM) :] if data.startswith(_BOM) else data), sha256
-
-
-def _read_compressed(stream: Any, source: Path) -> bytes:
-    """A gzip stream that is not a regular file, read whole (at most the file cap)."""
-    data = bytearray()
-    cap = file_cap()
-    while chunk := stream.read(min(1 << 20, cap + 1 - len(data))):
-        data += chunk
-        if len(data) > cap:
-            raise InputError(source=source, expected=f"compressed data of at most {cap:,} "
-                             "bytes", found="<more>", hint=f"set {FILE_CAP_VARIABLE} to raise "
-                             "the limit")
-    return bytes(data)
-
-
-def _partial_gunzip(data: bytes) -> bytes:
-    """What a broken gzip file decompresses to before it breaks (error path only)."""
-    out: list[bytes] = []
-    with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
-        try:
-            while piece := stream.read1(1 << 16):  # pieces: a break keeps what came before
-                out.append(piece)
-        except (OSError, EOFError, zlib.error):
-            pass
-    return b"".join(out)
-
-
 def _read(path: str | PathLike[str], kind: TrecKind, *, digest: bool = False) -> TrecTable:
     layout = _LAYOUTS[kind]
     source = str(path)
-    read, sha256 = _read_buffer(path, kind, digest=digest)
+    read, sha256 = read_trec(path, kind, digest=digest)
     data = read if isinstance(read, pa.Buffer) else arrow_owned(read)
     if _blank(data):
         raise InputError(
@@ -428,7 +340,8 @@ def line_of_record(data: bytes | str | PathLike[str], index: int) -> int:
     Error path only: it loops over lines. ``data`` is the file's bytes or its path.
     """
     if not isinstance(data, bytes):
-        data = _read_bytes(data, "run")
+        read = read_trec(data, "run")[0]
+        data = read if isinstance(read, bytes) else read.to_pybytes()
     records = (number for number, line in enumerate(data.split(b"\n"), 1) if _fields(line))
     return next(itertools.islice(records, index, None))
 
@@ -496,68 +409,3 @@ def _value_problem(text: str, layout: _Layout) -> str | None:
     elif _DECIMAL.fullmatch(text):
         return None if math.isfinite(float(text)) else "too large: it overflows to infinity"
     return "" if text.isascii() else "only the ASCII digits 0-9 count"
-
-
-def write_qrels(
-    path: str | PathLike[str],
-    query_ids: pa.Array | list[str],
-    doc_ids: pa.Array | list[str],
-    grades: np.ndarray[Any, Any] | list[int],
-) -> None:
-    """Write ``qid 0 docid rel`` lines (gzip when the name ends in ``.gz``)."""
-    n = len(grades)
-    _write(
-        path,
-        {
-            "qid": query_ids,
-            "iter": pa.array(np.zeros(n, dtype=np.int64)),
-            "docid": doc_ids,
-            "rel": pa.array(np.asarray(grades, dtype=np.int64)),
-        },
-    )
-
-
-def write_run(
-    path: str | PathLike[str],
-    query_ids: pa.Array | list[str],
-    doc_ids: pa.Array | list[str],
-    ranks: np.ndarray[Any, Any] | list[int],
-    scores: np.ndarray[Any, Any] | list[float],
-    tag: str = "recallwatch",
-) -> None:
-    """Write ``qid Q0 docid rank score tag`` lines (gzip when the name ends in ``.gz``).
-
-    Scores are written with ``repr`` precision, so they parse back to the same float64.
-    """
-    n = len(scores)
-    score_text = pc.cast(pa.array(np.asarray(scores, dtype=np.float64)), pa.string())
-    _write(
-        path,
-        {
-            "qid": query_ids,
-            "Q0": pa.repeat("Q0", n),
-            "docid": doc_ids,
-            "rank": pa.array(np.asarray(ranks, dtype=np.int64)),
-            "score": score_text,
-            "tag": pa.repeat(tag, n),
-        },
-    )
-
-
-def _write(path: str | PathLike[str], columns: dict[str, Any]) -> None:
-    for name in ("qid", "docid"):
-        text = columns[name]
-        text = pa.array(text, pa.string()) if isinstance(text, list) else text
-        bad = pc.or_(pc.match_substring_regex(text, r"\s"), pc.equal(pc.binary_length(text), 0))
-        if len(text) and pc.any(bad).as_py():
-            first = text.filter(bad)[0].as_py()
-            raise InputError(field=name, expected="non-empty ids without whitespace", found=first)
-        columns[name] = text
-    table = pa.table(columns)
-    options = pacsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none")
-    target = Path(path)
-    if target.suffix == ".gz":
-        with pa.CompressedOutputStream(str(target), "gzip") as out:
-            pacsv.write_csv(table, out, write_options=options)
-    else:
-        pacsv.write_csv(table, str(target), write_options=options)

@@ -15,13 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from recallwatch.errors import InputError, UsageError
 from recallwatch.stats._bootstrap import CIMethod, ConfidenceInterval, difference_ci
-from recallwatch.stats._paired import (
-    TEST_NAMES,
-    TestName,
-    TestResult,
-    paired_differences,
-    test_differences,
-)
+from recallwatch.stats._paired import paired_differences, test_differences
+from recallwatch.stats._result import TEST_NAMES, TestName, TestResult
 
 if TYPE_CHECKING:
     import numpy as np

@@ -13,7 +13,7 @@ import csv
 import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
 from recallwatch.errors import InputError, NotInstalledError, UsageError
 from recallwatch.stats._paired import TestName, paired_differences, test_differences
@@ -29,6 +29,18 @@ __all__ = ["MultiComparison", "PairTest", "compare_many", "compare_many_scores",
 SCHEMA = "recallwatch.compare-many/1"
 
 Frame = Literal["pandas", "polars"]
+
+
+class ManyOptions(TypedDict, total=False):
+    """The options of :func:`compare_many_scores`, which :func:`compare_many` passes on (their
+    defaults are those of :func:`compare_many_scores`)."""
+
+    all_pairs: bool
+    test: TestName
+    seed: int
+    n_resamples: int
+    alpha: float
+    tie_tolerance: float
 
 
 def letter(index: int) -> str:
@@ -265,16 +277,12 @@ def compare_many(
     qrels: Qrels,
     runs: Mapping[str, Run],
     measures: Sequence[str | Measure],
-    *,
-    all_pairs: bool = False,
-    test: TestName = "randomization",
-    seed: int = 0,
-    n_resamples: int = 10_000,
-    alpha: float = 0.05,
-    tie_tolerance: float = 1e-9,
+    **options: Unpack[ManyOptions],
 ) -> MultiComparison:
     """Evaluate every run on the same judged queries and compare them (the first is the
-    baseline). A judged query a run did not return scores 0 there (trec_eval ``-c``)."""
+    baseline). A judged query a run did not return scores 0 there (trec_eval ``-c``). The
+    options (``all_pairs``, ``test``, ``seed``, ``n_resamples``, ``alpha``, ``tie_tolerance``)
+    are those of :func:`compare_many_scores`."""
     from recallwatch.metrics import evaluate
     from recallwatch.stats._compare import _aligned
 
@@ -284,9 +292,7 @@ def compare_many(
     for name, res in results.items():
         names = [str(m) for m in res.measures]
         scores[name] = dict(zip(names, _aligned(res, query_ids), strict=True))
-    return compare_many_scores(list(runs), query_ids, scores, all_pairs=all_pairs, test=test,
-                               seed=seed, n_resamples=n_resamples, alpha=alpha,
-                               tie_tolerance=tie_tolerance)
+    return compare_many_scores(list(runs), query_ids, scores, **options)
 
 
 def _md(text: str) -> str:

@@ -9,10 +9,11 @@ there is no evidence of a difference and the p-value is 1.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import TYPE_CHECKING
 
 from recallwatch.errors import InputError, UsageError
+from recallwatch.stats._randomization import exact_sign_flip_pvalue, randomization_test
+from recallwatch.stats._result import TEST_NAMES, Method, TestName, TestResult
 
 if TYPE_CHECKING:
     import numpy as np
@@ -21,30 +22,6 @@ if TYPE_CHECKING:
 __all__ = [
     "Method", "TestName", "TestResult", "paired_differences", "paired_test", "test_differences",
 ]
-
-TestName = Literal["randomization", "t", "wilcoxon"]
-TEST_NAMES: tuple[TestName, ...] = get_args(TestName)
-
-#: How a p-value was obtained: enumeration of every sign assignment, Monte Carlo sampling of them,
-#: Student's t distribution, or the normal approximation of the Wilcoxon statistic.
-Method = Literal["exact", "monte-carlo", "student-t", "normal"]
-
-
-@dataclass(frozen=True, slots=True)
-class TestResult:
-    """The outcome of one two-sided paired test of B against A."""
-
-    __test__ = False  # not a pytest test class, despite the name
-
-    test: TestName
-    statistic: float
-    """t for the t-test, min(W+, W-) for Wilcoxon, the mean difference for randomization."""
-    p_value: float
-    n: int
-    """Number of pairs (queries) tested, zero differences included."""
-    method: Method
-    n_resamples: int
-    """Sign assignments drawn (randomization, Monte Carlo); 0 when the p-value is exact/analytic."""
 
 
 def paired_differences(
@@ -106,8 +83,6 @@ def paired_test(
 def test_differences(d: np.ndarray, *, test: TestName, seed: int, n_resamples: int) -> TestResult:
     """:func:`paired_test` over already validated differences ``d = b - a``."""
     if test == "randomization":
-        from recallwatch.stats._randomization import randomization_test
-
         return randomization_test(d, seed=seed, n_resamples=n_resamples)
     if test == "t":
         return _t_test(d)
@@ -144,8 +119,6 @@ def _wilcoxon(d: np.ndarray) -> TestResult:
     """
     import numpy as np
     from scipy import stats
-
-    from recallwatch.stats._randomization import exact_sign_flip_pvalue
 
     n = int(d.size)
     magnitude = _magnitude_keys(d)

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from recallwatch.errors import UsageError
-from recallwatch.stats._paired import TestResult
+from recallwatch.stats._result import TestResult
 
 if TYPE_CHECKING:
     import numpy as np

@@ -19,16 +19,49 @@ those of the version it was copied from.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from recallwatch.errors import StoreError, UsageError
-from recallwatch.stores.base import PublishedIndex
-
-if TYPE_CHECKING:
-    from recallwatch.stores.base import VectorStore
-    from recallwatch.stores.versioned import VersionedStore
+from recallwatch.stores.base import (
+    IndexVersion,
+    PublishedIndex,
+    SupportsContentHashes,
+    VectorStore,
+)
 
 __all__ = ["VersionedIndex", "content_difference", "restore", "stage_problem"]
+
+
+class _Version(VectorStore, SupportsContentHashes, Protocol):
+    """A read-only view of one version (``checkout``)."""
+
+
+class VersionedStore(Protocol):
+    """What a reindex needs of :class:`~recallwatch.stores.versioned.VersionedStore`, stated
+    here so that this module does not import the class that uses it."""
+
+    @property
+    def uri(self) -> str: ...
+
+    def production_version(self) -> str | None: ...
+
+    def current_version(self) -> str: ...
+
+    def versions(self) -> list[IndexVersion]: ...
+
+    def checkout(self, version: str) -> _Version: ...
+
+    def new_version(self) -> str: ...
+
+    def seal(self) -> None: ...
+
+    def promote(self, version: str) -> None: ...
+
+    def rollback_to(self, version: str) -> None: ...
+
+    def discard(self, version: str, *, current: str) -> None: ...
+
+    def _build_index_now(self) -> None: ...
 
 
 def content_difference(before: dict[str, str], after: dict[str, str]) -> str | None:

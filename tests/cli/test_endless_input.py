@@ -1,6 +1,7 @@
-"""Endless input: /dev/zero, and a small gzip file that inflates to one 200 MB line, given to every
-command that reads a user file. Each exits 2 with the located error naming the cap, and the
-process's peak memory stays bounded.
+"""Endless input: /dev/zero, a small gzip file that inflates to one 200 MB line, and a 64 GB plain
+file of NUL bytes, given to every command that reads a user file. Each exits 2 with the located
+error naming the cap, and the process's peak memory stays bounded: at the default caps (marked
+slow), and at caps of 1 MB with an 8 MB line (the default suite).
 
 The commands run one after the other in one child process (the command line's import is paid
 once), which reports its peak resident memory (its own high-water mark, VmHWM) after each; a
@@ -21,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 KB = ROOT / "examples" / "kb"
 PEAK_BOUND_MB = 600  # the largest read allowed is a 128 MB whole file; the rest is the program
 BOMB_MB = 200
+SMALL_BOMB_MB = 8  # for the caps of 1 MB of the default suite's check
 
 # The peak is this process's own high-water mark (VmHWM, kilobytes), not getrusage's ru_maxrss:
 # Linux carries a parent's peak into a forked child, so ru_maxrss would report pytest's.
@@ -40,20 +42,32 @@ print(json.dumps(out))
 """
 
 
-@pytest.fixture(scope="module")
-def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``zero.*``: /dev/zero under the names each reader expects; ``bomb.jsonl.gz``: one
-    200 MB line of spaces, about 200 KB compressed."""
-    root = tmp_path_factory.mktemp("endless")
+def _hostile(root: Path, bomb_mb: int) -> Path:
+    """``zero.*``: /dev/zero under the names each reader expects; ``bomb.jsonl.gz``: one line of
+    ``bomb_mb`` MB of spaces, a thousandth of it compressed; ``sparse.run``: a plain file on disk
+    of 64 GB of NUL bytes that takes no disk space (a sparse file)."""
     for suffix in ("jsonl", "yaml", "json", "txt", "run"):
         (root / f"zero.{suffix}").symlink_to("/dev/zero")
     with gzip.GzipFile(root / "bomb.jsonl.gz", "wb", compresslevel=9, mtime=0) as fh:
         piece = b" " * (1 << 20)
-        for _ in range(BOMB_MB):
+        for _ in range(bomb_mb):
             fh.write(piece)
     assert (root / "bomb.jsonl.gz").stat().st_size < 1 << 20
     (root / "qrels.txt").write_text("q1 0 d1 1\n", encoding="utf-8")
+    (root / "run.txt").write_text("q1 Q0 d1 1 0.5 t\n", encoding="utf-8")
+    with (root / "sparse.run").open("wb") as fh:
+        fh.truncate(64 << 30)
     return root
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _hostile(tmp_path_factory.mktemp("endless"), BOMB_MB)
+
+
+@pytest.fixture(scope="module")
+def hostile_small(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _hostile(tmp_path_factory.mktemp("endless-small"), SMALL_BOMB_MB)
 
 
 def commands(d: Path) -> list[list[str]]:
@@ -82,29 +96,49 @@ def commands(d: Path) -> list[list[str]]:
          str(d / "zero.yaml"), "--no-history"],
         ["eval", "-m", "P@10", bomb, str(d / "zero.run")],
         ["eval", "-m", "P@10", str(d / "qrels.txt"), "/dev/zero"],
+        ["eval", "-m", "P@10", str(d / "qrels.txt"), str(d / "sparse.run")],
+        ["compare", "-m", "P@10", str(d / "zero.run"), str(d / "run.txt"), str(d / "run.txt")],
+        ["compare", "-m", "P@10", str(d / "qrels.txt"), str(d / "run.txt"), "/dev/zero"],
+        ["compare", "-m", "P@10", str(d / "qrels.txt"), bomb, str(d / "run.txt")],
+        ["compare", "-m", "P@10", str(d / "qrels.txt"), str(d / "run.txt"), str(d / "sparse.run")],
     ]
 
 
-def test_endless_input_is_refused_at_a_cap_with_bounded_memory(hostile: Path) -> None:
+def _run_each(root: Path, line_mb: str | None, file_mb: str | None) -> None:
+    """Every command of :func:`commands` on the files in ``root``, with these caps (None: the
+    default): each exits 2 with the located error naming its cap, within bounded memory."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("RECALLWATCH_MAX_LINE_MB", "RECALLWATCH_MAX_FILE_MB")}
-    cmds = commands(hostile)
-    child = subprocess.run([sys.executable, "-c", CHILD, json.dumps(cmds)], cwd=hostile,
+    env.update({name: mb for name, mb in (("RECALLWATCH_MAX_LINE_MB", line_mb),
+                                          ("RECALLWATCH_MAX_FILE_MB", file_mb)) if mb})
+    cmds = commands(root)
+    child = subprocess.run([sys.executable, "-c", CHILD, json.dumps(cmds)], cwd=root,
                            env={**env, "PYTHONPATH": str(ROOT)}, capture_output=True,
                            text=True, timeout=300)
     assert child.returncode == 0, child.stderr[-2000:]
     results = json.loads(child.stdout)
+    line_cap, file_cap = f"{line_mb or 16} MB", f"{file_mb or 128} MB"
     for args, (code, output, _) in zip(cmds, results, strict=True):
         assert code == 2, (args, output)
         assert "Traceback" not in output, (args, output)
         line = output.strip().splitlines()[-1]
         assert line.startswith("Error: "), (args, output)
         if any(a.endswith(("zero.yaml", "zero.json")) for a in args):
-            assert ": expected a file of at most 128 MB, found <more than 128 MB> (set " \
-                   "RECALLWATCH_MAX_FILE_MB to raise the limit)" in line, (args, line)
+            assert f": expected a file of at most {file_cap}, found <more than {file_cap}> " \
+                   "(set RECALLWATCH_MAX_FILE_MB to raise the limit)" in line, (args, line)
         else:
-            assert ":1: expected a line of at most 16 MB, found <a longer line: more than " \
-                   "16 MB without a line break>" in line, (args, line)
+            assert f":1: expected a line of at most {line_cap}, found <a longer line: more " \
+                   f"than {line_cap} without a line break>" in line, (args, line)
             assert "set RECALLWATCH_MAX_LINE_MB to raise the limit" in line
     peak_mb = max(rss for _, _, rss in results) / 1024  # Linux reports kilobytes
     assert peak_mb < PEAK_BOUND_MB, [(a, r // 1024) for a, (_, _, r) in zip(cmds, results)]
+
+
+@pytest.mark.slow
+def test_endless_input_is_refused_at_a_cap_with_bounded_memory(hostile: Path) -> None:
+    _run_each(hostile, None, None)
+
+
+def test_endless_input_is_refused_at_caps_of_one_megabyte(hostile_small: Path) -> None:
+    # the same commands and files at smaller caps: the default suite's check, in less time
+    _run_each(hostile_small, "1", "1")

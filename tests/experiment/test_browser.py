@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.clirun import cli
-from tests.experiment.test_experiment import _small_kb
+from tests.experiment.conftest import small_kb, write_plan
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
@@ -28,14 +28,11 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("report")
-    _small_kb(folder)
-    (folder / "plan.yaml").write_text(
-        "golden: golden.yaml\ncorpus: corpus.jsonl\npolicy: policy.yaml\n"
-        "base: {name: bm25, retrieval: bm25}\nvariants:\n"
-        "  - {name: sentences, chunking: {method: sentences, size: 200}}\n"
-        "  - {name: size, chunking: {method: size, size: 400, overlap: 80}}\n"
-        f"  - {{name: '{HOSTILE}', chunking: {{method: paragraph, size: 2000}}}}\n",
-        encoding="utf-8")
+    small_kb(folder)
+    write_plan(folder, "{name: bm25, retrieval: bm25}", [
+        "{name: sentences, chunking: {method: sentences, size: 200}}",
+        "{name: size, chunking: {method: size, size: 400, overlap: 80}}",
+        f"{{name: '{HOSTILE}', chunking: {{method: paragraph, size: 2000}}}}"])
     code, _, stderr = cli("experiment", str(folder / "plan.yaml"), "--out", str(folder / "out"))
     assert code == 0, stderr
     return folder / "out" / "report.html"

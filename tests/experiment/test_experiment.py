@@ -1,6 +1,10 @@
 """`recallwatch experiment` on part of the example knowledge base: dense, BM25, hybrid, a
 re-chunking and a reranker; the base judged as the gate judges it; p-values and Holm checked
-against scipy and the procedure written out; a rerun builds nothing and gives the same numbers."""
+against scipy and the procedure written out; a rerun builds nothing and gives the same numbers.
+
+Those checks share one experiment run twice (about a minute and a half): they are marked slow.
+The default suite runs a two-variant experiment end to end
+(``test_without_a_split_the_winner_is_judged_on_the_queries_it_was_chosen_on``)."""
 
 from __future__ import annotations
 
@@ -13,50 +17,22 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from recallwatch.formats.corpus import read_corpus, write_corpus
-from recallwatch.formats.golden import load_golden
 from tests.clirun import cli
+from tests.experiment.conftest import small_kb, write_plan
 
-KB = Path(__file__).resolve().parents[2] / "examples" / "kb"
-
-PLAN = """\
-golden: golden.yaml
-corpus: corpus.jsonl
-policy: policy.yaml
-base: {name: dense}
-variants:
-  - {name: bm25, retrieval: bm25}
-  - {name: hybrid, retrieval: {fuse: {method: rrf, k: 60}}}
-  - {name: sentences-bm25, chunking: {method: sentences, size: 200}, retrieval: bm25}
-  - {name: hybrid-reranked, retrieval: {fuse: {method: rrf}}, rerank: {python: "rerank:overlap"}}
-"""
-
-
-def _small_kb(folder: Path, *, split: bool = True) -> None:
-    """The example's labour-law (rrhh) questions and the documents they quote."""
-    golden = load_golden(KB / "golden_split.yaml")
-    queries = [q for q in golden.queries if q.domain == "rrhh"]
-    docs = {a.doc_id for q in queries for a in q.anchors}
-    chunks = [c for c in read_corpus(KB / "corpus_v1.jsonl").chunks if c.doc_id in docs]
-    write_corpus(chunks, folder / "corpus.jsonl")
-    rows = [q.to_dict() for q in queries]
-    if not split:
-        for r in rows:
-            r.pop("split", None)
-    (folder / "golden.yaml").write_text(json.dumps(
-        {"name": "rrhh", "version": "1", "top_k": 10, "queries": rows}, ensure_ascii=False),
-        encoding="utf-8")
-    (folder / "policy.yaml").write_text((KB / "policy.yaml").read_text(encoding="utf-8"),
-                                        encoding="utf-8")
-    (folder / "rerank.py").write_text((KB / "rerank.py").read_text(encoding="utf-8"),
-                                      encoding="utf-8")
+VARIANTS = [
+    "{name: bm25, retrieval: bm25}",
+    "{name: hybrid, retrieval: {fuse: {method: rrf, k: 60}}}",
+    "{name: sentences-bm25, chunking: {method: sentences, size: 200}, retrieval: bm25}",
+    '{name: hybrid-reranked, retrieval: {fuse: {method: rrf}}, rerank: {python: "rerank:overlap"}}',
+]
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     folder = tmp_path_factory.mktemp("experiment")
-    _small_kb(folder)
-    (folder / "plan.yaml").write_text(PLAN, encoding="utf-8")
+    small_kb(folder)
+    write_plan(folder, "{name: dense}", VARIANTS)
     out = folder / "out"
     first = cli("experiment", str(folder / "plan.yaml"), "--out", str(out))
     assert first[0] == 0, first[2]
@@ -67,6 +43,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return {"folder": folder, "out": out, "first": first, "results": results, "again": again}
 
 
+@pytest.mark.slow  # the runs fixture: five variants built and judged, twice
 def test_results_json_contract(runs: dict[str, Any]) -> None:
     r = runs["results"]
     assert {"variants", "base", "winner", "chosen_on"} <= set(r)
@@ -96,6 +73,7 @@ def test_results_json_contract(runs: dict[str, Any]) -> None:
     assert tune[r["winner"]] == max(tune.values())  # chosen on tune
 
 
+@pytest.mark.slow  # the runs fixture: five variants built and judged, twice
 def test_the_base_is_judged_as_the_gate_judges_it(runs: dict[str, Any]) -> None:
     folder, out = runs["folder"], runs["out"]
     (index,) = (out / "cache").glob("index-*")
@@ -112,6 +90,7 @@ def test_the_base_is_judged_as_the_gate_judges_it(runs: dict[str, Any]) -> None:
         {q: row["quality"] for q, row in base["per_query"].items()})
 
 
+@pytest.mark.slow  # the runs fixture: five variants built and judged, twice
 def test_p_values_are_exact_permutation_tests_and_holm_is_across_variants(
         runs: dict[str, Any]) -> None:
     variants = runs["results"]["variants"]
@@ -141,6 +120,7 @@ def test_p_values_are_exact_permutation_tests_and_holm_is_across_variants(
         assert [v["vs_base"][metric]["p_holm"] for v in variants[1:]] == pytest.approx(expected)
 
 
+@pytest.mark.slow  # the runs fixture: five variants built and judged, twice
 def test_a_rerun_builds_nothing_and_gives_the_same_numbers(runs: dict[str, Any]) -> None:
     first, again = runs["results"], runs["again"]
     assert first["cache"]["built"] == {"corpus": ["dense", "sentences-bm25"], "index": ["dense"]}
@@ -152,6 +132,7 @@ def test_a_rerun_builds_nothing_and_gives_the_same_numbers(runs: dict[str, Any])
     assert first["winner"] == again["winner"]
 
 
+@pytest.mark.slow  # the runs fixture: five variants built and judged, twice
 def test_outputs_for_people(runs: dict[str, Any]) -> None:
     _, stdout, stderr = runs["first"]
     out = runs["out"]
@@ -169,7 +150,7 @@ def test_outputs_for_people(runs: dict[str, Any]) -> None:
 
 def test_without_a_split_the_winner_is_judged_on_the_queries_it_was_chosen_on(
         tmp_path: Path) -> None:
-    _small_kb(tmp_path, split=False)
+    small_kb(tmp_path, split=False)
     (tmp_path / "plan.yaml").write_text(
         "golden: golden.yaml\ncorpus: corpus.jsonl\npolicy: policy.yaml\n"
         "base: {name: bm25, retrieval: bm25}\n"

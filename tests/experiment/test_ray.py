@@ -10,27 +10,17 @@ from types import ModuleType
 import pytest
 
 from tests.clirun import cli
-from tests.experiment.test_experiment import _small_kb
+from tests.experiment.conftest import small_kb, write_plan
+from tests.experiment.test_experiment import VARIANTS
 from tests.scale.conftest import local_ray
 
 __all__ = ["local_ray"]  # the fixture, shared with the Ray engine's tests
 
-PLAN = """\
-golden: golden.yaml
-corpus: corpus.jsonl
-policy: policy.yaml
-base: {name: dense}
-variants:
-  - {name: bm25, retrieval: bm25}
-  - {name: hybrid, retrieval: {fuse: {method: rrf}}}
-  - {name: sentences-bm25, chunking: {method: sentences, size: 200}, retrieval: bm25}
-"""
-
 
 @pytest.mark.slow  # a local Ray and two ingestions
 def test_ray_gives_the_local_numbers(local_ray: ModuleType, tmp_path: Path) -> None:
-    _small_kb(tmp_path)
-    (tmp_path / "plan.yaml").write_text(PLAN, encoding="utf-8")
+    small_kb(tmp_path)
+    write_plan(tmp_path, "{name: dense}", VARIANTS[:3])  # the reranker is left out
     results = {}
     for engine in ("local", "ray"):
         out = tmp_path / engine

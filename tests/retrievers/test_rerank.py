@@ -105,6 +105,7 @@ def cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.mark.slow  # torch and transformers imported: over a minute on a loaded machine
 @pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
 def test_a_cross_encoder_loaded_by_path_reranks(kb: Path, tmp_path: Path, cross_encoder: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:

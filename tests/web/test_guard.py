@@ -5,12 +5,6 @@ against the real `recallwatch serve` in its own process."""
 from __future__ import annotations
 
 import asyncio
-import os
-import re
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -21,9 +15,9 @@ from recallwatch.errors import UsageError
 from recallwatch.suite.model import GateResult
 from recallwatch.web import create_app
 from recallwatch.web._guard import MAX_BODY, host_allowed, host_name, served_names
+from tests.web.conftest import serving, wait_up
 
 Site = tuple[Path, Path, list[GateResult]]
-ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "Tok3n-for.the~dashboard_0123"
 LOOPBACK = served_names("127.0.0.1")
 HOSTILE_HOSTS = ["127.evil.example", "127.0.0.1.nip.io", "localhost.evil.example",
@@ -146,38 +140,11 @@ def test_dashboard_refuses_large_bodies(site: Site) -> None:
 @pytest.fixture
 def served(site: Site) -> Iterator[str]:
     """The real `recallwatch serve` on a free port, with a token from the environment."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "RECALLWATCH_SERVE_TOKEN": TOKEN}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "from recallwatch.cli import main; main()", "ops", "serve",
-         "--history", str(site[0]), "--port", "0"],
-        stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
-    try:
-        assert proc.stderr is not None
-        line = proc.stderr.readline()
-        found = re.search(r"(http://127\.0\.0\.1:\d+/)\?token=(\S+) ", line)
-        assert found, line
+    with serving(["ops", "serve", "--history", str(site[0]), "--port", "0"],
+                 r"(http://127\.0\.0\.1:\d+/)\?token=(\S+) ",
+                 env={"RECALLWATCH_SERVE_TOKEN": TOKEN}) as (_, found):
         assert found.group(2) == TOKEN
         yield found.group(1)
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=30)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            if proc.stderr is not None:
-                proc.stderr.close()
-
-
-def wait_up(url: str) -> None:
-    for _ in range(300):
-        try:
-            httpx.get(url, timeout=5)
-            return
-        except httpx.ConnectError:
-            time.sleep(0.1)
-    raise AssertionError("the dashboard did not start")
 
 
 def test_real_server_checks_host_and_token(served: str, site: Site) -> None:

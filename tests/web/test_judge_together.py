@@ -3,13 +3,9 @@ serve` process: grades sent to both servers at the same time are all in the file
 
 from __future__ import annotations
 
-import os
-import re
-import signal
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import httpx
@@ -17,8 +13,8 @@ import pytest
 
 from recallwatch.formats.judging import QueueItem, read_judgment_records, write_queue
 from recallwatch.web.judge import TOKEN_HEADER
+from tests.web.conftest import serving
 
-ROOT = Path(__file__).resolve().parents[2]
 PAIRS = 24
 JUDGES = ("ana", "bea")
 
@@ -39,36 +35,14 @@ def queue(tmp_path: Path) -> Path:
 def servers(queue: Path) -> Iterator[dict[str, tuple[str, str]]]:
     """Both judges' servers on one --out file: judge -> (address, token)."""
     out = queue.with_name("shared.judgments.jsonl")
-    procs: list[subprocess.Popen[str]] = []
-    found: dict[str, tuple[str, str]] = {}
-    try:
+    with ExitStack() as stack:
+        found = {}
         for judge in JUDGES:
-            proc = subprocess.Popen(
-                [sys.executable, "-c", "from recallwatch.cli import main; main()", "label",
-                 "serve", str(queue), "--judge", judge, "--out", str(out), "--port", "0"],
-                stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"})
-            procs.append(proc)
-            assert proc.stderr is not None
-            for line in proc.stderr:
-                match = re.search(r"open (http://127\.0\.0\.1:\d+/)\?token=(\S+)", line)
-                if match:
-                    found[judge] = (match.group(1), match.group(2))
-                    break
-            assert judge in found, f"the judging page did not start (exit {proc.wait()})"
+            _, match = stack.enter_context(serving(
+                ["label", "serve", str(queue), "--judge", judge, "--out", str(out), "--port", "0"],
+                r"open (http://127\.0\.0\.1:\d+/)\?token=(\S+)"))
+            found[judge] = (match.group(1), match.group(2))
         yield found
-    finally:
-        for proc in procs:
-            proc.send_signal(signal.SIGINT)
-        for proc in procs:
-            try:
-                proc.wait(timeout=30)
-            finally:
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.wait()
-                if proc.stderr is not None:
-                    proc.stderr.close()
 
 
 def test_two_judges_on_one_file_lose_nothing(queue: Path,

@@ -3,16 +3,9 @@ command serving pages until interrupted."""
 
 from __future__ import annotations
 
-import os
-import re
-import signal
 import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 import uvicorn
 from typer.testing import CliRunner
@@ -20,6 +13,7 @@ from typer.testing import CliRunner
 from recallwatch.cli import app
 from recallwatch.cli.serve_cmd import is_loopback
 from recallwatch.suite.model import GateResult
+from tests.web.conftest import serving, stop, wait_up
 
 Site = tuple[Path, Path, list[GateResult]]
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,36 +67,13 @@ def test_warns_when_not_bound_to_loopback(site: Site, monkeypatch: pytest.Monkey
 
 def test_serve_for_real_until_interrupted(site: Site) -> None:
     db, bench, runs = site
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "from recallwatch.cli import main; main()", "ops", "serve",
-         "--history", str(db), "--port", "0", "--bench", str(bench)],
-        stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
-    )
-    try:
-        assert proc.stderr is not None
-        line = proc.stderr.readline()
-        match = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
-        assert match, line
-        url = f"http://127.0.0.1:{match.group(1)}"
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                r = httpx.get(url + "/runs/latest", timeout=5)
-                break
-            except httpx.ConnectError:
-                assert time.monotonic() < deadline, "the dashboard did not start"
-                time.sleep(0.1)
+    with serving(["ops", "serve", "--history", str(db), "--port", "0", "--bench", str(bench)],
+                 r"http://127\.0\.0\.1:(\d+)/") as (proc, match):
+        r = wait_up(f"http://127.0.0.1:{match.group(1)}/runs/latest")
         assert r.status_code == 200 and runs[-1].run_id in r.text
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=30) == 0
-        assert "recallwatch dashboard stopped" in proc.stderr.read()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        if proc.stderr is not None:
-            proc.stderr.close()
+        code, rest = stop(proc)
+        assert code == 0
+        assert "recallwatch dashboard stopped" in rest
 
 
 def test_every_serve_option_is_documented() -> None:

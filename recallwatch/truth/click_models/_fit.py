@@ -1,4 +1,5 @@
-"""What fitting a click model returns, and the interval every model reports per pair."""
+"""What fitting a click model returns, and the pieces the closed-form fits share: the interval every
+model reports per pair, a rate with Beta pseudo-counts, a Bernoulli log-likelihood."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 
 from recallwatch.truth.click_models._counts import Array, ClickCounts
 
-__all__ = ["ClickModelFit", "wilson_interval"]
+__all__ = ["ClickModelFit", "bernoulli_log_likelihood", "rate", "wilson_interval"]
 
 
 @dataclass(frozen=True)
@@ -90,3 +91,24 @@ def wilson_interval(successes: Array, trials: Array, level: float) -> tuple[Arra
     low = np.where(empty, 0.0, np.clip(centre - half, 0.0, 1.0))
     high = np.where(empty, 1.0, np.clip(centre + half, 0.0, 1.0))
     return low, high
+
+
+def rate(successes: Array, trials: Array, prior: tuple[float, float] | None) -> Array:
+    """The share ``k / n`` with Beta pseudo-counts ``prior`` = (a0, b0) added:
+    ``(k + a0) / (n + a0 + b0)``, and 0 where there is nothing to count."""
+    k = np.asarray(successes, dtype=np.float64)
+    n = np.asarray(trials, dtype=np.float64)
+    a0, b0 = prior if prior is not None else (0.0, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out: Array = np.where(n + a0 + b0 > 0, (k + a0) / (n + a0 + b0), 0.0)
+    return out
+
+
+def bernoulli_log_likelihood(p: Array, successes: Array, trials: Array, *,
+                             eps: float = 1e-12) -> float:
+    """The log-likelihood of ``successes`` in ``trials`` at probabilities ``p`` (kept within
+    ``eps`` of 0 and 1, so a share of 0 or 1 costs a large finite amount, not infinity)."""
+    q = np.clip(p, eps, 1.0 - eps)
+    k = np.asarray(successes, dtype=np.float64)
+    n = np.asarray(trials, dtype=np.float64)
+    return float((k * np.log(q) + (n - k) * np.log1p(-q)).sum())

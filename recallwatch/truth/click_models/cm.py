@@ -19,7 +19,12 @@ import numpy as np
 
 from recallwatch.errors import UsageError
 from recallwatch.truth.click_models._counts import ClickCounts
-from recallwatch.truth.click_models._fit import ClickModelFit, wilson_interval
+from recallwatch.truth.click_models._fit import (
+    ClickModelFit,
+    bernoulli_log_likelihood,
+    rate,
+    wilson_interval,
+)
 
 __all__ = ["fit"]
 
@@ -34,12 +39,9 @@ def fit(counts: ClickCounts, *, level: float = 0.95, max_iter: int = 0,
                          "first-click counts)")
     n = counts.cm_examined.astype(np.float64)
     c = counts.cm_first.astype(np.float64)
-    a0, b0 = prior if prior is not None else (0.0, 0.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        relevance = np.where(n + a0 + b0 > 0, (c + a0) / (n + a0 + b0), 0.0)
+    relevance = rate(c, n, prior)
     low, high = wilson_interval(c, n, level)
-    p = np.clip(relevance, 1e-12, 1 - 1e-12)
-    ll = float(np.sum(c * np.log(p) + (n - c) * np.log1p(-p)))
+    ll = bernoulli_log_likelihood(relevance, c, n)
     return ClickModelFit(
         model="cm", counts=counts, relevance=relevance, effective_n=n,
         ci_low=np.minimum(low, relevance), ci_high=np.maximum(high, relevance), level=level,

@@ -18,7 +18,7 @@ import numpy as np
 
 from recallwatch.errors import UsageError
 from recallwatch.truth.click_models._counts import Array, ClickCounts
-from recallwatch.truth.click_models._fit import ClickModelFit
+from recallwatch.truth.click_models._fit import ClickModelFit, bernoulli_log_likelihood
 
 __all__ = ["STRENGTHS", "PriorChoice", "choose_prior", "fitted_mean", "held_out_log_likelihood"]
 
@@ -126,7 +126,4 @@ def _examination(f: ClickModelFit, held: ClickCounts) -> Array:
 
 
 def _bernoulli(p: Array, clicks: Array, trials: Array) -> float:
-    p = np.clip(p, _EPS, 1.0 - _EPS)
-    c = np.asarray(clicks, dtype=np.float64)
-    n = np.asarray(trials, dtype=np.float64)
-    return float((c * np.log(p) + (n - c) * np.log1p(-p)).sum())
+    return bernoulli_log_likelihood(p, clicks, trials, eps=_EPS)

@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 from recallwatch.truth.click_models._counts import ClickCounts
-from recallwatch.truth.click_models._fit import ClickModelFit, wilson_interval
+from recallwatch.truth.click_models._fit import ClickModelFit, rate, wilson_interval
 
 __all__ = ["fit"]
 
@@ -34,10 +34,8 @@ def fit(counts: ClickCounts, *, level: float = 0.95, max_iter: int = 0,
     examined = counts.sdbn_examined.astype(np.float64)
     clicks = counts.clicks.astype(np.float64)
     last = counts.sdbn_last.astype(np.float64)
-    a0, b0 = prior if prior is not None else (0.0, 0.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        attract = np.where(examined + a0 + b0 > 0, (clicks + a0) / (examined + a0 + b0), 0.0)
-        satisfy = np.where(clicks > 0, last / clicks, 0.0)
+    attract = rate(clicks, examined, prior)
+    satisfy = rate(last, clicks, None)
     each = 1.0 - (1.0 - level) / 2.0
     a_low, a_high = wilson_interval(clicks, examined, each)
     s_low, s_high = wilson_interval(last, clicks, each)
