@@ -66,7 +66,9 @@ def bench(
 
     With --out (default: the sweep's 'out', if any) it writes results.json, results.csv and
     frontier.png there. With --engine ray the exact ground truth is computed on Ray, in shards
-    of the base (the same answer, for bases larger than one machine's memory)."""
+    of the base (the same answer, for bases larger than one machine's memory), and each engine
+    configuration is built and measured by a Ray task of its own: the same recalls and the same
+    frontier as one process, with the timings of the workers."""
     from dataclasses import replace
 
     from recallwatch.bench.output import render_table, sweep_to_dict, write_outputs
@@ -86,12 +88,14 @@ def bench(
     from recallwatch.scale import engine_session
 
     with engine_session(engine.value, address, workers) as on_ray:
-        compute = None
+        compute, runner = None, None
         if on_ray:
+            from recallwatch.scale.ray_bench import RayPoints
             from recallwatch.scale.ray_engine import ground_truth
 
             compute = partial(ground_truth, workers=workers)
-        result = run_sweep(config, on_result=progress, compute_truth=compute)
+            runner = RayPoints(workers)
+        result = run_sweep(config, on_result=progress, compute_truth=compute, run_points=runner)
     target = out or (None if config.out is None else Path(config.base_dir) / config.out)
     if fmt is TableJson.json:
         emit(json.dumps(sweep_to_dict(result), indent=2, default=str))
