@@ -198,22 +198,34 @@ def quantize(
         typer.echo(f"wrote {out / 'quantization.json'}, {out / 'quantization.md'}", err=True)
 
 
-def reference(out: RequiredOutDir) -> None:
+# Below ~39 vectors per IVF list (128 lists) faiss warns that k-means has too few to train on;
+# past 10M the collection and its copies need tens of GB.
+ReferenceSize = Annotated[int, typer.Option(
+    "--n", min=5_000, max=10_000_000,
+    help="Vectors in the collection the experiments run on (the drift experiment adds half as "
+    "many again per wave of new topics). The default is small enough for a laptop; a larger "
+    "collection shows the magnitudes of a larger one.")]
+
+
+def reference(out: RequiredOutDir, n: ReferenceSize = 20_000) -> None:
     """Run the reference experiments with fixed seeds: figures and tables of the metrics, recall
     by depth k, latency against collection size, drift and reindex, quantization and binary
-    rescoring, written into --out with experiments.json (the configuration of every number)."""
-    from recallwatch.bench.experiments import run_experiments
+    rescoring, written into --out with experiments.json (the configuration of every number).
+    Each file is printed with the size it was made at."""
+    from recallwatch.bench.experiments import ExperimentConfig, figure_sizes, run_experiments
 
-    result = run_experiments(out)
+    cfg = ExperimentConfig(n=n)
+    result = run_experiments(out, cfg)
+    sizes = figure_sizes(cfg)
     for name in result["files"]:
-        sys.stdout.write(f"{out / name}\n")
+        sys.stdout.write(f"{out / name}  ({sizes[name]})\n")
 
 
-def experiments(out: RequiredOutDir) -> None:
+def experiments(out: RequiredOutDir, n: ReferenceSize = 20_000) -> None:
     """The old name of `recallwatch bench reference` (kept for one release)."""
     typer.echo("Note: `recallwatch experiments` has moved to `recallwatch bench reference`; "
                "the old name goes in the next release.", err=True)
-    reference(out)
+    reference(out, n)
 
 
 def register(app: typer.Typer) -> None:
