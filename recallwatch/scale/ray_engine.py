@@ -84,6 +84,7 @@ def ray_session(address: str | None = None, workers: int | None = None) -> Itera
             # lance warns at every fork; Ray's forks exec a new program at once, so nothing of
             # lance is used in them
             warnings.filterwarnings("ignore", message="lance is not fork-safe")
+            warnings.filterwarnings("ignore", message="lancedb fork support is experimental")
             ray.init(address=address, num_cpus=None if address else workers,
                      include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False)
     except ConnectionError as exc:  # a wrong --address is the user's to fix, not a crash
