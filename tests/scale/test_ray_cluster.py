@@ -221,7 +221,7 @@ def test_a_bench_sweep_on_the_cluster_gives_the_single_process_results(
     process (timings aside), and on the terminal recallwatch's progress only, token
     authentication and all."""
     from recallwatch.bench.sweep import load_sweep, run_sweep
-    from tests.scale.test_ray_bench import _PROGRESS, SWEEP, _without_timings, strip_timings
+    from tests.scale.test_ray_bench import PROGRESS, SWEEP, strip_timings, without_timings
 
     address, env = two_nodes
     sweep = tmp_path / "sweep.yaml"
@@ -229,7 +229,7 @@ def test_a_bench_sweep_on_the_cluster_gives_the_single_process_results(
     r = _run([RECALLWATCH, "bench", str(sweep), "--engine", "ray", "--address", address,
               "--workers", "2", "--format", "json"], env)
     assert r.returncode == 0, r.stderr[-3000:]
-    assert r.stderr and all(_PROGRESS.match(line) for line in r.stderr.splitlines()), r.stderr
+    assert r.stderr and all(PROGRESS.match(line) for line in r.stderr.splitlines()), r.stderr
     one = run_sweep(load_sweep(sweep))
     assert strip_timings(json.loads(r.stdout)["results"]) == \
-        json.loads(json.dumps(_without_timings(one)))
+        json.loads(json.dumps(without_timings(one)))
