@@ -66,8 +66,9 @@ def bench(
 
     With --out (default: the sweep's 'out', if any) it writes results.json, results.csv and
     three plots there: recall against QPS (frontier.png), against build time (build_time.png)
-    and against index size (index_size.png). With --engine ray the exact ground truth is computed on Ray, in shards
-    of the base (the same answer, for bases larger than one machine's memory), and each engine
+    and against index size (index_size.png). With --engine ray the exact ground truth is
+    computed on Ray, in shards of the base (the same answer, for bases larger than one
+    machine's memory), and each engine
     configuration is built and measured by a Ray task of its own: the same recalls and the same
     frontier as one process, with the timings of the workers."""
     from dataclasses import replace
