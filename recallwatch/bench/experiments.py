@@ -23,8 +23,8 @@ from recallwatch.bench.datasets import synthetic, topic_collection
 from recallwatch.bench.quantize import QuantizationStudy, quantization_study
 from recallwatch.bench.truth import content_hash, ground_truth, id_recall
 
-__all__ = ["ExperimentConfig", "drift_experiment", "latency_vs_n", "metrics_demo",
-           "recall_by_depth", "run_experiments"]
+__all__ = ["ExperimentConfig", "drift_experiment", "figure_sizes", "latency_vs_n",
+           "metrics_demo", "recall_by_depth", "run_experiments"]
 
 # Listing 18.6: the same relevant set {0, 1, 2} placed ideally, dispersed and late.
 DEMO_RELEVANT = (0, 1, 2)
@@ -66,6 +66,30 @@ class ExperimentConfig:
                                                                1000, 2000])
     drift_topics: int = 30
     drift_waves: int = 2
+
+
+def figure_sizes(cfg: ExperimentConfig) -> dict[str, str]:
+    """At which size each file was made, as the command prints it beside the file's name."""
+    main = f"n={cfg.n:,} vectors × {cfg.dim} dimensions, {cfg.queries:,} queries"
+    lat = ", ".join(f"{n:,}" for n in sorted(cfg.latency_sizes))
+    new = cfg.n // 2
+    drift = (f"n={cfg.n:,} vectors on {cfg.topics} old topics, then {cfg.drift_waves} wave(s) of "
+             f"{new:,} on {cfg.drift_topics} new topics each, n={cfg.n + cfg.drift_waves * new:,} "
+             f"at the end, × {cfg.dim} dimensions")
+    return {
+        "fig18_1_metrics.png": "three rankings of 10 documents, no collection",
+        "fig18_2_recall_by_k.png": f"{main}, IVF nlist={cfg.nlist} nprobe={cfg.nprobe}",
+        "fig18_3_latency_vs_n.png": f"n={lat} vectors × {cfg.dim} dimensions, "
+                                    f"{cfg.latency_queries:,} queries; fixed sizes, not --n",
+        "fig18_5_drift.png": f"{drift}, IVF nlist={cfg.nlist} nprobe={cfg.nprobe}",
+        "fig18_6_quantization.png": main,
+        "fig18_7_binary_rescoring.png": main,
+        "table18_1_quantization.md": main,
+        "table18_2_indicators.md": "a fixed table, no data",
+        "evaluation_report.txt": f"one query against n={cfg.n:,} vectors × {cfg.dim} dimensions, "
+                                 f"IVF nlist={cfg.nlist} nprobe={cfg.report_nprobe}",
+        "experiments.json": "the configuration and every number above",
+    }
 
 
 class _IVF:
@@ -225,7 +249,7 @@ def _figures(out: Path, res: dict[str, Any], study: QuantizationStudy) -> list[P
     ax.set_xlabel("k")
     ax.set_ylabel("recall@k vs exact")
     ax.set_title(f"Recall by depth: IVF nlist={res['config']['nlist']} "
-                 f"nprobe={res['config']['nprobe']}")
+                 f"nprobe={res['config']['nprobe']}, n={res['config']['n']:,}", fontsize=9)
     save(fig, "fig18_2_recall_by_k.png")
 
     lat = res["latency_vs_n"]
@@ -243,13 +267,14 @@ def _figures(out: Path, res: dict[str, Any], study: QuantizationStudy) -> list[P
     ax.set_xticks(range(len(stages)), [s["stage"] for s in stages], fontsize=7)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("recall@10")
-    ax.set_title("Drift (new topics in old cells) and reindex")
+    ax.set_title(f"Drift (new topics in old cells) and reindex, n={stages[0]['n']:,} → "
+                 f"{stages[-1]['n']:,}", fontsize=9)
     save(fig, "fig18_5_drift.png")
 
     fig, ax = plt.subplots(figsize=(6, 3.6))
     ax.bar([r.representation for r in study.rows], [r.recall for r in study.rows])
     ax.set_ylabel(f"recall@{study.k} vs float32")
-    ax.set_title("Quantization: recall against float32")
+    ax.set_title(f"Quantization: recall against float32, n={res['config']['n']:,}", fontsize=9)
     ax.tick_params(axis="x", labelsize=7)
     save(fig, "fig18_6_quantization.png")
 
@@ -261,7 +286,8 @@ def _figures(out: Path, res: dict[str, Any], study: QuantizationStudy) -> list[P
     ax.set_xscale("log")
     ax.set_xlabel("R (candidates rescored)")
     ax.set_ylabel(f"recall@{study.k}")
-    ax.set_title("Binary screening + exact rescoring of the top R")
+    ax.set_title(f"Binary screening + exact rescoring of the top R, n={res['config']['n']:,}",
+                 fontsize=9)
     ax.legend(fontsize=8)
     save(fig, "fig18_7_binary_rescoring.png")
     return written
@@ -291,6 +317,7 @@ def run_experiments(out: str | Path, cfg: ExperimentConfig | None = None) -> dic
             "quantization": study.to_dict(),
             "drift": drift_experiment(cfg),
             "one_query_report": one_query_report(data.base, data.queries, cfg),
+            "sizes": figure_sizes(cfg),
             "threads": {"faiss_omp": 1, "numpy_blas_env": _blas_env()},
             "versions": {"numpy": np.__version__, "faiss": faiss.__version__},
         }
@@ -299,7 +326,7 @@ def run_experiments(out: str | Path, cfg: ExperimentConfig | None = None) -> dic
     files = _figures(out, res, study)
     texts = {
         "table18_1_quantization.md": "# Quantization: bytes per vector and recall\n\n"
-        + study.markdown()
+        + f"Made at {figure_sizes(cfg)['table18_1_quantization.md']}.\n\n" + study.markdown()
         + "\nint8 counts its float32 per-vector scale (d + 4 bytes), not d alone.\n",
         "table18_2_indicators.md": "# Indicator groups of a production vector search system\n\n"
         "| Group | What it answers "

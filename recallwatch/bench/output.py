@@ -1,4 +1,5 @@
-"""What a sweep answers, and how it is written: text table, JSON, CSV, recall–QPS plot.
+"""What a sweep answers, and how it is written: text table, JSON, CSV, and the plots of recall
+against QPS, build time and index size.
 
 The frontier is read on recall@k (by id) against single-thread, one-query-at-a-time QPS, as
 ANN-Benchmarks does. Every table row shows a recall beside its QPS, and every table starts with
@@ -19,6 +20,7 @@ import numpy as np
 from recallwatch._files import atomic_path, write_atomic
 from recallwatch.bench.frontier import fastest_at, pareto_mask
 from recallwatch.bench.sweep import SCHEMA_VERSION, ConfigResult, SweepResult
+from recallwatch.bench.tradeoffs import COSTS, cost_curve, plot_cost
 
 __all__ = ["Answers", "answers", "plot_frontier", "render_table", "sweep_to_dict",
            "write_outputs"]
@@ -116,6 +118,10 @@ def sweep_to_dict(sweep: SweepResult) -> dict[str, Any]:
         "fastest_at": {str(t): i for t, i in ans.fastest.items()},
         "least_cpu_at": {str(t): i for t, i in ans.cheapest.items()},
     }
+    for cost in COSTS:  # the data behind build_time.png and index_size.png
+        curve = cost_curve(sweep, cost)
+        out["answers"][f"{cost}_frontier"] = curve.frontier
+        out["answers"][f"{cost}_frontier_by_engine"] = curve.frontier_by_engine
     return out
 
 
@@ -181,7 +187,9 @@ def plot_frontier(sweep: SweepResult, path: str | Path) -> None:
 
 
 def write_outputs(sweep: SweepResult, out_dir: str | Path) -> list[Path]:
-    """results.json, results.csv and frontier.png in ``out_dir`` (each written atomically)."""
+    """results.json, results.csv, frontier.png (recall against QPS), build_time.png and
+    index_size.png (recall against build time and index size) in ``out_dir``, each written
+    atomically."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = []
@@ -193,4 +201,8 @@ def write_outputs(sweep: SweepResult, out_dir: str | Path) -> list[Path]:
         with atomic_path(out / "frontier.png") as tmp:
             plot_frontier(sweep, tmp)
         written.append(out / "frontier.png")
+        for cost, (_, name) in COSTS.items():  # ANN-Benchmarks' other two plots, beside it
+            with atomic_path(out / name) as tmp:
+                plot_cost(sweep, cost, tmp)
+            written.append(out / name)
     return written

@@ -14,7 +14,7 @@ import gc
 import os
 import platform
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ from recallwatch.bench.measure import (
 from recallwatch.bench.sweep_file import EngineSpec, SweepConfig, load_sweep
 from recallwatch.bench.truth import (
     Compute,
+    GroundTruth,
     ground_truth,
     id_recall,
     prepare,
@@ -46,12 +47,18 @@ from recallwatch.errors import InputError
 __all__ = [
     "ConfigResult",
     "EngineSpec",
+    "Inputs",
+    "Point",
+    "PointRunner",
     "SweepConfig",
     "SweepResult",
     "cpu_model",
     "load_sweep",
     "machine_info",
+    "measure_point",
+    "run_locally",
     "run_sweep",
+    "sweep_points",
 ]
 
 SCHEMA_VERSION = 1  # of the results file
@@ -146,15 +153,54 @@ def thread_settings(threads: int) -> dict[str, Any]:
             "faiss_omp_max": faiss.omp_get_max_threads(), "env": env}
 
 
+@dataclass(frozen=True)
+class Point:
+    """One build configuration of one engine: built once, then measured at every query setting
+    of its grid. The unit of work a sweep hands out (to a Ray task with ``--engine ray``)."""
+
+    spec: EngineSpec
+    build: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What every point is measured on: the prepared base and queries, the exact truth."""
+
+    base: np.ndarray
+    queries: np.ndarray
+    truth: GroundTruth
+    depths: list[int]
+    space: Space
+    ids: list[str] | None
+    config: SweepConfig
+
+
+# Runs the points and yields each one's results, in the order of the points.
+PointRunner = Callable[[Sequence[Point], Inputs], Iterator[list[ConfigResult]]]
+
+
+def sweep_points(config: SweepConfig) -> list[Point]:
+    """Every build configuration of every engine, in the sweep file's order."""
+    return [Point(spec, build) for spec in config.engines for build in spec.builds]
+
+
+def run_locally(points: Sequence[Point], inputs: Inputs) -> Iterator[list[ConfigResult]]:
+    """The points one after another in this process."""
+    for point in points:
+        yield measure_point(point, inputs)
+
+
 def run_sweep(
     config: SweepConfig,
     *,
     dataset: Dataset | None = None,
     on_result: Callable[[ConfigResult], None] | None = None,
     compute_truth: Compute | None = None,
+    run_points: PointRunner | None = None,
 ) -> SweepResult:
     """Run every configuration of ``config`` (on ``dataset`` if given, else its own).
-    ``compute_truth`` computes the exact ground truth elsewhere (the Ray engine)."""
+    ``compute_truth`` computes the exact ground truth elsewhere and ``run_points`` builds and
+    measures the points elsewhere (the Ray engine); the results are those of one process."""
     from datetime import UTC, datetime
 
     started = datetime.now(UTC).isoformat(timespec="seconds")
@@ -170,46 +216,54 @@ def run_sweep(
     truth = ground_truth(data.base, data.queries, max(depths), data.metric, cache_dir=cache,
                          compute=compute_truth, threads=config.threads)
     truth_seconds = time.perf_counter() - t0
-    xb, xq = prepare(data.base, data.metric), prepare(data.queries, data.metric)
-    space: Space = "l2" if data.metric == "l2" else "ip"
-    single_q = xq if config.single_queries is None else xq[:config.single_queries]
-    results: list[ConfigResult] = []
-    for spec in config.engines:
-        for build in spec.builds:
-            engine = make_engine(spec.engine, **build)
-            engine.set_threads(config.threads)
-            gc.collect()
-            rss0 = rss_bytes()
-            b0 = time.perf_counter()
-            engine.build(xb, space, data.ids)
-            build_seconds = time.perf_counter() - b0
-            rss1 = rss_bytes()
-            memory = engine.memory()
-            try:
-                for query in spec.queries:
-                    applied = engine.set_query_params(query)
-                    result = _measure(engine, spec, build, applied, config, xb, xq, single_q,
-                                      truth, depths, build_seconds, memory,
-                                      None if rss0 is None or rss1 is None else rss1 - rss0)
-                    results.append(result)
-                    if on_result is not None:
-                        on_result(result)
-            finally:
-                engine.close()
-    finished = datetime.now(UTC).isoformat(timespec="seconds")
     dataset_info = {"name": data.name, "n": n, "d": int(data.base.shape[1]),
                     "queries": int(data.queries.shape[0]), "metric": data.metric,
                     "hash": data.hash, "source": data.source}
+    inputs = Inputs(prepare(data.base, data.metric), prepare(data.queries, data.metric), truth,
+                    depths, "l2" if data.metric == "l2" else "ip", data.ids, config)
+    # From here on only the runner holds the vectors (a remote runner puts them into its object
+    # store once and lets them go): this process keeps the results alone.
+    parts = (run_points or run_locally)(sweep_points(config), inputs)
+    del data, inputs
+    results: list[ConfigResult] = []
+    for part in parts:
+        for result in part:
+            results.append(result)
+            if on_result is not None:
+                on_result(result)
+    finished = datetime.now(UTC).isoformat(timespec="seconds")
     return SweepResult(config.name, dataset_info, config.k, thread_settings(config.threads),
                        machine_info(), config.raw,
                        canonical_hash(config.raw),
                        truth_seconds, results, config.targets, started, finished)
 
 
+def measure_point(point: Point, inputs: Inputs) -> list[ConfigResult]:
+    """Build ``point``'s index on the base and measure it at every query setting of its grid."""
+    config, xb = inputs.config, inputs.base
+    engine = make_engine(point.spec.engine, **point.build)
+    engine.set_threads(config.threads)
+    gc.collect()
+    rss0 = rss_bytes()
+    b0 = time.perf_counter()
+    engine.build(xb, inputs.space, inputs.ids)
+    build_seconds = time.perf_counter() - b0
+    rss1 = rss_bytes()
+    memory = engine.memory()
+    rss_delta = None if rss0 is None or rss1 is None else rss1 - rss0
+    try:
+        return [_measure(engine, point.spec, point.build, engine.set_query_params(query), inputs,
+                         build_seconds, memory, rss_delta)
+                for query in point.spec.queries]
+    finally:
+        engine.close()
+
+
 def _measure(engine: Any, spec: EngineSpec, build: dict[str, Any], query: dict[str, Any],
-             config: SweepConfig, xb: np.ndarray, xq: np.ndarray, single_q: np.ndarray,
-             truth: Any, depths: Sequence[int], build_seconds: float, memory: Any,
+             inputs: Inputs, build_seconds: float, memory: Any,
              rss_delta: int | None) -> ConfigResult:
+    config, xb, xq, truth = inputs.config, inputs.base, inputs.queries, inputs.truth
+    single_q = xq if config.single_queries is None else xq[:config.single_queries]
     k = config.k
     engine.set_threads(1)
     single, per_query = time_single(engine, single_q, k, warmup=config.warmup)
@@ -217,7 +271,7 @@ def _measure(engine: Any, spec: EngineSpec, build: dict[str, Any], query: dict[s
     batch, found = time_batch(engine, xq, k, repeats=config.batch_repeats)
     recall: dict[int, float] = {}
     ties: dict[int, float] = {}
-    for depth in depths:
+    for depth in inputs.depths:
         answer = found if depth == k else engine.search(xq, depth)
         recall[depth] = float(id_recall(answer, truth.ids, depth).mean())
         ties[depth] = float(tie_aware_recall(answer, truth, xb, xq, depth).mean())

@@ -65,8 +65,12 @@ def bench(
     fastest configuration at each recall target.
 
     With --out (default: the sweep's 'out', if any) it writes results.json, results.csv and
-    frontier.png there. With --engine ray the exact ground truth is computed on Ray, in shards
-    of the base (the same answer, for bases larger than one machine's memory)."""
+    three plots there: recall against QPS (frontier.png), against build time (build_time.png)
+    and against index size (index_size.png). With --engine ray the exact ground truth is
+    computed on Ray, in shards of the base (the same answer, for bases larger than one
+    machine's memory), and each engine
+    configuration is built and measured by a Ray task of its own: the same recalls and the same
+    frontier as one process, with the timings of the workers."""
     from dataclasses import replace
 
     from recallwatch.bench.output import render_table, sweep_to_dict, write_outputs
@@ -86,12 +90,14 @@ def bench(
     from recallwatch.scale import engine_session
 
     with engine_session(engine.value, address, workers) as on_ray:
-        compute = None
+        compute, runner = None, None
         if on_ray:
+            from recallwatch.scale.ray_bench import RayPoints
             from recallwatch.scale.ray_engine import ground_truth
 
             compute = partial(ground_truth, workers=workers)
-        result = run_sweep(config, on_result=progress, compute_truth=compute)
+            runner = RayPoints(workers)
+        result = run_sweep(config, on_result=progress, compute_truth=compute, run_points=runner)
     target = out or (None if config.out is None else Path(config.base_dir) / config.out)
     if fmt is TableJson.json:
         emit(json.dumps(sweep_to_dict(result), indent=2, default=str))
@@ -194,22 +200,34 @@ def quantize(
         typer.echo(f"wrote {out / 'quantization.json'}, {out / 'quantization.md'}", err=True)
 
 
-def reference(out: RequiredOutDir) -> None:
+# Below ~39 vectors per IVF list (128 lists) faiss warns that k-means has too few to train on;
+# past 10M the collection and its copies need tens of GB.
+ReferenceSize = Annotated[int, typer.Option(
+    "--n", min=5_000, max=10_000_000,
+    help="Vectors in the collection the experiments run on (the drift experiment adds half as "
+    "many again per wave of new topics). The default is small enough for a laptop; a larger "
+    "collection shows the magnitudes of a larger one.")]
+
+
+def reference(out: RequiredOutDir, n: ReferenceSize = 20_000) -> None:
     """Run the reference experiments with fixed seeds: figures and tables of the metrics, recall
     by depth k, latency against collection size, drift and reindex, quantization and binary
-    rescoring, written into --out with experiments.json (the configuration of every number)."""
-    from recallwatch.bench.experiments import run_experiments
+    rescoring, written into --out with experiments.json (the configuration of every number).
+    Each file is printed with the size it was made at."""
+    from recallwatch.bench.experiments import ExperimentConfig, figure_sizes, run_experiments
 
-    result = run_experiments(out)
+    cfg = ExperimentConfig(n=n)
+    result = run_experiments(out, cfg)
+    sizes = figure_sizes(cfg)
     for name in result["files"]:
-        sys.stdout.write(f"{out / name}\n")
+        sys.stdout.write(f"{out / name}  ({sizes[name]})\n")
 
 
-def experiments(out: RequiredOutDir) -> None:
+def experiments(out: RequiredOutDir, n: ReferenceSize = 20_000) -> None:
     """The old name of `recallwatch bench reference` (kept for one release)."""
     typer.echo("Note: `recallwatch experiments` has moved to `recallwatch bench reference`; "
                "the old name goes in the next release.", err=True)
-    reference(out)
+    reference(out, n)
 
 
 def register(app: typer.Typer) -> None:

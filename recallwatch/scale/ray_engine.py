@@ -84,6 +84,7 @@ def ray_session(address: str | None = None, workers: int | None = None) -> Itera
             # lance warns at every fork; Ray's forks exec a new program at once, so nothing of
             # lance is used in them
             warnings.filterwarnings("ignore", message="lance is not fork-safe")
+            warnings.filterwarnings("ignore", message="lancedb fork support is experimental")
             ray.init(address=address, num_cpus=None if address else workers,
                      include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False)
     except ConnectionError as exc:  # a wrong --address is the user's to fix, not a crash
@@ -173,6 +174,11 @@ def _quiet_data(ray: ModuleType) -> None:
     ctx.print_on_execution_start = False
     ctx.execution_options.preserve_order = True  # vectors come back in corpus order
     ctx.execution_options.verbose_progress = False
+    # Ray Data's notes on the terminal (its progress bars are off, an execution finished): a user
+    # sees recallwatch's progress only; Ray Data's own log file keeps them
+    for handler in logging.getLogger("ray.data").handlers:
+        if not isinstance(handler, logging.FileHandler) and "File" not in type(handler).__name__:
+            handler.setLevel(logging.ERROR)
 
 
 def _concurrency(ray: ModuleType, workers: int | None) -> int:
@@ -231,10 +237,17 @@ class RayEmbedding:
         # than actors would leave actors idle.
         blocks = min(len(items), _MAX_BLOCKS)
         actors = min(_concurrency(ray, self.workers), len(items))
-        ds = ray.data.from_items(items, override_num_blocks=blocks).map_batches(
-            _EmbedBatches, batch_size=1, batch_format="numpy",
-            fn_constructor_kwargs={"spec": self.spec, "overrides": _worker_overrides(self.spec)},
-            compute=ray.data.ActorPoolStrategy(size=actors), num_cpus=1, num_gpus=gpus)
+        with warnings.catch_warnings():
+            # max_restarts is still how Ray Data turns actor restarts off (it calls its keyword
+            # arguments deprecated). Without restarts a failed batch fails the ingestion, which
+            # resumes where it stopped; with them Ray prints an error line on every run.
+            warnings.filterwarnings("ignore", message=".*ray_remote_args. is deprecated")
+            ds = ray.data.from_items(items, override_num_blocks=blocks).map_batches(
+                _EmbedBatches, batch_size=1, batch_format="numpy",
+                fn_constructor_kwargs={"spec": self.spec,
+                                       "overrides": _worker_overrides(self.spec)},
+                compute=ray.data.ActorPoolStrategy(size=actors), num_cpus=1, num_gpus=gpus,
+                max_restarts=0)
         # Reassembled by (batch, row), so the order holds even if Ray splits or reorders blocks.
         pending: dict[int, np.ndarray] = {}
         filled: dict[int, int] = {}

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -8,6 +9,7 @@ import pytest
 from recallwatch.bench.experiments import (
     ExperimentConfig,
     drift_experiment,
+    figure_sizes,
     metrics_demo,
     run_experiments,
 )
@@ -46,6 +48,25 @@ def test_experiments_write_every_file_with_hashes(tmp_path: Path) -> None:
     assert 0.5 < res["latency_vs_n"]["loglog_slope"] < 1.6  # brute force: linear in N
     assert "| Index health |" in (tmp_path / "table18_2_indicators.md").read_text()
     assert (tmp_path / "evaluation_report.txt").read_text().startswith("recall@10:")
+
+
+def test_each_file_says_the_size_it_was_made_at(tmp_path: Path) -> None:
+    cfg = replace(FAST, n=5000, queries=40, latency_sizes=[1000, 2000], latency_queries=20)
+    res = run_experiments(tmp_path, cfg)
+    sizes = json.loads((tmp_path / "experiments.json").read_text())["sizes"]
+    assert sizes == figure_sizes(cfg) and set(sizes) == set(res["files"])
+    # what each says is the size of the data the experiment recorded
+    q = res["quantization"]
+    assert (q["n"], q["d"], q["nq"]) == (5000, 64, 40)
+    assert sizes["fig18_6_quantization.png"] == "n=5,000 vectors × 64 dimensions, 40 queries"
+    stages = [s["n"] for s in res["drift"]["stages"]]
+    assert stages == [5000, 7500, 10000, 10000]
+    assert sizes["fig18_5_drift.png"].startswith(
+        "n=5,000 vectors on 40 old topics, then 2 wave(s) of 2,500 on 30 new topics each, "
+        "n=10,000 at the end, × 64 dimensions")
+    assert res["latency_vs_n"]["n"] == [1000, 2000]
+    assert sizes["fig18_3_latency_vs_n.png"].startswith("n=1,000, 2,000 vectors × 64 dimensions")
+    assert "Made at n=5,000 vectors" in (tmp_path / "table18_1_quantization.md").read_text()
 
 
 def test_experiments_repeat_exactly(tmp_path: Path) -> None:

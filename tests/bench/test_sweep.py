@@ -64,7 +64,8 @@ def test_a_sweep_measures_every_configuration(tmp_path: Path) -> None:
 def test_outputs_are_json_csv_and_a_plot(tmp_path: Path) -> None:
     result = run_sweep(load_sweep(_write(tmp_path, SWEEP)))
     files = write_outputs(result, tmp_path / "out")
-    assert sorted(p.name for p in files) == ["frontier.png", "results.csv", "results.json"]
+    assert sorted(p.name for p in files) == ["build_time.png", "frontier.png", "index_size.png",
+                                             "results.csv", "results.json"]
     doc = json.loads((tmp_path / "out" / "results.json").read_text())
     assert doc["schema_version"] == 1 and doc["dataset"]["hash"] == result.dataset["hash"]
     assert len(doc["results"]) == 5 and doc["answers"]["frontier"]

@@ -89,6 +89,9 @@ def test_bench_reference_writes_the_chapters_files(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "fig18_7_binary_rescoring.png" in result.stdout
     assert (tmp_path / "experiments.json").is_file()
+    # each file beside the size it was made at: the default collection, unchanged
+    assert f"{tmp_path / 'fig18_2_recall_by_k.png'}  (n=20,000 vectors × 128 dimensions, 200 " \
+        "queries, IVF nlist=128 nprobe=4)\n" in result.stdout
     assert "moved" not in result.stderr
 
 

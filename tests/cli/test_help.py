@@ -36,6 +36,8 @@ HOMONYMS = {
     "--judge": "your name on the grades you save (label serve) vs the two judges to compare "
                "(label agree)",
     "--name": "the probe set's name (probes) vs the sampled golden set's name (golden sample)",
+    "--n": "how many distinct queries to draw (golden sample) vs the vectors of the reference "
+           "experiments' collection (bench reference)",
     "--dry-run": "compute without storing the threshold (calibrate-threshold) vs without "
                  "writing the split (golden split)",
     "--test": "the paired significance test (compare) vs the share held out as test (golden "

@@ -213,3 +213,23 @@ def test_monitor_on_the_cluster_reports_what_one_process_reports(
     for d in (da, db):
         d.pop("index_age_seconds")  # measured from the clock at each run
     assert report_without_timings(da) == report_without_timings(db)
+
+
+def test_a_bench_sweep_on_the_cluster_gives_the_single_process_results(
+        two_nodes: tuple[str, dict[str, str]], tmp_path: Path) -> None:
+    """Each build configuration a Ray task spread over the two nodes: the same results as one
+    process (timings aside), and on the terminal recallwatch's progress only, token
+    authentication and all."""
+    from recallwatch.bench.sweep import load_sweep, run_sweep
+    from tests.scale.test_ray_bench import PROGRESS, SWEEP, strip_timings, without_timings
+
+    address, env = two_nodes
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(SWEEP, encoding="utf-8")
+    r = _run([RECALLWATCH, "bench", str(sweep), "--engine", "ray", "--address", address,
+              "--workers", "2", "--format", "json"], env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stderr and all(PROGRESS.match(line) for line in r.stderr.splitlines()), r.stderr
+    one = run_sweep(load_sweep(sweep))
+    assert strip_timings(json.loads(r.stdout)["results"]) == \
+        json.loads(json.dumps(without_timings(one)))

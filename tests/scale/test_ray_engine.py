@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -16,12 +17,16 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from recallwatch.bench.output import answers, sweep_to_dict
+from recallwatch.bench.sweep import load_sweep, run_sweep
 from recallwatch.bench.truth import ground_truth
 from recallwatch.cli import app
 from recallwatch.embedders import embedder_from_spec
+from recallwatch.errors import StoreError, UsageError
 from recallwatch.ops.ingest import ingest
 from recallwatch.stores import open_store
 from recallwatch.stores.base import SupportsVectors
+from tests.scale.test_ray_bench import SWEEP, on_ray, sweep_file, without_timings
 
 ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner(env={"COLUMNS": "200"})
@@ -269,3 +274,53 @@ def test_a_successful_ray_session_prints_nothing_of_ray(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout == "[2, 2]\n"
     assert out.stderr == ""
+
+
+# -- bench: each build configuration a Ray task ------------------------------------------------
+
+def test_a_sweep_on_ray_gives_the_single_process_results_and_frontier(
+        local_ray: ModuleType, tmp_path: Path) -> None:
+    config = load_sweep(sweep_file(tmp_path))
+    one = run_sweep(config)
+    seen: list[str] = []
+    spread = on_ray(config, on_result=lambda r: seen.append(f"{r.label} {r.params}"))
+    # every configuration, in the sweep's order, reported as it arrived
+    assert seen == [f"{r.label} {r.params}" for r in one.results]
+    assert len(one.results) == 1 + 2 * 3 + 2 + 2
+    assert without_timings(spread) == without_timings(one)  # recalls, index bytes, parameters
+    assert spread.dataset == one.dataset and spread.config_hash == one.config_hash
+    # the recalls are not trivial: the grid spans low to full recall
+    assert min(r.recall[10] for r in one.results) < 0.6
+    assert max(r.recall[10] for r in one.results) == 1.0
+    # the frontier and the chosen points are a function of recall and QPS alone: with the same
+    # QPS, the Ray results choose the same points as one process
+    timed = replace(spread, results=[replace(r, qps_single=o.qps_single,
+                                             cpu_s_per_1000_single=o.cpu_s_per_1000_single)
+                                     for r, o in zip(spread.results, one.results, strict=True)])
+    assert answers(timed) == answers(one)
+    # and the Ray run's own frontier is drawn from its own timings, in the same document
+    doc = sweep_to_dict(spread)
+    assert doc["answers"]["frontier"] == answers(spread).frontier
+
+
+def test_a_point_needing_more_cpus_than_any_node_has_is_refused(local_ray: ModuleType,
+                                                                tmp_path: Path) -> None:
+    config = replace(load_sweep(sweep_file(tmp_path)), threads=64)
+    with pytest.raises(UsageError, match=r"threads \(64\) exceed the CPUs of every node of "
+                       r"the Ray cluster \(at most 2 on one node\): give --threads 2 or fewer"):
+        on_ray(config)
+
+
+def test_a_recallwatch_error_in_a_task_reaches_the_user_as_it_is(local_ray: ModuleType,
+                                                                 tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere"
+    text = SWEEP.split("engines:")[0] + (
+        f"engines:\n  - engine: store\n    build: {{uri: 'lancedb://{missing}?table=t', "
+        "populate: false}\n")
+    config = load_sweep(sweep_file(tmp_path, text))
+    with pytest.raises(StoreError) as local:
+        run_sweep(config)
+    with pytest.raises(StoreError) as remote:
+        on_ray(config)
+    assert str(remote.value) == str(local.value)
+    assert "Traceback" not in str(remote.value) and "RayTaskError" not in str(remote.value)
