@@ -58,10 +58,14 @@ def _monitor_text(r: MonitorReport) -> str:
              f"  recall@{r.k} vs exact  {r.recall:.3f} (floor {r.floor:g}; worst probe "
              f"{r.recall_min:.2f}; {r.probes_below_floor} probes below the floor)",
              f"  latency            p50 {r.latency_ms['p50']:.2f} ms, p99 "
-             f"{r.latency_ms['p99']:.2f} ms (live search, one probe per call)"]
+             f"{r.latency_ms['p99']:.2f} ms (live search, one probe per call; "
+             + ("no maximum set)" if (cap := r.thresholds.get("max_latency_p99_ms")) is None
+                else f"p99 max {cap:g} ms)")]
     if r.coverage is not None:
+        least = r.thresholds.get("min_coverage")
         lines.append(f"  coverage           {r.coverage:.1%} of probes with a result ≥ "
-                     f"{r.threshold:.4f} (the calibrated no-result threshold)")
+                     f"{r.threshold:.4f} (the calibrated no-result threshold"
+                     + ("" if not least else f"; min {least:.0%}") + ")")
     if r.index is not None:
         age = "unknown" if r.index_age_seconds is None else _duration(r.index_age_seconds)
         lines.append(f"  index              age {age} ({r.index.get('kind')} "
@@ -213,6 +217,10 @@ def monitor(
     max_latency_p99: Annotated[float | None, typer.Option(
         "--max-latency-p99", help="Alarm when the 99th percentile of logged latency exceeds "
         "this many milliseconds (default 2000).")] = None,
+    max_probe_latency_p99: Annotated[float | None, typer.Option(
+        "--max-probe-latency-p99", help="Alarm when the 99th percentile of the probes' own "
+        "search time exceeds this many milliseconds; needs no log (default: the --policy "
+        "file's max_latency_p99_ms, the gate's latency cap, if it sets one).")] = None,
     live_min_impressions: Annotated[int | None, typer.Option(
         "--live-min-impressions", help="Below this many impressions in the window, report the "
         "rates but never alarm on them (default 100).")] = None,
@@ -235,7 +243,10 @@ def monitor(
     one machine's memory; the report is the same as with --engine local.
 
     Data drift is also a two-sample test with a p-value; it alarms only when the --policy file
-    sets drift_alarm_p (e.g. 0.01) and the p-value falls under it."""
+    sets drift_alarm_p (e.g. 0.01) and the p-value falls under it.
+
+    The probes alone (no --log needed) alarm on coverage under --min-coverage and on their p99
+    latency over --max-probe-latency-p99 (or the policy's max_latency_p99_ms)."""
     from recallwatch.errors import InputError
     from recallwatch.formats.policy import load_policy
     from recallwatch.ops.budget import BudgetPolicy
@@ -254,7 +265,10 @@ def monitor(
                        max_no_result_rate=max_no_result_rate, min_ctr=min_ctr,
                        max_abandonment=max_abandonment, max_latency_p99=max_latency_p99,
                        min_impressions=live_min_impressions)
-    drift_alarm_p = load_policy(policy_file).drift_alarm_p
+    loaded = load_policy(policy_file)
+    drift_alarm_p = loaded.drift_alarm_p
+    if max_probe_latency_p99 is None:
+        max_probe_latency_p99 = loaded.limits.max_latency_p99_ms
     probe_set = load_probes(probes_file)
     vs = open_store(store)
     hist = recording_history(history, no_history)
@@ -264,7 +278,8 @@ def monitor(
                                  reindex_below=reindex_below,
                                  reindex_window=timedelta(hours=reindex_window), live=live,
                                  exact=exact, min_coverage=min_coverage,
-                                 drift_alarm_p=drift_alarm_p)
+                                 drift_alarm_p=drift_alarm_p,
+                                 max_latency_p99_ms=max_probe_latency_p99)
     finally:
         vs.close()
         if hist is not None:
