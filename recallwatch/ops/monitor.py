@@ -30,8 +30,8 @@ Recall is measured by :mod:`recallwatch.ops.recall`. It alarms when the index is
 cannot answer, recall < floor, coverage < ``min_coverage``, the probes' p99 latency is over
 ``max_latency_p99_ms``, a live signal crosses its threshold, or the error budget is spent. None
 of these needs an interaction log: the probes are the monitor's own searches. The thresholds
-applied are recorded with the run (``thresholds``), so the dashboard draws them. The CLI turns an alarm into exit
-code 1 and an optional webhook POST (:mod:`recallwatch.ops.webhook`).
+applied are recorded with the run (``thresholds``), so the dashboard draws them. The CLI turns
+an alarm into exit code 1 and an optional webhook POST (:mod:`recallwatch.ops.webhook`).
 """
 
 from __future__ import annotations

@@ -153,18 +153,30 @@ def _status(value: float, limit: float | None, better: str) -> str:
     return "ok" if (value >= limit if better == "higher" else value <= limit) else "breach"
 
 
-# A field name's words that say its unit, and the unit shown (first match wins).
+# A field name's words that say its unit, and the unit shown (first match wins): named units,
+# then the words of counts, then the words of shares (shown as percentages).
 _NAMED_UNITS: tuple[tuple[str, str], ...] = (
     ("bytes", "bytes"), ("ms", "ms"), ("seconds", "duration"), ("days", "days"),
-    ("hours", "hours"), ("mb", "MB"), ("qps", "queries/s"), ("rows", "rows"),
+    ("hours", "hours"), ("mb", "MB"), ("qps", "queries/s"), ("rows", "rows"), ("burn", "×"),
+    ("probes", "probes"), ("dimensions", "dimensions"), ("impressions", "impressions"),
+    ("ctr", "clicks/search"),
+    ("recall", "share"), ("coverage", "share"), ("share", "share"), ("rate", "share"),
+    ("floor", "share"), ("abandonment", "share"), ("precision", "share"),
+    ("consumed", "share"),
 )
 
 
 def unit_of(name: str, default: str | None = None) -> str | None:
     """The unit of a record's field: what its name says (``latency.p99_ms`` → ms,
-    ``index_age_seconds`` → a duration), else ``default`` (a share, rows…)."""
+    ``index_age_seconds`` → a duration, ``coverage`` → a share), else ``default``."""
     w = set(words(name))
     return next((unit for word, unit in _NAMED_UNITS if word in w), default)
+
+
+def axis_label(unit: str | None) -> str:
+    """How a chart's value axis names ``unit`` (the values are drawn as recorded)."""
+    return {"share": "share (0–1)", "duration": "seconds", "days": "days",
+            "hours": "hours"}.get(unit or "", unit or "")
 
 
 def shown(value: float, unit: str | None) -> str:
@@ -176,8 +188,10 @@ def shown(value: float, unit: str | None) -> str:
     if unit in ("duration", "days", "hours"):
         seconds = value * {"duration": 1, "days": 86400, "hours": 3600}[unit]
         return duration(seconds)
-    if unit == "rows":
-        return f"{value:,.0f} rows"
+    if unit in ("rows", "probes", "dimensions", "impressions"):
+        return f"{value:,.0f} {unit}"
+    if unit == "×":
+        return f"{value:.2f}×"
     return f"{value:.4g}" if unit is None else f"{value:.4g} {unit}"
 
 

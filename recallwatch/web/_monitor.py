@@ -17,6 +17,7 @@ from recallwatch.history import History, MonitorRun, RunSummary
 from recallwatch.ops.budget import BudgetStatus
 from recallwatch.report.plots import Chart, Series, lines
 from recallwatch.web._indicators import (
+    axis_label,
     flatten,
     gate_cost_records,
     indicator_cards,
@@ -172,10 +173,10 @@ def _kind_section(kind: str, rows: list[MonitorRun]) -> dict[str, Any]:
     for name, pts in list(changing.items())[:MAX_FIELD_CHARTS]:
         unit = unit_of(name)
         charts.append(lines(
-            f"{name} ({unit or 'no unit recorded'})",
+            f"{name} ({axis_label(unit) or 'no unit recorded'})",
             [Series(name, [p[0] for p in pts], [p[1] for p in pts],
                     [f"{p[2]}: {shown(p[1], unit)}" for p in pts])],
-            x_ticks=ticks, y_label=unit or ""))
+            x_ticks=ticks, y_label=axis_label(unit)))
     latest = [{"m": m, "fields": [(n, shown(v, unit_of(n)) if numeric(v) is not None else v)
                                   for n, v in flatten(m.payload)]}
               for m in reversed(rows[-50:])]
