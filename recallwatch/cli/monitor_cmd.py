@@ -31,7 +31,7 @@ from recallwatch.cli._options import (
     RecallFloor,
     ReindexWindowHours,
     Seed,
-    StoreURI,
+    StoreURIOrNone,
     TableJson,
     TableJsonFormat,
 )
@@ -87,6 +87,10 @@ def _monitor_text(r: MonitorReport) -> str:
         lines.append("  data drift         no rows written since the index was trained")
     if r.resources is not None:
         lines.append(_resources_text(r.resources))
+    if r.pipeline is not None:
+        from recallwatch.cli._monitor_pipeline import pipeline_lines
+
+        lines.extend(pipeline_lines(r.pipeline.to_dict()))
     if r.live is not None:
         lines.extend(_live_text(r.live))
     if r.budget is not None:
@@ -165,8 +169,8 @@ def probes(
 
 
 def monitor(
-    store: StoreURI,
     probes_file: ProbesFile,
+    store: StoreURIOrNone = None,
     k: Depth = 10,
     floor: RecallFloor = 0.95,
     history: HistoryPath = DEFAULT_HISTORY,
@@ -225,6 +229,12 @@ def monitor(
         "--live-min-impressions", help="Below this many impressions in the window, report the "
         "rates but never alarm on them (default 100).")] = None,
     policy_file: PolicyFile = None,
+    pipeline: Annotated[Path | None, typer.Option(
+        "--pipeline", help="Also search the probes through this pipeline file (YAML: "
+        "retrievers, fusion, reranker; docs/pipelines.md), one per call: its latency, the share "
+        "of probes it answers (alarm under --min-coverage) and its failures. Alone, without "
+        "--store, only these: recall against exact search, index health and data drift need "
+        "a store.")] = None,
     engine: EngineOption = EngineChoice.local,
     address: RayAddress = None,
     workers: RayWorkers = None,
@@ -246,11 +256,21 @@ def monitor(
     sets drift_alarm_p (e.g. 0.01) and the p-value falls under it.
 
     The probes alone (no --log needed) alarm on coverage under --min-coverage and on their p99
-    latency over --max-probe-latency-p99 (or the policy's max_latency_p99_ms)."""
-    from recallwatch.errors import InputError
+    latency over --max-probe-latency-p99 (or the policy's max_latency_p99_ms).
+
+    With --pipeline the probes (texts) are also searched through a pipeline of retrievers, and
+    the latency cap applies to the pipeline (what users wait for). A pipeline alone (no --store)
+    gives latency, answered share and failures only."""
+    from recallwatch.cli._monitor_pipeline import (
+        check_pipeline_only,
+        pipeline_only_text,
+        probed,
+    )
+    from recallwatch.errors import InputError, UsageError
     from recallwatch.formats.policy import load_policy
     from recallwatch.ops.budget import BudgetPolicy
-    from recallwatch.ops.monitor import run_monitor
+    from recallwatch.ops.monitor import MONITOR_KIND, run_monitor
+    from recallwatch.ops.pipeline_probes import record_pipeline_probes
     from recallwatch.ops.probes import load_probes
     from recallwatch.ops.webhook import check_webhook, post_webhook
 
@@ -269,29 +289,45 @@ def monitor(
     drift_alarm_p = loaded.drift_alarm_p
     if max_probe_latency_p99 is None:
         max_probe_latency_p99 = loaded.limits.max_latency_p99_ms
+    if store is None:
+        if pipeline is None:
+            raise UsageError("give the store to monitor with --store URI, a pipeline with "
+                             "--pipeline FILE, or both")
+        check_pipeline_only(reindex_below=reindex_below, engine=engine.value, log=log)
     probe_set = load_probes(probes_file)
-    vs = open_store(store)
-    hist = recording_history(history, no_history)
-    try:
-        with exact_search(engine, address, workers) as exact:
-            report = run_monitor(vs, probe_set, k=k, floor=floor, budget=policy, history=hist,
-                                 reindex_below=reindex_below,
-                                 reindex_window=timedelta(hours=reindex_window), live=live,
-                                 exact=exact, min_coverage=min_coverage,
-                                 drift_alarm_p=drift_alarm_p,
-                                 max_latency_p99_ms=max_probe_latency_p99)
-    finally:
-        vs.close()
-        if hist is not None:
-            hist.close()
+    with probed(pipeline, probe_set, k=k, min_coverage=min_coverage,
+                max_latency_p99_ms=max_probe_latency_p99) as through:
+        hist = recording_history(history, no_history)
+        try:
+            if store is None:
+                assert through is not None  # a pipeline was given
+                record = record_pipeline_probes(through, probe_set, hist, kind=MONITOR_KIND)
+                text = pipeline_only_text(record)
+            else:
+                vs = open_store(store)
+                try:
+                    with exact_search(engine, address, workers) as exact:
+                        report = run_monitor(
+                            vs, probe_set, k=k, floor=floor, budget=policy, history=hist,
+                            reindex_below=reindex_below,
+                            reindex_window=timedelta(hours=reindex_window), live=live,
+                            exact=exact, min_coverage=min_coverage,
+                            drift_alarm_p=drift_alarm_p, max_latency_p99_ms=max_probe_latency_p99,
+                            pipeline=through)
+                finally:
+                    vs.close()
+                record, text = report.to_dict(), _monitor_text(report)
+        finally:
+            if hist is not None:
+                hist.close()
     if fmt is TableJson.json:
-        emit_json(report.to_dict())
+        emit_json(record)
     else:
-        emit(_monitor_text(report))
-    if report.alarm and webhook:
-        status = post_webhook(webhook, {"event": "recallwatch.monitor.alarm", **report.to_dict()})
+        emit(text)
+    if record["alarm"] and webhook:
+        status = post_webhook(webhook, {"event": "recallwatch.monitor.alarm", **record})
         typer.echo(f"webhook: HTTP {status}", err=True)
-    raise typer.Exit(1 if report.alarm else 0)
+    raise typer.Exit(1 if record["alarm"] else 0)
 
 
 @contextmanager

@@ -50,6 +50,7 @@ from recallwatch.ops.budget import BudgetPolicy, BudgetStatus, error_budget
 from recallwatch.ops.drift import DriftSignal, drift_signal
 from recallwatch.ops.index_health import index_build, index_problem
 from recallwatch.ops.live_signals import LiveCheck, live_breached
+from recallwatch.ops.pipeline_probes import PipelineProbes
 from recallwatch.ops.probes import ProbeSet
 from recallwatch.ops.recall import ExactSearch, probe_vectors, recall_vs_exact
 from recallwatch.stores.base import SupportsIndexSize
@@ -90,7 +91,7 @@ class MonitorReport:
     resources: dict[str, Any] | None = None  # rows, dimensions, vector_bytes, index_bytes
     # the alarm thresholds applied: floor, min_coverage, max_latency_p99_ms, drift_alarm_p
     thresholds: dict[str, float | None] = field(default_factory=dict)
-    retriever: str | None = None  # the pipeline the probes searched through, when one did
+    pipeline: PipelineProbes | None = None  # the probes through a pipeline (--pipeline)
 
     @property
     def alarm(self) -> bool:
@@ -110,7 +111,7 @@ class MonitorReport:
             "monitor_id": self.monitor_id, "notes": list(self.notes), "reindex": self.reindex,
             "live": None if self.live is None else self.live.to_dict(),
             "resources": self.resources, "thresholds": self.thresholds,
-            "retriever": self.retriever,
+            "pipeline": None if self.pipeline is None else self.pipeline.to_dict(),
         }
 
 
@@ -138,6 +139,7 @@ def run_monitor(
     reindex_below: float | None = None, reindex_window: timedelta = DEFAULT_WINDOW,
     exact: ExactSearch | None = None, min_coverage: float = 0.0,
     drift_alarm_p: float | None = None, max_latency_p99_ms: float | None = None,
+    pipeline: PipelineProbes | None = None,
 ) -> MonitorReport:
     """Measure the live index with the probes; record the run in ``history`` when given (the
     error budget is computed over the history's earlier monitor runs of this store). ``live``:
@@ -148,7 +150,11 @@ def run_monitor(
     reindex's verification too (default the store's own, ``search(exact=True)``; the Ray engine:
     :class:`recallwatch.scale.store_truth.RayExactSearch`). ``drift_alarm_p``: alarm when the
     data-drift test's p-value is under it (None: never). ``max_latency_p99_ms``: alarm when the
-    99th percentile of the probes' live search time is over it, in milliseconds (None: never)."""
+    99th percentile of the probes' live search time is over it, in milliseconds (None: never).
+    ``pipeline``: the same probes measured through a pipeline
+    (:func:`recallwatch.ops.pipeline_probes.probe_pipeline`, held to its own thresholds); its
+    alarms are the monitor's, and the latency cap is then the pipeline's (what users wait for),
+    not the store's."""
     from recallwatch.ops.calibrate import read_threshold
 
     if not 0.0 <= floor <= 1.0:
@@ -238,7 +244,9 @@ def run_monitor(
         alarms.append(f"recall@{k} vs exact search is {recall:.3f}, under the floor {floor:g}")
     latency = {"p50": float(np.percentile(seconds, 50) * 1e3),
                "p99": float(np.percentile(seconds, 99) * 1e3), "mean": float(seconds.mean() * 1e3)}
-    if max_latency_p99_ms is not None and latency["p99"] > max_latency_p99_ms:
+    if pipeline is not None:
+        alarms.extend(pipeline.alarms)
+    elif max_latency_p99_ms is not None and latency["p99"] > max_latency_p99_ms:
         alarms.append(f"probe latency p99 is {latency['p99']:.2f} ms, over the maximum "
                       f"{max_latency_p99_ms:g} ms ({len(vectors)} probes, one live search each); "
                       "look at the index parameters, the store's load and its machine")
@@ -266,6 +274,7 @@ def run_monitor(
         resources=held,
         thresholds={"floor": floor, "min_coverage": min_coverage,
                     "max_latency_p99_ms": max_latency_p99_ms, "drift_alarm_p": drift_alarm_p},
+        pipeline=pipeline,
     )
     if history is not None:
         rid = history.record_monitor_run(MONITOR_KIND, report.to_dict(), store_uri=store.uri,
