@@ -24,6 +24,7 @@ from recallwatch.cli._options import (
     HistoryPath,
     MinCoverage,
     NoHistory,
+    PipelineFile,
     PolicyFile,
     ProbesFile,
     RayAddress,
@@ -229,12 +230,7 @@ def monitor(
         "--live-min-impressions", help="Below this many impressions in the window, report the "
         "rates but never alarm on them (default 100).")] = None,
     policy_file: PolicyFile = None,
-    pipeline: Annotated[Path | None, typer.Option(
-        "--pipeline", help="Also search the probes through this pipeline file (YAML: "
-        "retrievers, fusion, reranker; docs/pipelines.md), one per call: its latency, the share "
-        "of probes it answers (alarm under --min-coverage) and its failures. Alone, without "
-        "--store, only these: recall against exact search, index health and data drift need "
-        "a store.")] = None,
+    pipeline: PipelineFile = None,
     engine: EngineOption = EngineChoice.local,
     address: RayAddress = None,
     workers: RayWorkers = None,
