@@ -7,12 +7,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from starlette.testclient import TestClient
+
 from recallwatch.history import History
 from recallwatch.ops.pipeline_probes import NEEDS_A_STORE
 from recallwatch.ops.probes import load_probes
 from recallwatch.retrievers.pipeline import Pipeline, load_pipeline
+from recallwatch.web import create_app
 from recallwatch.web._monitor import monitor_view
 from tests.clirun import cli
+from tests.report import helpers as H
 from tests.retrievers.conftest import QUERIES, store_uri
 from tests.retrievers.test_pipeline_gate import hybrid, write
 
@@ -56,6 +60,9 @@ def test_a_pipeline_alone_measures_its_probes_and_says_what_needs_a_store(
     assert [s["name"] for s in view["stores"]] == [f"pipeline:{pipeline}"]
     speed = next(c for c in view["stores"][0]["indicators"] if c["group"] == "speed")
     assert speed["field"] == "latency_ms.p99" and speed["shown"].endswith(" ms")
+    page = TestClient(base_url="http://127.0.0.1", app=create_app(db)).get("/monitor")
+    (heading,) = H.parse(page.text).cssselect("section.store h2")
+    assert H.text(heading).startswith(f"Pipeline {pipeline} (1 record")
     text = cli("ops", "monitor", "--pipeline", str(pipeline), "--probes", str(probes), "--k",
                "3", "--no-history")[1]
     assert "answered         100.0% of 4 probes with at least one result" in text

@@ -140,3 +140,21 @@ def test_every_card_figure_has_a_unit_and_the_grid_is_even(page: Any) -> None:
 def test_chart_axes_name_their_unit(page: Any) -> None:
     captions = page.locator(".monitor-page figcaption").all_inner_texts()
     assert captions and all(re.search(r"\(.+\)|p-value|distance", c) for c in captions)
+
+
+def test_the_overlap_check_sees_an_overlap(page: Any) -> None:
+    """The check has teeth: a label planted over a card's value is found, then removed."""
+    page.evaluate("""() => {
+      const v = document.querySelector('.monitor-page .card .v');
+      const r = v.getBoundingClientRect();
+      const s = document.createElement('span');
+      s.id = 'planted'; s.textContent = 'planted label';
+      s.style.cssText = `position:absolute; left:${r.left + window.scrollX}px;
+                         top:${r.top + window.scrollY}px; font-size:14px`;
+      document.querySelector('.monitor-page').appendChild(s);
+    }""")
+    try:
+        found = _overlaps(page.evaluate(_TEXT_BOXES))
+        assert found and all("planted label" in pair for pair in found)
+    finally:
+        page.evaluate("() => document.getElementById('planted').remove()")
