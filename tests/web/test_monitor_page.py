@@ -122,3 +122,41 @@ def test_steady_settings_are_values_not_single_dot_charts(page: tuple[Path, Any]
     assert not alone.cssselect("figure.chart")
     assert {H.text(d.cssselect("dd")[0]) for d in alone.cssselect("dl.steady div")} == {
         "900 queries/s", "512 MB"}
+
+
+def test_drift_chart_from_real_monitor_runs(tmp_path: Path) -> None:
+    """Two real monitor runs on a LanceDB index — rows like the trained ones, then rows shifted
+    away — drawn as the store's p-value line, one point per run, under the policy's threshold."""
+    from datetime import UTC, datetime
+
+    import numpy as np
+
+    from recallwatch.ops.monitor import run_monitor
+    from recallwatch.ops.probes import ProbeSet
+    from recallwatch.stores.base import Chunk
+    from recallwatch.web._monitor import drift_charts
+    from tests.ops.test_monitor import small_store
+
+    store, data = small_store(tmp_path / "s")
+    probes = ProbeSet("p", "1", vectors=data.queries)
+    rng = np.random.default_rng(0)
+    batches = [data.base[:150] + 0.001 * rng.normal(size=(150, 16)),
+               data.base[150:450] + 1.0 + 0.5 * rng.normal(size=(300, 16))]
+    reports = []
+    with History(tmp_path / "h.db") as h:
+        for day, batch in enumerate(batches):
+            start = 10_000 * (day + 1)
+            store.upsert([Chunk(id=f"n{start + i}", text="") for i in range(len(batch))],
+                         batch.astype(np.float32))
+            reports.append(run_monitor(store, probes, floor=0.0, drift_alarm_p=0.01, history=h,
+                                       now=datetime(2026, 11, 10 + day, tzinfo=UTC)))
+        records = h.monitor_runs()
+    p_values = [r.drift.test.p_value for r in reports if r.drift and r.drift.test]
+    assert len(p_values) == 2 and p_values[1] < 0.01 <= p_values[0]
+    assert reports[1].alarm and not reports[0].alarm
+    p_chart, distance = drift_charts(records)
+    assert [d.tip for d in p_chart.dots] == [
+        f"p-value: 2026-11-{10 + i}T00:00:00+00:00: p = {p:.4f}" for i, p in enumerate(p_values)]
+    assert [r.label for r in p_chart.rules] == ["alarm under p = 0.01"]
+    assert [d.tip.rsplit(": ", 1)[1] for d in distance.dots] == [
+        f"{r.drift.mean_cosine_distance:.4f}" for r in reports if r.drift]
