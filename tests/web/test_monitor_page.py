@@ -40,8 +40,12 @@ def test_one_section_per_store_and_every_card_names_it(page: tuple[Path, Any]) -
     for s in doc.cssselect("section.store"):
         cards = s.cssselect(".cards.indicators > .card")
         assert len(cards) == 9  # seven groups, task quality, error budget: an even grid
+        named = "none recorded" if s.get("data-store") == NO_STORE else s.get("data-store")
         for card in cards:
-            assert H.text(card.cssselect(".store")[0]) == f"store: {s.get('data-store')}"
+            assert H.text(card.cssselect(".store")[0]) == f"store: {named}"
+    # one record of a kind: its cards draw no single-dot trend
+    alone = section(doc, NO_STORE).cssselect(".card[data-group=speed]")[0]
+    assert not alone.cssselect("svg") and "no trend yet" in H.text(alone)
 
 
 def test_every_figure_on_a_card_carries_its_unit(page: tuple[Path, Any]) -> None:
