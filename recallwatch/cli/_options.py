@@ -117,7 +117,9 @@ SyntheticSpec = Annotated[str, typer.Option(
 PipelineFile = Annotated[Path | None, typer.Option(
     "--pipeline", help="Pipeline file (YAML) instead of --store: named retrievers (stores, "
     "bm25:CORPUS, python:MODULE:ATTR, http(s) services), an optional fusion step and reranker, "
-    "the final K (docs/pipelines.md).")]
+    "the final K (docs/pipelines.md). With ops monitor, beside --store or alone: the probes' "
+    "latency, answered share and failures through it (recall against exact search and data "
+    "drift need a store).")]
 
 ResultsFile = Annotated[Path | None, typer.Option(
     "--results", help="Results file (JSONL) from any external search system, instead of "

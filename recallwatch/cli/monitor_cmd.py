@@ -24,6 +24,7 @@ from recallwatch.cli._options import (
     HistoryPath,
     MinCoverage,
     NoHistory,
+    PipelineFile,
     PolicyFile,
     ProbesFile,
     RayAddress,
@@ -31,7 +32,7 @@ from recallwatch.cli._options import (
     RecallFloor,
     ReindexWindowHours,
     Seed,
-    StoreURI,
+    StoreURIOrNone,
     TableJson,
     TableJsonFormat,
 )
@@ -58,10 +59,14 @@ def _monitor_text(r: MonitorReport) -> str:
              f"  recall@{r.k} vs exact  {r.recall:.3f} (floor {r.floor:g}; worst probe "
              f"{r.recall_min:.2f}; {r.probes_below_floor} probes below the floor)",
              f"  latency            p50 {r.latency_ms['p50']:.2f} ms, p99 "
-             f"{r.latency_ms['p99']:.2f} ms (live search, one probe per call)"]
+             f"{r.latency_ms['p99']:.2f} ms (live search, one probe per call; "
+             + ("no maximum set)" if (cap := r.thresholds.get("max_latency_p99_ms")) is None
+                else f"p99 max {cap:g} ms)")]
     if r.coverage is not None:
+        least = r.thresholds.get("min_coverage")
         lines.append(f"  coverage           {r.coverage:.1%} of probes with a result ≥ "
-                     f"{r.threshold:.4f} (the calibrated no-result threshold)")
+                     f"{r.threshold:.4f} (the calibrated no-result threshold"
+                     + ("" if not least else f"; min {least:.0%}") + ")")
     if r.index is not None:
         age = "unknown" if r.index_age_seconds is None else _duration(r.index_age_seconds)
         lines.append(f"  index              age {age} ({r.index.get('kind')} "
@@ -83,6 +88,10 @@ def _monitor_text(r: MonitorReport) -> str:
         lines.append("  data drift         no rows written since the index was trained")
     if r.resources is not None:
         lines.append(_resources_text(r.resources))
+    if r.pipeline is not None:
+        from recallwatch.cli._monitor_pipeline import pipeline_lines
+
+        lines.extend(pipeline_lines(r.pipeline.to_dict()))
     if r.live is not None:
         lines.extend(_live_text(r.live))
     if r.budget is not None:
@@ -161,8 +170,8 @@ def probes(
 
 
 def monitor(
-    store: StoreURI,
     probes_file: ProbesFile,
+    store: StoreURIOrNone = None,
     k: Depth = 10,
     floor: RecallFloor = 0.95,
     history: HistoryPath = DEFAULT_HISTORY,
@@ -213,10 +222,15 @@ def monitor(
     max_latency_p99: Annotated[float | None, typer.Option(
         "--max-latency-p99", help="Alarm when the 99th percentile of logged latency exceeds "
         "this many milliseconds (default 2000).")] = None,
+    max_probe_latency_p99: Annotated[float | None, typer.Option(
+        "--max-probe-latency-p99", help="Alarm when the 99th percentile of the probes' own "
+        "search time exceeds this many milliseconds; needs no log (default: the --policy "
+        "file's max_latency_p99_ms, the gate's latency cap, if it sets one).")] = None,
     live_min_impressions: Annotated[int | None, typer.Option(
         "--live-min-impressions", help="Below this many impressions in the window, report the "
         "rates but never alarm on them (default 100).")] = None,
     policy_file: PolicyFile = None,
+    pipeline: PipelineFile = None,
     engine: EngineOption = EngineChoice.local,
     address: RayAddress = None,
     workers: RayWorkers = None,
@@ -235,11 +249,24 @@ def monitor(
     one machine's memory; the report is the same as with --engine local.
 
     Data drift is also a two-sample test with a p-value; it alarms only when the --policy file
-    sets drift_alarm_p (e.g. 0.01) and the p-value falls under it."""
-    from recallwatch.errors import InputError
+    sets drift_alarm_p (e.g. 0.01) and the p-value falls under it.
+
+    The probes alone (no --log needed) alarm on coverage under --min-coverage and on their p99
+    latency over --max-probe-latency-p99 (or the policy's max_latency_p99_ms).
+
+    With --pipeline the probes (texts) are also searched through a pipeline of retrievers, and
+    the latency cap applies to the pipeline (what users wait for). A pipeline alone (no --store)
+    gives latency, answered share and failures only."""
+    from recallwatch.cli._monitor_pipeline import (
+        check_pipeline_only,
+        pipeline_only_text,
+        probed,
+    )
+    from recallwatch.errors import InputError, UsageError
     from recallwatch.formats.policy import load_policy
     from recallwatch.ops.budget import BudgetPolicy
-    from recallwatch.ops.monitor import run_monitor
+    from recallwatch.ops.monitor import MONITOR_KIND, run_monitor
+    from recallwatch.ops.pipeline_probes import record_pipeline_probes
     from recallwatch.ops.probes import load_probes
     from recallwatch.ops.webhook import check_webhook, post_webhook
 
@@ -254,29 +281,49 @@ def monitor(
                        max_no_result_rate=max_no_result_rate, min_ctr=min_ctr,
                        max_abandonment=max_abandonment, max_latency_p99=max_latency_p99,
                        min_impressions=live_min_impressions)
-    drift_alarm_p = load_policy(policy_file).drift_alarm_p
+    loaded = load_policy(policy_file)
+    drift_alarm_p = loaded.drift_alarm_p
+    if max_probe_latency_p99 is None:
+        max_probe_latency_p99 = loaded.limits.max_latency_p99_ms
+    if store is None:
+        if pipeline is None:
+            raise UsageError("give the store to monitor with --store URI, a pipeline with "
+                             "--pipeline FILE, or both")
+        check_pipeline_only(reindex_below=reindex_below, engine=engine.value, log=log)
     probe_set = load_probes(probes_file)
-    vs = open_store(store)
-    hist = recording_history(history, no_history)
-    try:
-        with exact_search(engine, address, workers) as exact:
-            report = run_monitor(vs, probe_set, k=k, floor=floor, budget=policy, history=hist,
-                                 reindex_below=reindex_below,
-                                 reindex_window=timedelta(hours=reindex_window), live=live,
-                                 exact=exact, min_coverage=min_coverage,
-                                 drift_alarm_p=drift_alarm_p)
-    finally:
-        vs.close()
-        if hist is not None:
-            hist.close()
+    with probed(pipeline, probe_set, k=k, min_coverage=min_coverage,
+                max_latency_p99_ms=max_probe_latency_p99) as through:
+        hist = recording_history(history, no_history)
+        try:
+            if store is None:
+                assert through is not None  # a pipeline was given
+                record = record_pipeline_probes(through, probe_set, hist, kind=MONITOR_KIND)
+                text = pipeline_only_text(record)
+            else:
+                vs = open_store(store)
+                try:
+                    with exact_search(engine, address, workers) as exact:
+                        report = run_monitor(
+                            vs, probe_set, k=k, floor=floor, budget=policy, history=hist,
+                            reindex_below=reindex_below,
+                            reindex_window=timedelta(hours=reindex_window), live=live,
+                            exact=exact, min_coverage=min_coverage,
+                            drift_alarm_p=drift_alarm_p, max_latency_p99_ms=max_probe_latency_p99,
+                            pipeline=through)
+                finally:
+                    vs.close()
+                record, text = report.to_dict(), _monitor_text(report)
+        finally:
+            if hist is not None:
+                hist.close()
     if fmt is TableJson.json:
-        emit_json(report.to_dict())
+        emit_json(record)
     else:
-        emit(_monitor_text(report))
-    if report.alarm and webhook:
-        status = post_webhook(webhook, {"event": "recallwatch.monitor.alarm", **report.to_dict()})
+        emit(text)
+    if record["alarm"] and webhook:
+        status = post_webhook(webhook, {"event": "recallwatch.monitor.alarm", **record})
         typer.echo(f"webhook: HTTP {status}", err=True)
-    raise typer.Exit(1 if report.alarm else 0)
+    raise typer.Exit(1 if record["alarm"] else 0)
 
 
 @contextmanager

@@ -27,13 +27,16 @@ One :func:`run_monitor` call measures, for a probe set on a store:
   only when the new index reaches the floor; the report says what it did.
 
 Recall is measured by :mod:`recallwatch.ops.recall`. It alarms when the index is missing or
-cannot answer, recall < floor, coverage < ``min_coverage``, a live signal crosses its threshold,
-or the error budget is spent. The CLI turns an alarm into exit
-code 1 and an optional webhook POST (:mod:`recallwatch.ops.webhook`).
+cannot answer, recall < floor, coverage < ``min_coverage``, the probes' p99 latency is over
+``max_latency_p99_ms``, a live signal crosses its threshold, or the error budget is spent. None
+of these needs an interaction log: the probes are the monitor's own searches. The thresholds
+applied are recorded with the run (``thresholds``), so the dashboard draws them. The CLI turns
+an alarm into exit code 1 and an optional webhook POST (:mod:`recallwatch.ops.webhook`).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -47,6 +50,7 @@ from recallwatch.ops.budget import BudgetPolicy, BudgetStatus, error_budget
 from recallwatch.ops.drift import DriftSignal, drift_signal
 from recallwatch.ops.index_health import index_build, index_problem
 from recallwatch.ops.live_signals import LiveCheck, live_breached
+from recallwatch.ops.pipeline_probes import PipelineProbes
 from recallwatch.ops.probes import ProbeSet
 from recallwatch.ops.recall import ExactSearch, probe_vectors, recall_vs_exact
 from recallwatch.stores.base import SupportsIndexSize
@@ -85,6 +89,9 @@ class MonitorReport:
     reindex: dict[str, Any] | None = None  # what --reindex-below did (AutoReindex.to_dict())
     live: LiveCheck | None = None
     resources: dict[str, Any] | None = None  # rows, dimensions, vector_bytes, index_bytes
+    # the alarm thresholds applied: floor, min_coverage, max_latency_p99_ms, drift_alarm_p
+    thresholds: dict[str, float | None] = field(default_factory=dict)
+    pipeline: PipelineProbes | None = None  # the probes through a pipeline (--pipeline)
 
     @property
     def alarm(self) -> bool:
@@ -103,7 +110,8 @@ class MonitorReport:
             "alarm": self.alarm, "alarms": list(self.alarms), "created_at": self.created_at,
             "monitor_id": self.monitor_id, "notes": list(self.notes), "reindex": self.reindex,
             "live": None if self.live is None else self.live.to_dict(),
-            "resources": self.resources,
+            "resources": self.resources, "thresholds": self.thresholds,
+            "pipeline": None if self.pipeline is None else self.pipeline.to_dict(),
         }
 
 
@@ -130,7 +138,8 @@ def run_monitor(
     now: datetime | None = None, live: LiveCheck | None = None,
     reindex_below: float | None = None, reindex_window: timedelta = DEFAULT_WINDOW,
     exact: ExactSearch | None = None, min_coverage: float = 0.0,
-    drift_alarm_p: float | None = None,
+    drift_alarm_p: float | None = None, max_latency_p99_ms: float | None = None,
+    pipeline: PipelineProbes | None = None,
 ) -> MonitorReport:
     """Measure the live index with the probes; record the run in ``history`` when given (the
     error budget is computed over the history's earlier monitor runs of this store). ``live``:
@@ -140,7 +149,12 @@ def run_monitor(
     index reaches ``floor``). ``exact``: the exact search recall is measured against, in the
     reindex's verification too (default the store's own, ``search(exact=True)``; the Ray engine:
     :class:`recallwatch.scale.store_truth.RayExactSearch`). ``drift_alarm_p``: alarm when the
-    data-drift test's p-value is under it (None: never)."""
+    data-drift test's p-value is under it (None: never). ``max_latency_p99_ms``: alarm when the
+    99th percentile of the probes' live search time is over it, in milliseconds (None: never).
+    ``pipeline``: the same probes measured through a pipeline
+    (:func:`recallwatch.ops.pipeline_probes.probe_pipeline`, held to its own thresholds); its
+    alarms are the monitor's, and the latency cap is then the pipeline's (what users wait for),
+    not the store's."""
     from recallwatch.ops.calibrate import read_threshold
 
     if not 0.0 <= floor <= 1.0:
@@ -153,6 +167,10 @@ def run_monitor(
     if drift_alarm_p is not None and not 0.0 <= drift_alarm_p <= 1.0:
         raise InputError(field="drift_alarm_p", expected="a p-value threshold in [0, 1]",
                          found=drift_alarm_p)
+    if max_latency_p99_ms is not None and not (math.isfinite(max_latency_p99_ms)
+                                               and max_latency_p99_ms > 0):
+        raise InputError(field="max_latency_p99_ms", expected="a positive number of "
+                         "milliseconds", found=max_latency_p99_ms)
     if k < 1:
         raise InputError(field="k", expected="a depth of at least 1", found=k)
     rows = store.count()
@@ -224,6 +242,14 @@ def run_monitor(
 
     if recall < floor:
         alarms.append(f"recall@{k} vs exact search is {recall:.3f}, under the floor {floor:g}")
+    latency = {"p50": float(np.percentile(seconds, 50) * 1e3),
+               "p99": float(np.percentile(seconds, 99) * 1e3), "mean": float(seconds.mean() * 1e3)}
+    if pipeline is not None:
+        alarms.extend(pipeline.alarms)
+    elif max_latency_p99_ms is not None and latency["p99"] > max_latency_p99_ms:
+        alarms.append(f"probe latency p99 is {latency['p99']:.2f} ms, over the maximum "
+                      f"{max_latency_p99_ms:g} ms ({len(vectors)} probes, one live search each); "
+                      "look at the index parameters, the store's load and its machine")
     if live is not None:
         alarms.extend(live.alarms)
         notes.extend(live.notes)
@@ -241,13 +267,14 @@ def run_monitor(
         store=store.uri, index_version=store.current_version(), probes=probes.describe(), k=k,
         floor=floor, recall=recall, recall_min=float(recalls.min()),
         probes_below_floor=int((recalls < floor).sum()),
-        latency_ms={"p50": float(np.percentile(seconds, 50) * 1e3),
-                    "p99": float(np.percentile(seconds, 99) * 1e3),
-                    "mean": float(seconds.mean() * 1e3)},
+        latency_ms=latency,
         coverage=coverage, threshold=threshold, index=build, index_age_seconds=age, drift=drift,
         budget=status, alarms=tuple(alarms), created_at=record_time, notes=tuple(notes),
         reindex=loop, live=live,
         resources=held,
+        thresholds={"floor": floor, "min_coverage": min_coverage,
+                    "max_latency_p99_ms": max_latency_p99_ms, "drift_alarm_p": drift_alarm_p},
+        pipeline=pipeline,
     )
     if history is not None:
         rid = history.record_monitor_run(MONITOR_KIND, report.to_dict(), store_uri=store.uri,

@@ -45,7 +45,9 @@ class Source:
     words: tuple[str, ...]  # a field name holding every one of these words
     better: Literal["higher", "lower"]
     limit: tuple[str, ...] | None = None  # path, in the same record, of its threshold
-    unit: Literal["bytes"] | None = None  # how the value is shown (None: 4 significant digits)
+    # how the value is shown when its field name does not say (unit_of): None, 4 significant
+    # digits and the field's own unit
+    unit: str | None = None
     origin: Literal["monitor", "gate"] = "monitor"  # which records hold it
     # path, in the same record, of a recorded verdict {"status", "caps"}: the policy's caps as
     # the gate applied them (wins over ``limit``)
@@ -64,12 +66,13 @@ class Group:
 _LIVE = ("live", "thresholds")
 GROUPS: tuple[Group, ...] = (
     Group("quality", "Does it find what it must?",
-          (Source("recall@k vs exact search", ("recall",), "higher", ("floor",)),),
+          (Source("recall@k vs exact search", ("recall",), "higher", ("floor",), unit="share"),),
           "recallwatch ops monitor records recall against exact search"),
     Group("speed", "Is it fast enough?",
           (Source("latency p99, real traffic", ("live", "p99"), "lower",
-                  (*_LIVE, "max_latency_p99_ms")),
-           Source("latency p99", ("p99",), "lower"),
+                  (*_LIVE, "max_latency_p99_ms"), unit="ms"),
+           Source("latency p99 of the probes", ("p99",), "lower",
+                  ("thresholds", "max_latency_p99_ms"), unit="ms"),
            Source("throughput", ("qps",), "higher")),
           "recallwatch ops monitor records the probes' latency"),
     Group("resources", "Does it fit?",
@@ -78,27 +81,31 @@ GROUPS: tuple[Group, ...] = (
            Source("stored vectors (float32)", ("vector", "bytes"), "lower", unit="bytes"),
            Source("size", ("bytes",), "lower", unit="bytes")),
           "recallwatch ops monitor records the store's rows, vector bytes and index bytes",
-          (Source("rows", ("resources", "rows"), "lower"),
+          (Source("store size", ("resources", "rows"), "lower", unit="rows"),
            Source("stored vectors (float32)", ("vector", "bytes"), "lower", unit="bytes"))),
     Group("coverage", "How many searches get no useful answer?",
-          (Source("coverage", ("coverage",), "higher"),
+          (Source("coverage", ("coverage",), "higher", ("thresholds", "min_coverage"),
+                  unit="share"),
            Source("no-result rate, real traffic", ("live", "no", "result", "rate"), "lower",
-                  (*_LIVE, "max_no_result_rate"))),
+                  (*_LIVE, "max_no_result_rate"), unit="share")),
           "recallwatch ops calibrate-threshold, then recallwatch ops monitor"),
     Group("index health", "Has the index degraded?",
           (Source("index age", ("age",), "lower"),),
           "recallwatch ops monitor on a store with an ANN index"),
     Group("user signals", "Do users find it useful?",
-          (Source("click-through rate", ("live", "ctr"), "higher", (*_LIVE, "min_ctr")),
+          (Source("click-through rate", ("live", "ctr"), "higher", (*_LIVE, "min_ctr"),
+                  unit="clicks/search"),
            Source("abandonment", ("live", "abandonment"), "lower",
-                  (*_LIVE, "max_abandonment"))),
+                  (*_LIVE, "max_abandonment"), unit="share")),
           "no interaction log monitored yet (recallwatch ops monitor --log LOG)"),
     Group("cost", "Is it sustainable?",
-          (Source("search latency p99 of the gate run (ms)", ("cost", "search", "p99"), "lower",
-                  ("policy", "max_latency_p99_ms"), origin="gate", verdict=("caps",)),
+          (Source("search latency p99 of the gate run", ("cost", "search", "p99"), "lower",
+                  ("policy", "max_latency_p99_ms"), unit="ms", origin="gate",
+                  verdict=("caps",)),
            Source("cost", ("cost",), "lower")),
           "recallwatch gate --store … --history records each run's cost",
-          (Source("query embedding (ms/query)", ("cost", "embed", "query"), "lower"),
+          (Source("query embedding, per query", ("cost", "embed", "query"), "lower",
+                  unit="ms"),
            Source("index bytes", ("cost", "index", "bytes"), "lower", unit="bytes"))),
 )
 
@@ -146,8 +153,59 @@ def _status(value: float, limit: float | None, better: str) -> str:
     return "ok" if (value >= limit if better == "higher" else value <= limit) else "breach"
 
 
+# A field name's words that say its unit, and the unit shown (first match wins): named units,
+# then the words of counts, then the words of shares (shown as percentages).
+_NAMED_UNITS: tuple[tuple[str, str], ...] = (
+    ("bytes", "bytes"), ("ms", "ms"), ("seconds", "duration"), ("days", "days"),
+    ("hours", "hours"), ("mb", "MB"), ("qps", "queries/s"), ("rows", "rows"), ("burn", "×"),
+    ("probes", "probes"), ("dimensions", "dimensions"), ("impressions", "impressions"),
+    ("ctr", "clicks/search"),
+    ("recall", "share"), ("coverage", "share"), ("share", "share"), ("rate", "share"),
+    ("floor", "share"), ("abandonment", "share"), ("precision", "share"),
+    ("consumed", "share"),
+)
+
+
+def unit_of(name: str, default: str | None = None) -> str | None:
+    """The unit of a record's field: what its name says (``latency.p99_ms`` → ms,
+    ``index_age_seconds`` → a duration, ``coverage`` → a share), else ``default``."""
+    w = set(words(name))
+    return next((unit for word, unit in _NAMED_UNITS if word in w), default)
+
+
+def axis_label(unit: str | None) -> str:
+    """How a chart's value axis names ``unit`` (the values are drawn as recorded)."""
+    return {"share": "share (0–1)", "duration": "seconds", "days": "days",
+            "hours": "hours"}.get(unit or "", unit or "")
+
+
 def shown(value: float, unit: str | None) -> str:
-    return format_cost("index_bytes", value) if unit == "bytes" else f"{value:.4g}"
+    """A value with its unit: ``14.5 ms``, ``87.0%``, ``1.2 MiB``, ``2 d 3 h``, ``1,200 rows``."""
+    if unit == "bytes":
+        return format_cost("index_bytes", value)
+    if unit == "share":
+        return f"{value:.1%}"
+    if unit in ("duration", "days", "hours"):
+        seconds = value * {"duration": 1, "days": 86400, "hours": 3600}[unit]
+        return duration(seconds)
+    if unit in ("rows", "probes", "dimensions", "impressions"):
+        return f"{value:,.0f} {unit}"
+    if unit == "×":
+        return f"{value:.2f}×"
+    return f"{value:.4g}" if unit is None else f"{value:.4g} {unit}"
+
+
+def duration(seconds: float) -> str:
+    """``3 h 20 min``, ``2 d 4 h``, ``45 s``."""
+    s = round(seconds)
+    days, rest = divmod(s, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, sec = divmod(rest, 60)
+    if days:
+        return f"{days} d {hours} h"
+    if hours:
+        return f"{hours} h {minutes} min"
+    return f"{minutes} min {sec} s" if minutes else f"{sec} s"
 
 
 def indicator_cards(records: list[MonitorRun],
@@ -167,10 +225,12 @@ def indicator_cards(records: list[MonitorRun],
             if latest is None:
                 continue
             m, (name, value) = latest
+            unit = unit_of(name, source.unit)
             limit = _at(m.payload, source.limit)
             status = _status(value, limit, source.better)
             limit_text = (None if limit is None else
-                          f"{'min' if source.better == 'higher' else 'max'} {limit:.4g}")
+                          f"{'min' if source.better == 'higher' else 'max'} "
+                          f"{shown(limit, unit)}")
             verdict = _verdict(m.payload, source.verdict)
             if verdict is not None:
                 status, limit_text = verdict
@@ -179,14 +239,14 @@ def indicator_cards(records: list[MonitorRun],
             points = points[-TREND_POINTS:]
             trend: Chart = sparkline(
                 f"{source.title}: trend", [float(v) for _, v in points],
-                [f"{r.created_at}: {shown(float(v), source.unit)}" for r, v in points],
+                [f"{r.created_at}: {shown(float(v), unit)}" for r, v in points],
                 limit=limit)
-            details = [(d.title, shown(v, d.unit)) for d in group.details
+            details = [(d.title, shown(v, unit_of(f[0], d.unit))) for d in group.details
                        if (f := _field(m.payload, d)) is not None and f[0] != name
                        for v in (f[1],)]
             run_id = m.payload.get("run_id")
             card.update(title=source.title, field=name, value=value,
-                        shown=shown(value, source.unit), kind=m.kind, at=m.created_at,
+                        shown=shown(value, unit), kind=m.kind, at=m.created_at,
                         limit=limit, limit_text=limit_text, better=source.better,
                         status=status, trend=trend, points=len(points), details=details,
                         run_id=run_id if isinstance(run_id, str) else None)

@@ -11,21 +11,13 @@ from typing import Any
 
 from recallwatch.errors import InputError, RecallwatchError
 from recallwatch.formats.structured import load_structured
-from recallwatch.history import History, MonitorRun
-from recallwatch.ops.budget import BudgetStatus
+from recallwatch.history import History
 from recallwatch.report.plots import Chart, Series, lines, scatter
-from recallwatch.web._indicators import (
-    flatten,
-    gate_cost_records,
-    indicator_cards,
-    live_charts,
-    numeric,
-    words,
-)
+from recallwatch.web._indicators import flatten
+from recallwatch.web._monitor import monitor_view
 
 __all__ = ["bench_view", "flatten", "monitor_view", "trends_view"]
 
-MAX_FIELD_CHARTS = 8
 MAX_BENCH_FILES = 200
 
 
@@ -97,91 +89,7 @@ def trends_view(h: History, dataset: str | None, last: int) -> dict[str, Any]:
             "tests_explained": None if analysis is None else explain_tests(analysis.alpha)}
 
 
-# -- monitor ---------------------------------------------------------------------------------------
-
-
-def _budget_status(payload: Mapping[str, Any]) -> BudgetStatus | None:
-    """The error-budget status a record holds under a field named with the word "budget"."""
-    for key, value in payload.items():
-        if not isinstance(value, Mapping):
-            continue
-        if "budget" in words(key):
-            try:
-                return BudgetStatus.from_dict(value)
-            except (KeyError, TypeError, ValueError):
-                pass  # another kind of budget figure: keep looking
-        found = _budget_status(value)
-        if found is not None:
-            return found
-    return None
-
-
-def _budget(records: list[MonitorRun]) -> dict[str, Any] | None:
-    """The latest error budget recorded (records newest first)."""
-    for m in records:
-        status = _budget_status(m.payload)
-        if status is not None:
-            return {"status": status, "kind": m.kind, "at": m.created_at,
-                    "consumed_text": status.explain_consumed(),
-                    "burn_rate_text": status.explain_burn_rate()}
-    return None
-
-
-# Records that change which index serves, or that say why it did not change.
-_EVENT_KINDS = ("reindex", "rollback", "promote")
-
-
-def _event(m: MonitorRun) -> dict[str, Any] | None:
-    """One line of the operations timeline, or None for a record that is not an event."""
-    p = m.payload
-    if m.kind == "reindex":
-        auto = p.get("auto") or {}
-        who = f"automatic ({auto.get('trigger')}: {auto.get('why')})" if auto else "by hand"
-        return {"at": m.created_at, "kind": "reindex", "status": m.status,
-                "text": f"reindex {who}: {p.get('reason', '')}"}
-    if m.kind in _EVENT_KINDS:
-        return {"at": m.created_at, "kind": m.kind, "status": m.status,
-                "text": f"{m.kind} → version {m.index_version or p.get('version', '?')}"}
-    loop = p.get("reindex") if m.kind == "monitor" else None
-    if isinstance(loop, Mapping) and loop.get("result") is None and loop.get("skipped"):
-        return {"at": m.created_at, "kind": "reindex", "status": "skipped",
-                "text": f"automatic reindex ({loop.get('why')}) skipped: {loop['skipped']}"}
-    return None
-
-
-def timeline(records: list[MonitorRun]) -> list[dict[str, Any]]:
-    """The operations events (reindex switched, refused or skipped, rollback, promotion), newest
-    first: what changed which index serves, beside the monitor's measurements."""
-    return [e for e in map(_event, records) if e is not None]
-
-
-def monitor_view(h: History) -> dict[str, Any]:
-    """Operations records by kind: one indicator per group of the system's health (latest value,
-    trend, status against its threshold) and the error budget, one line chart per numeric field,
-    and the latest records."""
-    records = h.monitor_runs(limit=2000)
-    kinds: dict[str, list[MonitorRun]] = {}
-    for m in reversed(records):  # oldest first within a kind
-        kinds.setdefault(m.kind, []).append(m)
-    indicators = indicator_cards(records, gate_cost_records(h))
-    sections = []
-    for kind, rows in sorted(kinds.items()):
-        fields: dict[str, list[tuple[float, float, str]]] = {}
-        for i, m in enumerate(rows):
-            for name, value in flatten(m.payload):
-                v = numeric(value)
-                if v is not None:
-                    fields.setdefault(name, []).append((float(i), v, m.created_at))
-        ticks = _date_ticks(rows)
-        charts = [lines(name, [Series(name, [p[0] for p in pts], [p[1] for p in pts],
-                                      [f"{p[2]}: {p[1]:.4g}" for p in pts])], x_ticks=ticks)
-                  for name, pts in list(fields.items())[:MAX_FIELD_CHARTS]]
-        latest = [{"m": m, "fields": [(n, v) for n, v in flatten(m.payload)]}
-                  for m in reversed(rows[-50:])]
-        sections.append({"kind": kind, "n": len(rows), "charts": charts, "latest": latest,
-                         "more_fields": max(0, len(fields) - MAX_FIELD_CHARTS)})
-    return {"indicators": indicators, "budget": _budget(records), "sections": sections,
-            "live": live_charts(records), "n": len(records), "events": timeline(records)[:50]}
+# -- monitor: recallwatch.web._monitor ----------------------------------------------------------
 
 
 # -- benchmarks ------------------------------------------------------------------------------------

@@ -141,22 +141,34 @@ def test_trends_last_bounds(client: TestClient) -> None:
 
 def test_monitor_indicators_and_records(client: TestClient) -> None:
     doc = get(client, "/monitor")
+    # six records, each on its own (hostile) store: one section each, newest first, nothing mixed
+    sections = doc.cssselect("section.store")
+    assert len(sections) == 6
+    newest = sections[0]
     cards = {H.text(c.cssselect(".k")[0]).split(" · ")[0]: H.text(c.cssselect(".v")[0])
-             for c in doc.cssselect(".indicators .card")}
-    # the latest drift record (i = 5): recall 0.97 - 0.1, p99 14.5, age 5
-    assert cards == {"quality": "0.87", "speed": "14.5", "resources": "—", "coverage": "—",
-                     "index health": "5", "user signals": "—", "cost": "—",
-                     "error budget": "80%"}
+             for c in newest.cssselect(".indicators .card")}
+    # the latest drift record (i = 5): recall 0.97 - 0.1, p99 14.5 ms, age 5 days; units shown
+    assert cards == {"quality": "87.0%", "speed": "14.5 ms", "resources": "—", "coverage": "—",
+                     "index health": "5 d 0 h", "user signals": "—", "cost": "—",
+                     "task quality": "—", "error budget": "80%"}
+    store = H.hostile(5, "t")
+    assert newest.get("data-store") == f"lancedb://kb?table={store}"
+    for card in newest.cssselect(".indicators .card"):
+        assert H.text(card.cssselect(".store")[0]) == f"store: lancedb://kb?table={store}"
     assert len(doc.cssselect("table.monitor-records tbody tr")) == 6
-    assert "latency.p99_ms" in [H.text(f) for f in doc.cssselect("figcaption")]
+    # one record per store: every figure is a single value, shown as a value and never charted
+    assert not newest.cssselect("figure.chart")
+    steady = {H.text(d.cssselect("dt")[0]): H.text(d.cssselect("dd")[0])
+              for d in newest.cssselect("dl.steady div")}
+    assert steady["latency.p99_ms"] == "14.5 ms" and steady["latency.p50_ms"] == "7 ms"
 
 
 def test_error_budget_card_shows_consumed_and_burn_rate_explained(client: TestClient) -> None:
-    (card,) = get(client, "/monitor").cssselect(".indicators .card.budget")
+    card = get(client, "/monitor").cssselect("section.store")[0].cssselect(".card.budget")[0]
     # the latest record: 2 of its 6 runs missed the target 0.9; 25 % of 10 runs (2.5) may, so
     # 2 / 2.5 = 80 % consumed; 2 bad in 6 runs against 25 % allowed burns at (2/6) / 0.25 = 1.33
     assert H.text(card.cssselect(".v.consumed")[0]) == "80%"
-    assert H.text(card.cssselect(".v.burn-rate")[0]) == "1.33"
+    assert H.text(card.cssselect(".v.burn-rate")[0]) == "1.33×"
     assert H.text(card.cssselect(".explain-consumed")[0]) == (
         "The share of the tolerated shortfall used up: up to 25% of the last 10 runs (2.5 runs) "
         "may have a recall against exact search under 0.9, and 2 have; at 100% the budget is "
@@ -182,7 +194,7 @@ def test_a_spent_budget_from_the_monitor_is_read_whole(tmp_path: Path) -> None:
     client = TestClient(base_url="http://127.0.0.1", app=create_app(db))
     card = get(client, "/monitor").cssselect(".card.budget")[0]
     assert H.text(card.cssselect(".v.consumed")[0]) == "100%"  # 3 bad of 3 allowed
-    assert H.text(card.cssselect(".v.burn-rate")[0]) == "7.50"  # (3/4) / 0.1
+    assert H.text(card.cssselect(".v.burn-rate")[0]) == "7.50×"  # (3/4) / 0.1
     assert H.text(card.cssselect(".badge")[0]) == "SPENT"
     assert "under 0.75, and 3 have" in H.text(card.cssselect(".explain-consumed")[0])
 
@@ -243,8 +255,9 @@ def test_indicators_match_whole_words(tmp_path: Path) -> None:
     cards = {H.text(c.cssselect(".k")[0]).split(" · ")[0]: H.text(c.cssselect(".v")[0])
              for c in doc.cssselect(".indicators .card")}
     assert cards["index health"] == "—"  # "usage" is not "age"
-    assert cards["speed"] == "900" and cards["coverage"] == "0.97"
-    assert cards["resources"] == "512"
+    assert cards["speed"] == "900 queries/s" and cards["coverage"] == "97.0%"
+    assert cards["resources"] == "512 MB"
+    assert H.text(doc.cssselect("section.store h2")[0]).startswith("records that name no store")
 
 
 def test_history_needing_a_migration_is_refused_not_migrated(tmp_path: Path) -> None:

@@ -59,21 +59,22 @@ def test_one_card_per_group_with_trend_and_status(tmp_path: Path) -> None:
 
     # the latest record: recall 0.93 under the floor 0.95; real-traffic p99 2100 ms over the
     # default 2000; CTR 0.1 under the minimum 0.2 it was held to
-    assert H.text(cards["quality"].cssselect(".v")[0]) == "0.93" and status("quality") == "breach"
-    assert H.text(cards["speed"].cssselect(".v")[0]) == "2100" and status("speed") == "breach"
+    assert H.text(cards["quality"].cssselect(".v")[0]) == "93.0%" and status("quality") == "breach"
+    assert H.text(cards["speed"].cssselect(".v")[0]) == "2100 ms" and status("speed") == "breach"
     assert "latency p99, real traffic" in H.text(cards["speed"])
-    assert H.text(cards["user signals"].cssselect(".v")[0]) == "0.1"
-    assert status("user signals") == "breach" and "min 0.2" in H.text(cards["user signals"])
+    assert H.text(cards["user signals"].cssselect(".v")[0]) == "0.1 clicks/search"
+    assert status("user signals") == "breach"
+    assert "min 0.2 clicks/search" in H.text(cards["user signals"])
     assert status("index health") == "no threshold recorded"
     # the calibrated no-result threshold (a setting) is not taken for coverage: the live
     # no-result rate is
-    assert H.text(cards["coverage"].cssselect(".v")[0]) == "0.02" and status("coverage") == "ok"
+    assert H.text(cards["coverage"].cssselect(".v")[0]) == "2.0%" and status("coverage") == "ok"
     for group in ("resources", "cost"):
         assert cards[group].cssselect(".missing")
     # the trend: one sparkline per recorded group, its last point the latest value
     spark = cards["quality"].cssselect("svg.spark")[0]
     assert len(spark.cssselect("path")) == 1 and len(spark.cssselect("line.rule")) == 1
-    assert H.text(spark.cssselect("circle title")[0]) == "2026-11-03T10:00:00+00:00: 0.93"
+    assert H.text(spark.cssselect("circle title")[0]) == "2026-11-03T10:00:00+00:00: 93.0%"
     points = spark.cssselect("path")[0].get("d").removeprefix("M").split()
     assert len(points) == 3
     ys = [float(p.split(",")[1]) for p in points]
@@ -139,7 +140,7 @@ def test_resources_card_from_a_monitor_run(tmp_path: Path) -> None:
     assert H.text(card.cssselect(".v")[0]) == format_cost("index_bytes", store.index_bytes())
     assert "ANN index size" in H.text(card) and "resources.index_bytes" in H.text(card)
     details = [H.text(d) for d in card.cssselect(".detail")]
-    assert details == ["rows: 1200", "stored vectors (float32): 75.0 KiB"]  # 76,800 B
+    assert details == ["store size: 1,200 rows", "stored vectors (float32): 75.0 KiB"]  # 76,800 B
     assert H.text(card.cssselect(".status")[0]) == "no threshold recorded"
 
 
@@ -161,7 +162,7 @@ def test_cost_card_reads_the_latest_gate_run_on_a_store(kb: KB, tmp_path: Path) 
     roomy = gate(60_000.0)  # a minute: no search of ten rows takes that long
     assert roomy.cost is not None and roomy.verdict == "ACCEPT"
     card = cost_card()
-    assert H.text(card.cssselect(".v")[0]) == f"{roomy.cost['search_p99_ms']:.4g}"
+    assert H.text(card.cssselect(".v")[0]) == f"{roomy.cost['search_p99_ms']:.4g} ms"
     assert H.text(card.cssselect(".status")[0]) == "ok"
     assert H.text(card.cssselect(".limit")[0]) == "max_latency_p99_ms 60000"
     assert card.cssselect("a")[0].get("href") == f"/runs/{roomy.run_id}"
@@ -169,12 +170,12 @@ def test_cost_card_reads_the_latest_gate_run_on_a_store(kb: KB, tmp_path: Path) 
     assert tight.cost is not None and tight.verdict == "STOP"
     record_gate_run(gate_run(golden_set(4)), db)  # a results file: no cost
     card = cost_card()
-    assert H.text(card.cssselect(".v")[0]) == f"{tight.cost['search_p99_ms']:.4g}"
+    assert H.text(card.cssselect(".v")[0]) == f"{tight.cost['search_p99_ms']:.4g} ms"
     assert H.text(card.cssselect(".status")[0]) == "breach"
     assert card.cssselect("a")[0].get("href") == f"/runs/{tight.run_id}"
     details = dict(H.text(d).split(": ", 1) for d in card.cssselect(".detail"))
     assert details == {
-        "query embedding (ms/query)": f"{tight.cost['embed_ms_per_query']:.4g}",
+        "query embedding, per query": f"{tight.cost['embed_ms_per_query']:.4g} ms",
         "index bytes": format_cost("index_bytes", tight.cost["index_bytes"])}
     spark = card.cssselect("svg.spark")[0]
     assert len(spark.cssselect("path")[0].get("d").removeprefix("M").split()) == 2
