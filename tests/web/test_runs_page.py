@@ -100,10 +100,8 @@ def test_the_run_in_production_is_marked(kb: KB, tmp_path: Path) -> None:
     """The accepted run that allowed the store's latest promotion is marked "in production";
     an older promoted run is not, nor does a refused promotion move the mark."""
     db = tmp_path / "h.db"
-    client = TestClient(base_url="http://127.0.0.1", app=create_app(db))
-
     def marks() -> dict[str, str]:
-        doc = get(client, "/")
+        doc = get(TestClient(base_url="http://127.0.0.1", app=create_app(db)), "/")
         return {H.text(r.cssselect("a.run-link")[0]): H.text(r.cssselect(".badge.prod")[0])
                 for r in doc.cssselect("#runs-table tbody tr") if r.cssselect(".badge.prod")}
 
