@@ -26,7 +26,7 @@ from markupsafe import Markup
 
 from recallwatch._version import __version__
 from recallwatch.report._text import anchor_line, visible
-from recallwatch.report.plots import Chart, bars, hbars
+from recallwatch.report.plots import Chart, bars, fit, hbars
 from recallwatch.suite.cost import cost_line
 from recallwatch.suite.model import CAUSE_ORDER, GateResult, QueryResult
 from recallwatch.suite.score import SCORE_TOLERANCE
@@ -151,6 +151,7 @@ def environment(*extra: Path) -> jinja2.Environment:
     env.globals["version"] = __version__
     env.globals["cause_order"] = CAUSE_ORDER
     env.globals["anchor_line"] = anchor_line
+    env.globals["fit"] = fit
     env.globals["evidence_label"] = evidence_label
     env.globals["chunk_figures"] = chunk_figures
     env.globals["summary_after_id"] = summary_after_id

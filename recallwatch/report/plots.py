@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["Chart", "Series", "bars", "hbars", "lines", "scatter", "sparkline"]
+__all__ = ["Chart", "Series", "bars", "fit", "hbars", "lines", "scatter", "sparkline"]
 
 # Plot area inside the SVG (drawn at this size, never scaled down, so its text keeps the size
 # the stylesheet gives it: 12 px); the margins hold tick labels and axis titles. Two charts fit
@@ -120,8 +120,8 @@ def _thin(labels: Sequence[str], spacing: float) -> int:
     return max(1, math.ceil(widest / spacing)) if spacing > 0 else 1
 
 
-def _clip(label: str, pixels: float) -> str:
-    """``label`` cut (with "…") to fit ``pixels`` of width."""
+def fit(label: str, pixels: float) -> str:
+    """``label`` cut (with "…") to fit ``pixels`` of width at the plots' font size."""
     room = max(3, int(pixels / _CHAR_PX))
     return label if len(label) <= room else label[:room - 1] + "…"
 
@@ -210,7 +210,7 @@ def hbars(title: str, labels: Sequence[str], values: Sequence[float], *, lo: flo
     rules = () if floor is None else (Rule(x(floor[0]), 0, x(floor[0]), plot_h, floor[1]),)
     return Chart(title, x_label, "", height=plot_h + _TOP + _BOTTOM, rects=rects, rules=rules,
                  x_ticks=tuple(Tick(x(t), _fmt(t)) for t in _nice_ticks(lo, hi, 5)),
-                 y_ticks=tuple(Tick(i * row + row / 2, _clip(lab, left - 10))
+                 y_ticks=tuple(Tick(i * row + row / 2, fit(lab, left - 10))
                                for i, lab in enumerate(labels)),
                  left=left, plot_w=plot_w, plot_h=plot_h)
 
