@@ -16,13 +16,13 @@ only recallwatch's own words.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TextIO
 
 from recallwatch._redact import scrub
 
-__all__ = ["ShownStream", "shown", "shown_streams", "unshown"]
+__all__ = ["ShownStream", "shown", "shown_streams", "table_lines", "unshown"]
 
 # C0 controls but newline and tab, DEL, and the C1 controls (0x9b is a one-character CSI).
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -95,3 +95,27 @@ def shown_streams() -> Iterator[None]:
         yield
     finally:
         sys.stdout, sys.stderr = before
+
+
+def table_lines(header: Sequence[str], rows: Sequence[Sequence[str]], *, left: int = 1,
+                breaks: Iterable[int] = ()) -> list[str]:
+    """A table as every recallwatch command prints one in the terminal: the header, a rule of
+    dashes under it, columns two spaces apart, the first ``left`` columns (names) aligned left
+    and the others (numbers) right; a rule again before each row index in ``breaks`` (the mean
+    after the per-query rows). The numbers come formatted: a measure's value with 4 decimals, a
+    delta with its sign."""
+    cells = [list(header), *(list(r) for r in rows)]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+
+    def line(r: Sequence[str]) -> str:
+        return "  ".join(c.ljust(w) if i < left else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(r, widths, strict=True))).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    before = set(breaks)
+    out = [line(header), rule]
+    for i, r in enumerate(rows):
+        if i in before:
+            out.append(rule)
+        out.append(line(r))
+    return out

@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from recallwatch._terminal import table_lines
 from recallwatch.cli._common import emit
 from recallwatch.cli._options import AllPairs, Alpha, Measures, Power, Seed
+from recallwatch.cli._tables import query_notes, value
 
 if TYPE_CHECKING:
     from recallwatch.stats import Comparison, MultiComparison
@@ -219,13 +221,9 @@ def _cost_table(costs: dict[str, dict[str, float | None]]) -> str:
         rows.append([COST_LABELS[key], format_cost(key, old), format_cost(key, new),
                      ("+" if delta >= 0 else "-") + format_cost(key, abs(delta)),
                      "-" if rise is None else f"{rise:+.0%}"])
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = [""]
-    for r in rows:
-        lines.append("  ".join([r[0].ljust(widths[0])] + [c.rjust(w) for c, w in
-                                                           zip(r[1:], widths[1:], strict=True)]))
-    lines.append("Timings are measured on the machine that ran each gate: compare them on the "
-                 "same kind of machine.")
+    lines = ["", *table_lines(rows[0], rows[1:]), "",
+             "Timings are measured on the machine that ran each gate: compare them on the "
+             "same kind of machine."]
     return "\n".join(lines)
 
 
@@ -237,17 +235,12 @@ def render_table(result: Comparison, name_a: str, name_b: str) -> str:
     for row in result.measures:
         mark = " *" if row.p_holm <= result.alpha else "  "
         rows.append([
-            row.measure, f"{row.mean_a:.4f}", f"{row.mean_b:.4f}", f"{row.delta:+.4f}",
+            row.measure, value(row.mean_a), value(row.mean_b), f"{row.delta:+.4f}",
             f"[{row.ci.low:+.4f}, {row.ci.high:+.4f}]", _p(row.p_value),
             _p(row.p_holm) + mark, f"{row.wins}/{row.ties}/{row.losses}",
             "-" if row.queries_needed is None else f"{row.queries_needed:,}",
         ])
-    widths = [max(len(line[i]) for line in [header, *rows]) for i in range(len(header))]
-    lines = [f"A: {name_a}", f"B: {name_b}", ""]
-    for line in [header, *rows]:
-        cells = [line[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(line[1:], widths[1:],
-                                                                        strict=True)]
-        lines.append("  ".join(cells).rstrip())
+    lines = [f"A: {name_a}", f"B: {name_b}", "", *table_lines(header, rows)]
     method = result.test if result.test != "t" else "paired t"
     draws = (f", {result.n_resamples:,} resamples, seed {result.seed}"
              if result.test == "randomization" else "")
@@ -258,25 +251,14 @@ def render_table(result: Comparison, name_a: str, name_b: str) -> str:
         f"* significant at alpha {result.alpha:g} after Holm correction across "
         f"{len(result.measures)} measure{'s' if len(result.measures) != 1 else ''}.",
     ]
-    for label, ids in (("A", result.missing_from_a), ("B", result.missing_from_b)):
-        if ids:
-            lines.append(f"{len(ids)} judged quer{'ies' if len(ids) != 1 else 'y'} missing from "
-                         f"{label}, scored 0 there: {_ids(ids)}")
-    if result.not_judged:
-        lines.append(f"{len(result.not_judged)} unjudged quer"
-                     f"{'ies' if len(result.not_judged) != 1 else 'y'} ignored: "
-                     f"{_ids(result.not_judged)}")
+    lines += query_notes([("A", result.missing_from_a), ("B", result.missing_from_b)],
+                         result.not_judged)
     return "\n".join(lines)
 
 
 def _p(p: float) -> str:
     # Small p-values keep two significant digits: 0.0001 and 0.00001 are different evidence.
     return f"{p:.4f}" if p >= 1e-3 or p == 0.0 else f"{p:.1e}"
-
-
-def _ids(ids: tuple[str, ...], limit: int = 10) -> str:
-    shown = ", ".join(ids[:limit])
-    return shown + (f", … (+{len(ids) - limit})" if len(ids) > limit else "")
 
 
 def register(app: typer.Typer) -> None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
+from recallwatch.cli._common import emit
 from recallwatch.cli._options import EvalFormat, Measures
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ def eval_command(
     elif output_format == "tsv":
         _print_tsv(result, per_query)
     else:
-        _print_table(result, per_query)
+        emit(table_text(result, str(run), per_query))
 
 
 def _print_tsv(result: EvalResult, per_query: bool) -> None:
@@ -54,34 +55,26 @@ def _print_tsv(result: EvalResult, per_query: bool) -> None:
     typer.echo("all\t" + "\t".join(repr(result.aggregate[m]) for m in result.measures))
 
 
-def _print_table(result: EvalResult, per_query: bool) -> None:
-    from rich.console import Console
-    from rich.table import Table
+def table_text(result: EvalResult, run_name: str, per_query: bool) -> str:
+    """The terminal output: the run named, a row per query (with ``per_query``) then the mean,
+    what the mean counts, and the queries scored 0 or left out (compare's style)."""
+    from recallwatch._terminal import table_lines
+    from recallwatch.cli._tables import query_notes, value
 
-    table = Table(show_edge=False)
-    table.add_column("query")
-    for m in result.measures:
-        table.add_column(str(m), justify="right")
+    rows = []
     if per_query:
-        for i, qid in enumerate(result.query_ids):
-            table.add_row(qid, *(f"{result.per_query[m][i]:.4f}" for m in result.measures))
-        table.add_section()
-    table.add_row(
-        f"mean ({len(result.query_ids)} queries)",
-        *(f"{result.aggregate[m]:.4f}" for m in result.measures),
-    )
-    Console(soft_wrap=True).print(table)
-    err = Console(stderr=True, soft_wrap=True, highlight=False)
-    if result.missing_from_run:
-        err.print(
-            f"{len(result.missing_from_run)} judged queries absent from the run scored 0: "
-            + ", ".join(result.missing_from_run)
-        )
-    if result.not_judged:
-        err.print(
-            f"{len(result.not_judged)} queries in the run have no judgments and were ignored: "
-            + ", ".join(result.not_judged)
-        )
+        rows = [[qid, *(value(float(result.per_query[m][i])) for m in result.measures)]
+                for i, qid in enumerate(result.query_ids)]
+    rows.append(["mean", *(value(result.aggregate[m]) for m in result.measures)])
+    n = len(result.query_ids)
+    lines = [f"run: {run_name}", "",
+             *table_lines(["query", *(str(m) for m in result.measures)], rows,
+                          breaks=[len(rows) - 1] if per_query else []),
+             "",
+             f"{n} quer{'y' if n == 1 else 'ies'}; mean over every judged query (trec_eval -c: "
+             "a judged query the run did not return scores 0).",
+             *query_notes([("the run", result.missing_from_run)], result.not_judged)]
+    return "\n".join(lines)
 
 
 def register(app: typer.Typer) -> None:

@@ -47,8 +47,8 @@ def gate(
     corpus: Annotated[Path | None, typer.Option(
         "--corpus", help="With --results: the corpus file, for Gold labels and diagnosis.")] = None,
     run_date: Annotated[str | None, typer.Option(
-        "--run-date", help="Judge validity windows on this day (YYYY-MM-DD; default "
-        "today).")] = None,
+        "--run-date", help="Judge validity windows on this day (YYYY-MM-DD; default: the "
+        "golden set's as_of, else today).")] = None,
     judgments: JudgmentFiles = None,
     log: Annotated[Path | None, typer.Option(
         "--log", help="A query log (interaction log, JSONL or .txt of queries) to check the "

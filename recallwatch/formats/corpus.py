@@ -20,7 +20,6 @@ A file that cannot be read at all (missing, not UTF-8, not Parquet) always raise
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import gzip
 import json
 from collections.abc import Iterator, Mapping
@@ -29,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from recallwatch.errors import InputError
-from recallwatch.formats.fields import check_keys
+from recallwatch.formats.fields import check_keys, iso_date
 from recallwatch.formats.structured import LINE_KEY, parse_json_line, text_lines
 from recallwatch.records import OPTIONAL_TEXT_FIELDS as _OPTIONAL_TEXT
 from recallwatch.records import Chunk, chunk_to_record, content_hash, group_problem
@@ -165,8 +164,8 @@ def chunk_from_record(
                          "which stores use for the chunk's acl", found="__acl__",
                          hint="write the groups that may see the chunk as its acl field",
                          **where)
-    valid_from = _date(record.get("valid_from"), "valid_from", where)
-    valid_to = _date(record.get("valid_to"), "valid_to", where)
+    valid_from = iso_date(record.get("valid_from"), "valid_from", where)
+    valid_to = iso_date(record.get("valid_to"), "valid_to", where)
     if valid_from is not None and valid_to is not None and valid_from > valid_to:
         raise InputError(
             field="valid_to", expected=f"a date on or after valid_from ({valid_from.isoformat()})",
@@ -324,18 +323,3 @@ def _facets(value: Any, where: dict[str, Any]) -> dict[str, str]:
         if not isinstance(item, str):
             raise InputError(field=f"facets.{key}", expected="a string", found=item, **where)
     return dict(value)
-
-
-def _date(value: Any, name: str, where: dict[str, Any]) -> dt.date | None:
-    if value is None:
-        return None
-    if isinstance(value, dt.datetime):
-        return value.date()
-    if isinstance(value, dt.date):
-        return value
-    if isinstance(value, str):
-        try:
-            return dt.date.fromisoformat(value)
-        except ValueError:
-            pass
-    raise InputError(field=name, expected="an ISO date YYYY-MM-DD", found=value, **where)

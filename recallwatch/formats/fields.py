@@ -13,7 +13,24 @@ from typing import Any
 from recallwatch.errors import InputError
 from recallwatch.formats.structured import LINE_KEY
 
-__all__ = ["bounded", "check_keys", "line_of", "number_text", "shown", "text_id"]
+__all__ = ["bounded", "check_keys", "iso_date", "line_of", "number_text", "shown", "text_id"]
+
+
+def iso_date(value: Any, name: str, where: dict[str, Any]) -> dt.date | None:
+    """A date field (``YYYY-MM-DD``, or the date YAML already read), None when absent; anything
+    else is an InputError located by ``where`` (source, line, record)."""
+    if value is None:
+        return None
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    if isinstance(value, str):
+        try:
+            return dt.date.fromisoformat(value)
+        except ValueError:
+            pass
+    raise InputError(field=name, expected="an ISO date YYYY-MM-DD", found=value, **where)
 
 
 def line_of(obj: object) -> int | None:

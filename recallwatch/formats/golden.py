@@ -6,12 +6,13 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 from recallwatch._hashing import canonical_hash  # re-exported: the dataset hash's home
 from recallwatch.errors import InputError
-from recallwatch.formats.fields import bounded, check_keys, line_of, shown, text_id
+from recallwatch.formats.fields import bounded, check_keys, iso_date, line_of, shown, text_id
 from recallwatch.formats.structured import load_structured
 from recallwatch.records import group_problem
 
@@ -22,7 +23,7 @@ __all__ = ["MAX_TOP_K", "SPLITS", "Anchor", "GoldenQuery", "GoldenSet", "canonic
 # reach the store as a search depth.
 MAX_TOP_K = 10_000
 
-_TOP_KEYS = {"name", "version", "top_k", "queries", "description"}
+_TOP_KEYS = {"name", "version", "top_k", "queries", "description", "as_of"}
 _QUERY_KEYS = {"id", "text", "expected", "gold", "domain", "tags", "top_k", "language", "source",
                "split", "frequency", "groups"}
 # A query's part: policies and thresholds are calibrated on `tune`, the gate's verdict is
@@ -104,6 +105,10 @@ class GoldenSet:
     queries: tuple[GoldenQuery, ...]
     top_k: int = 10
     source: str | None = None
+    # The day the questions and their expected chunks were written for: the gate judges the
+    # chunks' validity windows on it (rather than today), so that a set's story does not change
+    # with the calendar. Not part of the hash: it changes no expectation.
+    as_of: date | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "version": self.version, "top_k": self.top_k,
@@ -169,8 +174,9 @@ def _parse(data: Any, source: Path, unlabelled: bool = False) -> GoldenSet:
             )
         seen[q.id] = line_of(raw)
         queries.append(q)
+    as_of = iso_date(data.get("as_of"), "as_of", {"source": source, "line": line_of(data)})
     return GoldenSet(name=name, version=version, queries=tuple(queries), top_k=top_k,
-                     source=str(source))
+                     source=str(source), as_of=as_of)
 
 
 def _parse_query(raw: Any, source: Path, index: int, unlabelled: bool = False) -> GoldenQuery:

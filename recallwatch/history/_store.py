@@ -240,18 +240,30 @@ class History:
              for q in result.queries],
         )
 
-    def runs(self, *, dataset: str | None = None, limit: int | None = None) -> list[RunSummary]:
-        """Runs, newest first; ``dataset`` keeps one dataset name."""
+    def runs(self, *, dataset: str | None = None, limit: int | None = None,
+             offset: int = 0) -> list[RunSummary]:
+        """Runs, newest first; ``dataset`` keeps one dataset name; ``offset`` skips that many
+        of the newest (a page of ``limit`` runs)."""
         sql = f"SELECT {_SUMMARY_COLUMNS} FROM runs"
         params: list[Any] = []
         if dataset is not None:
             sql += " WHERE dataset_name = ?"
             params.append(dataset)
         sql += " ORDER BY seq DESC"
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(limit)
-        return [RunSummary(*row) for row in self._query(sql, params)]
+        if limit is not None:  # (SQLite takes OFFSET only after a LIMIT)
+            sql += " LIMIT ? OFFSET ?"
+            params += [limit, offset]
+        rows = self._query(sql, params)
+        return [RunSummary(*row) for row in (rows if limit is not None else rows[offset:])]
+
+    def count_runs(self, *, dataset: str | None = None) -> int:
+        """How many runs the history holds (of one dataset name)."""
+        where, params = ("", ()) if dataset is None else (" WHERE dataset_name = ?", (dataset,))
+        return int(self._query(f"SELECT COUNT(*) FROM runs{where}", params)[0][0])
+
+    def dataset_names(self) -> list[str]:
+        """The dataset names of the recorded runs, sorted."""
+        return sorted(str(r[0]) for r in self._query("SELECT DISTINCT dataset_name FROM runs"))
 
     def summary(self, run_id: str) -> RunSummary:
         rows = self._query(f"SELECT {_SUMMARY_COLUMNS} FROM runs WHERE run_id = ?", (run_id,))

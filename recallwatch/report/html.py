@@ -25,8 +25,8 @@ import jinja2
 from markupsafe import Markup
 
 from recallwatch._version import __version__
-from recallwatch.report import plots
 from recallwatch.report._text import anchor_line, visible
+from recallwatch.report.plots import Chart, bars, fit, hbars
 from recallwatch.suite.cost import cost_line
 from recallwatch.suite.model import CAUSE_ORDER, GateResult, QueryResult
 from recallwatch.suite.score import SCORE_TOLERANCE
@@ -74,6 +74,59 @@ def _pretty(value: object) -> str:
     return visible(json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
 
+# The diagnosis evidence's field names, in words (a field not listed: its name, "_" as spaces).
+EVIDENCE_LABELS: dict[str, str] = {
+    "rank": "rank in the deep search",
+    "score": "score",
+    "kth_score": "score of the K-th result",
+    "gap_to_kth": "gap to the K-th result",
+    "outranked_by": "outranked by",
+    "findings": "findings",
+    "also": "other causes that also fit",
+    "chunking": "chunking",
+    "description": "missing description",
+    "labelling": "labelling",
+    "embedding": "embedding",
+    "noise": "noise (results under the worst expected chunk)",
+    "allowed": "noise allowed",
+    "threshold": "noise threshold (score)",
+    "below_threshold": "results under the threshold",
+    "unjudged": "results nobody judged",
+    "labels_sparse": "labels too sparse to measure noise",
+    "acl": "groups that may see the chunk",
+    "groups": "the asking user's groups",
+}
+
+
+def evidence_label(key: object) -> str:
+    """A diagnosis evidence field as people read it (``gap_to_kth`` → "gap to the K-th
+    result")."""
+    return EVIDENCE_LABELS.get(str(key), visible(key).replace("_", " "))
+
+
+def chunk_figures(item: dict[str, Any]) -> str:
+    """What the evidence says of a chunk besides its id: " — score 0.8123, rank 4"."""
+    parts = []
+    if item.get("score") is not None:
+        parts.append(f"score {_num(item['score'], 4)}")
+    if item.get("rank") is not None:
+        parts.append(f"rank {item['rank']}")
+    return f" — {', '.join(parts)}" if parts else ""
+
+
+def summary_after_id(summary: str, chunk_id: str) -> str:
+    """A diagnosis summary that opens with its chunk's id, without it (the id is shown just
+    before it): "c7 (at rank 12): table whose …" → "At rank 12: table whose …"."""
+    if not summary.startswith(chunk_id):
+        return summary
+    rest = summary[len(chunk_id):].lstrip()
+    if rest.startswith("(") and "): " in rest:
+        inside, after = rest[1:].split("): ", 1)
+        rest = f"{inside}: {after}"
+    rest = rest.lstrip(":; ")
+    return rest[:1].upper() + rest[1:] if rest else summary
+
+
 @lru_cache(maxsize=4)
 def environment(*extra: Path) -> jinja2.Environment:
     """The Jinja environment: the report's templates, plus ``extra`` directories searched first
@@ -98,6 +151,10 @@ def environment(*extra: Path) -> jinja2.Environment:
     env.globals["version"] = __version__
     env.globals["cause_order"] = CAUSE_ORDER
     env.globals["anchor_line"] = anchor_line
+    env.globals["fit"] = fit
+    env.globals["evidence_label"] = evidence_label
+    env.globals["chunk_figures"] = chunk_figures
+    env.globals["summary_after_id"] = summary_after_id
     env.globals["gold_title"] = ("expects a Gold chunk: a curated synthesis the team wrote, which "
                                  "must never be missed")
     return env
@@ -153,34 +210,35 @@ def _query_view(q: QueryResult, index: int, comparison: dict[str, Any] | None) -
             "worst_rank": worst, "changes": changes}
 
 
-def _quality_chart(result: GateResult) -> plots.Chart:
+def _quality_chart(result: GateResult) -> Chart:
     labels = [f"{10 * i}–{10 * i + 9}" for i in range(10)] + ["100"]
     passed, failed = [0.0] * 11, [0.0] * 11
     for q in result.queries:
         b = 10 if q.quality >= 100 else max(0, min(9, int(q.quality // 10)))
         (passed if q.passed else failed)[b] += 1
-    chart = plots.bars("Quality score per query", labels, [("good", passed), ("bad", failed)],
-                        x_label="quality (0–100)", y_label="queries")
+    chart = bars("Quality score per query", labels, [("good", passed), ("bad", failed)],
+                        x_label="quality score (points, 0–100)", y_label="queries (count)")
     return _with_legend(chart, (("good", "passing"), ("bad", "failing")))
 
 
-def _with_legend(chart: plots.Chart, legend: tuple[tuple[str, str], ...]) -> plots.Chart:
+def _with_legend(chart: Chart, legend: tuple[tuple[str, str], ...]) -> Chart:
     return chart if chart.empty else replace(chart, legend=legend)
 
 
-def _domain_chart(result: GateResult) -> plots.Chart:
+def _domain_chart(result: GateResult) -> Chart:
     per = result.aggregate.per_domain
     names = sorted(per)
     floor = float(result.policy.get("recall_floor", 0.9))
-    return plots.hbars(
+    return hbars(
         "Mean recall by domain", names, [float(per[d]["mean_recall"]) for d in names],
-        x_label="mean recall@K", floor=(floor, f"floor {floor:g}"), bad_below=floor,
+        x_label="mean recall@K (share found, 0–1)", floor=(floor, f"recall floor {floor:g}"),
+        bad_below=floor,
         tips=[f"{int(per[d].get('n', 0))} queries, {int(per[d].get('failed', 0))} failing, "
               f"mean quality {float(per[d].get('mean_quality', 0)):.1f}" for d in names],
     )
 
 
-def _rank_chart(result: GateResult) -> plots.Chart:
+def _rank_chart(result: GateResult) -> Chart:
     """Where the expected chunks landed: ranks 1..K, then beyond K in buckets, then not found."""
     k = max((q.top_k for q in result.queries), default=10)
     counts: Counter[tuple[str, bool]] = Counter()
@@ -196,11 +254,12 @@ def _rank_chart(result: GateResult) -> plots.Chart:
             else:
                 label = next((lab for top, lab in beyond if h.rank <= top), f">{5 * k}")
             counts[(label, h.gold)] += 1
-    chart = plots.bars(
+    chart = bars(
         "Ranks of the expected chunks", labels,
         [("c0", [counts[(lab, False)] for lab in labels]),
          ("gold", [counts[(lab, True)] for lab in labels])],
-        x_label="rank in the deep search", y_label="expected chunks", marker=(k, f"K = {k}"),
+        x_label="rank in the deep search (position)", y_label="expected chunks (count)",
+        marker=(k, f"K = {k}"),
     )
     return _with_legend(chart, (("c0", "expected"), ("gold", "Gold")))
 

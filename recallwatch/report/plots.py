@@ -12,11 +12,15 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["Chart", "Series", "bars", "hbars", "lines", "scatter", "sparkline"]
+__all__ = ["Chart", "Series", "bars", "fit", "hbars", "lines", "scatter", "sparkline"]
 
-# Plot area inside the SVG viewBox; the margins hold tick labels and axis titles.
-_W, _H = 560, 240
-_LEFT, _RIGHT, _TOP, _BOTTOM = 56, 16, 14, 42
+# Plot area inside the SVG (drawn at this size, never scaled down, so its text keeps the size
+# the stylesheet gives it: 12 px); the margins hold tick labels and axis titles. Two charts fit
+# side by side in the report's width.
+_W, _H = 540, 250
+_LEFT, _RIGHT, _TOP, _BOTTOM = 70, 16, 14, 44
+FONT_PX = 12
+_CHAR_PX = 7.2  # the width of an average character at FONT_PX, for spacing tick labels
 
 
 @dataclass(frozen=True)
@@ -109,6 +113,19 @@ def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     return out
 
 
+def _thin(labels: Sequence[str], spacing: float) -> int:
+    """Show every n-th of ``labels`` (n returned), so that labels ``spacing`` pixels apart do
+    not overlap."""
+    widest = max((len(lab) for lab in labels), default=0) * _CHAR_PX + 10
+    return max(1, math.ceil(widest / spacing)) if spacing > 0 else 1
+
+
+def fit(label: str, pixels: float) -> str:
+    """``label`` cut (with "…") to fit ``pixels`` of width at the plots' font size."""
+    room = max(3, int(pixels / _CHAR_PX))
+    return label if len(label) <= room else label[:room - 1] + "…"
+
+
 def _fmt(v: float) -> str:
     if v == 0:
         return "0"
@@ -161,7 +178,7 @@ def bars(title: str, labels: Sequence[str], stacks: Sequence[tuple[str, Sequence
                 rects.append(Rect(round(i * slot + (slot - width) / 2, 2), y(bottom + v), width,
                                   round(y(bottom) - y(bottom + v), 2), cls, tip))
             bottom += v
-    every = max(1, math.ceil(len(labels) / 12))  # keep tick labels from overlapping
+    every = _thin(labels, slot)  # keep tick labels from overlapping
     x_ticks = tuple(Tick(round((i + 0.5) * slot, 2), lab) for i, lab in enumerate(labels)
                     if i % every == 0)
     rules: tuple[Rule, ...] = ()
@@ -181,7 +198,7 @@ def hbars(title: str, labels: Sequence[str], values: Sequence[float], *, lo: flo
         return Chart(title, x_label, "", empty="no domains in this run")
     row = 22
     plot_h = row * len(labels)
-    left = 130
+    left = 150
     plot_w = _W - left - _RIGHT
     x = _Scale(lo, hi, plot_w)
     rects = tuple(
@@ -193,7 +210,8 @@ def hbars(title: str, labels: Sequence[str], values: Sequence[float], *, lo: flo
     rules = () if floor is None else (Rule(x(floor[0]), 0, x(floor[0]), plot_h, floor[1]),)
     return Chart(title, x_label, "", height=plot_h + _TOP + _BOTTOM, rects=rects, rules=rules,
                  x_ticks=tuple(Tick(x(t), _fmt(t)) for t in _nice_ticks(lo, hi, 5)),
-                 y_ticks=tuple(Tick(i * row + row / 2, lab[:20]) for i, lab in enumerate(labels)),
+                 y_ticks=tuple(Tick(i * row + row / 2, fit(lab, left - 10))
+                               for i, lab in enumerate(labels)),
                  left=left, plot_w=plot_w, plot_h=plot_h)
 
 
@@ -223,7 +241,8 @@ def _xy_chart(title: str, series: Sequence[Series], *, x_label: str, y_label: st
         lo_x, hi_x = xt[0][0], xt[-1][0]
     else:
         lo_x, hi_x = (lo_x - 0.5, hi_x + 0.5)
-        every = max(1, math.ceil(len(x_ticks) / 8))
+        spacing = base.plot_w / max(1.0, hi_x - lo_x)  # pixels between two neighbouring x
+        every = _thin([lab for _, lab in x_ticks], spacing)
         xt = [t for i, t in enumerate(x_ticks) if i % every == 0]
     x = _Scale(lo_x, hi_x, base.plot_w, log=log_x)
     paths, dots = [], []

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
+from recallwatch._terminal import table_lines
 from recallwatch.errors import InputError, NotInstalledError, UsageError
 from recallwatch.stats._paired import TestName, paired_differences, test_differences
 
@@ -174,11 +175,7 @@ class MultiComparison:
     def to_text(self) -> str:
         """The terminal table: one row per run, then what the letters mean."""
         rows = self.cells()
-        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        lines = ["  ".join([r[0].ljust(widths[0]), r[1].ljust(widths[1])]
-                           + [c.rjust(w) for c, w in zip(r[2:], widths[2:], strict=True)]).rstrip()
-                 for r in rows]
-        return "\n".join([*lines, "", self.legend()])
+        return "\n".join([*table_lines(rows[0], rows[1:], left=2), "", self.legend()])
 
     def to_markdown(self) -> str:
         rows = self.cells()

@@ -57,7 +57,8 @@ class Gate:
 
     golden: GoldenSet
     policy: Policy = field(default_factory=Policy)
-    run_date: date | None = None  # validity windows are judged on this day (default: today, UTC)
+    # validity windows are judged on this day (default: the golden set's as_of, else today, UTC)
+    run_date: date | None = None
     # Which queries are scored: "auto" = the test part when the set has a tune/test split, else
     # all; "tune" (calibration runs), "test", or "all".
     part: Part = "auto"
@@ -77,7 +78,7 @@ class Gate:
 
     def _run(self, source: Source, start: float) -> GateResult:
         now = datetime.now(UTC)
-        run_date = self.run_date or now.date()
+        run_date = self.run_date or self.golden.as_of or now.date()
         queries, split = select_part(self.golden, self.part)
         depth = max(self.policy.search.depth,
                     max(self.policy.top_k or q.top_k or self.golden.top_k for q in queries))

@@ -18,6 +18,11 @@ from recallwatch.web._monitor import monitor_view
 
 __all__ = ["bench_view", "flatten", "monitor_view", "trends_view"]
 
+# Axis titles, each with its unit.
+RUN_AXIS = "run (date and time, UTC)"
+QUALITY_AXIS = "quality (points, 0–100)"
+RECALL_AXIS = "recall@K (share, 0–1)"
+NOISE_AXIS = "noise (results)"
 MAX_BENCH_FILES = 200
 
 
@@ -66,17 +71,23 @@ def trends_view(h: History, dataset: str | None, last: int) -> dict[str, Any]:
     floor_r = float(policy.get("recall_floor", 0.9))
     charts: list[Chart] = [
         lines("Mean quality", [overall("mean_quality", "mean quality")], x_ticks=ticks,
-              y_label="0–100", floor=(floor_q, f"accept ≥ {floor_q:g}")),
+              x_label=RUN_AXIS, y_label=QUALITY_AXIS,
+              floor=(floor_q, f"accept at mean quality ≥ {floor_q:g}")),
         lines("Mean recall@K", [overall("mean_recall", "mean recall")], x_ticks=ticks,
-              floor=(floor_r, f"floor {floor_r:g}")),
+              x_label=RUN_AXIS, y_label=RECALL_AXIS,
+              floor=(floor_r, f"recall floor {floor_r:g}")),
         lines("Mean noise (results under the worst expected chunk)",
-              [overall("mean_noise", "mean noise")], x_ticks=ticks, y_label="results"),
+              [overall("mean_noise", "mean noise")], x_ticks=ticks, x_label=RUN_AXIS,
+              y_label=NOISE_AXIS),
     ]
     if domains:
         charts += [
-            lines("Mean quality by domain", by_domain("mean_quality"), x_ticks=ticks),
-            lines("Mean recall by domain", by_domain("mean_recall"), x_ticks=ticks),
-            lines("Mean noise by domain", by_domain("mean_noise"), x_ticks=ticks),
+            lines("Mean quality by domain", by_domain("mean_quality"), x_ticks=ticks,
+                  x_label=RUN_AXIS, y_label=QUALITY_AXIS),
+            lines("Mean recall by domain", by_domain("mean_recall"), x_ticks=ticks,
+                  x_label=RUN_AXIS, y_label=RECALL_AXIS),
+            lines("Mean noise by domain", by_domain("mean_noise"), x_ticks=ticks,
+                  x_label=RUN_AXIS, y_label=NOISE_AXIS),
         ]
     analysis, error = None, None
     if len(runs) >= MIN_RUNS:
@@ -120,7 +131,8 @@ def _sweep_view(path: Path, doc: dict[str, Any]) -> dict[str, Any]:
                              [f"{r.get('label', '')} {_params(r)}: R@{k} {recall(r):.4f}"
                               for r in rest], line=False, cls="dim"))
     chart = scatter(f"recall@{k} vs QPS (one query at a time, 1 thread)", series,
-                    x_label="QPS (log scale)", y_label=f"recall@{k}", log_x=True, connect=True)
+                    x_label="queries per second (log scale)",
+                    y_label=f"recall@{k} (share, 0–1)", log_x=True, connect=True)
     fastest = []
     for target, i in (answers.get("fastest_at") or {}).items():
         fastest.append({"target": target, "r": None if i is None else results[int(i)],

@@ -30,6 +30,7 @@ from recallwatch.report.html import content_security_policy, environment, run_vi
 from recallwatch.web._experiments import experiment_view, experiments_view
 from recallwatch.web._funnel import funnel_view
 from recallwatch.web._guard import Guard, check_token, served_names
+from recallwatch.web._runs import MAX_PAGE_SIZE, page_numbers, runs_view
 from recallwatch.web._views import bench_view, monitor_view, trends_view
 
 __all__ = ["create_app"]
@@ -91,10 +92,12 @@ def create_app(history: str | Path, *, bench: str | Path | None = None,
 
     def runs(request: Request) -> Response:
         dataset = request.query_params.get("dataset") or None
+        number, size = page_numbers(request.query_params.get("page"),
+                                    request.query_params.get("size"))
         with opened() as h:
-            rows = h.runs(dataset=dataset, limit=500)
-            datasets = sorted({r.dataset_name for r in h.runs()})
-        return page("runs.html", "runs", rows=rows, dataset=dataset, datasets=datasets,
+            view = runs_view(h, dataset, number, size)
+        return page("runs.html", "runs", view=view, rows=view["rows"], dataset=dataset,
+                    datasets=view["datasets"], max_page_size=MAX_PAGE_SIZE,
                     title="recallwatch — runs")
 
     def run(request: Request) -> Response:

@@ -87,7 +87,7 @@ def test_one_card_per_group_with_trend_and_status(tmp_path: Path) -> None:
         "Real traffic: latency (ms)"]
     latency = figures[2]
     assert len(latency.cssselect("path")) == 3  # p50, p95, p99, three runs each
-    assert H.text(latency.cssselect(".rule-label")[0]) == "max_latency_p99_ms 2000"
+    assert H.text(latency.cssselect(".legend .rule-key")[0]) == "max_latency_p99_ms 2000"
     tips = [H.text(t) for t in latency.cssselect("circle title")]
     assert "p99: 2026-11-03T10:00:00+00:00: 2100" in tips
 
@@ -112,7 +112,17 @@ def test_funnel_page(tmp_path: Path) -> None:
     assert [r.get("class") for r in rows] == ["disagreed", "agreed"]  # newest first
     assert H.text(rows[0].cssselect("td")[-1]) == "offline gain not seen <b>online</b>"
     assert rows[0].cssselect("a")[0].get("href") == f"/runs/{after.run_id}"
-    assert "ndcg +0.0500" in H.text(rows[0].cssselect("td.offline")[0])
+    # the offline side is the gate's headline: verdict and mean quality, the change against the
+    # baseline; the metric the readout compared underneath
+    offline = rows[0].cssselect("td.offline")[0]
+    change = after.aggregate.mean_quality - before.aggregate.mean_quality
+    assert change > 0
+    assert H.text(offline.cssselect(".badge")[0]) == after.verdict == "ACCEPT"
+    assert H.text(offline).startswith(
+        f"ACCEPT mean quality {after.aggregate.mean_quality:.1f} "
+        f"({change:+.1f} vs {before.aggregate.mean_quality:.1f})")
+    assert H.text(offline.cssselect("div")[0]) == f"baseline {before.run_id} · nDCG@K, 0–1 +0.0500"
+    assert "ndcg" not in H.text(offline)
     counts = {H.text(c.cssselect(".k")[0]): H.text(c.cssselect(".v")[0])
               for c in doc.cssselect(".funnel-counts .card")}
     assert counts == {"agreed": "1", "disagreed": "1", "undecided": "0"}
@@ -208,14 +218,21 @@ def test_funnel_page_lists_changes_awaiting_a_readout(kb: KB, tmp_path: Path) ->
     rows = doc.cssselect("table.awaiting tbody tr")
     changes = [r.cssselect("a")[0].get("href") for r in rows]
     assert changes == [f"/runs/{shipped.run_id}", f"/runs/{waiting.run_id}"]  # newest first
-    assert all(H.text(r.cssselect(".badge")[0]) == "awaiting readout" for r in rows)
+    assert all(H.text(r.cssselect(".badge.warn")[0]) == "awaiting readout" for r in rows)
     assert f"promote:{promote_id}" in H.text(rows[0])
     assert H.text(rows[0].cssselect("code")[-1]).endswith(f"--change promote:{promote_id}")
     # the waiting run's offline delta: its nDCG against the first run's, the baseline it had
     with History(db) as h:
         expected = h.summary(waiting.run_id).mean_ndcg - h.summary(first.run_id).mean_ndcg
     assert expected < 0
-    assert H.text(rows[1].cssselect("td.offline")[0]) == (
-        f"ndcg {expected:+.4f} vs {first.run_id}")
+    offline = rows[1].cssselect("td.offline")[0]
+    quality = waiting.aggregate.mean_quality
+    change = quality - first.aggregate.mean_quality
+    assert H.text(offline.cssselect(".badge")[0]) == "ACCEPT"
+    assert H.text(offline).startswith(
+        f"ACCEPT mean quality {quality:.1f} ({change:+.1f} vs "
+        f"{first.aggregate.mean_quality:.1f})")
+    assert H.text(offline.cssselect("div")[0]) == (
+        f"baseline {first.run_id} · nDCG@K, 0–1 {expected:+.4f}")
     # the readout already attached is still listed as read out
     assert [r.get("class") for r in doc.cssselect("table.funnel tbody tr")] == ["agreed"]
