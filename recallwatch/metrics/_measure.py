@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from recallwatch._registry import Registry, suggest
 from recallwatch.errors import UsageError
+from recallwatch.metrics._types import DCG_CHOICES, Dcg
 
 if TYPE_CHECKING:
     import numpy as np
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
 
 __all__ = ["MEASURES", "Dcg", "Family", "Measure", "Param", "combine", "parse_measure"]
 
-Dcg = Literal["log2", "exp-log2"]
 # "level": `@x` is a recall level between 0 and 1 (IPrec@0.5), not a rank cut-off
 CutoffUse = Literal["required", "optional", "none", "level"]
 Aggregate = Literal["mean", "sum", "gmean"]
@@ -29,7 +29,6 @@ Aggregate = Literal["mean", "sum", "gmean"]
 # or subtopic judgments (which subtopics of its query each document is relevant to).
 Needs = Literal["relevant", "judged", "retrieved", "subtopics"]
 GMEAN_FLOOR = 1e-5  # a value below it counts as it in a geometric mean (trec_eval's gm_map)
-DCG_CHOICES: tuple[Dcg, ...] = ("log2", "exp-log2")
 
 
 @dataclass(frozen=True)
@@ -105,8 +104,8 @@ def register(family: Family) -> Family:
 
 
 def _family(name: str) -> Family:
-    from recallwatch.metrics import _catalog  # noqa: F401  (fills MEASURES on first use)
-
+    # MEASURES is full: importing this module first runs recallwatch/metrics/__init__.py, which
+    # imports every family (recallwatch/metrics/_catalog.py)
     canonical = _ALIASES.get(name, name)
     if canonical not in MEASURES:
         valid = MEASURES.names()
