@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from recallwatch.embedders import get_embedder
 from recallwatch.embedders.base import Embedder
+from recallwatch.errors import DatasetError
 from recallwatch.formats.golden import GoldenSet
 from recallwatch.ops.ingest import ingest
 from recallwatch.stores import open_store
@@ -111,3 +113,19 @@ def test_the_same_passage_before_the_rechunking_fails_for_the_embedding(
     # miss is the ranking's (the filler outranks it), named as such
     d = _diagnosis(tmp_path, _records())
     assert d.chunk_id == "HANDBOOK/2" and d.cause == "embedding", d.summary
+
+
+def test_an_id_the_rechunking_renamed_is_a_dataset_error_that_names_the_way_out(
+        tmp_path: Path) -> None:
+    # without an anchor the gate cannot know where the passage went: it refuses the golden set
+    # before searching, and says how to turn ids into anchors
+    embedder = get_embedder("callable", fn=_bag_of_words)
+    store = _store(tmp_path, _rechunker().rechunk(_records(), "merge"), embedder)
+    golden = GoldenSet.from_dict({"name": "handbook", "version": "1", "top_k": 3, "queries": [
+        {"id": "notice", "text": "notice", "domain": "legal", "expected": ["HANDBOOK/2"]}]})
+    with pytest.raises(DatasetError) as err:
+        run_gate(golden, store=store, embedder=embedder)
+    text = " ".join(str(err.value).split())
+    assert "1 expected chunk id(s) do not exist in" in text and "HANDBOOK/2 (query notice)" in text
+    assert "after a re-chunking, which renames chunks" in text
+    assert "recallwatch golden migrate GOLDEN --from OLD_CORPUS --to NEW_CORPUS" in text
