@@ -69,7 +69,7 @@ def _compare(qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]],
                 str(measure), qid)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(collections(), st.sampled_from([0.5, 0.8, 0.95]), st.sampled_from([None, 1, 3, 10]),
        st.integers(1, 3))
 def test_rbp_matches_ir_measures(data: Collection, p: float, k: int | None, rel: int) -> None:
@@ -81,7 +81,7 @@ def test_rbp_matches_ir_measures(data: Collection, p: float, k: int | None, rel:
     _compare(qrels, run, [ours], [theirs], _binary(qrels, rel))
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(collections())
 def test_judged_matches_ir_measures_with_ties(data: Collection) -> None:
     qrels, run = data
