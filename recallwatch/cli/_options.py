@@ -63,6 +63,7 @@ __all__ = [
     "StoreURIOrNone",
     "Stratify",
     "StratifyBy",
+    "Subtopics",
     "SyntheticSpec",
     "TableJson",
     "TableJsonFormat",
@@ -170,7 +171,13 @@ ReindexWindowHours = Annotated[float, typer.Option(
 
 Measures = Annotated[list[str], typer.Option(
     "--measure", "-m", help="Measure in ir_measures syntax, e.g. nDCG@10, R@100, RR, AP, "
-    "P(rel=2)@10, nDCG(dcg=exp-log2)@10. Repeat for several.")]
+    "P(rel=2)@10, nDCG(dcg=exp-log2)@10, alpha_nDCG@10. Repeat for several.")]
+
+Subtopics = Annotated[Path | None, typer.Option(
+    "--subtopics", help="Subtopic judgments for alpha_nDCG@k (a diversity measure): a TREC "
+    "diversity qrels file, one line 'qid subtopic docid grade' per judgment, a document listed "
+    "once for each need (subtopic) of its query it answers. Without it, a run measured only by "
+    "alpha_nDCG reads QRELS as that file.", show_default=False)]
 
 _ALPHA_HELP = "Significance level of the tests."
 Alpha = Annotated[float, typer.Option("--alpha", help=_ALPHA_HELP)]

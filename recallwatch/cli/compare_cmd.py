@@ -11,10 +11,11 @@ import typer
 
 from recallwatch._terminal import table_lines
 from recallwatch.cli._common import emit
-from recallwatch.cli._options import AllPairs, Alpha, Measures, Power, Seed
+from recallwatch.cli._options import AllPairs, Alpha, Measures, Power, Seed, Subtopics
 from recallwatch.cli._tables import query_notes, value
 
 if TYPE_CHECKING:
+    from recallwatch.metrics import Qrels
     from recallwatch.stats import Comparison, MultiComparison
 
 
@@ -68,6 +69,7 @@ def compare(
         "that wrote run A: its cost is printed beside the quality deltas.")] = None,
     cost_b: Annotated[Path | None, typer.Option(
         "--cost-b", help="The same for run B.")] = None,
+    subtopics: Subtopics = None,
 ) -> None:
     """Compare run B against run A on the same judged queries, with a paired significance test.
 
@@ -108,8 +110,11 @@ def compare(
     """
     import json
 
-    from recallwatch.metrics import Qrels, Run
+    from recallwatch.metrics import Run, parse_measure
+    from recallwatch.metrics.diversity import read_judgments
     from recallwatch.stats import compare as run_compare
+
+    judged, by_subtopic = read_judgments(qrels, subtopics, [parse_measure(m) for m in measure])
 
     if more_runs or fmt not in (CompareFormat.table, CompareFormat.json):
         if cost_a is not None or cost_b is not None:
@@ -118,14 +123,14 @@ def compare(
             raise UsageError("--cost-a and --cost-b compare two runs: give two runs and "
                              "--format table or json with them")
         paths = [run_a, run_b, *(more_runs or [])]
-        _emit_many(_compare_files(qrels, paths, measure, all_pairs=all_pairs, test=test.value,
+        _emit_many(_compare_files(judged, paths, measure, all_pairs=all_pairs, test=test.value,
                                   seed=seed, n_resamples=resamples, alpha=alpha,
-                                  tie_tolerance=tie_tolerance), fmt)
+                                  tie_tolerance=tie_tolerance, subtopics=by_subtopic), fmt)
         return
     result = run_compare(
-        Qrels.from_trec(qrels), Run.read(run_a), Run.read(run_b), measure,
+        judged, Run.read(run_a), Run.read(run_b), measure,
         test=test.value, seed=seed, n_resamples=resamples, alpha=alpha, ci_method=ci.value,
-        tie_tolerance=tie_tolerance, power=power,
+        tie_tolerance=tie_tolerance, power=power, subtopics=by_subtopic,
     )
     costs = _costs(cost_a, cost_b)
     if fmt is CompareFormat.json:
@@ -141,13 +146,13 @@ def compare(
             emit(_cost_table(costs))
 
 
-def _compare_files(qrels: Path, paths: list[Path], measures: list[str], **options: Any
+def _compare_files(qrels: Qrels, paths: list[Path], measures: list[str], **options: Any
                    ) -> MultiComparison:
-    from recallwatch.metrics import Qrels, Run
+    from recallwatch.metrics import Run
     from recallwatch.stats import compare_many
 
     runs = {name: Run.read(path) for name, path in zip(run_names(paths), paths, strict=True)}
-    return compare_many(Qrels.from_trec(qrels), runs, measures, **options)
+    return compare_many(qrels, runs, measures, **options)
 
 
 def run_names(paths: list[Path]) -> list[str]:

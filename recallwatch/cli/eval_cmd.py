@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from recallwatch.cli._common import emit
-from recallwatch.cli._options import EvalFormat, Measures
+from recallwatch.cli._options import EvalFormat, Measures, Subtopics
 
 if TYPE_CHECKING:
     from recallwatch.metrics import EvalResult
@@ -29,15 +29,18 @@ def eval_command(
     per_query: Annotated[bool, typer.Option(
         "--per-query", help="Also print each query's values.")] = False,
     output_format: EvalFormat = "table",
+    subtopics: Subtopics = None,
 ) -> None:
     """Evaluate a run against TREC qrels (trec_eval -c semantics)."""
     from recallwatch.errors import UsageError
-    from recallwatch.metrics import Qrels, Run, evaluate, parse_measure
+    from recallwatch.metrics import Run, evaluate, parse_measure
+    from recallwatch.metrics.diversity import read_judgments
 
     if output_format not in ("table", "json", "tsv"):
         raise UsageError(f"--format must be table, json or tsv, found {output_format!r}")
     measures = [parse_measure(m) for m in measure]  # bad names fail before any file is read
-    result = evaluate(Qrels.from_trec(qrels), Run.read(run), measures)
+    judged, by_subtopic = read_judgments(qrels, subtopics, measures)
+    result = evaluate(judged, Run.read(run), measures, by_subtopic)
     if output_format == "json":
         typer.echo(json.dumps(result.to_json(per_query=per_query), indent=2))
     elif output_format == "tsv":

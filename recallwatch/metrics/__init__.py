@@ -8,7 +8,8 @@ Measure names follow ir_measures (``P@k``, ``R@k``, ``Rcap@k``, ``RR``, ``RR@k``
 ``nDCG@k``, ``AP``, ``AP@k``, ``Success@k``, ``Rprec``, with ``(rel=N)`` and ``(dcg=exp-log2)``
 parameters, and trec_eval's standard set: ``NumQ``, ``NumRet``, ``NumRel``, ``NumRelRet``,
 ``Bpref``, ``infAP``, ``GMAP``, ``IPrec@x``, ``AP11pt``, ``SetP``, ``SetR``, ``SetF``, plus
-``Judged@k``, ``ERR@k`` and ``RBP(p=0.8)``); ``MEASURES`` lists the families and their declared
+``Judged@k``, ``ERR@k`` and ``RBP(p=0.8)``, and ``alpha_nDCG@k`` from :class:`SubtopicQrels`
+given as ``evaluate(..., subtopics=)``); ``MEASURES`` lists the families and their declared
 parameters, ``combine`` turns per-query values into the run's figure.
 """
 
@@ -23,6 +24,7 @@ from recallwatch.metrics._measure import (
     combine,
     parse_measure,
 )
+from recallwatch.metrics.diversity import SubtopicQrels
 
 __all__ = [
     "MEASURES",
@@ -32,6 +34,7 @@ __all__ = [
     "Param",
     "Qrels",
     "Run",
+    "SubtopicQrels",
     "combine",
     "evaluate",
     "parse_measure",

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -36,10 +37,33 @@ from recallwatch._usercache import user_cache
 from recallwatch.formats.arrow import from_numpy, to_numpy
 from recallwatch.metrics._keys import Blocks, DocKeys
 
-if TYPE_CHECKING:
-    from recallwatch.metrics._data import Run
-
 __all__ = ["MIN_BYTES", "RunCache", "default_cache"]
+
+R = TypeVar("R")
+
+
+class CachedRun(Protocol):
+    """What an entry is written from: a run (``recallwatch.metrics.Run``), named by its shape so
+    that this module does not import the one that uses it."""
+
+    @property
+    def query_ids(self) -> pa.Array: ...
+    @property
+    def doc_ids(self) -> pa.Array: ...
+    @property
+    def scores(self) -> np.ndarray[Any, Any]: ...
+    @property
+    def preordered(self) -> bool: ...
+    @property
+    def doc_keys(self) -> DocKeys: ...
+    @property
+    def blocks(self) -> Blocks | None: ...
+    def __len__(self) -> int: ...
+
+
+# Rebuilds a run from an entry: Run._validated(query_ids, doc_ids, scores, source, *,
+# preordered, blocks, doc_keys)
+Build = Callable[..., R]
 
 MIN_BYTES = 16 << 20
 FORMAT = "recallwatch-run-cache/1"  # bump when what an entry holds, or how runs parse, changes
@@ -69,8 +93,9 @@ class RunCache:
         key = [str(path.resolve()), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns]
         return self.root / "seen" / canonical_hash(key)
 
-    def lookup(self, path: Path) -> tuple[Run | None, bool]:
-        """(the cached run of ``path``, or None; whether to store the parse of it).
+    def lookup(self, path: Path, build: Build[R]) -> tuple[R | None, bool]:
+        """(the cached run of ``path``, rebuilt by ``build``, or None; whether to store the parse
+        of it).
 
         Never raises: a cache that cannot be read is a miss.
         """
@@ -87,7 +112,7 @@ class RunCache:
                 with path.open("rb") as f:
                     digest = hashlib.file_digest(f, "sha256").hexdigest()
                 if digest == recorded:
-                    run = self._load(digest, str(path))
+                    run = self._load(digest, str(path), build)
                     if run is not None:
                         return run, False
             return None, True
@@ -103,7 +128,7 @@ class RunCache:
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
 
     # -- entries ---------------------------------------------------------------------------------
-    def store(self, path: Path, sha256: str, run: Run) -> None:
+    def store(self, path: Path, sha256: str, run: CachedRun) -> None:
         """Write the entry of ``run`` (parsed from the bytes whose hash is ``sha256``); never
         raises."""
         try:
@@ -120,12 +145,12 @@ class RunCache:
         except (OSError, ValueError, pa.ArrowException):
             return
 
-    def _load(self, sha256: str, source: str) -> Run | None:
+    def _load(self, sha256: str, source: str, build: Build[R]) -> R | None:
         entry = self.root / f"{sha256}.arrow"
         try:
             with pa.memory_map(str(entry)) as mapped:  # a mapping outlives its file object
                 table = pa.ipc.open_file(mapped).read_all()
-            run = _from_table(table, sha256, source)
+            run = _from_table(table, sha256, source, build)
         except (OSError, ValueError, KeyError, pa.ArrowException):
             entry.unlink(missing_ok=True)
             return None
@@ -154,7 +179,7 @@ class RunCache:
                 total -= size
 
 
-def _to_table(run: Run, sha256: str) -> pa.Table:
+def _to_table(run: CachedRun, sha256: str) -> pa.Table:
     columns: dict[str, Any] = {
         "qid": run.query_ids, "docid": run.doc_ids, "score": from_numpy(run.scores),
     }
@@ -173,9 +198,7 @@ def _to_table(run: Run, sha256: str) -> pa.Table:
     return table.replace_schema_metadata(meta)
 
 
-def _from_table(table: pa.Table, sha256: str, source: str) -> Run | None:
-    from recallwatch.metrics._data import Run
-
+def _from_table(table: pa.Table, sha256: str, source: str, build: Build[R]) -> R | None:
     meta = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
     if meta.get("format") != FORMAT or meta.get("sha256") != sha256:
         return None
@@ -188,8 +211,9 @@ def _from_table(table: pa.Table, sha256: str, source: str) -> Run | None:
     if "block_start" in column:
         starts = np.append(np.flatnonzero(to_numpy(column["block_start"])), len(table))
         blocks = Blocks(starts.astype(np.int64), column["qid"].take(from_numpy(starts[:-1])))
-    return Run._validated(column["qid"], column["docid"], to_numpy(column["score"]), source,
-                          preordered=meta["preordered"] == "True", blocks=blocks, doc_keys=keys)
+    run: R = build(column["qid"], column["docid"], to_numpy(column["score"]), source,
+                   preordered=meta["preordered"] == "True", blocks=blocks, doc_keys=keys)
+    return run
 
 
 def _whole(column: pa.ChunkedArray) -> pa.Array:

@@ -6,6 +6,7 @@ from recallwatch.metrics import (  # noqa: F401
     average_precision,
     bpref,
     counts,
+    diversity,
     err,
     gmap,
     iprec,

@@ -19,8 +19,17 @@ import pyarrow.compute as pc
 
 from recallwatch.errors import InputError
 from recallwatch.formats import trec
-from recallwatch.formats.arrow import from_numpy, strings, to_numpy
+from recallwatch.formats.arrow import from_numpy, to_numpy
 from recallwatch.metrics._keys import PAD, Blocks, DocKeys, mix, query_blocks
+from recallwatch.metrics._tables import (
+    COLUMNAR,
+    columns,
+    flatten,
+    floats,
+    integers,
+    read_columnar,
+    string_column,
+)
 
 __all__ = ["Qrels", "Run"]
 
@@ -109,7 +118,7 @@ class _Entries:
             qid = self.query_ids[int(rows[0])].as_py()
             docid = self.doc_ids[int(rows[0])].as_py()
             where: dict[str, Any] = {"source": self.source}
-            if self.source is not None and not self.source.lower().endswith(_COLUMNAR):
+            if self.source is not None and not self.source.lower().endswith(COLUMNAR):
                 first, second = (trec.line_of_record(self.source, int(r)) for r in rows[:2])
                 where["line"] = second
                 detail = f"also on line {first}"
@@ -193,8 +202,8 @@ class Qrels(_Entries):
     @classmethod
     def from_dict(cls, qrels: Mapping[str, Mapping[str, int]]) -> Qrels:
         """``{query_id: {doc_id: grade}}``; grades must be integers."""
-        qids, docids, values = _flatten(qrels)
-        return cls(qids, docids, _integers(values, "grade"))
+        qids, docids, values = flatten(qrels)
+        return cls(qids, docids, integers(values, "grade"))
 
     @classmethod
     def from_frame(
@@ -206,8 +215,8 @@ class Qrels(_Entries):
         relevance: str = "relevance",
     ) -> Qrels:
         """A pandas or polars DataFrame with query id, document id and integer grade columns."""
-        qids, docids, values = _columns(frame, query_id, doc_id, relevance)
-        return cls(qids, docids, _integers(values, relevance))
+        qids, docids, values = columns(frame, query_id, doc_id, relevance)
+        return cls(qids, docids, integers(values, relevance))
 
     @cached_property
     def _query_order(self) -> tuple[pa.Array, Array]:
@@ -274,7 +283,7 @@ class Run(_Entries):
             store = default_cache(force=True)
         write = False
         if store is not None:
-            hit, write = store.lookup(Path(path))
+            hit, write = store.lookup(Path(path), cls._validated)
             if hit is not None:
                 return hit
         t = trec.read_run(path, digest=write)
@@ -289,8 +298,8 @@ class Run(_Entries):
         ``.ipc``), with columns ``qid``, ``docid`` and ``score``; anything else is a TREC run
         file (:meth:`from_trec`)."""
         suffix = Path(path).suffix.lower()
-        if suffix in _COLUMNAR:
-            return cls.from_table(_read_columnar(Path(path), suffix), source=str(path))
+        if suffix in COLUMNAR:
+            return cls.from_table(read_columnar(Path(path), suffix), source=str(path))
         return cls.from_trec(path, cache=cache)
 
     @classmethod
@@ -299,8 +308,8 @@ class Run(_Entries):
         score: str = "score", source: str | None = None,
     ) -> Run:
         """An Arrow table with query id, document id and score columns."""
-        qids, docids, values = _columns(table, query_id, doc_id, score, source=source)
-        return cls(qids, docids, _floats(values, score, source), source)
+        qids, docids, values = columns(table, query_id, doc_id, score, source=source)
+        return cls(qids, docids, floats(values, score, source), source)
 
     @classmethod
     def _validated(
@@ -322,8 +331,8 @@ class Run(_Entries):
     @classmethod
     def from_dict(cls, run: Mapping[str, Mapping[str, float]]) -> Run:
         """``{query_id: {doc_id: score}}``."""
-        qids, docids, values = _flatten(run)
-        return cls(qids, docids, _floats(values, "score"))
+        qids, docids, values = flatten(run)
+        return cls(qids, docids, floats(values, "score"))
 
     @classmethod
     def from_ranked(cls, ranked: Mapping[str, Sequence[str]]) -> Run:
@@ -331,10 +340,10 @@ class Run(_Entries):
         no re-sorting by score or id. Scores are set to n, n-1, ..., 1 so a TREC file written
         from this run ranks the same."""
         lengths = [len(docs) for docs in ranked.values()]
-        qids = _strings(
+        qids = string_column(
             [q for q, n in zip(ranked, lengths, strict=True) for _ in range(n)], "query id"
         )
-        docids = _strings([d for docs in ranked.values() for d in docs], "doc id")
+        docids = string_column([d for docs in ranked.values() for d in docs], "doc id")
         scores = np.concatenate(
             [np.arange(n, 0, -1, dtype=np.float64) for n in lengths] or [np.empty(0)]
         )
@@ -345,8 +354,8 @@ class Run(_Entries):
         cls, frame: Any, *, query_id: str = "query_id", doc_id: str = "doc_id", score: str = "score"
     ) -> Run:
         """A pandas or polars DataFrame with query id, document id and score columns."""
-        qids, docids, values = _columns(frame, query_id, doc_id, score)
-        return cls(qids, docids, _floats(values, score))
+        qids, docids, values = columns(frame, query_id, doc_id, score)
+        return cls(qids, docids, floats(values, score))
 
     @cached_property
     def doc_order(self) -> Array:
@@ -355,111 +364,3 @@ class Run(_Entries):
         rank = np.empty(len(order), dtype=np.int64)
         rank[order] = np.arange(len(order))
         return rank
-
-
-def _flatten(nested: Mapping[str, Mapping[str, Any]]) -> tuple[pa.Array, pa.Array, list[Any]]:
-    lengths = [len(docs) for docs in nested.values()]
-    qids = _strings([q for q, n in zip(nested, lengths, strict=True) for _ in range(n)], "query id")
-    docids: list[Any] = []
-    values: list[Any] = []
-    for docs in nested.values():
-        docids.extend(docs.keys())
-        values.extend(docs.values())
-    return qids, _strings(docids, "doc id"), values
-
-
-def _strings(values: list[Any], what: str) -> pa.Array:
-    try:
-        return strings(values)
-    except TypeError:
-        bad = next(v for v in values if not isinstance(v, str))
-        raise InputError(field=what, expected="a string", found=bad) from None
-
-
-def _integers(values: Any, what: str) -> Array:
-    array = np.asarray(values)
-    if array.dtype.kind in "iu":
-        return array.astype(np.int64)
-    if array.dtype.kind == "b" or array.dtype.kind == "f":
-        as_int = array.astype(np.int64) if np.isfinite(array).all() else None
-        if as_int is not None and (as_int == array).all():
-            return as_int
-    bad = next(
-        (
-            v
-            for v in np.ravel(array).tolist()
-            if not (isinstance(v, int) and not isinstance(v, bool))
-            and not (isinstance(v, float) and v.is_integer())
-        ),
-        None,
-    )
-    raise InputError(field=what, expected="an integer grade", found=bad)
-
-
-def _floats(values: Any, what: str, source: str | None = None) -> Array:
-    try:
-        array = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError):
-        bad = next(v for v in values if not isinstance(v, int | float))
-        raise InputError(source=source, field=what, expected="a finite number",
-                         found=bad) from None
-    if not np.isfinite(array).all():
-        raise InputError(
-            source=source, field=what, expected="a finite number",
-            found=float(array[~np.isfinite(array)][0]),
-        )
-    return array
-
-
-def _columns(
-    frame: Any, *names: str, source: str | None = None
-) -> tuple[pa.Array, pa.Array, Array]:
-    """Three columns of an Arrow table or a pandas or polars DataFrame, without importing
-    either library."""
-    if isinstance(frame, pa.Table):
-        table = frame
-    else:
-        table = frame.to_arrow() if hasattr(frame, "to_arrow") else pa.Table.from_pandas(frame)
-    missing = [n for n in names if n not in table.column_names]
-    if missing:
-        raise InputError(
-            source=source,
-            field=missing[0],
-            expected=f"a column named {missing[0]!r}",
-            found=f"<columns {', '.join(table.column_names)}>",
-        )
-    qid, docid, value = (table.column(n).combine_chunks() for n in names)
-    for name, column in zip(names, (qid, docid, value), strict=False):
-        if column.null_count:
-            raise InputError(source=source, field=name, expected="a value in every row",
-                             found="<a missing value>")
-    qid, docid = (pc.cast(c, pa.string()) if c.type != pa.string() else c for c in (qid, docid))
-    if pa.types.is_boolean(value.type):
-        value = pc.cast(value, pa.int8())
-    if not (pa.types.is_integer(value.type) or pa.types.is_floating(value.type)):
-        raise InputError(source=source, field=names[2], expected="a column of numbers",
-                         found=f"<a column of {value.type}>")
-    return qid, docid, to_numpy(value)
-
-
-_COLUMNAR = (".parquet", ".arrow", ".feather", ".ipc")
-
-
-def _read_columnar(path: Path, suffix: str) -> pa.Table:
-    """A Parquet or Arrow IPC file, read into memory Arrow owns."""
-    what = "a Parquet file" if suffix == ".parquet" else "an Arrow IPC (Feather v2) file"
-    try:
-        if suffix == ".parquet":
-            import pyarrow.parquet as pq
-
-            return pq.read_table(path)
-        with pa.OSFile(str(path)) as f:
-            return pa.ipc.open_file(f).read_all()
-    except FileNotFoundError:
-        raise InputError(source=path, expected=what, found="<no such file>") from None
-    except IsADirectoryError:
-        raise InputError(source=path, expected=what, found="<a directory>") from None
-    except PermissionError:
-        raise InputError(source=path, expected=what, found="<permission denied>") from None
-    except (OSError, pa.ArrowException) as exc:
-        raise InputError(source=path, expected=what, found=f"<{exc}>") from None

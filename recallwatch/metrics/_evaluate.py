@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from recallwatch.errors import UsageError
 from recallwatch.metrics._data import Qrels, Run
 from recallwatch.metrics._measure import Measure, combine, parse_measure
-from recallwatch.metrics._ranking import rank_run
+from recallwatch.metrics._ranking import Ranking, rank_run
+
+if TYPE_CHECKING:
+    from recallwatch.metrics.diversity import SubtopicQrels
 
 __all__ = ["EvalResult", "evaluate"]
 
@@ -49,9 +52,11 @@ class EvalResult:
         return out
 
 
-def evaluate(qrels: Qrels, run: Run, measures: Iterable[str | Measure]) -> EvalResult:
+def evaluate(qrels: Qrels, run: Run, measures: Iterable[str | Measure],
+             subtopics: SubtopicQrels | None = None) -> EvalResult:
     """Evaluate ``run`` against ``qrels`` on ``measures`` (names such as ``"nDCG@10"`` or
-    :class:`Measure` values)."""
+    :class:`Measure` values). ``subtopics``: the subtopic judgments ``alpha_nDCG@k`` reads
+    (the queries evaluated are those of ``qrels`` all the same)."""
     wanted = list(
         dict.fromkeys(
             parse_measure(m) for m in ([measures] if isinstance(measures, str) else measures)
@@ -60,7 +65,7 @@ def evaluate(qrels: Qrels, run: Run, measures: Iterable[str | Measure]) -> EvalR
     if not wanted:
         raise UsageError("no measure given: name at least one, e.g. nDCG@10")
     joined = rank_run(qrels, run, judged=any(m.family.needs == "judged" for m in wanted))
-    per_query = {m: m.family.kernel(joined.ranking, m) for m in wanted}
+    per_query = {m: _values(m, joined.ranking, joined.query_ids, run, subtopics) for m in wanted}
     aggregate = {m: combine(m, values) for m, values in per_query.items()}
     return EvalResult(
         measures=wanted,
@@ -70,3 +75,12 @@ def evaluate(qrels: Qrels, run: Run, measures: Iterable[str | Measure]) -> EvalR
         missing_from_run=joined.missing_from_run,
         not_judged=joined.not_judged,
     )
+
+
+def _values(m: Measure, ranking: Ranking, query_ids: list[str], run: Run,
+            subtopics: SubtopicQrels | None) -> np.ndarray[Any, Any]:
+    if m.family.needs == "subtopics" and subtopics is not None:
+        from recallwatch.metrics.diversity import subtopic_values
+
+        return subtopic_values(subtopics, run, query_ids, m)
+    return m.family.kernel(ranking, m)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from recallwatch._registry import Registry, suggest
 from recallwatch.errors import UsageError
+from recallwatch.metrics._types import DCG_CHOICES, Dcg
 
 if TYPE_CHECKING:
     import numpy as np
@@ -20,15 +21,14 @@ if TYPE_CHECKING:
 
 __all__ = ["MEASURES", "Dcg", "Family", "Measure", "Param", "combine", "parse_measure"]
 
-Dcg = Literal["log2", "exp-log2"]
 # "level": `@x` is a recall level between 0 and 1 (IPrec@0.5), not a rank cut-off
 CutoffUse = Literal["required", "optional", "none", "level"]
 Aggregate = Literal["mean", "sum", "gmean"]
 # What a measure reads: the ranks of the relevant documents (and |rel|) only; also the ranks of
-# the retrieved documents judged with a grade <= 0; or also the number of documents retrieved.
-Needs = Literal["relevant", "judged", "retrieved"]
+# the retrieved documents judged with a grade <= 0; or also the number of documents retrieved;
+# or subtopic judgments (which subtopics of its query each document is relevant to).
+Needs = Literal["relevant", "judged", "retrieved", "subtopics"]
 GMEAN_FLOOR = 1e-5  # a value below it counts as it in a geometric mean (trec_eval's gm_map)
-DCG_CHOICES: tuple[Dcg, ...] = ("log2", "exp-log2")
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,13 @@ PERSISTENCE = Param(
     "persistence: the chance that a reader who looked at one result goes on to the next "
     "(strictly between 0 and 1)",
 )
+REDUNDANCY = Param(
+    "alpha",
+    "float",
+    0.5,
+    "redundancy penalty: each earlier document on the same subtopic multiplies a document's "
+    "gain for that subtopic by 1 - alpha (0 <= alpha < 1; 0 does not penalise repeats)",
+)
 
 
 @dataclass(frozen=True)
@@ -97,8 +104,8 @@ def register(family: Family) -> Family:
 
 
 def _family(name: str) -> Family:
-    from recallwatch.metrics import _catalog  # noqa: F401  (fills MEASURES on first use)
-
+    # MEASURES is full: importing this module first runs recallwatch/metrics/__init__.py, which
+    # imports every family (recallwatch/metrics/_catalog.py)
     canonical = _ALIASES.get(name, name)
     if canonical not in MEASURES:
         valid = MEASURES.names()
@@ -125,6 +132,7 @@ class Measure:
     dcg: Dcg = "log2"
     level: float | None = None  # IPrec's recall level, written `@x`
     p: float = 0.8  # RBP's persistence
+    alpha: float = 0.5  # alpha-nDCG's redundancy penalty
 
     def __post_init__(self) -> None:
         family = _family(self.name)
@@ -160,6 +168,13 @@ class Measure:
                 raise UsageError(f"{self.name}: p must be a number strictly between 0 and 1, "
                                  f"found {self.p!r}")
             object.__setattr__(self, "p", float(self.p))
+        if self.alpha != REDUNDANCY.default:
+            self._check_param("alpha")
+            if isinstance(self.alpha, bool) or not isinstance(self.alpha, int | float) or not (
+                    0.0 <= self.alpha < 1.0):
+                raise UsageError(f"{self.name}: alpha must be a number from 0 up to (not "
+                                 f"including) 1, found {self.alpha!r}")
+            object.__setattr__(self, "alpha", float(self.alpha))
 
     def _check_level(self) -> None:
         if self.cutoff is not None:
@@ -194,6 +209,8 @@ class Measure:
             params.append(f"dcg={self.dcg}")
         if self.p != PERSISTENCE.default:
             params.append(f"p={self.p!r}")
+        if self.alpha != REDUNDANCY.default:
+            params.append(f"alpha={self.alpha!r}")
         if self.rel != REL.default:
             params.append(f"rel={self.rel}")
         text = self.name + (f"({','.join(params)})" if params else "")

@@ -27,7 +27,7 @@ from recallwatch.metrics._keys import PAD, Blocks
 
 if TYPE_CHECKING:
     from recallwatch.metrics._data import Qrels, Run
-    from recallwatch.metrics._measure import Dcg
+    from recallwatch.metrics._types import Dcg
 
 __all__ = ["Others", "Ranking", "rank_run"]
 

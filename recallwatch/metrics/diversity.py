@@ -8,49 +8,84 @@ second document on a need already met earns less; α-DCG@k sums gain / log2(1 + 
 top k, and α-nDCG@k divides it by the α-DCG@k of an ideal ranking built greedily (the best next
 document each time, as ndeval does; finding the true ideal is NP-hard). Ranking as everywhere:
 score descending, then document id descending. A judged query absent from the run scores 0.
+
+``evaluate`` computes the ``alpha_nDCG@k`` measure from subtopic judgments given beside the plain
+ones (``recallwatch eval/compare --subtopics FILE``); :func:`read_judgments` reads both.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from os import PathLike
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from recallwatch._files import capped_lines, open_input
 from recallwatch.errors import InputError, UsageError
+from recallwatch.metrics._data import Qrels, Run
+from recallwatch.metrics._measure import REDUNDANCY, Family, Measure, register
 
-__all__ = ["SubtopicQrels", "alpha_ndcg"]
+if TYPE_CHECKING:
+    from recallwatch.metrics._ranking import Ranking
+
+__all__ = ["ALPHA_NDCG", "SubtopicQrels", "alpha_ndcg", "read_judgments"]
+
+_FORMAT = "qid subtopic docid grade"
 
 
 @dataclass(frozen=True)
 class SubtopicQrels:
-    """query id -> document id -> the subtopics it is relevant to (grade >= 1)."""
+    """query id -> document id -> the subtopics it is relevant to (grade >= 1); ``grades``
+    keeps each judged document's highest grade over its subtopics (:meth:`to_qrels`)."""
 
     relevant: Mapping[str, Mapping[str, frozenset[str]]]
+    grades: Mapping[str, Mapping[str, int]] = field(default_factory=dict, compare=False)
+    source: str | None = field(default=None, compare=False)
 
     @classmethod
-    def from_rows(cls, rows: Iterable[tuple[str, str, str, int]]) -> SubtopicQrels:
+    def from_rows(cls, rows: Iterable[tuple[str, str, str, int]], source: str | None = None
+                  ) -> SubtopicQrels:
         """Rows ``(query id, subtopic, document id, grade)``."""
         out: dict[str, dict[str, set[str]]] = {}
+        grades: dict[str, dict[str, int]] = {}
         for qid, subtopic, doc, grade in rows:
             docs = out.setdefault(qid, {})
+            judged = grades.setdefault(qid, {})
+            judged[doc] = max(grade, judged.get(doc, grade))
             if grade >= 1:
                 docs.setdefault(doc, set()).add(subtopic)
-        return cls({q: {d: frozenset(s) for d, s in docs.items()} for q, docs in out.items()})
+        return cls({q: {d: frozenset(s) for d, s in docs.items()} for q, docs in out.items()},
+                   grades, source)
+
+    def to_qrels(self) -> Qrels:
+        """Plain judgments: each judged document with its highest grade over its subtopics (the
+        queries the subtopic measures score; no other measure reads them)."""
+        plain = Qrels.from_dict(self.grades)
+        return Qrels(plain.query_ids, plain.doc_ids, plain.grades, self.source)
 
     @classmethod
     def from_trec(cls, path: str | PathLike[str]) -> SubtopicQrels:
-        """A TREC diversity qrels file: ``qid subtopic docid grade`` per line (``#`` comments)."""
+        """A TREC diversity qrels file: ``qid subtopic docid grade`` per line (``#`` comments),
+        plain or gzip."""
         rows = []
         seen: dict[tuple[str, str, str], int] = {}
-        with open(path, encoding="utf-8") as f:
-            for n, line in enumerate(f, 1):
+        with open_input(path, f"subtopic judgments ({_FORMAT})") as stream:
+            for n, raw in enumerate(capped_lines(stream, path), 1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise InputError(source=str(path), line=n, field="line",
+                                     expected="UTF-8 text", found="<bytes that are not UTF-8>"
+                                     ) from None
                 fields = line.split()
                 if not fields or fields[0].startswith("#"):
                     continue
                 if len(fields) != 4:
                     raise InputError(source=str(path), line=n, field="line",
-                                     expected="4 fields: qid subtopic docid grade",
+                                     expected=f"4 fields: {_FORMAT}",
                                      found=f"{len(fields)} fields")
                 qid, subtopic, doc, grade = fields
                 try:
@@ -69,7 +104,7 @@ class SubtopicQrels:
         if not rows:
             raise InputError(source=str(path), field="file", expected="at least one judgment",
                              found="none")
-        return cls.from_rows(rows)
+        return cls.from_rows(rows, source=str(path))
 
 
 def _dcg(gains: Sequence[float]) -> float:
@@ -118,3 +153,70 @@ def alpha_ndcg(qrels: SubtopicQrels, run: Mapping[str, Mapping[str, float]], k: 
         got = _dcg(_gains([docs.get(d, frozenset()) for d in order], alpha))
         out[qid] = got / ideal if ideal > 0 else 0.0
     return out
+
+
+def _needs_subtopics(r: Ranking, m: Measure) -> np.ndarray[Any, Any]:
+    raise UsageError(f"{m} needs subtopic judgments (a file of lines '{_FORMAT}'), which plain "
+                     "judgments do not hold: give that file with --subtopics FILE to recallwatch "
+                     "eval or compare")
+
+
+ALPHA_NDCG = register(
+    Family(
+        name="alpha_nDCG",
+        title="Diversity over subtopics",
+        definition="How well the top k covers the different needs (subtopics) behind a query, "
+        "from subtopic judgments (`--subtopics FILE`, lines `qid subtopic docid grade`; see "
+        "[Subtopic judgments](#subtopic-judgments-for-alpha_ndcg)). A document's gain at rank r "
+        "is the sum, over the subtopics it is relevant to (grade >= 1), of (1 - alpha) raised "
+        "to the number of documents above r already relevant to that subtopic, so a second "
+        "document on a need already met earns less; alpha-DCG@k sums gain / log2(1 + rank) over "
+        "the top k, and alpha-nDCG@k divides it by the alpha-DCG@k of an ideal ranking built "
+        "greedily (the best next document each time; the true ideal is too costly to find). A "
+        "query without subtopic judgments, or without a relevant document, scores 0.",
+        cutoff="required",
+        params=(REDUNDANCY,),
+        trec_eval="none: TREC's diversity evaluator `ndeval` prints it as `alpha-nDCG@k` "
+        "(ir_measures: `alpha_nDCG@k`); equal to ndeval query by query, except that ndeval "
+        "orders tied scores by document id ascending, recallwatch descending as everywhere",
+        kernel=_needs_subtopics,
+        needs="subtopics",
+    )
+)
+
+
+def subtopic_values(subtopics: SubtopicQrels, run: Run, query_ids: Sequence[str],
+                    measure: Measure) -> np.ndarray[Any, Any]:
+    """alpha-nDCG@k of each of ``query_ids`` (0 for one without subtopic judgments)."""
+    assert measure.cutoff is not None
+    wanted = set(query_ids)
+    scores: dict[str, dict[str, float]] = {}
+    for qid, doc, score in zip(run.query_ids.to_pylist(), run.doc_ids.to_pylist(),
+                               run.scores.tolist(), strict=True):
+        if qid in wanted:
+            scores.setdefault(qid, {})[doc] = score
+    judged = SubtopicQrels({q: subtopics.relevant[q] for q in query_ids
+                            if q in subtopics.relevant})
+    values = alpha_ndcg(judged, scores, measure.cutoff, alpha=measure.alpha)
+    return np.array([values.get(q, 0.0) for q in query_ids], dtype=np.float64)
+
+
+def read_judgments(qrels: str | PathLike[str], subtopics: str | PathLike[str] | None,
+                   measures: Sequence[Measure]) -> tuple[Qrels, SubtopicQrels | None]:
+    """The plain judgments and the subtopic ones a set of measures needs.
+
+    With ``subtopics``, ``qrels`` holds the plain judgments. Without, a request made only of
+    subtopic measures reads ``qrels`` itself as subtopic judgments (a diversity file repeats a
+    document under each of its subtopics, which plain judgments may not)."""
+    diverse = [m for m in measures if m.family.needs == "subtopics"]
+    if subtopics is not None:
+        return Qrels.from_trec(qrels), SubtopicQrels.from_trec(subtopics)
+    if diverse and len(diverse) == len(measures):
+        judged = SubtopicQrels.from_trec(qrels)
+        return judged.to_qrels(), judged
+    if diverse:
+        plain = next(m for m in measures if m.family.needs != "subtopics")
+        raise UsageError(f"{diverse[0]} needs subtopic judgments and {plain} plain ones: give "
+                         f"the plain judgments as QRELS and the subtopic ones ({_FORMAT}) with "
+                         "--subtopics FILE")
+    return Qrels.from_trec(qrels), None

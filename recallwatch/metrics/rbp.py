@@ -23,7 +23,9 @@ RBP = register(
         "`rel`), of p^(rank - 1): the expected share of relevant documents among those a reader "
         "looks at when they go on to the next result with chance p (0.8 by default; 0.95 reads "
         "deeper). Within the top k with `@k`. Binary relevance; the part of the ranking never "
-        "judged is not estimated (no residual).",
+        "judged is not estimated (no residual). Equal to ir_measures' RBP on grades made 0/1 "
+        "(its RBP without `rel` multiplies each term by the grade, and it averages the terms "
+        "of tied documents where recallwatch orders a tie by document id, as everywhere).",
         cutoff="optional",
         params=(PERSISTENCE, REL),
         trec_eval="`rbp` with `rbp.p=P` on 0/1 grades (trec_eval's default p is 0.9, "

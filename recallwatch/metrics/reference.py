@@ -44,19 +44,38 @@ file does, [Reading TREC files](#reading-trec-files) at the end says so.
 
 """
 
-# Hand-written: the diversity measure, which reads subtopic judgments rather than plain qrels.
+# Hand-written: the file the diversity measure reads, which plain qrels cannot hold.
 _DIVERSITY = """
-## alpha-nDCG: diversity over subtopics
+## Subtopic judgments for alpha_nDCG
 
-`recallwatch.metrics.diversity.alpha_ndcg(SubtopicQrels.from_trec(path), run, k, alpha=0.5)`
-scores how well the top k covers the different needs (subtopics) behind a query. It reads TREC
-diversity judgments, `qid subtopic docid grade`, where the column trec_eval ignores names the
-subtopic and a document may be relevant (grade >= 1) to several subtopics. A document's gain at
-rank r is the sum, over its subtopics, of (1 - alpha) raised to the number of documents above r
-already relevant to that subtopic; alpha-DCG@k sums gain / log2(1 + rank), and alpha-nDCG@k
-divides it by the alpha-DCG@k of an ideal ranking built greedily, as TREC's `ndeval` does (its
-`alpha-nDCG@k`, which the tests check query by query). A judged query absent from the run scores
-0. It is a Python function for now, not a name `eval` accepts.
+A question often hides several needs: "jaguar" may ask about the animal, the car or the team.
+Each need is a **subtopic**, and a diversity measure rewards a ranking that covers many of them
+early over one that repeats the first. `alpha_nDCG@k` reads which subtopics each document
+answers from a **subtopic judgments** file, the format of TREC's diversity tasks:
+
+```
+# qid subtopic docid grade
+7 1 doc-12 1
+7 2 doc-12 1
+7 2 doc-40 1
+7 3 doc-08 0
+```
+
+One line per judgment: the query id, the subtopic (any word or number, counted within its
+query), the document id and an integer grade. A document that answers two needs of its query is
+listed twice, once per subtopic; a grade of 1 or more means it answers that need, 0 or less that
+it was judged and does not. Lines starting with `#` are comments; a gzip file is read as well.
+
+- `recallwatch eval QRELS RUN -m nDCG@10 -m alpha_nDCG@10 --subtopics FILE`: the plain
+  measures read QRELS, `alpha_nDCG` reads FILE. The queries evaluated are those of QRELS; one
+  without subtopic judgments scores 0.
+- `recallwatch eval FILE RUN -m alpha_nDCG@10`: asked alone, `alpha_nDCG` reads QRELS itself as
+  subtopic judgments (a plain qrels file may not list a document twice, a subtopic file does).
+- `recallwatch compare` takes the same `--subtopics FILE` and tests `alpha_nDCG` query by query
+  like any other measure.
+- In Python: `evaluate(qrels, run, ["alpha_nDCG@10"], subtopics=SubtopicQrels.from_trec(path))`.
+
+A golden set records no subtopics, so a gate policy cannot name `alpha_nDCG`.
 """
 
 # Hand-written: how recallwatch.formats.trec reads files, checked against trec_eval 10's
@@ -128,6 +147,8 @@ def render() -> str:
             examples.append(f"{f.name}(rel=2)" + ("" if f.cutoff == "none" else "@10"))
         if f.param("dcg"):
             examples.append(f"{f.name}(dcg=exp-log2)@10")
+        if f.param("alpha"):
+            examples.append(f"{f.name}(alpha=0.25)@10")
         parts.append(f"\n## {f.name}: {f.title}\n\n{f.definition}\n\n")
         parts.append("- Examples: " + ", ".join(f"`{e}`" for e in examples) + "\n")
         parts.append(f"- Cut-off `@k`: {f.cutoff}\n")

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from recallwatch.metrics import EvalResult, Measure, Qrels, Run
+    from recallwatch.metrics import EvalResult, Measure, Qrels, Run, SubtopicQrels
 
 __all__ = ["Comparison", "MeasureComparison", "compare", "compare_scores"]
 
@@ -204,12 +204,13 @@ def compare(
     ci_method: CIMethod = "bca",
     tie_tolerance: float = 1e-9,
     power: float = 0.8,
+    subtopics: SubtopicQrels | None = None,
 ) -> Comparison:
     """Evaluate runs A and B on the same judged queries and compare them measure by measure.
 
     Every judged query counts in both (trec_eval ``-c``): a query a run did not return scores 0
-    there and is listed in ``missing_from_a`` / ``missing_from_b``. The other arguments are
-    those of :func:`compare_scores`.
+    there and is listed in ``missing_from_a`` / ``missing_from_b``. ``subtopics``: the subtopic
+    judgments ``alpha_nDCG@k`` reads. The other arguments are those of :func:`compare_scores`.
     """
     from dataclasses import replace
 
@@ -222,8 +223,8 @@ def compare(
                 f"{measure} is a geometric mean over queries, and a comparison tests the mean "
                 f"of per-query differences: compare {str(measure).replace('GMAP', 'AP', 1)} "
                 "(its per-query values) instead")
-    res_a = evaluate(qrels, run_a, measures)
-    res_b = evaluate(qrels, run_b, measures)
+    res_a = evaluate(qrels, run_a, measures, subtopics)
+    res_b = evaluate(qrels, run_b, measures, subtopics)
     query_ids = sorted(set(res_a.query_ids) | set(res_b.query_ids))
     names = [str(m) for m in res_a.measures]
     result = compare_scores(

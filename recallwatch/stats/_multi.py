@@ -22,7 +22,7 @@ from recallwatch.stats._paired import TestName, paired_differences, test_differe
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from recallwatch.metrics import Measure, Qrels, Run
+    from recallwatch.metrics import Measure, Qrels, Run, SubtopicQrels
 
 __all__ = ["MultiComparison", "PairTest", "compare_many", "compare_many_scores", "letter"]
 
@@ -274,16 +274,19 @@ def compare_many(
     qrels: Qrels,
     runs: Mapping[str, Run],
     measures: Sequence[str | Measure],
+    *,
+    subtopics: SubtopicQrels | None = None,
     **options: Unpack[ManyOptions],
 ) -> MultiComparison:
     """Evaluate every run on the same judged queries and compare them (the first is the
-    baseline). A judged query a run did not return scores 0 there (trec_eval ``-c``). The
-    options (``all_pairs``, ``test``, ``seed``, ``n_resamples``, ``alpha``, ``tie_tolerance``)
-    are those of :func:`compare_many_scores`."""
+    baseline). A judged query a run did not return scores 0 there (trec_eval ``-c``).
+    ``subtopics``: the subtopic judgments ``alpha_nDCG@k`` reads. The other options
+    (``all_pairs``, ``test``, ``seed``, ``n_resamples``, ``alpha``, ``tie_tolerance``) are those
+    of :func:`compare_many_scores`."""
     from recallwatch.metrics import evaluate
     from recallwatch.stats._compare import _aligned
 
-    results = {name: evaluate(qrels, run, measures) for name, run in runs.items()}
+    results = {name: evaluate(qrels, run, measures, subtopics) for name, run in runs.items()}
     query_ids = sorted({q for r in results.values() for q in r.query_ids})
     scores = {}
     for name, res in results.items():

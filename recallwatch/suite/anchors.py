@@ -173,6 +173,18 @@ class QueryAnchors:
                         out.setdefault(cid, line)
         return out
 
+    @property
+    def holders(self) -> dict[str, tuple[str, str]]:
+        """Chunk id → (the expected passage found in it, wherever the chunking put it, in words;
+        its quote): what the diagnosis says about a chunk the gate expects for its content."""
+        out: dict[str, tuple[str, str]] = {}
+        for resolutions in self.by_query.values():
+            for r in resolutions:
+                for cid in r.chunk_ids:
+                    out.setdefault(cid, (f"the expected passage {_short(r.anchor.quote)} of "
+                                         f"document {r.anchor.doc_id}", r.anchor.quote))
+        return out
+
     def candidates(self, queries: Sequence[GoldenQuery]) -> list[GoldenQuery]:
         """Each query with every chunk its anchors may resolve to added to ``expected`` (what
         the source must score), before the best alternative is chosen."""

@@ -75,6 +75,9 @@ class DiagnosisContext:
     halves_similarity: Mapping[str, float]  # chunk id -> cosine between its two halves
     # chunk id -> the content anchor split across it and its neighbours (see suite.anchors)
     splits: Mapping[str, str] = field(default_factory=dict)
+    # chunk id -> the content anchor found in it: the gate expects it for its content, wherever
+    # a re-chunking put that content, not for its id
+    holders: Mapping[str, tuple[str, str]] = field(default_factory=dict)  # (in words, quote)
 
 
 def chunking_findings(chunk: Chunk, ctx: DiagnosisContext) -> list[str]:
@@ -111,6 +114,37 @@ def chunking_findings(chunk: Chunk, ctx: DiagnosisContext) -> list[str]:
     return found
 
 
+def _offset(chunk: Chunk, quote: str) -> int:
+    """Where ``quote`` starts in the chunk (case and white space aside), -1 if not whole in it."""
+    wanted = " ".join(quote.split()).casefold()
+    for text in (chunk.content, chunk.text):
+        at = " ".join((text or "").split()).casefold().find(wanted)
+        if at >= 0:
+            return at
+    return -1
+
+
+def moved_findings(chunk: Chunk, q: QueryResult, ctx: DiagnosisContext) -> list[str]:
+    """A passage the query expects (a content anchor), moved by a re-chunking into a chunk
+    labelled with another domain: a chunk made of text from two domains keeps the label of one
+    of them, so the label is wrong because of the chunking. Said when the passage comes after
+    other text in the chunk and other chunks of its document carry the query's domain."""
+    if chunk.id not in ctx.holders or not q.domain or not chunk.domain \
+            or chunk.domain == q.domain:
+        return []
+    passage, quote = ctx.holders[chunk.id]
+    same = [c for c in ctx.siblings.get(chunk.doc_id or "", [])
+            if c.id != chunk.id and c.domain == q.domain]
+    after = _offset(chunk, quote)
+    if not same or after <= 0:
+        return []
+    return [f"moved by re-chunking: {passage} now lies in {chunk.id} after {after} characters "
+            f"of other text; the chunk is labelled domain {chunk.domain!r}, the query's is "
+            f"{q.domain!r}, as are {len(same)} other chunk(s) of document {chunk.doc_id}: a "
+            "chunk joining text of two domains keeps the label of only one (keep the domains in "
+            "separate chunks, or correct its domain)"]
+
+
 def description_findings(chunk: Chunk) -> list[str]:
     numeric = _is_tabular(chunk) or _digit_share(chunk.text) >= 0.3
     if not numeric:
@@ -126,9 +160,11 @@ def description_findings(chunk: Chunk) -> list[str]:
             f"{tail}"]
 
 
-def labelling_findings(chunk: Chunk, q: QueryResult, ctx: DiagnosisContext) -> list[str]:
+def labelling_findings(chunk: Chunk, q: QueryResult, ctx: DiagnosisContext, *,
+                       moved: bool = False) -> list[str]:
+    """``moved``: the domain mismatch is already explained by a re-chunking (moved_findings)."""
     found = []
-    if q.domain and chunk.domain and chunk.domain != q.domain:
+    if q.domain and chunk.domain and chunk.domain != q.domain and not moved:
         found.append(f"labelled domain {chunk.domain!r}, the query's domain is {q.domain!r}")
     if chunk.valid_to is not None and chunk.valid_to < ctx.run_date:
         found.append(f"validity ended {chunk.valid_to.isoformat()} (run date "
@@ -173,10 +209,11 @@ def diagnose(q: QueryResult, ctx: DiagnosisContext) -> tuple[Diagnosis, ...]:
                                  f"{hit.id} is {where}; no chunk metadata to inspect",
                                  evidence))
             continue
+        moved = moved_findings(chunk, q, ctx)
         steps: list[tuple[int, Any, list[str]]] = [
-            (1, "chunking", chunking_findings(chunk, ctx)),
+            (1, "chunking", [*moved, *chunking_findings(chunk, ctx)]),
             (2, "description", description_findings(chunk)),
-            (3, "labelling", labelling_findings(chunk, q, ctx)),
+            (3, "labelling", labelling_findings(chunk, q, ctx, moved=bool(moved))),
         ]
         first = next(((s, c, f) for s, c, f in steps if f), None)
         if first is None:

@@ -115,6 +115,7 @@ class Gate:
             chunks=chunks, siblings=siblings, run_date=run_date, settings=self.policy.search,
             halves_similarity=halves_similarity(failing_chunks, source.embed),
             splits=anchors.splits if anchors is not None else {},
+            holders=anchors.holders if anchors is not None else {},
         )
         scored = [q if q.passed else replace(q, diagnosis=(*leak_diagnoses(q), *diagnose(q, ctx)))
                   for q in scored]

@@ -40,6 +40,14 @@ def check_measures(policy: Policy) -> None:
             raise InputError(source=policy.source, line=policy.limits.lines.get(where),
                              field=f"{where}.{name}", expected="a rank measure name such as "
                              "nDCG@10, RR, P@5, R@20, AP", found=name, hint=str(exc)) from None
+        if measure.family.needs == "subtopics":
+            raise InputError(source=policy.source, line=policy.limits.lines.get(where),
+                             field=f"{where}.{name}", expected="a measure computed from the "
+                             "ranks of the expected chunks", found=name,
+                             hint=f"{measure.family.name} needs subtopic judgments (which need "
+                             "of the question each chunk answers), which a golden set does not "
+                             "record; evaluate it with recallwatch eval --subtopics FILE on TREC "
+                             "files instead")
         if measure.family.needs != "relevant":
             raise InputError(source=policy.source, line=policy.limits.lines.get(where),
                              field=f"{where}.{name}", expected="a measure computed from the "

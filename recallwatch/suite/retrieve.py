@@ -239,8 +239,11 @@ class StoreSource:
             raise DatasetError(
                 f"{len(absent)} expected chunk id(s) do not exist in {self.store.uri}: "
                 f"{listing}{more}",
-                hint="fix the golden set or ingest the missing chunks; this is a dataset error, "
-                "not a retrieval failure",
+                hint="fix the golden set or ingest the missing chunks; after a re-chunking, "
+                "which renames chunks, rewrite the ids as content anchors (quotes of the "
+                "passages, found wherever they move) with recallwatch golden migrate GOLDEN "
+                "--from OLD_CORPUS --to NEW_CORPUS; this is a dataset error, not a retrieval "
+                "failure",
             )
 
     def _boost(self, r: Retrieved) -> Retrieved:

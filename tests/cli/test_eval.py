@@ -174,7 +174,8 @@ def test_unknown_measure_lists_valid_ones_and_suggests() -> None:
     assert result.stderr.strip() == (
         "Error: unknown measure 'nDGC' (did you mean 'nDCG'?); "
         "valid measures: AP, AP11pt, Bpref, ERR, GMAP, IPrec, Judged, NumQ, NumRel, "
-        "NumRelRet, NumRet, P, R, RBP, RR, Rcap, Rprec, SetF, SetP, SetR, Success, infAP, nDCG"
+        "NumRelRet, NumRet, P, R, RBP, RR, Rcap, Rprec, SetF, SetP, SetR, Success, alpha_nDCG, "
+        "infAP, nDCG"
     )
 
 

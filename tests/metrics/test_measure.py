@@ -68,7 +68,7 @@ def test_round_trip_property(name: str, k: int, rel: int) -> None:
             "ndcg@10",
             "unknown measure 'ndcg' (did you mean 'nDCG'?); valid measures: AP, AP11pt, "
             "Bpref, ERR, GMAP, IPrec, Judged, NumQ, NumRel, NumRelRet, NumRet, P, R, RBP, RR, "
-            "Rcap, Rprec, SetF, SetP, SetR, Success, infAP, nDCG",
+            "Rcap, Rprec, SetF, SetP, SetR, Success, alpha_nDCG, infAP, nDCG",
         ),
         ("Recall@10", "unknown measure 'Recall'"),
         ("P", "measure P needs a cut-off: write P@k"),

@@ -122,15 +122,15 @@ def test_the_oldest_entries_go_first(tmp_path: Path, cache: RunCache) -> None:
         path = tmp_path / f"run{i}.txt"
         path.write_text(RUN.replace("2.5", f"{i}.5"))
         paths.append(path)
-        small.lookup(path)
-        hit, write = small.lookup(path)
+        small.lookup(path, Run._validated)
+        hit, write = small.lookup(path, Run._validated)
         assert hit is None and write
         import hashlib
 
         small.store(path, hashlib.sha256(path.read_bytes()).hexdigest(), Run.from_trec(path,
                                                                                       cache=False))
     assert len(_entries(small)) == 1  # only the newest is kept under a 1-byte limit
-    np.testing.assert_array_equal(small.lookup(paths[2])[0].scores,  # type: ignore[union-attr]
+    np.testing.assert_array_equal(small.lookup(paths[2], Run._validated)[0].scores,  # type: ignore[union-attr]
                                   [2.5, 1.5, 1.0, 1.0])
 
 

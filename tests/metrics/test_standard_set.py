@@ -1,7 +1,9 @@
 """trec_eval's standard set (counts, Bpref, infAP, GMAP, IPrec, 11-point average, set measures)
-query by query against pytrec_eval (trec_eval's own C code), and ERR@k, Judged@k and RBP against
-ir_measures and a direct transcription of their definitions, on generated collections with
-ties, negative grades and judged queries absent from the run (trec_eval -c: they score 0)."""
+query by query against pytrec_eval (trec_eval's own C code), and ERR@k and Judged@k against
+ir_measures, ERR@k and RBP against a direct transcription of their definitions, on generated
+collections with ties, negative grades and judged queries absent from the run (trec_eval -c:
+they score 0). RBP and Judged@k with ties are checked against ir_measures in
+test_against_ir_measures.py."""
 
 from __future__ import annotations
 

@@ -192,7 +192,7 @@ def test_a_gmap_target_is_judged_on_the_geometric_mean(tmp_path: Path, kb: Golde
     assert f"GMAP {geometric:.3f} is below the target {between:g}" in reason.message
 
 
-@pytest.mark.parametrize("name", ["Bpref", "Judged@10", "SetP", "NumRet", "infAP"])
+@pytest.mark.parametrize("name", ["Bpref", "Judged@10", "SetP", "NumRet", "infAP", "alpha_nDCG@10"])
 def test_a_target_on_a_measure_a_golden_set_cannot_compute_is_refused(
         tmp_path: Path, kb: GoldenSet, name: str) -> None:
     policy = _policy(tmp_path, f"targets:\n  {name}: 0.5\n")
@@ -202,6 +202,8 @@ def test_a_target_on_a_measure_a_golden_set_cannot_compute_is_refused(
     assert text.startswith(f"{tmp_path / 'policy.yaml'}:2") and f"targets.{name}" in text
     assert "computed from the ranks of the expected chunks" in text
     assert "recallwatch eval" in text
+    if name.startswith("alpha"):
+        assert "needs subtopic judgments" in text and "--subtopics FILE" in text
 
 
 def test_targets_per_domain(tmp_path: Path, kb: GoldenSet) -> None:

@@ -1,0 +1,130 @@
+"""Columns for qrels and runs: from Python mappings, pandas/polars frames, Arrow tables and
+Parquet/Arrow files, with each value checked (ids are strings, grades integers, scores finite).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from recallwatch.errors import InputError
+from recallwatch.formats.arrow import strings, to_numpy
+
+__all__ = ["COLUMNAR", "columns", "flatten", "floats", "integers", "read_columnar",
+           "string_column"]
+
+Array = np.ndarray[Any, Any]
+
+
+def flatten(nested: Mapping[str, Mapping[str, Any]]) -> tuple[pa.Array, pa.Array, list[Any]]:
+    lengths = [len(docs) for docs in nested.values()]
+    qids = string_column([q for q, n in zip(nested, lengths, strict=True) for _ in range(n)],
+                         "query id")
+    docids: list[Any] = []
+    values: list[Any] = []
+    for docs in nested.values():
+        docids.extend(docs.keys())
+        values.extend(docs.values())
+    return qids, string_column(docids, "doc id"), values
+
+
+def string_column(values: list[Any], what: str) -> pa.Array:
+    try:
+        return strings(values)
+    except TypeError:
+        bad = next(v for v in values if not isinstance(v, str))
+        raise InputError(field=what, expected="a string", found=bad) from None
+
+
+def integers(values: Any, what: str) -> Array:
+    array = np.asarray(values)
+    if array.dtype.kind in "iu":
+        return array.astype(np.int64)
+    if array.dtype.kind == "b" or array.dtype.kind == "f":
+        as_int = array.astype(np.int64) if np.isfinite(array).all() else None
+        if as_int is not None and (as_int == array).all():
+            return as_int
+    bad = next(
+        (
+            v
+            for v in np.ravel(array).tolist()
+            if not (isinstance(v, int) and not isinstance(v, bool))
+            and not (isinstance(v, float) and v.is_integer())
+        ),
+        None,
+    )
+    raise InputError(field=what, expected="an integer grade", found=bad)
+
+
+def floats(values: Any, what: str, source: str | None = None) -> Array:
+    try:
+        array = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        bad = next(v for v in values if not isinstance(v, int | float))
+        raise InputError(source=source, field=what, expected="a finite number",
+                         found=bad) from None
+    if not np.isfinite(array).all():
+        raise InputError(
+            source=source, field=what, expected="a finite number",
+            found=float(array[~np.isfinite(array)][0]),
+        )
+    return array
+
+
+def columns(
+    frame: Any, *names: str, source: str | None = None
+) -> tuple[pa.Array, pa.Array, Array]:
+    """Three columns of an Arrow table or a pandas or polars DataFrame, without importing
+    either library."""
+    if isinstance(frame, pa.Table):
+        table = frame
+    else:
+        table = frame.to_arrow() if hasattr(frame, "to_arrow") else pa.Table.from_pandas(frame)
+    missing = [n for n in names if n not in table.column_names]
+    if missing:
+        raise InputError(
+            source=source,
+            field=missing[0],
+            expected=f"a column named {missing[0]!r}",
+            found=f"<columns {', '.join(table.column_names)}>",
+        )
+    qid, docid, value = (table.column(n).combine_chunks() for n in names)
+    for name, column in zip(names, (qid, docid, value), strict=False):
+        if column.null_count:
+            raise InputError(source=source, field=name, expected="a value in every row",
+                             found="<a missing value>")
+    qid, docid = (pc.cast(c, pa.string()) if c.type != pa.string() else c for c in (qid, docid))
+    if pa.types.is_boolean(value.type):
+        value = pc.cast(value, pa.int8())
+    if not (pa.types.is_integer(value.type) or pa.types.is_floating(value.type)):
+        raise InputError(source=source, field=names[2], expected="a column of numbers",
+                         found=f"<a column of {value.type}>")
+    return qid, docid, to_numpy(value)
+
+
+COLUMNAR = (".parquet", ".arrow", ".feather", ".ipc")
+
+
+def read_columnar(path: Path, suffix: str) -> pa.Table:
+    """A Parquet or Arrow IPC file, read into memory Arrow owns."""
+    what = "a Parquet file" if suffix == ".parquet" else "an Arrow IPC (Feather v2) file"
+    try:
+        if suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            return pq.read_table(path)
+        with pa.OSFile(str(path)) as f:
+            return pa.ipc.open_file(f).read_all()
+    except FileNotFoundError:
+        raise InputError(source=path, expected=what, found="<no such file>") from None
+    except IsADirectoryError:
+        raise InputError(source=path, expected=what, found="<a directory>") from None
+    except PermissionError:
+        raise InputError(source=path, expected=what, found="<permission denied>") from None
+    except (OSError, pa.ArrowException) as exc:
+        raise InputError(source=path, expected=what, found=f"<{exc}>") from None
