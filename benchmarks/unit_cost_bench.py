@@ -15,9 +15,9 @@ importing the libraries. Time is the step's wall time in that process.
    ``--gate-queries`` queries, each the vector of one stored row plus noise, expecting that row;
    ``run_gate`` with the default policy and latency sample, then its JSON report written to a
    file as ``gate --format json`` prints it.
-2. **eval** (goal ≤ 60 B per run line): ``recallwatch eval``'s path (``Run.read``,
-   ``evaluate``) on a seeded qrels and run of ``--eval-queries`` queries × ``--eval-depth``
-   results, measures ``nDCG@10 R@100 RR AP P@10``.
+2. **eval** (goal ≤ 60 B per run line): ``recallwatch eval``'s path (``evaluate_file``: the run
+   file in blocks of whole queries) on a seeded qrels and run of ``--eval-queries`` queries ×
+   ``--eval-depth`` results, measures ``nDCG@10 R@100 RR AP P@10``.
 3. **latency** (goal: the latency sample ≤ 10 % of a gate's time): the gate above at the larger
    size on a store where every search is a full scan; the share of the gate's wall time spent
    in its single-query search calls.
@@ -123,17 +123,19 @@ def make_trec(path: Path, nq: int, depth: int) -> None:
 
 
 def eval_worker(path: Path, n: int) -> dict[str, Any]:
-    from recallwatch.metrics import Qrels, Run, evaluate
+    from recallwatch.metrics import Qrels, evaluate_file
 
     before = _peak_bytes()
     t0 = time.perf_counter()
-    res = evaluate(Qrels.from_trec(path / f"qrels-{n}"), Run.read(path / f"run-{n}"),
-                   ["nDCG@10", "R@100", "RR", "AP", "P@10"])
+    done = evaluate_file(Qrels.from_trec(path / f"qrels-{n}"), path / f"run-{n}",
+                         ["nDCG@10", "R@100", "RR", "AP", "P@10"])
+    res = done.result
     took = time.perf_counter() - t0
     with open(path / f"run-{n}", "rb") as f:
         lines = sum(1 for _ in f)
     return {"n": n, "lines": lines, "seconds": took, "peak_bytes": _peak_bytes(),
             "peak_before_bytes": before, "run_bytes": (path / f"run-{n}").stat().st_size,
+            "blocks": done.blocks, "read_whole": done.read_whole,
             "aggregate": {str(k): float(v) for k, v in res.aggregate.items()}}
 
 

@@ -8,8 +8,9 @@ Measure names follow ir_measures (``P@k``, ``R@k``, ``Rcap@k``, ``RR``, ``RR@k``
 ``nDCG@k``, ``AP``, ``AP@k``, ``Success@k``, ``Rprec``, with ``(rel=N)`` and ``(dcg=exp-log2)``
 parameters, and trec_eval's standard set: ``NumQ``, ``NumRet``, ``NumRel``, ``NumRelRet``,
 ``Bpref``, ``infAP``, ``GMAP``, ``IPrec@x``, ``AP11pt``, ``SetP``, ``SetR``, ``SetF``, plus
-``Judged@k``, ``ERR@k`` and ``RBP(p=0.8)``); ``MEASURES`` lists the families and their declared
-parameters, ``combine`` turns per-query values into the run's figure.
+``Judged@k``, ``ERR@k`` and ``RBP(p=0.8)``); ``evaluate_file(qrels, path, measures)``
+evaluates a run file a block of queries at a time (the same values); ``MEASURES`` lists the
+families and their declared parameters, ``combine`` turns per-query values into the run's figure.
 """
 
 from recallwatch.metrics._catalog import *  # noqa: F403  (registers the measure families)
@@ -23,16 +24,19 @@ from recallwatch.metrics._measure import (
     combine,
     parse_measure,
 )
+from recallwatch.metrics._streamed import FileEvaluation, evaluate_file
 
 __all__ = [
     "MEASURES",
     "EvalResult",
     "Family",
+    "FileEvaluation",
     "Measure",
     "Param",
     "Qrels",
     "Run",
     "combine",
     "evaluate",
+    "evaluate_file",
     "parse_measure",
 ]
