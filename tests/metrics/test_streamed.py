@@ -116,7 +116,7 @@ def test_a_refused_line_is_located_as_the_whole_reading_locates_it(tmp_path: Pat
     qrels_path, run_path = _write(tmp_path, seed=5)
     lines = run_path.read_text().splitlines(keepends=True)
     at = len(lines) * 2 // 3
-    run_path.write_text("".join(lines[:at] + [bad] + lines[at:]))
+    run_path.write_text("".join([*lines[:at], bad, *lines[at:]]))
     with pytest.raises(InputError) as whole:
         Run.from_trec(run_path, cache=False)
     with pytest.raises(InputError) as blocks:
