@@ -15,12 +15,16 @@ importing the libraries. Time is the step's wall time in that process.
    ``--gate-queries`` queries, each the vector of one stored row plus noise, expecting that row;
    ``run_gate`` with the default policy and latency sample, then its JSON report written to a
    file as ``gate --format json`` prints it.
-2. **eval** (goal ≤ 60 B per run line): ``recallwatch eval``'s path (``Run.read``,
-   ``evaluate``) on a seeded qrels and run of ``--eval-queries`` queries × ``--eval-depth``
-   results, measures ``nDCG@10 R@100 RR AP P@10``.
+2. **eval** (goal ≤ 60 B per run line): ``recallwatch eval``'s path (``evaluate_file``: the run
+   file in blocks of whole queries) on a seeded qrels and run of ``--eval-queries`` queries ×
+   ``--eval-depth`` results, measures ``nDCG@10 R@100 RR AP P@10``.
 3. **latency** (goal: the latency sample ≤ 10 % of a gate's time): the gate above at the larger
    size on a store where every search is a full scan; the share of the gate's wall time spent
    in its single-query search calls.
+4. **history** (bytes a recorded run adds to a SQLite history, per golden query): the gate
+   above at ``--history-queries`` sizes, each result recorded three times into a new history,
+   the file's size (journal checkpointed) divided by three; with ``--baseline DIR``, the same
+   with that checkout's code (e.g. before the history stored its detail compressed).
 
 Speed is what this machine gave at that moment: the load average is printed with the figures.
 """
@@ -42,10 +46,12 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+CODE = Path(os.environ.get("RW_BENCH_CODE", ROOT))  # the code measured (--baseline: another)
+sys.path.insert(0, str(CODE))
 
 GOALS = {"gate": ("KB per golden query", 25.0, 1024.0),
-         "eval": ("B per run line", 60.0, 1.0)}
+         "eval": ("B per run line", 60.0, 1.0),
+         "history": ("B per golden query of a recorded run", None, 1.0)}
 
 
 def _peak_bytes() -> int:
@@ -69,10 +75,11 @@ def make_store(path: Path, base: int, dim: int) -> None:
     np.save(path / "base.npy", vectors)
 
 
-def gate_worker(path: Path, n: int) -> dict[str, Any]:
+def _gate(path: Path, n: int) -> Any:
+    """``run_gate`` of ``n`` golden queries on the store at ``path``, each a stored vector plus
+    noise that expects its row."""
     from recallwatch.embedders.function import CallableEmbedder
     from recallwatch.formats.golden import GoldenSet
-    from recallwatch.report import json_parts
     from recallwatch.stores.lancedb import LanceStore
     from recallwatch.suite.gate import run_gate
 
@@ -93,9 +100,15 @@ def gate_worker(path: Path, n: int) -> dict[str, Any]:
         {"id": f"q{i}", "text": f"query {i}", "expected": [f"c{r:08d}"]}
         for i, r in enumerate(rows)]})
     store = LanceStore(path / "kb")
+    return run_gate(golden, store=store, embedder=embedder)
+
+
+def gate_worker(path: Path, n: int) -> dict[str, Any]:
+    from recallwatch.report import json_parts
+
     before = _peak_bytes()
     t0 = time.perf_counter()
-    result = run_gate(golden, store=store, embedder=embedder)
+    result = _gate(path, n)
     report = 0
     with open(path / "report.json", "w", encoding="utf-8") as out:  # as the CLI prints it
         for part in json_parts(result):
@@ -123,42 +136,75 @@ def make_trec(path: Path, nq: int, depth: int) -> None:
 
 
 def eval_worker(path: Path, n: int) -> dict[str, Any]:
-    from recallwatch.metrics import Qrels, Run, evaluate
+    from recallwatch.metrics import Qrels, evaluate_file
 
     before = _peak_bytes()
     t0 = time.perf_counter()
-    res = evaluate(Qrels.from_trec(path / f"qrels-{n}"), Run.read(path / f"run-{n}"),
-                   ["nDCG@10", "R@100", "RR", "AP", "P@10"])
+    done = evaluate_file(Qrels.from_trec(path / f"qrels-{n}"), path / f"run-{n}",
+                         ["nDCG@10", "R@100", "RR", "AP", "P@10"])
+    res = done.result
     took = time.perf_counter() - t0
     with open(path / f"run-{n}", "rb") as f:
         lines = sum(1 for _ in f)
     return {"n": n, "lines": lines, "seconds": took, "peak_bytes": _peak_bytes(),
             "peak_before_bytes": before, "run_bytes": (path / f"run-{n}").stat().st_size,
+            "blocks": done.blocks, "read_whole": done.read_whole,
             "aggregate": {str(k): float(v) for k, v in res.aggregate.items()}}
 
 
-WORKERS = {"gate": gate_worker, "eval": eval_worker}
+HISTORY_RUNS = 3  # runs recorded per history; the bytes are divided by it
 
 
-def _in_process(step: str, path: Path, n: int) -> dict[str, Any]:
+def history_worker(path: Path, n: int) -> dict[str, Any]:
+    """The gate of ``n`` golden queries on the store (its chunks' excerpts shown as a real gate
+    shows them), recorded HISTORY_RUNS times into a new SQLite history: bytes per run."""
+    import sqlite3
+    from dataclasses import replace
+
+    from recallwatch.history import History
+
+    result = _gate(path, n)
+    db = path / f"history-{n}-{CODE.name}.db"
+    t0 = time.perf_counter()
+    with History(db) as h:
+        for i in range(HISTORY_RUNS):
+            h.record(replace(result, run_id=f"{result.run_id}-{i}"))
+    took = time.perf_counter() - t0
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    size = db.stat().st_size
+    return {"n": n, "seconds": took / HISTORY_RUNS, "bytes_per_run": size / HISTORY_RUNS,
+            "peak_bytes": _peak_bytes(), "code": str(CODE)}
+
+
+WORKERS = {"gate": gate_worker, "eval": eval_worker, "history": history_worker}
+
+
+def _in_process(step: str, path: Path, n: int, code: Path = ROOT) -> dict[str, Any]:
     out = subprocess.run([sys.executable, __file__, "--worker", step, "--path", str(path),
                           "--n", str(n)], capture_output=True, text=True, check=False,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+                         env={**os.environ, "PYTHONPATH": str(code), "RW_BENCH_CODE": str(code)})
     if out.returncode != 0:
         raise SystemExit(f"{step} at {n}: {out.stderr[-3000:]}")
     return json.loads(out.stdout)
 
 
-def per_unit(step: str, low: dict[str, Any], high: dict[str, Any], units: str) -> dict[str, Any]:
+def per_unit(step: str, low: dict[str, Any], high: dict[str, Any], units: str,
+             measure: str = "peak_bytes") -> dict[str, Any]:
     label, goal, scale = GOALS[step]
-    grow = (high["peak_bytes"] - low["peak_bytes"]) / (high[units] - low[units])
-    return {"per_unit": grow / scale, "unit": label, "goal": goal, "met": grow / scale <= goal}
+    grow = (high[measure] - low[measure]) / (high[units] - low[units])
+    return {"per_unit": grow / scale, "unit": label, "goal": goal,
+            "met": None if goal is None else grow / scale <= goal}
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--only", nargs="+", choices=["gate", "eval", "latency"],
-                   default=["gate", "eval", "latency"])
+    p.add_argument("--only", nargs="+", choices=["gate", "eval", "latency", "history"],
+                   default=["gate", "eval", "latency", "history"])
+    p.add_argument("--history-queries", type=int, nargs=2, default=[300, 3000])
+    p.add_argument("--baseline", type=Path, default=None,
+                   help="history: also measure this checkout's code (e.g. before a change)")
     p.add_argument("--gate-queries", type=int, nargs=2, default=[1000, 10_000])
     p.add_argument("--gate-base", type=int, default=20_000)
     p.add_argument("--dim", type=int, default=512)
@@ -213,6 +259,22 @@ def main() -> None:
                              f"({r['run_bytes'] / r['lines']:.0f} B of text per line)")
             lines.append(f"eval     memory per run line {e['per_unit']:.0f} B "
                          f"(goal ≤ {e['goal']:g}: {'met' if e['met'] else 'NOT met'})")
+        if "history" in a.only:
+            if "gate" not in a.only and "latency" not in a.only:
+                make_store(path, a.gate_base, a.dim)
+            codes = [ROOT] + ([a.baseline.resolve()] if a.baseline else [])
+            result["history"] = {}
+            for code in codes:
+                runs = [_in_process("history", path, n, code) for n in a.history_queries]
+                h = {"runs": runs, **per_unit("history", runs[0], runs[1], "n", "bytes_per_run")}
+                result["history"][str(code)] = h
+                what = "this code" if code == ROOT else f"code at {code}"
+                for r in runs:
+                    lines.append(f"history  {r['n']:>9,} queries  {r['seconds']:8.2f} s per "
+                                 f"run recorded  {r['bytes_per_run'] / 1024:9.1f} KB per run "
+                                 f"({what})")
+                lines.append(f"history  {h['per_unit']:.0f} B per golden query of a recorded "
+                             f"run ({what})")
     result["load_average_end"] = list(os.getloadavg())
     lines.append(f"load average at start {result['load_average_start'][0]:.1f}, at end "
                  f"{result['load_average_end'][0]:.1f} (2 cores, shared)")

@@ -190,6 +190,7 @@ _COMMAND_MODULES = (
     "ingest_cmd",
     "history_cmd",
     "history_copy_cmd",  # adds `history copy` to the group history_cmd registers
+    "history_prune_cmd",  # adds `history prune` (keep the last N runs or days)
     "funnel_cmd",  # adds `history funnel`
     "golden_cmd",  # the `golden` group; modules listed after it add its commands
     "golden_sample_cmd",  # `golden sample` and `golden split`

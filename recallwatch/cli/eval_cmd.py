@@ -33,14 +33,22 @@ def eval_command(
 ) -> None:
     """Evaluate a run against TREC qrels (trec_eval -c semantics)."""
     from recallwatch.errors import UsageError
-    from recallwatch.metrics import Run, evaluate, parse_measure
+    from recallwatch.metrics import Run, evaluate, evaluate_file, parse_measure
     from recallwatch.metrics.diversity import read_judgments
 
     if output_format not in ("table", "json", "tsv"):
         raise UsageError(f"--format must be table, json or tsv, found {output_format!r}")
     measures = [parse_measure(m) for m in measure]  # bad names fail before any file is read
     judged, by_subtopic = read_judgments(qrels, subtopics, measures)
-    result = evaluate(judged, Run.read(run), measures, by_subtopic)
+    if by_subtopic is not None:
+        result = evaluate(judged, Run.read(run), measures, by_subtopic)
+    else:
+        # A run grouped by query (as run files are written) is evaluated a block of queries at
+        # a time: memory follows the block, not the file; the values are the same.
+        done = evaluate_file(judged, run, measures)
+        if done.note:
+            typer.echo(f"note: {done.note}", err=True)
+        result = done.result
     if output_format == "json":
         typer.echo(json.dumps(result.to_json(per_query=per_query), indent=2))
     elif output_format == "tsv":

@@ -45,6 +45,7 @@ __all__ = [
     "TrecKind",
     "TrecTable",
     "line_of_record",
+    "parse_lines",
     "read_qrels",
     "read_run",
     "write_qrels",
@@ -159,6 +160,20 @@ def _read(path: str | PathLike[str], kind: TrecKind, *, digest: bool = False) ->
             found="<only comments and blank lines>",
         )
     return TrecTable(qids, docids, values, source, sha256)
+
+
+def parse_lines(data: bytes, kind: TrecKind, source: str) -> TrecTable | None:
+    """The records of a piece of a file made of whole lines (a block of a file read in parts),
+    by the same rules as :func:`read_run` and :func:`read_qrels`; None when the piece holds
+    something those refuse: reading the whole file then says where and what."""
+    layout = _LAYOUTS[kind]
+    owned = arrow_owned(data)
+    columns = _parse_fast(owned, layout)
+    if columns is None and not contains_byte(owned, 0):
+        columns = _parse_general(data, layout)
+    if columns is None or (kind == "run" and not np.isfinite(columns[2]).all()):
+        return None
+    return TrecTable(*columns, source)
 
 
 _Columns = tuple[pa.Array, pa.Array, np.ndarray[Any, Any]]

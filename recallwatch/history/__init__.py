@@ -10,6 +10,7 @@ baselines, trended over time.
 * :class:`History` — a SQLite file or a ``postgresql://`` database: runs, per-query rows, monitor
   records, migrations;
 * :func:`copy_history` — a history moved between the two, row for row;
+* :func:`prune_history` — the last N runs or N days kept, and every baseline and production run;
 * :func:`compare_runs` — two runs: regressions, rank changes, paired tests, who buried what;
 * :func:`trend` — slow degradation, per-domain trends and noise creeping up over N runs;
 * :mod:`recallwatch.history.funnel` — per change, the offline delta and the online readout that
@@ -21,6 +22,7 @@ The history records and compares; promoting a version changes a store, so it is 
 
 from recallwatch.history._backend import is_postgresql
 from recallwatch.history._copy import CopyReport, copy_history
+from recallwatch.history._prune import PruneReport, prune_history
 from recallwatch.history._record import (
     baselines,
     compare_with_baselines,
@@ -39,6 +41,7 @@ __all__ = [
     "History",
     "MonitorRun",
     "OnlineReadoutRow",
+    "PruneReport",
     "RunSummary",
     "SeriesTrend",
     "Trend",
@@ -50,6 +53,7 @@ __all__ = [
     "copy_history",
     "ingested_since",
     "is_postgresql",
+    "prune_history",
     "record_gate_run",
     "trend",
 ]

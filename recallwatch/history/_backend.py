@@ -1,5 +1,6 @@
 """Where a run history lives: a SQLite file (stdlib ``sqlite3``, the default) or a PostgreSQL
-database (``postgresql://…``, psycopg, in :mod:`recallwatch.history._pg`).
+database (``postgresql://…``, psycopg, in :mod:`recallwatch.history._pg`);
+:func:`recallwatch.history._open.open_backend` picks one and migrates or checks its schema.
 
 :class:`~recallwatch.history.History` writes its SQL once, in the spelling both engines accept,
 with ``?`` placeholders. A backend is the small layer where they differ:
@@ -21,17 +22,19 @@ JSON payloads are ``TEXT`` on both: the stored text is what the gate wrote, byte
 from __future__ import annotations
 
 import contextlib
-import re
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from recallwatch.errors import HistoryError, UsageError
+from recallwatch.errors import HistoryError
 
-__all__ = ["Backend", "SQLiteBackend", "is_postgresql", "open_backend"]
+__all__ = ["Backend", "Prepare", "SQLiteBackend", "is_postgresql"]
 
 _PG_SCHEMES = ("postgresql://", "postgres://")
+#: what opening does once connected: migrate the schema, or check it (read-only); given by
+#: :func:`recallwatch.history._open.open_backend`, so that no backend imports the schema
+Prepare = Callable[["Backend"], Any]
 
 
 def is_postgresql(location: str | Path) -> bool:
@@ -102,6 +105,21 @@ class Backend:
         """``ok``, or what is wrong."""
         raise NotImplementedError
 
+    def byte_length(self, column: str) -> str:
+        """SQL for the size in bytes of a text or binary ``column`` (a schema column name)."""
+        raise NotImplementedError
+
+    def size_bytes(self) -> int:
+        """The bytes the history takes on disk (SQLite: the file and its journal; PostgreSQL:
+        its tables with their indexes and TOAST)."""
+        raise NotImplementedError
+
+    def reclaim(self) -> None:
+        """After rows were deleted, outside any transaction: give their space back where the
+        engine can (SQLite ``VACUUM``: the file shrinks; PostgreSQL ``VACUUM``: the space is
+        reused by later writes, the files keep their size)."""
+        raise NotImplementedError
+
     def describe(self, exc: BaseException) -> str:
         """An engine error as one line for the user."""
         return " ".join(str(exc).split())
@@ -118,9 +136,8 @@ class SQLiteBackend(Backend):
     duplicate = (sqlite3.IntegrityError,)
 
     @classmethod
-    def open(cls, path: Path, *, create: bool, timeout: float, read_only: bool) -> SQLiteBackend:
-        from recallwatch.history._schema import check_schema, migrate
-
+    def open(cls, path: Path, *, create: bool, timeout: float, read_only: bool,
+             prepare: Prepare) -> SQLiteBackend:
         if read_only:
             if not path.is_file():
                 raise HistoryError(f"no run history at {path} (run the gate with --history "
@@ -140,13 +157,11 @@ class SQLiteBackend(Backend):
                 conn = sqlite3.connect(path, timeout=timeout, isolation_level=None)
             backend = cls(str(path), conn)
             conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-            if read_only:
-                check_schema(backend)
-            else:
+            if not read_only:
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("PRAGMA synchronous = FULL")
                 conn.execute("PRAGMA foreign_keys = ON")
-                migrate(backend)
+            prepare(backend)
         except sqlite3.DatabaseError as exc:
             if backend is not None:
                 backend.close()
@@ -170,18 +185,14 @@ class SQLiteBackend(Backend):
     def integrity_check(self) -> str:
         return str(self.execute("PRAGMA integrity_check")[0][0])
 
+    def byte_length(self, column: str) -> str:
+        return f"length(CAST({column} AS BLOB))"
 
-def open_backend(location: str | Path, *, create: bool, timeout: float,
-                 read_only: bool) -> Backend:
-    """The backend ``location`` names: ``postgresql://…`` or a file path."""
-    if is_postgresql(location):
-        from recallwatch.history._pg import PostgresBackend
+    def size_bytes(self) -> int:
+        path = Path(self.location)
+        return sum(p.stat().st_size for p in (path, path.with_name(path.name + "-wal"))
+                   if p.exists())
 
-        return PostgresBackend.open(str(location), create=create, timeout=timeout,
-                                    read_only=read_only)
-    if re.match(r"(?i)postgres(ql)?:/[^/]", str(location)):
-        # Path("postgresql://u@h/db") is "postgresql:/u@h/db": the URI was made a file path.
-        raise UsageError(f"history {location}: a PostgreSQL URI was turned into a file path "
-                         "(it lost a '/'); pass it as a string")
-    return SQLiteBackend.open(Path(location), create=create, timeout=timeout,
-                              read_only=read_only)
+    def reclaim(self) -> None:
+        self.conn.execute("VACUUM")
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -2,7 +2,8 @@
 
 Each migration is a name and its DDL. A database remembers which ones it has in
 ``schema_migrations``; opening it applies the missing ones in one write transaction, so several
-processes opening the same new history at once apply each migration exactly once. Migrations are
+processes opening the same new history at once apply each migration exactly once. A migration
+that also rewrites stored rows names its data step in :data:`DATA_STEPS`. Migrations are
 append-only: a released one is never edited (an existing history was built from its text). The
 DDL is written for SQLite; a PostgreSQL backend translates its column types
 (:meth:`~recallwatch.history._backend.Backend.ddl`), so both hold the same tables and columns.
@@ -10,16 +11,17 @@ DDL is written for SQLite; a PostgreSQL backend translates its column types
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from recallwatch.errors import HistoryError
+from recallwatch.history._detail import pack
 
 if TYPE_CHECKING:
     from recallwatch.history._backend import Backend
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "check_schema", "migrate"]
+__all__ = ["DATA_STEPS", "MIGRATIONS", "SCHEMA_VERSION", "check_schema", "migrate"]
 
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_runs_and_query_results", """
@@ -106,9 +108,35 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         );
         CREATE INDEX online_readouts_change ON online_readouts (change_run, id);
     """),
+    ("0005_compact_run_detail", """
+        -- A run's full result (the JSON that compare, trends and the dashboard read) stored
+        -- zlib-compressed; result_json then holds ''. The runs already stored are compressed
+        -- by this migration (its data step, in the same transaction).
+        ALTER TABLE runs ADD COLUMN result_zlib BLOB;
+    """),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
+_BATCH = 200  # runs rewritten per statement batch by a data step
+
+
+def _compress_stored_runs(db: Backend) -> None:
+    """0005's data step: every run's result JSON moved into ``result_zlib``, compressed."""
+    last = -(2**62)
+    while True:
+        rows = db.execute("SELECT seq, result_json FROM runs WHERE seq > ? AND result_zlib IS "
+                          f"NULL ORDER BY seq LIMIT {_BATCH}", (last,))
+        if not rows:
+            return
+        db.executemany("UPDATE runs SET result_zlib = ?, result_json = '' WHERE seq = ?",
+                       [(pack(str(text)), seq) for seq, text in rows])
+        last = rows[-1][0]
+
+
+#: what a migration does beyond its DDL, by name (run right after it, in its transaction)
+DATA_STEPS: dict[str, Callable[[Backend], None]] = {
+    "0005_compact_run_detail": _compress_stored_runs,
+}
 
 _BOOKKEEPING = """
     CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -139,6 +167,8 @@ def migrate(db: Backend) -> list[str]:
                 continue
             for statement in _statements(ddl):
                 db.execute(db.ddl(statement))
+            if name in DATA_STEPS:
+                DATA_STEPS[name](db)
             db.execute(
                 "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
                 (version, name, datetime.now(UTC).isoformat(timespec="seconds")),

@@ -14,6 +14,7 @@ Every query below is written once, for both engines; :mod:`._backend` holds what
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
@@ -24,7 +25,9 @@ from typing import Any
 
 from recallwatch._redact import redact
 from recallwatch.errors import HistoryError, UsageError
-from recallwatch.history._backend import Backend, open_backend
+from recallwatch.history._backend import Backend
+from recallwatch.history._detail import pack, unpack
+from recallwatch.history._open import open_backend
 from recallwatch.suite.model import GateResult
 
 __all__ = ["BaselinesMoved", "History", "MonitorRun", "OnlineReadoutRow", "RunSummary"]
@@ -218,8 +221,8 @@ class History:
             "INSERT INTO runs (run_id, created_at, dataset_name, dataset_version, "
             "dataset_hash, policy_hash, config_hash, embedder, store_uri, index_version, "
             "verdict, n_queries, mean_quality, mean_recall, mean_precision, mrr, "
-            "mean_ndcg, mean_noise, failed_queries, result_json) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "mean_ndcg, mean_noise, failed_queries, result_json, result_zlib) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (result.run_id, result.created_at, result.dataset.get("name", ""),
              str(result.dataset.get("version", "")), result.dataset_hash, result.policy_hash,
              result.config_hash,
@@ -227,7 +230,7 @@ class History:
              store.get("uri"), None if store.get("version") is None else str(store["version"]),
              result.verdict, a.n_queries, a.mean_quality, a.mean_recall, a.mean_precision,
              a.mrr, a.mean_ndcg, a.mean_noise, a.failed_queries,
-             json.dumps(data, ensure_ascii=False, default=str)),
+             "", pack(json.dumps(data, ensure_ascii=False, default=str))),
         )
         db.executemany(
             "INSERT INTO query_results (run_id, query_id, domain, passed, recall, quality, "
@@ -273,12 +276,13 @@ class History:
 
     def load(self, run_id: str) -> GateResult:
         """The full result of a run, as the gate produced it (comparison included)."""
-        rows = self._query("SELECT result_json FROM runs WHERE run_id = ?", (run_id,))
+        rows = self._query("SELECT result_json, result_zlib FROM runs WHERE run_id = ?",
+                           (run_id,))
         if not rows:
             raise UsageError(f"no run {run_id!r} in {self.location}")
         try:
-            return GateResult.from_dict(json.loads(rows[0][0]))
-        except (ValueError, KeyError, TypeError) as exc:
+            return GateResult.from_dict(json.loads(unpack(*rows[0])))
+        except (ValueError, KeyError, TypeError, zlib.error) as exc:
             raise HistoryError(f"{self.location}: run {run_id} is unreadable: {exc}") from None
 
     def resolve(self, ref: str, *, dataset: str | None = None) -> str:

@@ -9,8 +9,9 @@ Measure names follow ir_measures (``P@k``, ``R@k``, ``Rcap@k``, ``RR``, ``RR@k``
 parameters, and trec_eval's standard set: ``NumQ``, ``NumRet``, ``NumRel``, ``NumRelRet``,
 ``Bpref``, ``infAP``, ``GMAP``, ``IPrec@x``, ``AP11pt``, ``SetP``, ``SetR``, ``SetF``, plus
 ``Judged@k``, ``ERR@k`` and ``RBP(p=0.8)``, and ``alpha_nDCG@k`` from :class:`SubtopicQrels`
-given as ``evaluate(..., subtopics=)``); ``MEASURES`` lists the families and their declared
-parameters, ``combine`` turns per-query values into the run's figure.
+given as ``evaluate(..., subtopics=)``); ``evaluate_file(qrels, path, measures)`` evaluates a
+run file a block of queries at a time (the same values); ``MEASURES`` lists the families and
+their declared parameters, ``combine`` turns per-query values into the run's figure.
 """
 
 from recallwatch.metrics._catalog import *  # noqa: F403  (registers the measure families)
@@ -24,12 +25,14 @@ from recallwatch.metrics._measure import (
     combine,
     parse_measure,
 )
+from recallwatch.metrics._streamed import FileEvaluation, evaluate_file
 from recallwatch.metrics.diversity import SubtopicQrels
 
 __all__ = [
     "MEASURES",
     "EvalResult",
     "Family",
+    "FileEvaluation",
     "Measure",
     "Param",
     "Qrels",
@@ -37,5 +40,6 @@ __all__ = [
     "SubtopicQrels",
     "combine",
     "evaluate",
+    "evaluate_file",
     "parse_measure",
 ]

@@ -8,7 +8,7 @@ import numpy as np
 
 from recallwatch.metrics._measure import Family, Measure, register
 from recallwatch.metrics._ranking import Ranking
-from recallwatch.metrics._segments import block_first
+from recallwatch.metrics._segments import before
 
 MAX_GRADE = 4  # gdeval's MAX_JUDGMENT: a grade of 4 satisfies with chance 15/16
 
@@ -16,13 +16,18 @@ MAX_GRADE = 4  # gdeval's MAX_JUDGMENT: a grade of 4 satisfies with chance 15/16
 def expected_reciprocal_rank(r: Ranking, m: Measure) -> np.ndarray[Any, Any]:
     keep = r.grade >= 1 if m.cutoff is None else (r.grade >= 1) & (r.rank <= m.cutoff)
     qidx, rank = r.qidx[keep], r.rank[keep]
-    grade = np.minimum(r.grade[keep], MAX_GRADE).astype(np.float64)
-    stop = (np.exp2(grade) - 1.0) / 2.0**MAX_GRADE
+    grade = np.minimum(r.grade[keep], MAX_GRADE)
+    stop_of = (np.exp2(np.arange(MAX_GRADE + 1)) - 1.0) / 2.0**MAX_GRADE  # by grade
     # the chance the reader is still looking: the product of (1 - stop) over the documents
-    # above, summed as logarithms within each query (a non-relevant document never stops them)
-    log_go_on = np.log1p(-stop)
-    above = np.cumsum(log_go_on) - log_go_on
-    reach = np.exp(above - above[block_first(qidx)])
+    # above, as a sum of logarithms within each query (a non-relevant document never stops
+    # them). Grades take a handful of values, so the sum is exact counts of each grade above
+    # times its logarithm: a query's value does not depend on the queries before it.
+    log_go_on = np.log1p(-stop_of)
+    above = np.zeros(len(qidx))
+    for g in range(1, MAX_GRADE + 1):
+        above += before(qidx, grade == g) * log_go_on[g]
+    stop = stop_of[grade]
+    reach = np.exp(above)
     return r.per_query(qidx, stop * reach / rank)
 
 

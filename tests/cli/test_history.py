@@ -205,7 +205,7 @@ def test_every_command_and_option_is_documented() -> None:
                 if name != "groups"}  # `history groups` is documented in docs/operations.md
     commands["ops promote"] = root.commands["ops"].commands["promote"]  # type: ignore[attr-defined]
     assert set(commands) == {"history list", "history show", "history compare", "history trend",
-                             "history copy", "history funnel", "ops promote"}
+                             "history copy", "history funnel", "history prune", "ops promote"}
     for name, cmd in commands.items():
         assert f"recallwatch {name}" in docs, name
         for param in cmd.params:

@@ -30,7 +30,8 @@ def _columns(location: str) -> dict[str, list[tuple[str, str, bool]]]:
                 rows = db.execute(f"PRAGMA table_info({table})")
                 out[table] = [(r[1], r[2], not r[3] and not r[5]) for r in rows]
             else:
-                names = {"bigint": "INTEGER", "double precision": "REAL", "text": "TEXT"}
+                names = {"bigint": "INTEGER", "double precision": "REAL", "text": "TEXT",
+                         "bytea": "BLOB"}
                 rows = db.execute("SELECT column_name, data_type, is_nullable FROM "
                                   "information_schema.columns WHERE table_name = ? "
                                   "ORDER BY ordinal_position", (table,))

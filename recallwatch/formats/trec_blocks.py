@@ -1,0 +1,117 @@
+"""A TREC run file read in blocks of whole queries, so that memory follows the block, not the file.
+
+A run file is usually written one query after another (every line of a query together). Read in
+pieces of about ``block_bytes``, each piece cut at its last line break and parsed by the same
+rules as :func:`recallwatch.formats.trec.read_run`; the lines of the piece's last query wait for
+the next piece, so that every block handed out holds whole queries. Whether the file really is
+grouped by query is for the caller to check (a query seen in two blocks).
+
+Anything this reading cannot settle (a line it refuses, a line longer than the line limit, a
+broken gzip stream, a file that is not a regular file and so cannot be read twice) raises
+:class:`NotStreamable`: the caller then reads the file whole, which locates the error or reads
+what the blocks could not.
+"""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from collections.abc import Iterator
+from os import PathLike
+from pathlib import Path
+from typing import IO
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from recallwatch._files import line_cap
+from recallwatch.formats.trec import TrecTable, parse_lines
+
+__all__ = ["DEFAULT_BLOCK_BYTES", "NotStreamable", "run_blocks"]
+
+DEFAULT_BLOCK_BYTES = 1 << 24  # 16 MB of text: about 500,000 run lines
+_GZIP_MAGIC = b"\x1f\x8b"
+_BOM = b"\xef\xbb\xbf"
+
+
+class NotStreamable(Exception):
+    """The file must be read whole (see the module's docstring); ``reason`` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def run_blocks(
+    path: str | PathLike[str], *, block_bytes: int = DEFAULT_BLOCK_BYTES
+) -> Iterator[TrecTable]:
+    """The run file's records, in blocks that each hold whole queries (when the file is grouped
+    by query) and together every record, in file order."""
+    p = Path(path)
+    if not p.is_file():
+        raise NotStreamable("not a regular file")
+    source = str(path)
+    carry: TrecTable | None = None
+    for piece in _pieces(p, block_bytes):
+        table = parse_lines(piece, "run", source)
+        if table is None:
+            raise NotStreamable("a line this reading refuses")
+        if carry is not None:
+            table = _concat(carry, table)
+        if len(table) == 0:
+            carry = None
+            continue
+        cut = _last_query_start(table.query_ids)
+        carry = _slice(table, cut, len(table))
+        if cut:
+            yield _slice(table, 0, cut)
+    if carry is not None and len(carry):
+        yield carry
+
+
+def _pieces(path: Path, block_bytes: int) -> Iterator[bytes]:
+    """The file's text (gzip decompressed, a byte-order mark dropped) in pieces of whole lines."""
+    cap = line_cap()
+    with path.open("rb") as raw:
+        stream: IO[bytes] = raw
+        if raw.read(2) == _GZIP_MAGIC:
+            stream = gzip.GzipFile(fileobj=raw)  # type: ignore[assignment]
+        raw.seek(0)
+        rest = b""
+        first = True
+        try:
+            while chunk := stream.read(block_bytes):
+                data = rest + chunk
+                if first:
+                    data = data[len(_BOM):] if data.startswith(_BOM) else data
+                    first = False
+                end = data.rfind(b"\n") + 1
+                rest = data[end:]
+                if len(rest) > cap:
+                    raise NotStreamable("a line longer than the line limit")
+                if end:
+                    yield data[:end]
+        except (OSError, EOFError, zlib.error) as exc:
+            raise NotStreamable(f"the file could not be read in parts ({exc})") from None
+    if rest.strip():
+        yield rest + b"\n"
+
+
+def _last_query_start(query_ids: pa.Array) -> int:
+    """Row where the block's last run of rows of one query begins."""
+    same = pc.equal(query_ids, query_ids[len(query_ids) - 1]).to_numpy(zero_copy_only=False)
+    other = np.flatnonzero(~same)
+    return int(other[-1]) + 1 if len(other) else 0
+
+
+def _slice(table: TrecTable, start: int, stop: int) -> TrecTable:
+    n = stop - start
+    return TrecTable(table.query_ids.slice(start, n), table.doc_ids.slice(start, n),
+                     table.values[start:stop], table.source)
+
+
+def _concat(a: TrecTable, b: TrecTable) -> TrecTable:
+    return TrecTable(pa.concat_arrays([a.query_ids, b.query_ids]),
+                     pa.concat_arrays([a.doc_ids, b.doc_ids]),
+                     np.concatenate([a.values, b.values]), a.source)

@@ -1,0 +1,151 @@
+"""evaluate_file(qrels, run_path, measures): a run file evaluated a block of queries at a time.
+
+A query's values depend only on its own lines and judgments, so a run file grouped by query (every
+line of a query together, as run files are written) is evaluated block by block: memory follows
+the block (:data:`~recallwatch.formats.trec_blocks.DEFAULT_BLOCK_BYTES` of text), not the file,
+and the values are those of :func:`~recallwatch.metrics.evaluate` on the whole run, bit for bit.
+A file that is not grouped by query, or that the blocks cannot read (a refused line, which the
+whole reading then locates), is read whole, and the result says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from recallwatch.errors import InputError, UsageError
+from recallwatch.formats.arrow import from_numpy, to_numpy
+from recallwatch.formats.trec_blocks import DEFAULT_BLOCK_BYTES, NotStreamable, run_blocks
+from recallwatch.metrics._data import _COLUMNAR, Qrels, Run
+from recallwatch.metrics._evaluate import EvalResult, evaluate
+from recallwatch.metrics._measure import Measure, combine, parse_measure
+
+__all__ = ["FileEvaluation", "evaluate_file"]
+
+Array = np.ndarray[Any, Any]
+_UNGROUPED = "the run is not grouped by query"
+
+
+@dataclass(frozen=True)
+class FileEvaluation:
+    """An evaluation and how the run file was read."""
+
+    result: EvalResult
+    blocks: int  # blocks of queries evaluated (0: the run was read whole)
+    read_whole: str | None  # why the run was read whole, None when it was read in blocks
+    note: str | None = None  # what a user should hear about it (a run not grouped by query)
+
+
+def evaluate_file(
+    qrels: Qrels, run_path: str | PathLike[str], measures: Iterable[str | Measure], *,
+    block_bytes: int = DEFAULT_BLOCK_BYTES,
+) -> FileEvaluation:
+    """Evaluate the run file at ``run_path`` as ``evaluate(qrels, Run.read(run_path), measures)``
+    does, in blocks of whole queries when the file allows it."""
+    wanted = list(dict.fromkeys(parse_measure(m) for m in measures))
+    if not wanted:
+        raise UsageError("no measure given: name at least one, e.g. nDCG@10")
+    if Path(run_path).suffix.lower() in _COLUMNAR:
+        return FileEvaluation(evaluate(qrels, Run.read(run_path), wanted), 0, "a columnar file")
+    try:
+        result, blocks = _in_blocks(qrels, run_path, wanted, block_bytes)
+    except NotStreamable as why:
+        result = evaluate(qrels, Run.read(run_path), wanted)
+        note = (f"{run_path}: {why.reason}; it was read whole, so memory grew with the file "
+                "(sort it by query, e.g. sort -s -k1,1, to evaluate it in blocks)"
+                if why.reason.startswith(_UNGROUPED) else None)
+        return FileEvaluation(result, 0, why.reason, note)
+    return FileEvaluation(result, blocks, None)
+
+
+class _Judgments:
+    """The qrels grouped by query, to hand each block only its queries' judgments."""
+
+    def __init__(self, qrels: Qrels) -> None:
+        self.qrels = qrels
+        index = qrels.query_index
+        self.order = np.argsort(index, kind="stable")
+        self.starts = np.searchsorted(index[self.order], np.arange(len(qrels.query_names) + 1))
+        self.names = qrels.sorted_query_dictionary
+        self.seen = np.zeros(len(qrels.query_names), dtype=bool)
+
+    def of(self, query_ids: pa.Array) -> Qrels | None:
+        """The judgments of the judged queries among ``query_ids`` (distinct ids); None when
+        none of them is judged."""
+        found = to_numpy(pc.index_in(query_ids, value_set=self.names), fill=-1)
+        found = found[found >= 0].astype(np.int64)
+        self.seen[found] = True
+        return self._subset(np.sort(found))
+
+    def unseen(self) -> Qrels | None:
+        """The judgments of the judged queries no block held."""
+        return self._subset(np.flatnonzero(~self.seen))
+
+    def _subset(self, queries: Array) -> Qrels | None:
+        rows = self._rows(queries)
+        if not len(rows):
+            return None
+        q, take = self.qrels, from_numpy(rows)
+        return Qrels(q.query_ids.take(take), q.doc_ids.take(take), q.grades[rows], q.source)
+
+    def _rows(self, queries: Array) -> Array:
+        starts, stops = self.starts[queries], self.starts[queries + 1]
+        lengths = stops - starts
+        offsets = np.repeat(starts - np.cumsum(lengths) + lengths, lengths)
+        rows: Array = self.order[np.arange(int(lengths.sum())) + offsets]
+        return rows
+
+
+def _in_blocks(
+    qrels: Qrels, run_path: str | PathLike[str], wanted: list[Measure], block_bytes: int
+) -> tuple[EvalResult, int]:
+    judgments = _Judgments(qrels)
+    seen: set[str] = set()
+    parts: list[EvalResult] = []
+    not_judged: list[str] = []
+    for table in run_blocks(run_path, block_bytes=block_bytes):
+        names = table.query_ids.unique()
+        block_names = names.to_pylist()
+        if not seen.isdisjoint(block_names):
+            raise NotStreamable(f"{_UNGROUPED} (query "
+                                f"{next(n for n in block_names if n in seen)!r} is in two places)")
+        seen.update(block_names)
+        try:
+            run = Run(table.query_ids, table.doc_ids, table.values.astype(np.float64, copy=False))
+        except InputError:
+            raise NotStreamable("a duplicate document (the whole reading locates it)") from None
+        judged = judgments.of(names)
+        if judged is None:
+            not_judged.extend(block_names)
+            continue
+        part = evaluate(judged, run, wanted)
+        not_judged.extend(part.not_judged)
+        parts.append(part)
+    if not seen:
+        raise NotStreamable("no record read in blocks")
+    missing = judgments.unseen()
+    if missing is not None:
+        parts.append(evaluate(missing, Run.from_dict({}), wanted))
+    return _merge(wanted, parts, sorted(not_judged)), len(parts)
+
+
+def _merge(wanted: list[Measure], parts: list[EvalResult], not_judged: list[str]) -> EvalResult:
+    """One result from the blocks' (each query in exactly one block), queries in byte order."""
+    ids = pa.array([q for p in parts for q in p.query_ids], type=pa.string())
+    order = to_numpy(pc.sort_indices(ids))
+    per_query = {m: np.concatenate([p.per_query[m] for p in parts])[order] for m in wanted}
+    return EvalResult(
+        measures=wanted,
+        query_ids=ids.take(from_numpy(order)).to_pylist(),
+        per_query=per_query,
+        aggregate={m: combine(m, v) for m, v in per_query.items()},
+        missing_from_run=sorted(q for p in parts for q in p.missing_from_run),
+        not_judged=not_judged,
+    )

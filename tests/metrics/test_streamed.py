@@ -1,0 +1,156 @@
+"""A run file evaluated a block of queries at a time: the same values as the whole run, bit for
+bit, on every measure family; trec_eval's (pytrec_eval's) values; a file not grouped by query is
+read whole and said so; refused input is located as the whole reading locates it."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import numpy as np
+import pytest
+import pytrec_eval
+from typer.testing import CliRunner
+
+from recallwatch.cli import app
+from recallwatch.errors import InputError
+from recallwatch.metrics import EvalResult, Qrels, Run, evaluate, evaluate_file
+
+# One measure of every family (with a cutoff where the family takes one).
+EVERY_FAMILY = ["nDCG@10", "nDCG", "R@100", "Rcap@5", "RR", "RR@3", "AP", "AP@5", "P@10",
+                "Success@5", "Rprec", "Bpref", "infAP", "GMAP", "NumQ", "NumRet", "NumRel",
+                "NumRelRet", "IPrec@0.5", "AP11pt", "SetP", "SetR", "SetF", "Judged@10",
+                "ERR@10", "ERR", "RBP(p=0.8)"]
+
+
+def _write(path: Path, seed: int = 1, n: int = 200) -> tuple[Path, Path]:
+    """Qrels and a run grouped by query: judged queries absent from the run, run queries without
+    judgments, negative grades, tied scores (two decimals), depths from 1 to 50."""
+    rng = np.random.default_rng(seed)
+    qrels, run = path / "qrels.txt", path / "run.txt"
+    with qrels.open("w") as q, run.open("w") as r:
+        for i in range(n):
+            if i % 7 != 3:
+                rel = rng.choice(60, size=rng.integers(1, 8), replace=False)
+                q.writelines(f"q{i} 0 d{d} {rng.integers(-1, 4)}\n" for d in rel)
+            if i % 11 == 5:
+                continue
+            depth = int(rng.integers(1, 50))
+            docs = rng.choice(80, size=depth, replace=False)
+            scores = np.round(rng.random(depth), 2)
+            r.writelines(f"q{i} Q0 d{d} {j} {s} tag\n"
+                         for j, (d, s) in enumerate(zip(docs, scores, strict=True)))
+        r.write("unjudged Q0 d1 1 1.0 tag\n")
+    return qrels, run
+
+
+def _same(a: EvalResult, b: EvalResult) -> None:
+    assert a.query_ids == b.query_ids
+    assert a.missing_from_run == b.missing_from_run and a.missing_from_run
+    assert a.not_judged == b.not_judged and "unjudged" in a.not_judged
+    for m in a.measures:
+        assert np.array_equal(a.per_query[m], b.per_query[m]), m
+        assert a.aggregate[m] == b.aggregate[m], m
+
+
+@pytest.mark.parametrize("block_bytes", [1500, 20_000, 1 << 24])
+def test_blocks_give_the_whole_runs_values_bit_for_bit(tmp_path: Path, block_bytes: int) -> None:
+    qrels_path, run_path = _write(tmp_path)
+    qrels = Qrels.from_trec(qrels_path)
+    whole = evaluate(qrels, Run.from_trec(run_path, cache=False), EVERY_FAMILY)
+    done = evaluate_file(qrels, run_path, EVERY_FAMILY, block_bytes=block_bytes)
+    assert done.read_whole is None and done.note is None
+    assert done.blocks >= (20 if block_bytes == 1500 else 1)
+    _same(whole, done.result)
+
+
+def test_values_are_trec_evals(tmp_path: Path) -> None:
+    qrels_path, run_path = _write(tmp_path, seed=2)
+    qrels: dict[str, dict[str, int]] = {}
+    for line in qrels_path.read_text().splitlines():
+        q, _, d, g = line.split()
+        qrels.setdefault(q, {})[d] = int(g)
+    run: dict[str, dict[str, float]] = {}
+    for line in run_path.read_text().splitlines():
+        q, _, d, _, s, _ = line.split()
+        run.setdefault(q, {})[d] = float(s)
+    names = {"nDCG@10": "ndcg_cut_10", "AP": "map", "RR": "recip_rank", "P@10": "P_10",
+             "R@100": "recall_100", "Bpref": "bpref"}
+    ref = pytrec_eval.RelevanceEvaluator(
+        qrels, {"ndcg_cut.10", "map", "recip_rank", "P.10", "recall.100", "bpref"}).evaluate(run)
+    done = evaluate_file(Qrels.from_trec(qrels_path), run_path, list(names), block_bytes=1500)
+    assert done.blocks > 10
+    result = done.result
+    for m in result.measures:
+        for i, qid in enumerate(result.query_ids):
+            expected = ref[qid][names[str(m)]] if qid in ref else 0.0
+            assert result.per_query[m][i] == pytest.approx(expected, abs=1e-12), (m, qid)
+
+
+def test_a_gzip_run_is_read_in_blocks_too(tmp_path: Path) -> None:
+    qrels_path, run_path = _write(tmp_path, seed=3)
+    packed = tmp_path / "run.gz"
+    packed.write_bytes(gzip.compress(run_path.read_bytes()))
+    qrels = Qrels.from_trec(qrels_path)
+    done = evaluate_file(qrels, packed, EVERY_FAMILY, block_bytes=5000)
+    assert done.read_whole is None and done.blocks > 3
+    _same(evaluate(qrels, Run.from_trec(run_path, cache=False), EVERY_FAMILY), done.result)
+
+
+def test_a_run_not_grouped_by_query_is_read_whole_and_said_so(tmp_path: Path) -> None:
+    qrels_path, run_path = _write(tmp_path, seed=4)
+    lines = run_path.read_text().splitlines(keepends=True)
+    moved = lines[3]  # a line of the first query, moved to the end
+    run_path.write_text("".join(lines[:3] + lines[4:] + [moved]))
+    qrels = Qrels.from_trec(qrels_path)
+    done = evaluate_file(qrels, run_path, EVERY_FAMILY, block_bytes=5000)
+    assert done.blocks == 0
+    assert done.note is not None and "not grouped by query" in done.note
+    assert repr(moved.split()[0]) in done.note and "sort" in done.note
+    _same(evaluate(qrels, Run.from_trec(run_path, cache=False), EVERY_FAMILY), done.result)
+
+
+@pytest.mark.parametrize("bad", ["q5 Q0 d1 1 high tag\n", "q5 Q0 d1 1\n"])
+def test_a_refused_line_is_located_as_the_whole_reading_locates_it(tmp_path: Path,
+                                                                    bad: str) -> None:
+    qrels_path, run_path = _write(tmp_path, seed=5)
+    lines = run_path.read_text().splitlines(keepends=True)
+    at = len(lines) * 2 // 3
+    run_path.write_text("".join([*lines[:at], bad, *lines[at:]]))
+    with pytest.raises(InputError) as whole:
+        Run.from_trec(run_path, cache=False)
+    with pytest.raises(InputError) as blocks:
+        evaluate_file(Qrels.from_trec(qrels_path), run_path, ["AP"], block_bytes=500)
+    assert str(blocks.value) == str(whole.value)
+    assert f"run.txt:{at + 1}:" in str(blocks.value)
+
+
+def test_a_duplicate_document_is_located_with_both_lines(tmp_path: Path) -> None:
+    qrels_path, run_path = _write(tmp_path, seed=6)
+    lines = run_path.read_text().splitlines(keepends=True)
+    at = len(lines) // 2
+    while lines[at].split()[0] != lines[at + 1].split()[0]:
+        at += 1
+    lines.insert(at + 1, lines[at])
+    run_path.write_text("".join(lines))
+    with pytest.raises(InputError) as whole:
+        Run.from_trec(run_path, cache=False)
+    with pytest.raises(InputError) as blocks:
+        evaluate_file(Qrels.from_trec(qrels_path), run_path, ["AP"], block_bytes=500)
+    assert str(blocks.value) == str(whole.value) and "duplicate" in str(blocks.value)
+
+
+def test_eval_command_notes_a_run_not_grouped_by_query(tmp_path: Path) -> None:
+    qrels_path, run_path = _write(tmp_path, seed=7, n=30)
+    lines = run_path.read_text().splitlines(keepends=True)
+    rotated = tmp_path / "rotated.txt"
+    rotated.write_text("".join(lines[1:] + lines[:1]))
+    runner = CliRunner()
+    result = runner.invoke(app, ["eval", str(qrels_path), str(rotated), "-m", "AP",
+                                 "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert "not grouped by query" in result.stderr and "read whole" in result.stderr
+    grouped = runner.invoke(app, ["eval", str(qrels_path), str(run_path), "-m", "AP",
+                                  "--format", "json"])
+    assert grouped.exit_code == 0 and "note" not in grouped.stderr
+    assert grouped.stdout == result.stdout
