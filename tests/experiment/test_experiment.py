@@ -17,6 +17,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from recallwatch.formats.corpus import read_corpus
+from recallwatch.formats.golden import load_golden
 from tests.clirun import cli
 from tests.experiment.conftest import small_kb, write_plan
 
@@ -201,7 +203,7 @@ def test_judged_at_k_is_the_labelled_share_of_each_top_k(runs: dict[str, Any]) -
 
 
 def test_judgments_count_and_a_judged_at_k_gap_is_warned(tmp_path: Path) -> None:
-    _small_kb(tmp_path)
+    small_kb(tmp_path)
     corpus = read_corpus(tmp_path / "corpus.jsonl").chunks
     queries = load_golden(tmp_path / "golden.yaml").queries
     plan = ("golden: golden.yaml\ncorpus: corpus.jsonl\npolicy: policy.yaml\n{judgments}"
@@ -234,7 +236,7 @@ def test_judgments_count_and_a_judged_at_k_gap_is_warned(tmp_path: Path) -> None
 
 
 def test_a_bad_judgments_file_is_refused_before_anything_is_built(tmp_path: Path) -> None:
-    _small_kb(tmp_path)
+    small_kb(tmp_path)
     (tmp_path / "bad.jsonl").write_text('{"query_id": "q1", "id": "c1", "grade": 7}\n',
                                         encoding="utf-8")
     (tmp_path / "plan.yaml").write_text(
@@ -255,7 +257,7 @@ def test_a_cross_encoder_variant_is_judged_as_the_gate_judges_its_pipeline(
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    _small_kb(tmp_path)
+    small_kb(tmp_path)
     model = tmp_path / "ce"
     words = sorted({w.lower() for c in read_corpus(tmp_path / "corpus.jsonl").chunks
                     for w in re.findall(r"\w+", c.text)})
