@@ -23,9 +23,10 @@ import pyarrow.compute as pc
 from recallwatch.errors import InputError, UsageError
 from recallwatch.formats.arrow import from_numpy, to_numpy
 from recallwatch.formats.trec_blocks import DEFAULT_BLOCK_BYTES, NotStreamable, run_blocks
-from recallwatch.metrics._data import _COLUMNAR, Qrels, Run
+from recallwatch.metrics._data import Qrels, Run
 from recallwatch.metrics._evaluate import EvalResult, evaluate
 from recallwatch.metrics._measure import Measure, combine, parse_measure
+from recallwatch.metrics._tables import COLUMNAR
 
 __all__ = ["FileEvaluation", "evaluate_file"]
 
@@ -52,7 +53,7 @@ def evaluate_file(
     wanted = list(dict.fromkeys(parse_measure(m) for m in measures))
     if not wanted:
         raise UsageError("no measure given: name at least one, e.g. nDCG@10")
-    if Path(run_path).suffix.lower() in _COLUMNAR:
+    if Path(run_path).suffix.lower() in COLUMNAR:
         return FileEvaluation(evaluate(qrels, Run.read(run_path), wanted), 0, "a columnar file")
     try:
         result, blocks = _in_blocks(qrels, run_path, wanted, block_bytes)
