@@ -19,7 +19,7 @@ from recallwatch.errors import InputError
 if TYPE_CHECKING:
     from recallwatch.online.log import Impression
 
-__all__ = ["METRICS", "METRIC_NAMES", "MetricName", "contribution"]
+__all__ = ["METRICS", "METRIC_NAMES", "MetricName", "contribution", "unit_key"]
 
 MetricName = Literal["ctr", "abandonment", "time-to-click", "conversion"]
 
@@ -37,6 +37,17 @@ METRICS: dict[MetricName, _MetricDef] = {
     "conversion": _MetricDef(True, "share of impressions that led to a conversion"),
 }
 METRIC_NAMES: tuple[MetricName, ...] = get_args(MetricName)
+
+
+def unit_key(imp: Impression, unit: str, source: str) -> str:
+    """The unit the impression counts for: its user (``unit`` "user") or its session; a located
+    error when the log does not say."""
+    key = imp.user if unit == "user" else imp.session
+    if key is None:
+        raise InputError(source=source, line=imp.line, record=imp.query_id, field=unit,
+                         expected=f"the {unit} of every impression (--unit {unit})",
+                         found="<nothing>")
+    return key
 
 
 def contribution(name: MetricName, imp: Impression, source: str) -> float | None:

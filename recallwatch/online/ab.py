@@ -30,7 +30,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from recallwatch.errors import InputError, UsageError
-from recallwatch.online._metrics import METRIC_NAMES, METRICS, MetricName, contribution
+from recallwatch.online._metrics import (
+    METRIC_NAMES,
+    METRICS,
+    MetricName,
+    contribution,
+    unit_key,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -128,11 +134,7 @@ def aggregate_units(impressions: Iterable[Impression], *, unit: Unit = "user",
     user_variants: dict[str, set[int]] = {}
     user_sessions: dict[str, set[str]] = {}
     for imp in impressions:
-        key = imp.user if unit == "user" else imp.session
-        if key is None:
-            raise InputError(source=source, line=imp.line, record=imp.query_id, field=unit,
-                             expected=f"the {unit} of every impression (--unit {unit})",
-                             found="<nothing>")
+        key = unit_key(imp, unit, source)
         if imp.variant is None:
             raise InputError(source=source, line=imp.line, record=imp.query_id,
                              field="variant", expected="the variant shown (an A/B log)",

@@ -24,8 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from recallwatch.errors import InputError
-from recallwatch.online._metrics import MetricName, contribution
+from recallwatch.online._metrics import MetricName, contribution, unit_key
 
 if TYPE_CHECKING:
     import numpy as np
@@ -54,11 +53,7 @@ def pre_period_covariates(impressions: Iterable[Impression], *, unit: str,
     num = np.zeros((len(metrics), len(keys)))
     den = np.zeros((len(metrics), len(keys)))
     for imp in impressions:
-        key = imp.user if unit == "user" else imp.session
-        if key is None:
-            raise InputError(source=source, line=imp.line, record=imp.query_id, field=unit,
-                             expected=f"the {unit} of every impression (--unit {unit})",
-                             found="<nothing>")
+        key = unit_key(imp, unit, source)
         u = index.get(key)
         if u is None:
             continue  # a unit not in the experiment
