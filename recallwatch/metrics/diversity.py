@@ -123,8 +123,9 @@ def _gains(ranked: Sequence[frozenset[str]], alpha: float) -> list[float]:
 
 def _ideal(docs: Mapping[str, frozenset[str]], k: int, alpha: float) -> list[float]:
     """Gains of the greedy ideal ranking: each step takes the document of largest gain given
-    the ones already placed (ties: the document id that sorts first)."""
-    left = dict(sorted(docs.items()))
+    the ones already placed (ties: the document id that sorts last, as ndeval; the tie decides
+    which subtopics later steps still find new, so it changes the ideal's gain)."""
+    left = dict(sorted(docs.items(), reverse=True))
     seen: dict[str, int] = {}
     gains: list[float] = []
     while left and len(gains) < k:

@@ -62,6 +62,20 @@ def test_matches_ndeval(data: tuple[list[tuple[str, str, str, int]],
         assert value == pytest.approx(expected, abs=1e-9), qid
 
 
+def test_the_ideal_breaks_ties_as_ndeval() -> None:
+    # a, b, c each cover two subtopics: the first ideal pick is a tie; ndeval takes the largest
+    # id (c, covering 2 and 4), which leaves less to gain later than a (1 and 4) would
+    rows = [("1", "1", "a", 1), ("1", "4", "a", 1), ("1", "2", "b", 1), ("1", "3", "b", 1),
+            ("1", "2", "c", 1), ("1", "4", "c", 1)]
+    for doc in "abc":
+        ours = alpha_ndcg(SubtopicQrels.from_rows(rows), {"1": {doc: 1.0}}, 5)["1"]
+        reference = pyndeval.ndeval(rows, [("1", doc, 1.0)], measures=["alpha-nDCG@5"])
+        assert ours == pytest.approx(reference["1"]["alpha-nDCG@5"], abs=1e-9)
+    ideal = 2 + 1.5 / math.log2(3) + 1.5 / math.log2(4)  # c, then b and a at 1.5 each
+    assert alpha_ndcg(SubtopicQrels.from_rows(rows), {"1": {"c": 1.0}}, 5)["1"] == \
+        pytest.approx(2 / ideal)
+
+
 def test_reading_diversity_qrels(tmp_path: Path) -> None:
     path = tmp_path / "qrels"
     path.write_text("# comment\n1 1 a 1\n1 2 a 1\n1 2 b 0\n")
