@@ -5,9 +5,9 @@ grades from -1 to 3, judged queries absent from the run (they score 0).
 Both references order a tie differently from trec_eval (Judged by ascending document id,
 trectools averages the weights of a tied group), so they are given the run with every tie
 resolved the way recallwatch (and trec_eval) resolves it: by document id, descending. The
-comparison then checks the order recallwatch gives to ties as well as the value. ir_measures'
-``RBP`` without ``rel`` multiplies each weight by the grade; recallwatch's is binary (grade >=
-``rel``), which is ir_measures' value on judgments where each relevant grade is made 1.
+comparison then checks the order recallwatch gives to ties as well as the value. ``RBP``
+without ``rel`` multiplies each weight by the grade in both; recallwatch's ``RBP(rel=N)`` is
+binary (grade >= N), which is ir_measures' value on judgments where each such grade is made 1.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def test_rbp_matches_ir_measures(data: Collection, p: float, k: int | None, rel:
     params = ([f"p={p}"] if p != 0.8 else []) + ([f"rel={rel}"] if rel != 1 else [])
     ours = f"RBP({','.join(params)}){cut}" if params else f"RBP{cut}"
     theirs = f"RBP(p={p}){cut}"
-    _compare(qrels, run, [ours], [theirs], _binary(qrels, rel))
+    _compare(qrels, run, [ours], [theirs], qrels if rel == 1 else _binary(qrels, rel))
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -191,8 +191,9 @@ def _err(grades: list[int], k: int | None) -> float:
 
 
 def _rbp(grades: list[int], p: float, rel: int, k: int | None) -> float:
-    return (1 - p) * sum(p ** (i - 1) for i, g in enumerate(grades[:k] if k else grades, 1)
-                         if g >= rel)
+    """Graded (each term times the grade) without ``rel``, binary (grade >= rel) with it."""
+    return (1 - p) * sum(p ** (i - 1) * (g if rel == 1 else 1)
+                         for i, g in enumerate(grades[:k] if k else grades, 1) if g >= rel)
 
 
 def _ranked_grades(qrels: dict[str, int], run: dict[str, float]) -> list[int]:
