@@ -125,7 +125,9 @@ def test_golden_check_and_migrate_cli(tmp_path: Path) -> None:
     assert "121 label(s)" in ok.output and "121 ok" in ok.output
     bad = runner.invoke(app, ["golden", "check", str(golden), "--corpus", str(merged)])
     assert bad.exit_code == 2
-    assert f"Error: {golden}:9: record 'irpf_autonomos_2025': field 'expected'" in bad.output
+    line = next(n for n, text in enumerate(golden.read_text(encoding="utf-8").splitlines(), 1)
+                if text.strip() == "- id: irpf_autonomos_2025")
+    assert f"Error: {golden}:{line}: record 'irpf_autonomos_2025': field 'expected'" in bad.output
     out = tmp_path / "anchored.yaml"
     mig = runner.invoke(app, ["golden", "migrate", str(golden), "--from", str(v2), "--to",
                               str(merged), "--out", str(out)])
