@@ -1,7 +1,8 @@
 """Endless input: /dev/zero, a small gzip file that inflates to one 200 MB line, and a 64 GB plain
 file of NUL bytes, given to every command that reads a user file. Each exits 2 with the located
-error naming the cap, and the process's peak memory stays bounded: at the default caps (marked
-slow), and at caps of 1 MB with an 8 MB line (the default suite).
+error naming the cap, and the process's peak memory stays bounded: every command at the default
+caps (marked slow: over a minute), and the TREC and golden set readers at caps of 1 MB with an
+8 MB line (the default suite).
 
 The commands run one after the other in one child process (the command line's import is paid
 once), which reports its peak resident memory (its own high-water mark, VmHWM) after each; a
@@ -104,14 +105,16 @@ def commands(d: Path) -> list[list[str]]:
     ]
 
 
-def _run_each(root: Path, line_mb: str | None, file_mb: str | None) -> None:
-    """Every command of :func:`commands` on the files in ``root``, with these caps (None: the
-    default): each exits 2 with the located error naming its cap, within bounded memory."""
+def _run_each(root: Path, line_mb: str | None, file_mb: str | None,
+              first_words: tuple[str, ...] | None = None) -> None:
+    """The commands of :func:`commands` (those whose name is one of ``first_words``, or all) on
+    the files in ``root``, with these caps (None: the default): each exits 2 with the located
+    error naming its cap, within bounded memory."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("RECALLWATCH_MAX_LINE_MB", "RECALLWATCH_MAX_FILE_MB")}
     env.update({name: mb for name, mb in (("RECALLWATCH_MAX_LINE_MB", line_mb),
                                           ("RECALLWATCH_MAX_FILE_MB", file_mb)) if mb})
-    cmds = commands(root)
+    cmds = [c for c in commands(root) if first_words is None or c[0] in first_words]
     child = subprocess.run([sys.executable, "-c", CHILD, json.dumps(cmds)], cwd=root,
                            env={**env, "PYTHONPATH": str(ROOT)}, capture_output=True,
                            text=True, timeout=300)
@@ -139,6 +142,8 @@ def test_endless_input_is_refused_at_a_cap_with_bounded_memory(hostile: Path) ->
     _run_each(hostile, None, None)
 
 
-def test_endless_input_is_refused_at_caps_of_one_megabyte(hostile_small: Path) -> None:
-    # the same commands and files at smaller caps: the default suite's check, in less time
-    _run_each(hostile_small, "1", "1")
+def test_endless_trec_and_golden_input_is_refused_at_caps_of_one_megabyte(
+        hostile_small: Path) -> None:
+    # the default suite's check: the TREC readers (eval, compare) and the golden set readers
+    # (JSON Lines, YAML and JSON) on the same files, at smaller caps
+    _run_each(hostile_small, "1", "1", ("eval", "compare", "golden"))
