@@ -84,7 +84,8 @@ def _send(request: urllib.request.Request, url: str, *, error: type[RecallwatchE
                                 f"set {FILE_CAP_VARIABLE} (megabytes) to accept larger answers")
                 return _decode(raw, url, what, error)
         except urllib.error.HTTPError as exc:
-            detail = error_detail(exc.read(64 * 1024))
+            with exc:  # the error holds the connection: closed here, not when collected
+                detail = error_detail(exc.read(64 * 1024))
             if exc.code in RETRY_STATUS and attempt < max_retries:
                 time.sleep(retry_wait * 2**attempt)
                 continue

@@ -22,7 +22,7 @@ import re
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
-__all__ = ["ENCODE_HINT", "ENV_HINT", "REDACTED", "has_secret", "is_secret_name",
+__all__ = ["ENCODE_HINT", "ENV_HINT", "REDACTED", "forget", "has_secret", "is_secret_name",
            "password_span", "redact", "redact_all", "remember", "scrub"]
 
 REDACTED = "***"
@@ -115,6 +115,12 @@ def remember(secret: str | None) -> None:
     for form in (secret, unquote(secret), quote(secret, safe=""), quote(secret)):
         if len(form) >= _SHORTEST:
             _KNOWN.add(form)
+
+
+def forget() -> None:
+    """Drop every remembered secret: a command starts with none (those of an earlier command
+    run in the same process would hide its words)."""
+    _KNOWN.clear()
 
 
 def scrub(text: str) -> str:

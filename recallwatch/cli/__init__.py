@@ -128,8 +128,9 @@ def _broken_pipe(done: BaseException) -> bool:
 def _remember_typed_secrets(args: list[str]) -> None:
     """The password of every URI on the command line is never printed, whatever else happens
     to it (a parse error, an engine's message): see recallwatch._redact.scrub."""
-    from recallwatch._redact import password_span, remember
+    from recallwatch._redact import forget, password_span, remember
 
+    forget()
     for arg in args:
         for text in (arg, arg.partition("=")[2]):
             span = password_span(text)
