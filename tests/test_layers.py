@@ -76,13 +76,7 @@ PRIVATE_ALLOWED: set[tuple[str, str]] = set()
 
 # Cycles between modules of one package that are known, each waiting for its package's owner to
 # untie it: a new one fails the test; one that is gone may be deleted from here.
-MODULE_CYCLES_KNOWN: set[frozenset[str]] = {
-    frozenset({"recallwatch.history._backend", "recallwatch.history._pg"}),
-    frozenset({"recallwatch.metrics._cache", "recallwatch.metrics._data"}),
-    frozenset({"recallwatch.metrics._catalog", "recallwatch.metrics.average_precision",
-               "recallwatch.metrics._measure"}),
-    frozenset({"recallwatch.stores.lancedb", "recallwatch.stores.lancedb_index"}),
-}
+MODULE_CYCLES_KNOWN: set[frozenset[str]] = set()
 
 _TARGET = re.compile(r"^(recallwatch(?:\.\w+)+):\w+$")  # a registry's "module:attribute"
 

@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-from recallwatch.metrics import (  # noqa: F401
-    average_precision,
-    bpref,
-    counts,
-    diversity,
-    err,
-    gmap,
-    iprec,
-    judged,
-    ndcg,
-    precision,
-    rbp,
-    recall,
-    reciprocal_rank,
-    rprec,
-    set_measures,
-    success,
-)
+import recallwatch.metrics.average_precision  # noqa: F401
+import recallwatch.metrics.bpref  # noqa: F401
+import recallwatch.metrics.counts  # noqa: F401
+import recallwatch.metrics.diversity  # noqa: F401
+import recallwatch.metrics.err  # noqa: F401
+import recallwatch.metrics.gmap  # noqa: F401
+import recallwatch.metrics.iprec  # noqa: F401
+import recallwatch.metrics.judged  # noqa: F401
+import recallwatch.metrics.ndcg  # noqa: F401
+import recallwatch.metrics.precision  # noqa: F401
+import recallwatch.metrics.rbp  # noqa: F401
+import recallwatch.metrics.recall  # noqa: F401
+import recallwatch.metrics.reciprocal_rank  # noqa: F401
+import recallwatch.metrics.rprec  # noqa: F401
+import recallwatch.metrics.set_measures  # noqa: F401
+import recallwatch.metrics.success  # noqa: F401

@@ -179,6 +179,7 @@ def _labelled_share(gate: dict[str, Any]) -> dict[str, float]:
     return out
 
 
+@pytest.mark.slow  # the runs fixture: five variants built and judged, twice
 def test_judged_at_k_is_the_labelled_share_of_each_top_k(runs: dict[str, Any]) -> None:
     folder, out = runs["folder"], runs["out"]
     by_name = {v["name"]: v for v in runs["results"]["variants"]}
