@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import recallwatch.metrics.average_precision  # noqa: F401
-import recallwatch.metrics.bpref  # noqa: F401
-import recallwatch.metrics.counts  # noqa: F401
-import recallwatch.metrics.diversity  # noqa: F401
-import recallwatch.metrics.err  # noqa: F401
-import recallwatch.metrics.gmap  # noqa: F401
-import recallwatch.metrics.iprec  # noqa: F401
-import recallwatch.metrics.judged  # noqa: F401
-import recallwatch.metrics.ndcg  # noqa: F401
-import recallwatch.metrics.precision  # noqa: F401
-import recallwatch.metrics.rbp  # noqa: F401
-import recallwatch.metrics.recall  # noqa: F401
-import recallwatch.metrics.reciprocal_rank  # noqa: F401
-import recallwatch.metrics.rprec  # noqa: F401
-import recallwatch.metrics.set_measures  # noqa: F401
-import recallwatch.metrics.success  # noqa: F401
+import recallwatch.metrics.average_precision
+import recallwatch.metrics.bpref
+import recallwatch.metrics.counts
+import recallwatch.metrics.diversity
+import recallwatch.metrics.err
+import recallwatch.metrics.gmap
+import recallwatch.metrics.iprec
+import recallwatch.metrics.judged
+import recallwatch.metrics.ndcg
+import recallwatch.metrics.precision
+import recallwatch.metrics.rbp
+import recallwatch.metrics.recall
+import recallwatch.metrics.reciprocal_rank
+import recallwatch.metrics.rprec
+import recallwatch.metrics.set_measures
+import recallwatch.metrics.success  # noqa: F401  (the name `recallwatch` is bound once for all)
