@@ -10,12 +10,10 @@ from typing import Any
 
 import pytest
 
+from tests.browser import ARGS, CHROMIUM
 from tests.clirun import cli
 from tests.experiment.conftest import small_kb, write_plan
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 HOSTILE = '<img src=x onerror="window.ran=1">'
 
 pytestmark = [

@@ -4,25 +4,19 @@ script ever running — with the Content-Security-Policy bypassed, so escaping a
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
 import pytest
-import uvicorn
 
 from recallwatch.report.html import to_html
 from recallwatch.suite.model import GateResult
 from recallwatch.web import create_app
+from tests.browser import ARGS, CHROMIUM, served
 from tests.report import helpers as H
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
 pytestmark = [
@@ -38,19 +32,8 @@ Site = tuple[Path, Path, list[GateResult]]
 def base_url(site: Site) -> Iterator[str]:
     """The dashboard on 127.0.0.1, a free port, uvicorn in a thread."""
     db, bench, _ = site
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(create_app(db, bench=bench), log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "the dashboard did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    server.should_exit = True
-    thread.join(timeout=30)
-    sock.close()
+    with served(create_app(db, bench=bench)) as url:
+        yield url
 
 
 def expect(locator: Any) -> Any:

@@ -6,26 +6,20 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from starlette.testclient import TestClient
 
 from recallwatch.web import create_app
 from recallwatch.web._experiments import experiment_id
+from tests.browser import ARGS, CHROMIUM, served
 from tests.clirun import cli
-from tests.experiment.test_experiment import _small_kb
+from tests.experiment.conftest import small_kb
 from tests.report import helpers as H
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 HOSTILE = '<img src=x onerror="window.ran=1">'
 PLAN = ("golden: golden.yaml\ncorpus: corpus.jsonl\npolicy: policy.yaml\n"
         "base: {{name: bm25, retrieval: bm25}}\nvariants:\n{variants}")
@@ -39,7 +33,7 @@ def experiments(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder holding two experiments' output directories (BM25 variants of the example's
     labour-law questions), a stray JSON file and a broken one."""
     folder = tmp_path_factory.mktemp("exp-site")
-    _small_kb(folder)
+    small_kb(folder)
     root = folder / "experiments"
     for name, variants in (("first", FIRST), ("second", SECOND)):
         (folder / f"{name}.yaml").write_text(PLAN.format(variants=variants), encoding="utf-8")
@@ -129,20 +123,8 @@ def test_an_unknown_experiment_is_a_404_and_no_folder_says_how_to_give_one(
 @pytest.fixture(scope="module")
 def base_url(site: tuple[Path, Path, Any], experiments: Path) -> Iterator[str]:
     """The dashboard on 127.0.0.1, a free port, uvicorn in a thread."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(create_app(site[0], experiments=[experiments]),
-                                           log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "the dashboard did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    server.should_exit = True
-    thread.join(timeout=30)
-    sock.close()
+    with served(create_app(site[0], experiments=[experiments])) as url:
+        yield url
 
 
 @pytest.mark.browser

@@ -17,10 +17,8 @@ import pytest
 
 from recallwatch.formats.judging import read_judgment_records, read_queue, write_queue
 from recallwatch.truth.pool import pool_from_files
+from tests.browser import ARGS, CHROMIUM
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 KB = Path(__file__).resolve().parents[2] / "examples" / "kb"
 N = 32
 

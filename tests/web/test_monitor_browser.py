@@ -5,18 +5,15 @@ every figure on a card carries its unit, and no text is drawn smaller than 11 px
 from __future__ import annotations
 
 import re
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import uvicorn
 
 from recallwatch.web import create_app
+from tests.browser import ARGS, CHROMIUM, served
 from tests.web import monitor_site as S
-from tests.web.test_browser import ARGS, ARTIFACTS, CHROMIUM
+from tests.web.test_browser import ARTIFACTS
 from tests.web.test_monitor_page import UNIT
 
 pytestmark = [
@@ -77,19 +74,8 @@ def _overlaps(boxes: list[dict[str, Any]], slack: float = 1.0) -> list[tuple[str
 def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     db = tmp_path_factory.mktemp("monitor-browser") / "h.db"
     S.build(db)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(create_app(db), log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "the dashboard did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    server.should_exit = True
-    thread.join(timeout=30)
-    sock.close()
+    with served(create_app(db)) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

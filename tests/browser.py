@@ -1,0 +1,43 @@
+"""What the browser tests share: Debian's chromium (nothing is downloaded by playwright), the
+flags it runs with here, the mark that skips a test without it, and a dashboard served for real
+on 127.0.0.1 (uvicorn in a thread, on a free port)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+needs_chromium = pytest.mark.skipif(not CHROMIUM.exists(),
+                                    reason=f"{CHROMIUM} is not installed (run `make browser`)")
+
+
+@contextmanager
+def served(app: Any) -> Iterator[str]:
+    """``app`` answering on 127.0.0.1 at a free port: its base URL, stopped when the block ends."""
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "the dashboard did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        sock.close()
