@@ -5,7 +5,6 @@ filtering an HNSW search (iterative scan, post-filter)."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -31,14 +30,6 @@ _names = itertools.count()
 @pytest.fixture(scope="module")
 def data() -> Dataset:
     return synthetic(3000, 16, topics=10, queries=25, seed=3)
-
-
-@pytest.fixture
-def stores() -> Iterator[list[VectorStore]]:
-    opened: list[VectorStore] = []
-    yield opened
-    for store in opened:
-        store.close()
 
 
 def _run(uri: str, data: Dataset, stores: list[VectorStore], k: int = 10) -> FilteredResult:

@@ -4,7 +4,6 @@ queries run; after each batch, recall against numpy brute force over the rows in
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -25,14 +24,6 @@ _names = itertools.count()
 @pytest.fixture(scope="module")
 def data() -> Dataset:
     return synthetic(2000, 16, topics=10, queries=20, seed=9)
-
-
-@pytest.fixture
-def stores() -> Iterator[list[VectorStore]]:
-    opened: list[VectorStore] = []
-    yield opened
-    for store in opened:
-        store.close()
 
 
 def _stream(uri: str, data: Dataset, stores: list[VectorStore], *, initial: int,
