@@ -96,7 +96,7 @@ def test_drift_over_time_per_store_with_the_alarm_threshold(page: tuple[Path, An
                 f"p = {S.drift(d, S.STORES.index(store))['test']['p_value']:.4f}"
                 for d in range(S.DAYS)]
         assert tips == want
-        assert H.text(p_chart.cssselect(".rule-label")[0]) == "alarm under p = 0.01"
+        assert H.text(p_chart.cssselect(".legend .rule-key")[0]) == "alarm under p = 0.01"
     assert not section(doc, NO_STORE).cssselect(".charts.drift")
 
 
