@@ -8,7 +8,13 @@ from typing import Annotated
 import typer
 
 from recallwatch.cli._common import emit
-from recallwatch.cli._options import EngineChoice, EngineOption, RayAddress, RayWorkers
+from recallwatch.cli._options import (
+    EngineChoice,
+    EngineOption,
+    HistoryOrNone,
+    RayAddress,
+    RayWorkers,
+)
 
 
 def experiment(
@@ -21,6 +27,7 @@ def experiment(
     engine: EngineOption = EngineChoice.local,
     address: RayAddress = None,
     workers: RayWorkers = None,
+    history: HistoryOrNone = None,
 ) -> None:
     """Try a base pipeline and its variants on one golden set and say which wins, with evidence.
 
@@ -38,8 +45,10 @@ def experiment(
     is chosen and judged on the same queries, and a warning says so.
 
     Prints the table; writes DIR/results.json, DIR/results.md (the table in Markdown) and
-    DIR/report.html (with the quality-vs-cost frontier). Exit 0 when it ran, 2 on a bad plan or
-    input.
+    DIR/report.html (with the quality-vs-cost frontier). With --history, the results are also
+    recorded in the run history, where `recallwatch ops serve` lists them on its experiments page
+    (a team's shared history shows every member's experiments). Exit 0 when it ran, 2 on a bad
+    plan or input.
     """
     from recallwatch.experiment import load_plan, run_experiment, write_outputs
 
@@ -51,6 +60,13 @@ def experiment(
     emit(to_text(result))
     for path in paths:
         typer.echo(f"wrote {path}", err=True)
+    if history is not None:
+        from recallwatch.history import History, record_experiment
+
+        with History(history) as h:
+            number = record_experiment(h, (out / "results.json").read_text(encoding="utf-8"),
+                                       out_dir=str(out.resolve()))
+            typer.echo(f"recorded experiment {number} in {h.location}", err=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -24,8 +24,8 @@ def copy(
                                  "(in the same transaction as the copy)."),
     fmt: TableJsonFormat = TableJson.table,
 ) -> None:
-    """Copy every run, query row, monitor record and online readout, ids and order included, in
-    one transaction.
+    """Copy every run, query row, monitor record, online readout and recorded experiment, ids and
+    order included, in one transaction.
 
     A destination that already holds runs or monitor records is refused unless --replace.
     Passwords come from the environment (PGPASSWORD, ?password_env=VAR, or the credentials file).
@@ -42,8 +42,8 @@ def copy(
         replaced = (f" (replacing its {report.replaced['runs']} run(s) and "
                     f"{report.replaced['monitor_runs']} monitor record(s))")
     emit(visible(f"copied {report.runs} run(s), {report.query_results} query row(s), "
-                 f"{report.monitor_runs} monitor record(s) and {report.online_readouts} online "
-                 f"readout(s) from {report.source} to "
+                 f"{report.monitor_runs} monitor record(s), {report.online_readouts} online "
+                 f"readout(s) and {report.experiments} experiment(s) from {report.source} to "
                  f"{report.destination}{replaced}; schema version {report.schema_version}"))
 
 

@@ -11,6 +11,7 @@ baselines, trended over time.
   records, migrations;
 * :func:`copy_history` — a history moved between the two, row for row;
 * :func:`prune_history` — the last N runs or N days kept, and every baseline and production run;
+* :func:`record_experiment` — an experiment's results kept in the history for the dashboard;
 * :func:`compare_runs` — two runs: regressions, rank changes, paired tests, who buried what;
 * :func:`trend` — slow degradation, per-domain trends and noise creeping up over N runs;
 * :mod:`recallwatch.history.funnel` — per change, the offline delta and the online readout that
@@ -22,6 +23,13 @@ The history records and compares; promoting a version changes a store, so it is 
 
 from recallwatch.history._backend import is_postgresql
 from recallwatch.history._copy import CopyReport, copy_history
+from recallwatch.history._experiments import (
+    ExperimentRecord,
+    experiment_results,
+    record_experiment,
+    recorded_experiments,
+    results_digest,
+)
 from recallwatch.history._prune import PruneReport, prune_history
 from recallwatch.history._record import (
     baselines,
@@ -38,6 +46,7 @@ __all__ = [
     "MIGRATIONS",
     "SCHEMA_VERSION",
     "CopyReport",
+    "ExperimentRecord",
     "History",
     "MonitorRun",
     "OnlineReadoutRow",
@@ -51,9 +60,13 @@ __all__ = [
     "compare_with_baselines",
     "config_differences",
     "copy_history",
+    "experiment_results",
     "ingested_since",
     "is_postgresql",
     "prune_history",
+    "record_experiment",
     "record_gate_run",
+    "recorded_experiments",
+    "results_digest",
     "trend",
 ]

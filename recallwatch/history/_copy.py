@@ -1,5 +1,6 @@
 """``recallwatch history copy SRC DST``: a history moved between backends (a SQLite file, a
-PostgreSQL database), row for row: runs, query rows, monitor records and online readouts.
+PostgreSQL database), row for row: runs, query rows, monitor records, online readouts and
+recorded experiments.
 
 Every column of every row is copied as stored, ``seq`` and monitor ids included, so run order,
 both baselines of every later run, run references and every stored comparison mean the same in
@@ -25,7 +26,7 @@ from recallwatch.history._store import History
 __all__ = ["CopyReport", "copy_history"]
 
 # Delete children first, insert parents first.
-_TABLES = ("runs", "query_results", "monitor_runs", "online_readouts")
+_TABLES = ("runs", "query_results", "monitor_runs", "online_readouts", "experiments")
 _BATCH = 200
 
 
@@ -39,6 +40,7 @@ class CopyReport:
     schema_version: int
     replaced: dict[str, int]  # rows the destination held before (with replace)
     online_readouts: int = 0
+    experiments: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -64,17 +66,20 @@ def copy_history(source: str | Path, destination: str | Path, *, replace: bool =
                     f"{held['monitor_runs']} monitor record(s)); copying into it would mix two "
                     "histories: name an empty one, or pass --replace to empty it first")
             if replace:
-                for table in ("query_results", "runs", "monitor_runs", "online_readouts"):
+                for table in ("query_results", "runs", "monitor_runs", "online_readouts",
+                              "experiments"):
                     out.execute(f"DELETE FROM {table}")
             runs, queries = _copy_runs(src._db, out, progress)
             monitors = _copy_rows(src._db, out, "monitor_runs", "id")
             readouts = _copy_rows(src._db, out, "online_readouts", "id")
+            experiments = _copy_rows(src._db, out, "experiments", "id")
             out.reset_identity("runs", "seq")
             out.reset_identity("monitor_runs", "id")
             out.reset_identity("online_readouts", "id")
+            out.reset_identity("experiments", "id")
         version = len(applied_migrations(dst._db))
     return CopyReport(src.location, dst.location, runs, queries, monitors, version,
-                      held if replace else {}, readouts)
+                      held if replace else {}, readouts, experiments)
 
 
 def _same(source: str | Path, destination: str | Path, src: History, dst: History) -> bool:

@@ -155,7 +155,8 @@ class PostgresBackend(Backend):
 
         try:
             check_schema(self)
-            for table in ("runs", "query_results", "monitor_runs", "online_readouts"):
+            for table in ("runs", "query_results", "monitor_runs", "online_readouts",
+                          "experiments"):
                 self.execute(f"SELECT count(*) FROM {table}")
         except HistoryError as exc:
             return str(exc)

@@ -114,6 +114,24 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         -- by this migration (its data step, in the same transaction).
         ALTER TABLE runs ADD COLUMN result_zlib BLOB;
     """),
+    ("0006_experiments", """
+        -- Each `recallwatch experiment --history` run: its plan, the folder it wrote, the
+        -- winner, and its results.json (zlib-compressed; digest: the SHA-256 of that text), so
+        -- the dashboard lists the experiments wherever the history is read.
+        CREATE TABLE experiments (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            created_at TEXT NOT NULL,
+            plan TEXT NOT NULL,
+            out_dir TEXT NOT NULL,
+            base TEXT,
+            winner TEXT,
+            chosen_on TEXT,
+            confirmed INTEGER,                       -- 1/0: the winner held on test; NULL: n/a
+            variants INTEGER NOT NULL,
+            digest TEXT NOT NULL,
+            results_zlib BLOB NOT NULL
+        );
+    """),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -144,11 +144,14 @@ def create_app(history: str | Path, *, bench: str | Path | None = None,
                     title="recallwatch — benchmarks")
 
     def experiment_list(request: Request) -> Response:
-        return page("experiments.html", "experiments", view=experiments_view(experiment_dirs),
+        with opened() as h:
+            view = experiments_view(experiment_dirs, h)
+        return page("experiments.html", "experiments", view=view,
                     title="recallwatch — experiments")
 
     def experiment(request: Request) -> Response:
-        view = experiment_view(experiment_dirs, request.path_params["exp_id"])
+        with opened() as h:
+            view = experiment_view(experiment_dirs, request.path_params["exp_id"], h)
         return page("experiment_page.html", "experiments", view=view,
                     title=f"recallwatch experiment — {view['plan']}")
 

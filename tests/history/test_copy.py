@@ -14,13 +14,19 @@ from typer.testing import CliRunner
 
 from recallwatch.cli import app
 from recallwatch.errors import HistoryError, UsageError
-from recallwatch.history import SCHEMA_VERSION, History, copy_history, record_gate_run
+from recallwatch.history import (
+    SCHEMA_VERSION,
+    History,
+    copy_history,
+    record_experiment,
+    record_gate_run,
+)
 from recallwatch.history._schema import applied_migrations
 from tests.history.helpers import gate_run, golden_set, raw_backend
 from tests.pg import PG_PASSWORD
 
 TABLES = {"runs": "seq", "query_results": "run_id, query_id", "monitor_runs": "id",
-          "online_readouts": "id"}
+          "online_readouts": "id", "experiments": "id"}
 
 
 def _rows(location: str) -> dict[str, Any]:
@@ -57,6 +63,9 @@ def _fill(location: str) -> None:
             "online_metric": "ctr", "online_delta": -1e-300, "online_ci_low": None,
             "online_ci_high": 2**-1074, "online_verdict": "no difference",
             "agreement": "disagreed", "payload": {"reading": "mirage « ñ »\n😀"}})
+        record_experiment(h, json.dumps({"plan": "plan ñ.yaml", "winner": "hybrid",
+                                         "confirmed": False, "variants": [{"name": "a"}]}),
+                          out_dir="/exp/ñ « »")
 
 
 def test_sqlite_to_postgresql_and_back_keeps_every_row(tmp_path: Path,
@@ -66,10 +75,10 @@ def test_sqlite_to_postgresql_and_back_keeps_every_row(tmp_path: Path,
     _fill(original)
     there = copy_history(original, pg)
     again = copy_history(pg, back)
-    assert (there.runs, there.query_results, there.monitor_runs, there.online_readouts) == (
-        5, 21, 3, 1)
-    assert (again.runs, again.query_results, again.monitor_runs, again.online_readouts) == (
-        5, 21, 3, 1)
+    assert (there.runs, there.query_results, there.monitor_runs, there.online_readouts,
+            there.experiments) == (5, 21, 3, 1, 1)
+    assert (again.runs, again.query_results, again.monitor_runs, again.online_readouts,
+            again.experiments) == (5, 21, 3, 1, 1)
     assert there.schema_version == again.schema_version == SCHEMA_VERSION
     rows = _rows(original)
     assert len(rows["runs"]) == 5 and len(rows["query_results"]) == 21
@@ -109,7 +118,7 @@ def test_a_non_empty_destination_is_refused_unless_replaced(
     assert _rows(dest) == before
     report = copy_history(source, dest, replace=True)
     assert report.replaced == {"runs": 1, "query_results": 2, "monitor_runs": 0,
-                               "online_readouts": 0}
+                               "online_readouts": 0, "experiments": 0}
     assert _rows(dest) == _rows(source)
 
 
@@ -135,8 +144,8 @@ def test_the_command(tmp_path: Path, postgres_server: Any, pg_databases: Callabl
     runner = CliRunner()
     r = runner.invoke(app, ["history", "copy", source, typed])
     assert r.exit_code == 0, r.output
-    assert r.output == (f"copied 5 run(s), 21 query row(s), 3 monitor record(s) and 1 online "
-                        f"readout(s) from {source} "
+    assert r.output == (f"copied 5 run(s), 21 query row(s), 3 monitor record(s), 1 online "
+                        f"readout(s) and 1 experiment(s) from {source} "
                         f"to {dest.replace('postgres@', 'postgres:***@')}; schema version "
                         f"{SCHEMA_VERSION}\n")
     r = runner.invoke(app, ["history", "copy", source, dest])
@@ -146,7 +155,7 @@ def test_the_command(tmp_path: Path, postgres_server: Any, pg_databases: Callabl
     r = runner.invoke(app, ["history", "copy", source, typed, "--replace", "--format", "json"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.output)["replaced"] == {"runs": 5, "query_results": 21, "monitor_runs": 3,
-                                                "online_readouts": 1}
+                                                "online_readouts": 1, "experiments": 1}
     assert PG_PASSWORD not in r.output
     r = runner.invoke(app, ["history", "list", "--history", dest])
     assert r.exit_code == 0 and r.output.startswith(f"5 run(s) in {dest}\n")

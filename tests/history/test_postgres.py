@@ -25,7 +25,7 @@ def _columns(location: str) -> dict[str, list[tuple[str, str, bool]]]:
     out: dict[str, list[tuple[str, str, bool]]] = {}
     with raw_backend(location) as db:
         for table in ("runs", "query_results", "monitor_runs", "online_readouts",
-                      "schema_migrations"):
+                      "experiments", "schema_migrations"):
             if db.kind == "sqlite":
                 rows = db.execute(f"PRAGMA table_info({table})")
                 out[table] = [(r[1], r[2], not r[3] and not r[5]) for r in rows]

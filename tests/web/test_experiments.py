@@ -1,6 +1,7 @@
 """The dashboard's experiments: two real `recallwatch experiment` runs found under the folder the
-dashboard is given, listed, and each one's ranked table and frontier plot shown, as read from its
-results.json here; in process (Starlette TestClient) and in a real headless Chromium."""
+dashboard is given, and one recorded in the history, listed, and each one's ranked table and
+frontier plot shown, as read from its results.json here; in process (Starlette TestClient) and
+in a real headless Chromium."""
 
 from __future__ import annotations
 
@@ -114,7 +115,43 @@ def test_an_unknown_experiment_is_a_404_and_no_folder_says_how_to_give_one(
     assert "no experiment '000000000000'" in H.text(doc)
     bare = TestClient(base_url="http://127.0.0.1", app=create_app(site[0]))
     doc = get(bare, "/experiments")
-    assert "recallwatch ops serve --experiments DIR" in H.text(doc.cssselect("div.empty")[0])
+    empty = H.text(doc.cssselect("div.empty")[0])
+    assert "recallwatch ops serve --experiments DIR" in empty
+    assert "--history" in empty
+
+
+def test_an_experiment_recorded_in_the_history_is_listed_without_its_folder(
+        tmp_path: Path, site: tuple[Path, Path, Any], experiments: Path) -> None:
+    """`experiment --history` records the results; the dashboard on that history lists and shows
+    them with no folder given, once when the folder is given too, and after the folder is gone."""
+    db = tmp_path / "history.db"
+    shutil.copy(site[0], db)
+    folder = experiments.parent
+    code, _, stderr = cli("experiment", str(folder / "second.yaml"), "--out",
+                          str(tmp_path / "out" / "second"), "--history", str(db))
+    assert code == 0, stderr
+    assert f"recorded experiment 1 in {db}" in stderr
+    data = _results(tmp_path / "out", "second")
+    bare = TestClient(base_url="http://127.0.0.1", app=create_app(db))
+    rows = get(bare, "/experiments").cssselect("table.experiments tbody tr")
+    assert len(rows) == 1
+    cells = [H.text(c) for c in rows[0].cssselect("td")]
+    assert cells[1:6] == [data["plan"], str(len(data["variants"])), data["base"],
+                          data["winner"], data["chosen_on"]]
+    assert cells[6:] == [str((tmp_path / "out" / "second").resolve()), "history"]
+    assert rows[0].cssselect("a")[0].get("href") == "/experiments/h1"
+    both = TestClient(base_url="http://127.0.0.1",
+                      app=create_app(db, experiments=[tmp_path / "out"]))
+    rows = get(both, "/experiments").cssselect("table.experiments tbody tr")
+    assert [H.text(r.cssselect("td")[7]) for r in rows] == ["folder"]
+    shutil.rmtree(tmp_path / "out")
+    doc = get(bare, "/experiments/h1")
+    names = [H.text(r.cssselect("td")[0]).removesuffix(" (winner)")
+             for r in doc.cssselect("table.experiment tbody tr")]
+    ranked = sorted(data["variants"], key=lambda v: -v["metrics"]["mean_quality"])
+    assert names == [v["name"] for v in ranked]
+    assert [H.text(p) for p in doc.cssselect("section.summary p")] == data["summary"]
+    assert "no recorded experiment 2" in H.text(get(bare, "/experiments/h2", status=404))
 
 
 # -- in a real browser -----------------------------------------------------------------------------
