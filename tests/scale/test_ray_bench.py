@@ -63,13 +63,10 @@ def strip_timings(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def on_ray(config: Any, **kw: Any) -> SweepResult:
-    from functools import partial
+    """The sweep as ``bench --engine ray`` runs it, on the connected Ray."""
+    from recallwatch.scale.ray_bench import sweep_on_ray
 
-    from recallwatch.scale.ray_bench import RayPoints
-    from recallwatch.scale.ray_engine import ground_truth
-
-    return run_sweep(config, compute_truth=partial(ground_truth, workers=2),
-                     run_points=RayPoints(workers=2), **kw)
+    return sweep_on_ray(config, workers=2, **kw)
 
 
 # -- the command line on a Ray it starts (slow: starting Ray takes tens of seconds here) -------
