@@ -89,6 +89,7 @@ class RemoteInputs:
     depths: list[int]
     space: Space
     config: SweepConfig
+    cwd: str  # the command's working folder: relative paths (a store URI's) are read from it
 
 
 @contextlib.contextmanager
@@ -181,7 +182,7 @@ def sweep_on_ray(
             write_cached(cache, truth)
     truth_seconds = time.perf_counter() - t0
     inputs = RemoteInputs(loaded.base, loaded.queries, ray.put(truth), loaded.ids, loaded.depths,
-                          space_of(metric), config)
+                          space_of(metric), config, os.getcwd())
     return finish_sweep(config, loaded.dataset, truth_seconds,
                         RayPoints(workers)(sweep_points(config), inputs), started, on_result)
 
@@ -201,10 +202,11 @@ def check_threads(ray: Any, threads: int) -> None:
 
 
 def _measure(point: Point, base: np.ndarray, queries: np.ndarray, truth: GroundTruth,
-             ids: list[str] | None, depths: list[int], space: Space,
-             config: SweepConfig) -> list[ConfigResult]:
+             ids: list[str] | None, depths: list[int], space: Space, config: SweepConfig,
+             cwd: str) -> list[ConfigResult]:
     """In a Ray task: one point measured on the stored inputs, as in one process."""
-    return measure_point(point, Inputs(base, queries, truth, depths, space, ids, config))
+    with _in_dir(cwd):
+        return measure_point(point, Inputs(base, queries, truth, depths, space, ids, config))
 
 
 @dataclass
@@ -225,7 +227,7 @@ class RayPoints:
         cpus = float(ray.cluster_resources().get("CPU", threads))
         limit = self.workers or max(1, int(cpus // threads))
         shared = (inputs.base, inputs.queries, inputs.truth, inputs.ids, inputs.depths,
-                  inputs.space, inputs.config)
+                  inputs.space, inputs.config, inputs.cwd)
         pending = list(points)
         running: dict[Any, int] = {}
         done: dict[int, list[ConfigResult]] = {}

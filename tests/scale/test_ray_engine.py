@@ -397,3 +397,26 @@ def test_a_dataset_error_in_the_loading_task_reaches_the_user_as_it_is(
         on_ray(config)
     assert str(remote.value) == str(local.value)
     assert "RayTaskError" not in str(remote.value)
+
+
+def test_a_store_dataset_named_relative_to_the_command_gives_the_single_process_results(
+        local_ray: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store's own vectors, exported by the loading task, with the names of the base rows
+    (which the ``store`` engine searches by) kept in the object store; the store is named by a
+    path relative to the command's folder, in the dataset and in the engine."""
+    from tests.bench.test_store_dataset import _store, _sweep
+
+    _store(tmp_path / "kb", 1500)
+    monkeypatch.chdir(tmp_path)
+    uri = "lancedb://kb?table=t"
+    config = load_sweep(_sweep(tmp_path, uri, f"""\
+  - engine: store
+    build: {{uri: "{uri}", populate: false}}
+    query: {{exact: true}}
+  - engine: faiss-flat
+"""))
+    one = run_sweep(config)
+    spread = on_ray(config)
+    assert without_timings(spread) == without_timings(one)
+    assert spread.dataset == one.dataset and spread.dataset["n"] == 1500 - 60
+    assert [r.recall for r in spread.results] == [{1: 1.0, 10: 1.0}] * 2
