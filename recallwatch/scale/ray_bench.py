@@ -60,7 +60,8 @@ from recallwatch.scale.ray_engine import (
     shard_topk,
 )
 
-__all__ = ["Loaded", "RayPoints", "RemoteInputs", "load_on_ray", "sweep_on_ray"]
+__all__ = ["Loaded", "RayPoints", "RemoteInputs", "check_threads", "load_on_ray", "sweep_on_ray",
+           "truth_on_ray"]
 
 
 @dataclass(frozen=True)

@@ -333,7 +333,7 @@ def test_the_vectors_are_loaded_by_a_worker_and_stay_in_the_object_store(
         local_ray: ModuleType, tmp_path: Path) -> None:
     from recallwatch.bench.sweep import dataset_info, load_dataset
     from recallwatch.bench.truth import prepare
-    from recallwatch.scale.ray_bench import load_on_ray
+    from recallwatch.scale.ray_bench import load_on_ray, truth_on_ray
 
     config = load_sweep(sweep_file(tmp_path))
     loaded = load_on_ray(config)
@@ -350,6 +350,11 @@ def test_the_vectors_are_loaded_by_a_worker_and_stay_in_the_object_store(
     assert local_ray.get(loaded.raw_queries).tobytes() == data.queries.tobytes()
     assert local_ray.get(loaded.ids) is None
     assert loaded.depths == [1, 10, 50] and loaded.truth_key == ""
+    # the exact truth from 5 shards of the stored base: one process's bytes
+    found = truth_on_ray(loaded, shard_rows=700, workers=2)
+    truth = ground_truth(data.base, data.queries, 50, data.metric)
+    assert found.ids.tobytes() == truth.ids.tobytes()
+    assert found.distances.tobytes() == truth.distances.tobytes()
 
 
 def _vector_sweep(tmp: Path, metric: str) -> Path:
