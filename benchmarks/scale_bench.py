@@ -1,10 +1,11 @@
 """Scaling on Ray against the single-process path, in one run: corpus embedding, exact ground
-truth and the monitor's exact truth, with 1 and 2 Ray workers, and the peak memory of each Ray
-worker.
+truth and the monitor's exact truth, with 1 and 2 Ray workers, the peak memory of each Ray
+worker, and the memory of ``bench --engine ray``'s own process at two base sizes.
 
     .venv/bin/python benchmarks/scale_bench.py [--texts 512] [--batch-size 32]
         [--base 100000] [--dim 128] [--queries 500] [--k 10] [--shard-rows 25000 100000]
-        [--only embedding|truth|monitor] [--out FILE.json]
+        [--only embedding|truth|monitor|bench] [--bench-base 20000 200000] [--bench-dim 128]
+        [--baseline DIR] [--out FILE.json]
 
 1. **Embedding** (what ``ingest`` spends its time on): ``--texts`` synthetic Spanish chunks
    (seeded templates) cut into batches of ``--batch-size`` exactly as ``ingest`` cuts them, then
@@ -26,6 +27,17 @@ worker.
 4. **Memory per worker**: the peak resident memory (VmHWM) of each Ray worker process of the run,
    for each ``--shard-rows``: it follows the shard size, not the base size.
 
+5. **The driver of ``bench --engine ray``** (goal: its memory independent of the base): the real
+   command, ``recallwatch bench SWEEP --engine ray --address ADDRESS --workers 2``, in a fresh
+   process per base size (``--bench-base``, two sizes a decade apart, of ``--bench-dim``-d
+   synthetic vectors, ``--queries`` queries; the sweep: faiss flat, and faiss IVF with 128
+   lists at 4 and 16 probes), joining a local Ray of 2 CPUs started before. Printed: the
+   command's peak resident memory (``ru_maxrss`` of that process alone, as the system reports it
+   when the process ends), its growth per base row (``(peak₂ − peak₁) / (n₂ − n₁)``, against the
+   base's own ``dim × 4`` bytes per row), and each command's wall time; every run's results are
+   checked to be those of the other code when ``--baseline DIR`` also runs the command with the
+   code of the checkout DIR (e.g. before the change).
+
 Each Ray configuration starts its own local Ray (``ray.init(num_cpus=W)``) and stops it, so a
 worker's peak belongs to that configuration alone. Speed is what this machine gave at that
 moment: record the load average printed with the figures.
@@ -39,6 +51,7 @@ import logging
 import os
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -223,6 +236,99 @@ def bench_monitor_truth(n: int, dim: int, nq: int, k: int, rows: int) -> dict[st
     return out
 
 
+DRIVER_SWEEP = """\
+name: driver-memory
+dataset:
+  synthetic: {{n: {n}, dim: {dim}, topics: 40, queries: {queries}, seed: 0}}
+k: 10
+recall_at: [1, 10]
+threads: 1
+timing: {{warmup: 2, single_queries: 50}}
+engines:
+  - engine: faiss-flat
+  - engine: faiss-ivf
+    build: {{nlist: 128}}
+    query: {{nprobe: [4, 16]}}
+"""
+_TIMINGS = ("qps_single", "qps_batch", "latency", "cpu_s_per_1000_single",
+            "cpu_s_per_1000_batch", "build_seconds", "rss_delta_bytes", "load")
+
+
+def _command(args: list[str], env: dict[str, str], cwd: Path) -> dict[str, Any]:
+    """Run a command to its end: its wall time, exit code, output, and the peak resident memory
+    of that process alone (``wait4``'s ``ru_maxrss``, KiB on Linux)."""
+    out, err = cwd / "stdout.txt", cwd / "stderr.txt"
+    load = os.getloadavg()[0]
+    t0 = time.perf_counter()
+    with out.open("wb") as o, err.open("wb") as e:
+        proc = subprocess.Popen(args, stdout=o, stderr=e, env=env, cwd=cwd)
+        _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return {"seconds": time.perf_counter() - t0, "returncode": proc.returncode,
+            "peak_bytes": usage.ru_maxrss * 1024, "load_average_start": load,
+            "load_average_end": os.getloadavg()[0],
+            "stdout": out.read_text(encoding="utf-8"), "stderr": err.read_text(encoding="utf-8")}
+
+
+def bench_driver(sizes: list[int], dim: int, nq: int, codes: list[Path]) -> dict[str, Any]:
+    """``bench --engine ray`` at each base size, with the code of each checkout in ``codes``."""
+    recallwatch = str(Path(sys.executable).with_name("recallwatch"))
+    out: dict[str, Any] = {"dim": dim, "queries": nq, "base_bytes_per_row": dim * 4, "codes": {}}
+    for code in codes:
+        # Ray's workers import the code the local Ray was started with: one Ray per checkout
+        before = os.environ.get("PYTHONPATH")
+        os.environ["PYTHONPATH"] = str(code)
+        with LocalRay(2) as ray:
+            address = ray.get_runtime_context().gcs_address
+            runs = []
+            for n in sizes:
+                with tempfile.TemporaryDirectory(prefix="rw-driver-") as tmp:
+                    work = Path(tmp)
+                    (work / "sweep.yaml").write_text(
+                        DRIVER_SWEEP.format(n=n, dim=dim, queries=nq), encoding="utf-8")
+                    env = {**os.environ, "PYTHONPATH": str(code), "RAY_USAGE_STATS_ENABLED": "0"}
+                    r = _command([recallwatch, "bench", "sweep.yaml", "--engine", "ray",
+                                  "--address", address, "--workers", "2", "--format", "json",
+                                  "--quiet"], env, work)
+                if r["returncode"] != 0:
+                    raise SystemExit(f"bench at {n} rows: {r['stderr'][-3000:]}")
+                results = json.loads(r.pop("stdout"))["results"]
+                r.pop("stderr")
+                runs.append({"n": n, **r, "results": [
+                    {k: v for k, v in x.items() if k not in _TIMINGS} for x in results]})
+                print(f"  bench on Ray, {n:,} rows ({code}): {r['seconds']:.1f} s, driver peak "
+                      f"{r['peak_bytes'] / 2**20:.0f} MiB", file=sys.stderr)
+            low, high = runs[0], runs[-1]
+            grow = (high["peak_bytes"] - low["peak_bytes"]) / (high["n"] - low["n"])
+            out["codes"][str(code)] = {"runs": runs, "bytes_per_base_row": grow}
+        if before is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = before
+    firsts = [c["runs"] for c in out["codes"].values()]
+    out["same_results"] = all([r["results"] for r in runs] == [r["results"] for r in firsts[0]]
+                              for runs in firsts)
+    return out
+
+
+def driver_lines(result: dict[str, Any]) -> list[str]:
+    """The bench driver's figures as text."""
+    lines = []
+    for code, c in result["codes"].items():
+        what = "this code" if Path(code) == ROOT else f"code at {code}"
+        for r in c["runs"]:
+            lines.append(f"bench --engine ray  {r['n']:>9,} × {result['dim']} base  "
+                         f"{r['seconds']:7.1f} s  driver peak {r['peak_bytes'] / 2**20:6.0f} MiB"
+                         f"  (load {r['load_average_start']:.1f} → {r['load_average_end']:.1f}; "
+                         f"{what})")
+        lines.append(f"bench --engine ray  driver memory per base row {c['bytes_per_base_row']:.1f}"
+                     f" B (the base's own: {result['base_bytes_per_row']} B; goal ≈ 0; {what})")
+    if len(result["codes"]) > 1:
+        lines.append("bench --engine ray  same results (timings aside) with every code: "
+                     f"{'yes' if result['same_results'] else 'NO'}")
+    return lines
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--texts", type=int, default=512)
@@ -232,8 +338,12 @@ def main() -> None:
     p.add_argument("--queries", type=int, default=500)
     p.add_argument("--k", type=int, default=10)
     p.add_argument("--shard-rows", type=int, nargs="+", default=[25_000, 100_000])
-    p.add_argument("--only", choices=["embedding", "truth", "monitor"], default=None,
-                   help="run one of the three parts")
+    p.add_argument("--only", choices=["embedding", "truth", "monitor", "bench"], default=None,
+                   help="run one of the four parts")
+    p.add_argument("--bench-base", type=int, nargs=2, default=[20_000, 200_000])
+    p.add_argument("--bench-dim", type=int, default=128)
+    p.add_argument("--baseline", type=Path, default=None,
+                   help="bench: also run the command with this checkout's code")
     p.add_argument("--out", type=Path, default=None)
     a = p.parse_args()
     from recallwatch.bench.sweep import machine_info
@@ -248,10 +358,18 @@ def main() -> None:
                   if a.only in (None, "truth") else None),
         "monitor_truth": (bench_monitor_truth(a.base, a.dim, a.queries, a.k, a.shard_rows[0])
                           if a.only in (None, "monitor") else None),
+        "bench_driver": (bench_driver(a.bench_base, a.bench_dim, a.queries,
+                                      [ROOT] + ([a.baseline.resolve()] if a.baseline else []))
+                         if a.only in (None, "bench") else None),
         "load_average_after": list(os.getloadavg()),
     }
     text = json.dumps(result, indent=2)
     print(text)
+    if result["bench_driver"] is not None:
+        print("\n".join([*driver_lines(result["bench_driver"]),
+                         f"started {started}, load average at start "
+                         f"{result['machine']['load_average'][0]:.1f}, at end "
+                         f"{result['load_average_after'][0]:.1f} (2 cores, shared)"]))
     if a.out is not None:
         a.out.write_text(text + "\n", encoding="utf-8")
 

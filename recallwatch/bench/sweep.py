@@ -35,7 +35,6 @@ from recallwatch.bench.measure import (
 )
 from recallwatch.bench.sweep_file import EngineSpec, SweepConfig, load_sweep
 from recallwatch.bench.truth import (
-    Compute,
     GroundTruth,
     ground_truth,
     id_recall,
@@ -49,16 +48,22 @@ __all__ = [
     "EngineSpec",
     "Inputs",
     "Point",
-    "PointRunner",
     "SweepConfig",
     "SweepResult",
     "cpu_model",
+    "dataset_info",
+    "finish_sweep",
+    "load_dataset",
     "load_sweep",
     "machine_info",
     "measure_point",
+    "now_utc",
     "run_locally",
     "run_sweep",
+    "space_of",
+    "sweep_depths",
     "sweep_points",
+    "truth_cache",
 ]
 
 SCHEMA_VERSION = 1  # of the results file
@@ -164,7 +169,8 @@ class Point:
 
 @dataclass(frozen=True)
 class Inputs:
-    """What every point is measured on: the prepared base and queries, the exact truth."""
+    """What every point is measured on: the prepared base and queries, the exact truth (in this
+    process, or rebuilt inside a Ray task from what the object store holds)."""
 
     base: np.ndarray
     queries: np.ndarray
@@ -173,10 +179,6 @@ class Inputs:
     space: Space
     ids: list[str] | None
     config: SweepConfig
-
-
-# Runs the points and yields each one's results, in the order of the points.
-PointRunner = Callable[[Sequence[Point], Inputs], Iterator[list[ConfigResult]]]
 
 
 def sweep_points(config: SweepConfig) -> list[Point]:
@@ -190,52 +192,80 @@ def run_locally(points: Sequence[Point], inputs: Inputs) -> Iterator[list[Config
         yield measure_point(point, inputs)
 
 
+def load_dataset(config: SweepConfig) -> Dataset:
+    """The dataset the sweep file's ``dataset:`` section describes (paths from the file's
+    folder)."""
+    return dataset_from_spec(config.dataset, source=config.source, base_dir=Path(config.base_dir))
+
+
+def sweep_depths(config: SweepConfig, n: int) -> list[int]:
+    """The recall depths that a base of ``n`` rows allows; InputError if ``k`` exceeds it."""
+    if config.k > n:
+        raise InputError(source=config.source, field="k", expected=f"k ≤ {n} (the base size)",
+                         found=config.k)
+    return [d for d in config.recall_at if d <= n]
+
+
+def truth_cache(config: SweepConfig) -> Path | None:
+    """The folder the sweep caches its exact ground truth in (the file's ``cache``), if any."""
+    return None if config.cache is None else Path(config.base_dir) / config.cache
+
+
+def space_of(metric: str) -> Space:
+    """How the engines compare the prepared vectors: l2, or inner product (cosine included)."""
+    return "l2" if metric == "l2" else "ip"
+
+
+def dataset_info(data: Dataset) -> dict[str, Any]:
+    """What the results record of the dataset (its hash reads every byte once)."""
+    return {"name": data.name, "n": int(data.base.shape[0]), "d": int(data.base.shape[1]),
+            "queries": int(data.queries.shape[0]), "metric": data.metric, "hash": data.hash,
+            "source": data.source}
+
+
+def now_utc() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
 def run_sweep(
     config: SweepConfig,
     *,
     dataset: Dataset | None = None,
     on_result: Callable[[ConfigResult], None] | None = None,
-    compute_truth: Compute | None = None,
-    run_points: PointRunner | None = None,
 ) -> SweepResult:
-    """Run every configuration of ``config`` (on ``dataset`` if given, else its own).
-    ``compute_truth`` computes the exact ground truth elsewhere and ``run_points`` builds and
-    measures the points elsewhere (the Ray engine); the results are those of one process."""
-    from datetime import UTC, datetime
-
-    started = datetime.now(UTC).isoformat(timespec="seconds")
-    data = dataset or dataset_from_spec(config.dataset, source=config.source,
-                                        base_dir=Path(config.base_dir))
-    n = data.base.shape[0]
-    depths = [d for d in config.recall_at if d <= n]
-    if config.k > n:
-        raise InputError(source=config.source, field="k", expected=f"k ≤ {n} (the base size)",
-                         found=config.k)
-    cache = None if config.cache is None else Path(config.base_dir) / config.cache
+    """Run every configuration of ``config`` (on ``dataset`` if given, else its own) in this
+    process. :func:`recallwatch.scale.ray_bench.sweep_on_ray` gives the same results on Ray."""
+    started = now_utc()
+    data = dataset or load_dataset(config)
+    depths = sweep_depths(config, data.base.shape[0])
     t0 = time.perf_counter()
-    truth = ground_truth(data.base, data.queries, max(depths), data.metric, cache_dir=cache,
-                         compute=compute_truth, threads=config.threads)
+    truth = ground_truth(data.base, data.queries, max(depths), data.metric,
+                         cache_dir=truth_cache(config), threads=config.threads)
     truth_seconds = time.perf_counter() - t0
-    dataset_info = {"name": data.name, "n": n, "d": int(data.base.shape[1]),
-                    "queries": int(data.queries.shape[0]), "metric": data.metric,
-                    "hash": data.hash, "source": data.source}
+    info = dataset_info(data)
     inputs = Inputs(prepare(data.base, data.metric), prepare(data.queries, data.metric), truth,
-                    depths, "l2" if data.metric == "l2" else "ip", data.ids, config)
-    # From here on only the runner holds the vectors (a remote runner puts them into its object
-    # store once and lets them go): this process keeps the results alone.
-    parts = (run_points or run_locally)(sweep_points(config), inputs)
-    del data, inputs
+                    depths, space_of(data.metric), data.ids, config)
+    del data
+    return finish_sweep(config, info, truth_seconds, run_locally(sweep_points(config), inputs),
+                        started, on_result)
+
+
+def finish_sweep(config: SweepConfig, dataset: dict[str, Any], truth_seconds: float,
+                 parts: Iterator[list[ConfigResult]], started: str,
+                 on_result: Callable[[ConfigResult], None] | None = None) -> SweepResult:
+    """Collect the points' results as they come (each reported to ``on_result``) into the
+    sweep's result, with the machine and thread settings of this process."""
     results: list[ConfigResult] = []
     for part in parts:
         for result in part:
             results.append(result)
             if on_result is not None:
                 on_result(result)
-    finished = datetime.now(UTC).isoformat(timespec="seconds")
-    return SweepResult(config.name, dataset_info, config.k, thread_settings(config.threads),
-                       machine_info(), config.raw,
-                       canonical_hash(config.raw),
-                       truth_seconds, results, config.targets, started, finished)
+    return SweepResult(config.name, dataset, config.k, thread_settings(config.threads),
+                       machine_info(), config.raw, canonical_hash(config.raw),
+                       truth_seconds, results, config.targets, started, now_utc())
 
 
 def measure_point(point: Point, inputs: Inputs) -> list[ConfigResult]:

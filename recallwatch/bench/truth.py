@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +34,6 @@ from recallwatch.vectors import normalise
 
 __all__ = [
     "TIE_EPSILON",
-    "Compute",
     "GroundTruth",
     "check_inputs",
     "content_hash",
@@ -45,8 +43,11 @@ __all__ = [
     "id_recall",
     "merge_topk",
     "prepare",
+    "read_cached",
     "scores_to_distances",
     "tie_aware_recall",
+    "truth_key",
+    "write_cached",
 ]
 
 TIE_EPSILON = 1e-6
@@ -63,8 +64,6 @@ class GroundTruth:
     k: int
     hash: str  # the content hash it is cached under ("" when computed without a cache)
 
-
-Compute = Callable[[np.ndarray, np.ndarray, int, Metric], GroundTruth]
 
 
 def _faiss() -> object:
@@ -118,6 +117,31 @@ def scores_to_distances(scores: np.ndarray, metric: Metric) -> np.ndarray:
     return -scores
 
 
+def truth_key(base: np.ndarray, queries: np.ndarray, k: int, metric: Metric) -> str:
+    """The sha256 the exact top-``k`` of ``queries`` in ``base`` is cached under."""
+    return content_hash(base, queries, extra=f"metric={metric};k={k}")
+
+
+def _cache_file(cache_dir: str | os.PathLike[str], key: str) -> Path:
+    return Path(cache_dir) / f"truth-{key[:40]}.npz"
+
+
+def read_cached(cache_dir: str | os.PathLike[str], key: str, metric: Metric,
+                k: int) -> GroundTruth | None:
+    """The ground truth cached under ``key`` in ``cache_dir``, or None."""
+    cache = _cache_file(cache_dir, key)
+    if not cache.is_file():
+        return None
+    with np.load(cache) as stored:
+        return GroundTruth(stored["ids"], stored["distances"], metric, k, key)
+
+
+def write_cached(cache_dir: str | os.PathLike[str], truth: GroundTruth) -> None:
+    """Cache ``truth`` under its hash (written whole or not at all)."""
+    with atomic_path(_cache_file(cache_dir, truth.hash)) as tmp, tmp.open("wb") as f:
+        np.savez(f, ids=truth.ids, distances=truth.distances)
+
+
 def ground_truth(
     base: np.ndarray,
     queries: np.ndarray,
@@ -126,7 +150,6 @@ def ground_truth(
     *,
     block: int = 4096,
     cache_dir: str | os.PathLike[str] | None = None,
-    compute: Compute | None = None,
     threads: int | None = None,
 ) -> GroundTruth:
     """Exact top-k of every query by faiss flat search, ``block`` queries at a time, on
@@ -134,33 +157,29 @@ def ground_truth(
 
     Memory beyond the inputs is the block's results plus faiss's own tiles; the base is not
     copied except to normalise it for cosine. With ``cache_dir``, the answer is stored under the
-    sha256 of (base, queries, metric, k) and reused when the same inputs come back.
-    ``compute(base, queries, k, metric)`` computes it elsewhere on a cache miss (the Ray engine:
-    :func:`recallwatch.scale.ray_engine.ground_truth`, which gives the same bytes).
+    sha256 of (base, queries, metric, k) and reused when the same inputs come back. The Ray
+    engine computes the same bytes in shards of the base
+    (:func:`recallwatch.scale.ray_engine.ground_truth`).
     """
     check_inputs(base, queries, k)
     # hashing reads every byte, so it is only paid for when there is a cache to look up
-    key = "" if cache_dir is None else content_hash(base, queries, extra=f"metric={metric};k={k}")
-    cache = None if cache_dir is None else Path(cache_dir) / f"truth-{key[:40]}.npz"
-    if cache is not None and cache.is_file():
-        with np.load(cache) as stored:
-            return GroundTruth(stored["ids"], stored["distances"], metric, k, key)
-    if compute is not None:
-        found = compute(base, queries, k, metric)
-        ids, dist = found.ids, found.distances
-    else:
-        faiss = _faiss()
-        before = faiss.omp_get_max_threads()  # type: ignore[attr-defined]
-        if threads is not None:
-            faiss.omp_set_num_threads(threads)  # type: ignore[attr-defined]
-        try:
-            ids, dist = _search(base, queries, k, metric, block)
-        finally:
-            faiss.omp_set_num_threads(before)  # type: ignore[attr-defined]
-    if cache is not None:
-        with atomic_path(cache) as tmp, tmp.open("wb") as f:
-            np.savez(f, ids=ids, distances=dist)
-    return GroundTruth(ids, dist, metric, k, key)
+    key = "" if cache_dir is None else truth_key(base, queries, k, metric)
+    if cache_dir is not None:
+        cached = read_cached(cache_dir, key, metric, k)
+        if cached is not None:
+            return cached
+    faiss = _faiss()
+    before = faiss.omp_get_max_threads()  # type: ignore[attr-defined]
+    if threads is not None:
+        faiss.omp_set_num_threads(threads)  # type: ignore[attr-defined]
+    try:
+        ids, dist = _search(base, queries, k, metric, block)
+    finally:
+        faiss.omp_set_num_threads(before)  # type: ignore[attr-defined]
+    truth = GroundTruth(ids, dist, metric, k, key)
+    if cache_dir is not None:
+        write_cached(cache_dir, truth)
+    return truth
 
 
 def _search(base: np.ndarray, queries: np.ndarray, k: int, metric: Metric,

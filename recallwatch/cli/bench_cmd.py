@@ -66,11 +66,11 @@ def bench(
 
     With --out (default: the sweep's 'out', if any) it writes results.json, results.csv and
     three plots there: recall against QPS (frontier.png), against build time (build_time.png)
-    and against index size (index_size.png). With --engine ray the exact ground truth is
-    computed on Ray, in shards of the base (the same answer, for bases larger than one
-    machine's memory), and each engine
-    configuration is built and measured by a Ray task of its own: the same recalls and the same
-    frontier as one process, with the timings of the workers."""
+    and against index size (index_size.png). With --engine ray a Ray task loads and prepares
+    the vectors and keeps them in Ray's object store, the exact ground truth is computed by Ray
+    tasks in shards of the base, and each engine configuration is built and measured by a Ray
+    task of its own: the command's process holds none of the vectors, and gives the same recalls
+    and the same frontier as one process, with the timings of the workers."""
     from dataclasses import replace
 
     from recallwatch.bench.output import render_table, sweep_to_dict, write_outputs
@@ -85,19 +85,15 @@ def bench(
             typer.echo(f"{r.label} {r.params}: R@{r.k} {r.recall[r.k]:.4f}, "
                        f"{r.qps_single:,.0f} QPS-1", err=True)
 
-    from functools import partial
-
     from recallwatch.scale import engine_session
 
     with engine_session(engine.value, address, workers) as on_ray:
-        compute, runner = None, None
         if on_ray:
-            from recallwatch.scale.ray_bench import RayPoints
-            from recallwatch.scale.ray_engine import ground_truth
+            from recallwatch.scale.ray_bench import sweep_on_ray
 
-            compute = partial(ground_truth, workers=workers)
-            runner = RayPoints(workers)
-        result = run_sweep(config, on_result=progress, compute_truth=compute, run_points=runner)
+            result = sweep_on_ray(config, on_result=progress, workers=workers)
+        else:
+            result = run_sweep(config, on_result=progress)
     target = out or (None if config.out is None else Path(config.base_dir) / config.out)
     if fmt is TableJson.json:
         emit(json.dumps(sweep_to_dict(result), indent=2, default=str))

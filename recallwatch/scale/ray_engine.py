@@ -24,7 +24,7 @@ import json
 import logging
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -47,7 +47,8 @@ from recallwatch.formats.policy import SearchSettings
 from recallwatch.stores.base import Chunk
 from recallwatch.suite.retrieve import Retrieved, StoreSource, Timings, latency_rows
 
-__all__ = ["RayEmbedding", "RaySource", "ground_truth", "ray_session", "require_ray"]
+__all__ = ["RayEmbedding", "RaySource", "ground_truth", "merged_shards", "ray_session",
+           "require_ray", "shard_topk"]
 
 DEFAULT_SHARD_ROWS = 1 << 18  # 262,144 rows: 768 MiB of 768-d float32 per task
 _MAX_BLOCKS = 10_000  # Ray Data blocks of pre-cut batches (several batches a block past this)
@@ -268,8 +269,8 @@ class RayEmbedding:
             raise RuntimeError(f"Ray returned {nxt} of {len(batches)} embedded batches")
 
 
-def _shard_topk(shard: np.ndarray, offset: int, queries: np.ndarray, k: int, metric: Metric,
-                block: int) -> tuple[np.ndarray, np.ndarray]:
+def shard_topk(shard: np.ndarray, offset: int, queries: np.ndarray, k: int, metric: Metric,
+               block: int) -> tuple[np.ndarray, np.ndarray]:
     """Top-min(k, rows) of every query against one prepared shard, ids made global."""
     depth = min(k, shard.shape[0])
     scores = np.empty((queries.shape[0], depth), dtype=np.float32)
@@ -298,12 +299,24 @@ def ground_truth(
     ``workers`` shards are in flight, so neither the driver nor a worker holds the whole base.
     """
     check_inputs(base, queries, k)
+    ray = require_ray()
+    task = ray.remote(num_cpus=1)(shard_topk)
+    q_ref = ray.put(np.ascontiguousarray(queries, dtype=np.float32))
+    return merged_shards(
+        lambda start, stop: task.remote(prepare(np.asarray(base[start:stop]), metric), start,
+                                        q_ref, k, metric, block),
+        base.shape[0], k, metric, shard_rows=shard_rows, workers=workers)
+
+
+def merged_shards(submit: Callable[[int, int], Any], rows: int, k: int, metric: Metric, *,
+                  shard_rows: int, workers: int | None) -> GroundTruth:
+    """The exact top-k over ``rows`` base rows: ``submit(start, stop)`` starts the Ray task
+    that searches rows [start, stop) (:func:`shard_topk`); at most ``workers`` run at once, and
+    their answers are merged as they finish."""
     if shard_rows < 1:
         raise UsageError(f"shard_rows must be at least 1, found {shard_rows}")
     ray = require_ray()
-    task = ray.remote(num_cpus=1)(_shard_topk)
     limit = _concurrency(ray, workers)
-    q_ref = ray.put(np.ascontiguousarray(queries, dtype=np.float32))
     best: tuple[np.ndarray, np.ndarray] | None = None
     running: list[Any] = []
 
@@ -313,12 +326,11 @@ def ground_truth(
             # merging is exact in any order: (score, id) is a total order
             best = part if best is None else merge_topk([best, part], k, metric)
 
-    for start in range(0, base.shape[0], shard_rows):
+    for start in range(0, rows, shard_rows):
         if len(running) >= limit:
             done, running = ray.wait(running, num_returns=1)
             absorb(done)
-        shard = prepare(np.asarray(base[start:start + shard_rows]), metric)
-        running.append(task.remote(shard, start, q_ref, k, metric, block))
+        running.append(submit(start, start + shard_rows))
     absorb(running)
     assert best is not None  # check_inputs refused an empty base
     scores, ids = merge_topk([best], k, metric)

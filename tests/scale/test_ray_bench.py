@@ -1,6 +1,7 @@
 """``bench`` on Ray through the command line, which starts a Ray of its own (slow: tens of
 seconds on a loaded machine): the results of one process, and recallwatch's progress only on the
-terminal, for ``bench`` and for ``ingest``. The sweep used here and in test_ray_engine.py (which
+terminal, for ``bench`` and for ``ingest``; and the driver of a sweep on Ray, which allocates
+none of the base (slow: a base of 51 MB). The sweep used here and in test_ray_engine.py (which
 runs it on the module's local Ray, in the default suite) and test_ray_cluster.py (two nodes)."""
 
 from __future__ import annotations
@@ -63,13 +64,10 @@ def strip_timings(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def on_ray(config: Any, **kw: Any) -> SweepResult:
-    from functools import partial
+    """The sweep as ``bench --engine ray`` runs it, on the connected Ray."""
+    from recallwatch.scale.ray_bench import sweep_on_ray
 
-    from recallwatch.scale.ray_bench import RayPoints
-    from recallwatch.scale.ray_engine import ground_truth
-
-    return run_sweep(config, compute_truth=partial(ground_truth, workers=2),
-                     run_points=RayPoints(workers=2), **kw)
+    return sweep_on_ray(config, workers=2, **kw)
 
 
 # -- the command line on a Ray it starts (slow: starting Ray takes tens of seconds here) -------
@@ -115,3 +113,49 @@ def test_ingest_on_ray_prints_nothing_of_ray(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stderr == ""
     assert out.stdout.startswith(f"Ingested {corpus} into lancedb://")
+
+
+# what the driver allocates, seen by tracemalloc (numpy reports its arrays to it)
+_BIG = """\
+name: driver-memory
+dataset:
+  synthetic: {n: 200000, dim: 64, topics: 20, queries: 40, seed: 1}
+k: 10
+recall_at: [1, 10]
+threads: 1
+timing: {warmup: 1, single_queries: 10}
+engines:
+  - engine: faiss-flat
+  - engine: faiss-ivf
+    build: {nlist: 64}
+    query: {nprobe: [2, 8]}
+"""
+
+
+@pytest.mark.slow
+def test_the_driver_of_a_ray_sweep_never_allocates_the_base(
+        local_ray: Any, tmp_path: Path) -> None:
+    """A 51.2 MB base: one process allocates at least that much more than it held before, while
+    the Ray driver's peak of traced allocations stays within a tenth of it above what it held
+    before (about 1 MB here: a wide margin), with the same results. A small sweep on Ray first
+    imports what the Ray path imports, so that the measurement sees the sweep alone."""
+    import tracemalloc
+
+    config = load_sweep(sweep_file(tmp_path, _BIG))
+    on_ray(load_sweep(sweep_file(tmp_path, _BIG.replace("n: 200000", "n: 2000"))))
+    base_bytes = 200_000 * 64 * 4
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        one = run_sweep(config)
+        local_growth = tracemalloc.get_traced_memory()[1] - before
+        tracemalloc.reset_peak()
+        before = tracemalloc.get_traced_memory()[0]
+        spread = on_ray(config)
+        ray_growth = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    assert local_growth >= base_bytes  # the measurement sees the base where it is held
+    assert ray_growth < base_bytes / 10, ray_growth
+    assert without_timings(spread) == without_timings(one)
+    assert spread.dataset == one.dataset

@@ -217,9 +217,10 @@ def test_monitor_on_the_cluster_reports_what_one_process_reports(
 
 def test_a_bench_sweep_on_the_cluster_gives_the_single_process_results(
         two_nodes: tuple[str, dict[str, str]], tmp_path: Path) -> None:
-    """Each build configuration a Ray task spread over the two nodes: the same results as one
-    process (timings aside), and on the terminal recallwatch's progress only, token
-    authentication and all."""
+    """The dataset loaded by a Ray task and each build configuration a Ray task spread over the
+    two nodes: the same results and frontier as one process (timings aside), and on the
+    terminal recallwatch's progress only, token authentication and all."""
+    from recallwatch.bench.frontier import pareto_mask
     from recallwatch.bench.sweep import load_sweep, run_sweep
     from tests.scale.test_ray_bench import PROGRESS, SWEEP, strip_timings, without_timings
 
@@ -231,5 +232,11 @@ def test_a_bench_sweep_on_the_cluster_gives_the_single_process_results(
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stderr and all(PROGRESS.match(line) for line in r.stderr.splitlines()), r.stderr
     one = run_sweep(load_sweep(sweep))
-    assert strip_timings(json.loads(r.stdout)["results"]) == \
-        json.loads(json.dumps(without_timings(one)))
+    spread = json.loads(r.stdout)["results"]
+    assert strip_timings(spread) == json.loads(json.dumps(without_timings(one)))
+    # the frontier is a function of recall and QPS alone: at one process's QPS, the cluster's
+    # recalls give one process's frontier, which spans more than one point
+    qps = [x.qps_single for x in one.results]
+    frontier = pareto_mask([x.recall[10] for x in one.results], qps).tolist()
+    assert pareto_mask([x["recall"]["10"] for x in spread], qps).tolist() == frontier
+    assert sum(frontier) > 1

@@ -6,6 +6,7 @@ cluster (test_ray_cluster.py) are slow."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -22,7 +23,7 @@ from recallwatch.bench.sweep import load_sweep, run_sweep
 from recallwatch.bench.truth import ground_truth
 from recallwatch.cli import app
 from recallwatch.embedders import embedder_from_spec
-from recallwatch.errors import StoreError, UsageError
+from recallwatch.errors import InputError, StoreError, UsageError
 from recallwatch.ops.ingest import ingest
 from recallwatch.stores import open_store
 from recallwatch.stores.base import SupportsVectors
@@ -324,3 +325,103 @@ def test_a_recallwatch_error_in_a_task_reaches_the_user_as_it_is(local_ray: Modu
         on_ray(config)
     assert str(remote.value) == str(local.value)
     assert "Traceback" not in str(remote.value) and "RayTaskError" not in str(remote.value)
+
+
+# -- bench: the driver holds references, not vectors -------------------------------------------
+
+def test_the_vectors_are_loaded_by_a_worker_and_stay_in_the_object_store(
+        local_ray: ModuleType, tmp_path: Path) -> None:
+    from recallwatch.bench.sweep import dataset_info, load_dataset
+    from recallwatch.bench.truth import prepare
+    from recallwatch.scale.ray_bench import load_on_ray, truth_on_ray
+
+    config = load_sweep(sweep_file(tmp_path))
+    loaded = load_on_ray(config)
+    # another process read and prepared the data; this one was handed references only
+    assert loaded.loaded_by != os.getpid()
+    refs = (loaded.base, loaded.raw_queries, loaded.queries, loaded.ids)
+    assert all(isinstance(r, local_ray.ObjectRef) for r in refs)
+    # what the references point to is what one process would have prepared
+    data = load_dataset(config)
+    assert loaded.dataset == dataset_info(data)
+    assert local_ray.get(loaded.base).tobytes() == prepare(data.base, data.metric).tobytes()
+    assert local_ray.get(loaded.queries).tobytes() == \
+        prepare(data.queries, data.metric).tobytes()
+    assert local_ray.get(loaded.raw_queries).tobytes() == data.queries.tobytes()
+    assert local_ray.get(loaded.ids) is None
+    assert loaded.depths == [1, 10, 50] and loaded.truth_key == ""
+    # the exact truth from 5 shards of the stored base: one process's bytes
+    found = truth_on_ray(loaded, shard_rows=700, workers=2)
+    truth = ground_truth(data.base, data.queries, 50, data.metric)
+    assert found.ids.tobytes() == truth.ids.tobytes()
+    assert found.distances.tobytes() == truth.distances.tobytes()
+
+
+def _vector_sweep(tmp: Path, metric: str) -> Path:
+    """A sweep of a base file named relative to its own folder, queries held out of it, and a
+    truth cache, in tmp/sub."""
+    sub = tmp / "sub"
+    sub.mkdir()
+    rng = np.random.default_rng(11)
+    np.save(sub / "vecs.npy", rng.normal(size=(2400, 16)).astype(np.float32))
+    text = SWEEP.split("dataset:")[0] + (
+        f"dataset: {{base: vecs.npy, metric: {metric}, queries: {{sample: 40, seed: 2}}}}\n"
+        "cache: truth-cache\n" + "k: 10" + SWEEP.split("k: 10", 1)[1])
+    return sweep_file(sub, text)
+
+
+@pytest.mark.parametrize("metric", ["cosine", "l2"])
+def test_a_file_dataset_named_relative_to_the_command_gives_the_single_process_results(
+        local_ray: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        metric: str) -> None:
+    """The loading task reads relative paths from the command's folder (the Ray workers run
+    elsewhere) and computes the truth's cache key as one process does."""
+    _vector_sweep(tmp_path, metric)
+    monkeypatch.chdir(tmp_path)
+    config = load_sweep("sub/sweep.yaml")
+    spread = on_ray(config)  # computes the truth and writes the cache
+    cached = sorted((tmp_path / "sub" / "truth-cache").iterdir())
+    assert len(cached) == 1
+    one = run_sweep(config)  # finds the cache the Ray run wrote: the same key
+    assert sorted((tmp_path / "sub" / "truth-cache").iterdir()) == cached
+    assert without_timings(spread) == without_timings(one)
+    assert spread.dataset == one.dataset
+    cached[0].unlink()  # and without the cache, one process computes the same truth
+    assert without_timings(run_sweep(config)) == without_timings(one)
+
+
+def test_a_dataset_error_in_the_loading_task_reaches_the_user_as_it_is(
+        local_ray: ModuleType, tmp_path: Path) -> None:
+    text = SWEEP.split("dataset:")[0] + (
+        f"dataset: {{base: {tmp_path / 'missing.npy'}}}\n" + "k: 10" +
+        SWEEP.split("k: 10", 1)[1])
+    config = load_sweep(sweep_file(tmp_path, text))
+    with pytest.raises(InputError) as local:
+        run_sweep(config)
+    with pytest.raises(InputError) as remote:
+        on_ray(config)
+    assert str(remote.value) == str(local.value)
+    assert "RayTaskError" not in str(remote.value)
+
+
+def test_a_store_dataset_named_relative_to_the_command_gives_the_single_process_results(
+        local_ray: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store's own vectors, exported by the loading task, with the names of the base rows
+    (which the ``store`` engine searches by) kept in the object store; the store is named by a
+    path relative to the command's folder, in the dataset and in the engine."""
+    from tests.bench.test_store_dataset import _store, _sweep
+
+    _store(tmp_path / "kb", 1500)
+    monkeypatch.chdir(tmp_path)
+    uri = "lancedb://kb?table=t"
+    config = load_sweep(_sweep(tmp_path, uri, f"""\
+  - engine: store
+    build: {{uri: "{uri}", populate: false}}
+    query: {{exact: true}}
+  - engine: faiss-flat
+"""))
+    one = run_sweep(config)
+    spread = on_ray(config)
+    assert without_timings(spread) == without_timings(one)
+    assert spread.dataset == one.dataset and spread.dataset["n"] == 1500 - 60
+    assert [r.recall for r in spread.results] == [{1: 1.0, 10: 1.0}] * 2
