@@ -74,7 +74,9 @@ def run_blocks(
 
 def _pieces(path: Path, block_bytes: int) -> Iterator[pa.Buffer]:
     """The file's text (gzip decompressed, a byte-order mark dropped) in pieces of whole lines,
-    each read straight into memory Arrow owns (what the parser is handed: no copy on the way)."""
+    each read straight into memory Arrow owns (what the parser is handed: no copy on the way).
+    A piece lasts until the next is asked for: its memory is read into again (the parser
+    copies what it keeps), so the pages are not given back and faulted in anew each time."""
     cap = line_cap()
     with path.open("rb") as raw:
         stream: IO[bytes] = raw
@@ -83,16 +85,24 @@ def _pieces(path: Path, block_bytes: int) -> Iterator[pa.Buffer]:
         raw.seek(0)
         rest = b""  # the unfinished line at the end of the piece before
         first = True
+        buffer = pa.allocate_buffer(block_bytes)
         try:
             while True:
-                buffer = pa.allocate_buffer(len(rest) + block_bytes)
-                view = memoryview(buffer).cast("B")
+                if buffer.size < len(rest) + block_bytes:  # a line longer than a piece
+                    buffer = pa.allocate_buffer(len(rest) + block_bytes)
+                view = memoryview(buffer).cast("B")[:len(rest) + block_bytes]
                 view[:len(rest)] = rest
-                size = len(rest) + _fill(stream, view[len(rest):])
-                if size == len(rest):
+                read = _fill(stream, view[len(rest):])
+                if not read:
                     break
-                start = len(_BOM) if first and view[:len(_BOM)] == _BOM else 0
-                first = False
+                size = len(rest) + read
+                start = 0
+                if first:
+                    if size < len(_BOM) and read == block_bytes:  # too short to tell yet
+                        rest = bytes(view[:size])
+                        continue
+                    start = len(_BOM) if view[:len(_BOM)] == _BOM else 0
+                    first = False
                 end = max(_after_last_newline(buffer, size), start)
                 rest = bytes(view[end:size])
                 if len(rest) > cap:

@@ -80,8 +80,8 @@ class _Judgments:
         """The positions of the judged queries among ``query_ids`` (distinct ids), in order,
         and their judgments (None when none of them is judged)."""
         position = self.position
-        found = np.sort(np.fromiter((position[q] for q in query_ids if q in position),
-                                    dtype=np.int64))
+        found = np.sort(np.array([position[q] for q in query_ids if q in position],
+                                 dtype=np.int64))
         self.seen[found] = True
         return found, self._subset(found)
 
