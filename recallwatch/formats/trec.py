@@ -162,15 +162,18 @@ def _read(path: str | PathLike[str], kind: TrecKind, *, digest: bool = False) ->
     return TrecTable(qids, docids, values, source, sha256)
 
 
-def parse_lines(data: bytes, kind: TrecKind, source: str) -> TrecTable | None:
+def parse_lines(data: bytes | pa.Buffer, kind: TrecKind, source: str) -> TrecTable | None:
     """The records of a piece of a file made of whole lines (a block of a file read in parts),
     by the same rules as :func:`read_run` and :func:`read_qrels`; None when the piece holds
-    something those refuse: reading the whole file then says where and what."""
+    something those refuse: reading the whole file then says where and what.
+
+    One thread: a piece is small, and the reader's threads would cost more CPU time than they
+    save (the pieces of a file are read one after another in any case)."""
     layout = _LAYOUTS[kind]
-    owned = arrow_owned(data)
-    columns = _parse_fast(owned, layout)
+    owned = data if isinstance(data, pa.Buffer) else arrow_owned(data)
+    columns = _parse_fast(owned, layout, threads=False)
     if columns is None and not contains_byte(owned, 0):
-        columns = _parse_general(data, layout)
+        columns = _parse_general(owned.to_pybytes(), layout)
     if columns is None or (kind == "run" and not np.isfinite(columns[2]).all()):
         return None
     return TrecTable(*columns, source)
@@ -185,7 +188,8 @@ def _blank(data: pa.Buffer) -> bool:
     return not head or (head.isspace() and (len(head) == data.size or data.to_pybytes().isspace()))
 
 
-def _parse_fast(data: bytes | pa.Buffer, layout: _Layout) -> _Columns | None:
+def _parse_fast(data: bytes | pa.Buffer, layout: _Layout, *, threads: bool = True
+                ) -> _Columns | None:
     """The common case, one space or tab between fields: pyarrow's CSV reader alone.
 
     None when the file needs more than that, never a wrong table: every shape a single-space
@@ -195,19 +199,19 @@ def _parse_fast(data: bytes | pa.Buffer, layout: _Layout) -> _Columns | None:
         data = arrow_owned(data)
     if contains_byte(data, ord("\r")) and _has_lone_cr(data):
         return None  # a lone CR separates fields for trec_eval, lines for pyarrow
-    columns = _parse_single_space(data, layout)
+    columns = _parse_single_space(data, layout, threads)
     if columns is None and any(contains_byte(data, byte) for byte in b"\t\x0b\x0c"):
         # any isspace byte separates fields (a tab-separated file fails the first try at once)
         columns = _parse_single_space(arrow_owned(data.to_pybytes().translate(_TABS_TO_SPACES)),
-                                      layout)
+                                      layout, threads)
     return columns
 
 
-def _parse_single_space(data: pa.Buffer, layout: _Layout) -> _Columns | None:
+def _parse_single_space(data: pa.Buffer, layout: _Layout, threads: bool) -> _Columns | None:
     if layout.kind == "qrels" and _may_hold_hex(data):
         return None  # pyarrow reads 0x10 as 16, trec_eval's atol as 0: let the strict path judge
     value_type = pa.int64() if layout.kind == "qrels" else pa.float64()
-    table = _read_csv(data, layout, value_type, every_column=True)
+    table = _read_csv(data, layout, value_type, every_column=True, threads=threads)
     if table is None:
         return None
     for name in layout.columns:
@@ -302,13 +306,14 @@ def _has_lone_cr(data: bytes | pa.Buffer) -> bool:
 
 
 def _read_csv(
-    data: bytes | pa.Buffer, layout: _Layout, value_type: pa.DataType, *, every_column: bool
+    data: bytes | pa.Buffer, layout: _Layout, value_type: pa.DataType, *, every_column: bool,
+    threads: bool = True,
 ) -> pa.Table | None:
     types = {name: pa.binary() for name in layout.columns}  # ignored fields: any bytes
     types.update(qid=pa.string(), docid=pa.string())  # the ids must be UTF-8
     types[layout.value_column] = value_type
     include = list(layout.columns) if every_column else ["qid", "docid", layout.value_column]
-    read_options = pacsv.ReadOptions(column_names=list(layout.columns))
+    read_options = pacsv.ReadOptions(column_names=list(layout.columns), use_threads=threads)
     if not len(data):
         data = b"\n"  # pyarrow refuses an empty buffer; a file of only comments has no records
     for _ in range(2):
@@ -333,7 +338,8 @@ def _read_csv(
                 return None
             # A line longer than a block (1 MB) is not an error in itself: one block for all.
             read_options = pacsv.ReadOptions(
-                column_names=list(layout.columns), block_size=min(len(data) + 1, _MAX_BLOCK)
+                column_names=list(layout.columns), use_threads=threads,
+                block_size=min(len(data) + 1, _MAX_BLOCK),
             )
     return None
 

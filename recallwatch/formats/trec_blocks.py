@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from recallwatch._files import line_cap
+from recallwatch.formats.arrow import arrow_owned
 from recallwatch.formats.trec import TrecTable, parse_lines
 
 __all__ = ["DEFAULT_BLOCK_BYTES", "NotStreamable", "run_blocks"]
@@ -33,6 +34,7 @@ __all__ = ["DEFAULT_BLOCK_BYTES", "NotStreamable", "run_blocks"]
 DEFAULT_BLOCK_BYTES = 1 << 24  # 16 MB of text: about 500,000 run lines
 _GZIP_MAGIC = b"\x1f\x8b"
 _BOM = b"\xef\xbb\xbf"
+_NEWLINE = ord("\n")
 
 
 class NotStreamable(Exception):
@@ -70,39 +72,87 @@ def run_blocks(
         yield carry
 
 
-def _pieces(path: Path, block_bytes: int) -> Iterator[bytes]:
-    """The file's text (gzip decompressed, a byte-order mark dropped) in pieces of whole lines."""
+def _pieces(path: Path, block_bytes: int) -> Iterator[pa.Buffer]:
+    """The file's text (gzip decompressed, a byte-order mark dropped) in pieces of whole lines,
+    each read straight into memory Arrow owns (what the parser is handed: no copy on the way).
+    A piece lasts until the next is asked for: its memory is read into again (the parser
+    copies what it keeps), so the pages are not given back and faulted in anew each time."""
     cap = line_cap()
     with path.open("rb") as raw:
         stream: IO[bytes] = raw
         if raw.read(2) == _GZIP_MAGIC:
             stream = gzip.GzipFile(fileobj=raw)  # type: ignore[assignment]
         raw.seek(0)
-        rest = b""
+        rest = b""  # the unfinished line at the end of the piece before
         first = True
+        buffer = pa.allocate_buffer(block_bytes)
         try:
-            while chunk := stream.read(block_bytes):
-                data = rest + chunk
+            while True:
+                if buffer.size < len(rest) + block_bytes:  # a line longer than a piece
+                    buffer = pa.allocate_buffer(len(rest) + block_bytes)
+                view = memoryview(buffer).cast("B")[:len(rest) + block_bytes]
+                view[:len(rest)] = rest
+                read = _fill(stream, view[len(rest):])
+                if not read:
+                    break
+                size = len(rest) + read
+                start = 0
                 if first:
-                    data = data[len(_BOM):] if data.startswith(_BOM) else data
+                    if size < len(_BOM) and read == block_bytes:  # too short to tell yet
+                        rest = bytes(view[:size])
+                        continue
+                    start = len(_BOM) if view[:len(_BOM)] == _BOM else 0
                     first = False
-                end = data.rfind(b"\n") + 1
-                rest = data[end:]
+                end = max(_after_last_newline(buffer, size), start)
+                rest = bytes(view[end:size])
                 if len(rest) > cap:
                     raise NotStreamable("a line longer than the line limit")
-                if end:
-                    yield data[:end]
+                if end > start:
+                    yield buffer.slice(start, end - start)
         except (OSError, EOFError, zlib.error) as exc:
             raise NotStreamable(f"the file could not be read in parts ({exc})") from None
     if rest.strip():
-        yield rest + b"\n"
+        yield arrow_owned(rest + b"\n")
+
+
+def _fill(stream: IO[bytes], view: memoryview) -> int:
+    """Read into ``view`` until it is full or the stream ends; the number of bytes read."""
+    done = 0
+    while done < len(view):
+        n = stream.readinto(view[done:])  # type: ignore[attr-defined]
+        if not n:
+            break
+        done += n
+    return done
+
+
+def _after_last_newline(buffer: pa.Buffer, size: int) -> int:
+    """The position just after the last line break in the first ``size`` bytes (0: none),
+    looked for from the end (lines are short: the first window usually holds one)."""
+    data = np.frombuffer(buffer, dtype=np.uint8, count=size)
+    stop, window = size, 1 << 12
+    while stop > 0:
+        start = max(stop - window, 0)
+        found = np.flatnonzero(data[start:stop] == _NEWLINE)
+        if len(found):
+            return start + int(found[-1]) + 1
+        stop, window = start, window * 4
+    return 0
 
 
 def _last_query_start(query_ids: pa.Array) -> int:
-    """Row where the block's last run of rows of one query begins."""
-    same = pc.equal(query_ids, query_ids[len(query_ids) - 1]).to_numpy(zero_copy_only=False)
-    other = np.flatnonzero(~same)
-    return int(other[-1]) + 1 if len(other) else 0
+    """Row where the block's last run of rows of one query begins, looked for from the end in
+    growing windows (a query's rows are few next to a block's). Arrow's kernels only: a boolean
+    array's ``to_numpy`` would import pandas."""
+    last = query_ids[len(query_ids) - 1]
+    stop, window = len(query_ids), 1 << 10
+    while stop > 0:
+        start = max(stop - window, 0)
+        other = pc.indices_nonzero(pc.not_equal(query_ids.slice(start, stop - start), last))
+        if len(other):
+            return start + int(other[len(other) - 1].as_py()) + 1
+        stop, window = start, window * 4
+    return 0
 
 
 def _slice(table: TrecTable, start: int, stop: int) -> TrecTable:

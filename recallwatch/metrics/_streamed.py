@@ -17,11 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from recallwatch.errors import InputError, UsageError
-from recallwatch.formats.arrow import from_numpy, to_numpy
+from recallwatch.formats.arrow import from_numpy
 from recallwatch.formats.trec_blocks import DEFAULT_BLOCK_BYTES, NotStreamable, run_blocks
 from recallwatch.metrics._data import Qrels, Run
 from recallwatch.metrics._evaluate import EvalResult, evaluate
@@ -73,21 +71,24 @@ class _Judgments:
         self.qrels = qrels
         index = qrels.query_index
         self.order = np.argsort(index, kind="stable")
-        self.starts = np.searchsorted(index[self.order], np.arange(len(qrels.query_names) + 1))
-        self.names = qrels.sorted_query_dictionary
-        self.seen = np.zeros(len(qrels.query_names), dtype=bool)
+        self.names = qrels.query_names  # byte order: a query's position is its place in a result
+        self.starts = np.searchsorted(index[self.order], np.arange(len(self.names) + 1))
+        self.position = {name: i for i, name in enumerate(self.names)}
+        self.seen = np.zeros(len(self.names), dtype=bool)
 
-    def of(self, query_ids: pa.Array) -> Qrels | None:
-        """The judgments of the judged queries among ``query_ids`` (distinct ids); None when
-        none of them is judged."""
-        found = to_numpy(pc.index_in(query_ids, value_set=self.names), fill=-1)
-        found = found[found >= 0].astype(np.int64)
+    def of(self, query_ids: list[str]) -> tuple[Array, Qrels | None]:
+        """The positions of the judged queries among ``query_ids`` (distinct ids), in order,
+        and their judgments (None when none of them is judged)."""
+        position = self.position
+        found = np.sort(np.array([position[q] for q in query_ids if q in position],
+                                 dtype=np.int64))
         self.seen[found] = True
-        return self._subset(np.sort(found))
+        return found, self._subset(found)
 
-    def unseen(self) -> Qrels | None:
-        """The judgments of the judged queries no block held."""
-        return self._subset(np.flatnonzero(~self.seen))
+    def unseen(self) -> tuple[Array, Qrels | None]:
+        """The judged queries no block held, and their judgments."""
+        queries = np.flatnonzero(~self.seen)
+        return queries, self._subset(queries)
 
     def _subset(self, queries: Array) -> Qrels | None:
         rows = self._rows(queries)
@@ -109,44 +110,50 @@ def _in_blocks(
 ) -> tuple[EvalResult, int]:
     judgments = _Judgments(qrels)
     seen: set[str] = set()
-    parts: list[EvalResult] = []
+    parts: list[tuple[Array, EvalResult]] = []
     not_judged: list[str] = []
     for table in run_blocks(run_path, block_bytes=block_bytes):
-        names = table.query_ids.unique()
-        block_names = names.to_pylist()
-        if not seen.isdisjoint(block_names):
-            raise NotStreamable(f"{_UNGROUPED} (query "
-                                f"{next(n for n in block_names if n in seen)!r} is in two places)")
-        seen.update(block_names)
         try:
             run = Run(table.query_ids, table.doc_ids, table.values.astype(np.float64, copy=False))
         except InputError:
             raise NotStreamable("a duplicate document (the whole reading locates it)") from None
-        judged = judgments.of(names)
+        # the names of the block's queries: the run's validation found them already when each
+        # query's rows are together (the usual case)
+        blocks = run.blocks
+        block_names = (table.query_ids.unique() if blocks is None else blocks.names).to_pylist()
+        if not seen.isdisjoint(block_names):
+            raise NotStreamable(f"{_UNGROUPED} (query "
+                                f"{next(n for n in block_names if n in seen)!r} is in two places)")
+        seen.update(block_names)
+        positions, judged = judgments.of(block_names)
         if judged is None:
             not_judged.extend(block_names)
             continue
         part = evaluate(judged, run, wanted)
         not_judged.extend(part.not_judged)
-        parts.append(part)
+        parts.append((positions, part))
     if not seen:
         raise NotStreamable("no record read in blocks")
-    missing = judgments.unseen()
+    positions, missing = judgments.unseen()
     if missing is not None:
-        parts.append(evaluate(missing, Run.from_dict({}), wanted))
-    return _merge(wanted, parts, sorted(not_judged)), len(parts)
+        parts.append((positions, evaluate(missing, Run.from_dict({}), wanted)))
+    return _merge(wanted, judgments.names, parts, sorted(not_judged)), len(parts)
 
 
-def _merge(wanted: list[Measure], parts: list[EvalResult], not_judged: list[str]) -> EvalResult:
-    """One result from the blocks' (each query in exactly one block), queries in byte order."""
-    ids = pa.array([q for p in parts for q in p.query_ids], type=pa.string())
-    order = to_numpy(pc.sort_indices(ids))
-    per_query = {m: np.concatenate([p.per_query[m] for p in parts])[order] for m in wanted}
+def _merge(wanted: list[Measure], names: list[str], parts: list[tuple[Array, EvalResult]],
+           not_judged: list[str]) -> EvalResult:
+    """One result from the blocks' (each judged query in exactly one part, which holds it at
+    its position among ``names``, every judged query in byte order)."""
+    per_query = {m: np.zeros(len(names), np.result_type(*(p.per_query[m] for _, p in parts)))
+                 for m in wanted}
+    for positions, part in parts:
+        for m in wanted:
+            per_query[m][positions] = part.per_query[m]
     return EvalResult(
         measures=wanted,
-        query_ids=ids.take(from_numpy(order)).to_pylist(),
+        query_ids=names,
         per_query=per_query,
         aggregate={m: combine(m, v) for m, v in per_query.items()},
-        missing_from_run=sorted(q for p in parts for q in p.missing_from_run),
+        missing_from_run=sorted(q for _, p in parts for q in p.missing_from_run),
         not_judged=not_judged,
     )

@@ -5,6 +5,9 @@ read whole and said so; refused input is located as the whole reading locates it
 from __future__ import annotations
 
 import gzip
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -95,6 +98,36 @@ def test_a_gzip_run_is_read_in_blocks_too(tmp_path: Path) -> None:
     done = evaluate_file(qrels, packed, EVERY_FAMILY, block_bytes=5000)
     assert done.read_whole is None and done.blocks > 3
     _same(evaluate(qrels, Run.from_trec(run_path, cache=False), EVERY_FAMILY), done.result)
+
+
+@pytest.mark.parametrize("block_bytes", [2, 1500, 1 << 24])
+def test_a_byte_order_mark_and_a_last_line_without_its_break_read_in_blocks(
+        tmp_path: Path, block_bytes: int) -> None:
+    """The pieces are read straight into Arrow's memory: the mark is dropped from the first only,
+    a line cut by a piece's end waits for the next, the last line needs no line break."""
+    qrels_path, run_path = _write(tmp_path, seed=5, n=20)
+    marked = tmp_path / "marked.txt"
+    marked.write_bytes(b"\xef\xbb\xbf" + run_path.read_bytes().rstrip(b"\n"))
+    qrels = Qrels.from_trec(qrels_path)
+    done = evaluate_file(qrels, marked, EVERY_FAMILY, block_bytes=block_bytes)
+    assert done.read_whole is None
+    _same(evaluate(qrels, Run.from_trec(run_path, cache=False), EVERY_FAMILY), done.result)
+
+
+def test_eval_from_files_does_not_import_pandas(tmp_path: Path) -> None:
+    """pyarrow imports pandas (a second of a cold start) for a boolean array's to_numpy or an
+    array built from a Python list: the block reading uses neither."""
+    qrels_path, run_path = _write(tmp_path, seed=6)
+    code = ("import atexit, sys\n"
+            "atexit.register(lambda: print('pandas' in sys.modules))\n"
+            "from recallwatch.cli import main\n"
+            f"sys.argv = ['recallwatch', 'eval', {str(qrels_path)!r}, {str(run_path)!r}, "
+            "'-m', 'AP', '-m', 'nDCG@10', '--format', 'json']\n"
+            "main()\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "RECALLWATCH_CACHE": "0"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "False"
 
 
 def test_a_run_not_grouped_by_query_is_read_whole_and_said_so(tmp_path: Path) -> None:
