@@ -1,8 +1,11 @@
 """Memory per unit and time of each step at two sizes a decade apart, against the goals.
 
-    .venv/bin/python benchmarks/unit_cost_bench.py [--only gate|eval|latency ...]
+    .venv/bin/python benchmarks/unit_cost_bench.py
+        [--only gate|eval|latency|history|ingest|truth ...]
         [--gate-queries 1000 10000] [--gate-base 20000] [--dim 512]
-        [--eval-queries 10000 100000] [--eval-depth 100] [--out FILE.json]
+        [--eval-queries 10000 100000] [--eval-depth 100] [--ingest-rows 10000 100000]
+        [--truth-base 100000 1000000] [--truth-dim 128] [--truth-queries 500] [--truth-k 10]
+        [--truth-threads N] [--out FILE.json]
 
 Each step runs in a fresh Python process per size (``--worker``), so its peak resident memory
 (``ru_maxrss``) is its own: imports, inputs and all. The memory **per unit** is the growth of the
@@ -25,6 +28,16 @@ importing the libraries. Time is the step's wall time in that process.
    above at ``--history-queries`` sizes, each result recorded three times into a new history,
    the file's size (journal checkpointed) divided by three; with ``--baseline DIR``, the same
    with that checkout's code (e.g. before the history stored its detail compressed).
+5. **ingest** (goals: the index's time shown in ingest's own output; no rebuild built and then
+   refused): the ``recallwatch ingest --precomputed`` command, as a process of its own, on a
+   seeded corpus of ``--ingest-rows`` chunks whose ``--ingest-dim`` vectors are given in the
+   ``.npy`` beside it (so no embedding model's cost is in the figure, only recallwatch's and
+   LanceDB's), into a new store with the default settings (an ANN index once 50,000 rows are
+   written). Its wall time, peak memory (the command's process), the output it prints and what
+   became of the index.
+6. **truth**: :func:`recallwatch.bench.truth.ground_truth` of ``--truth-queries`` seeded queries
+   on a seeded ``--truth-base`` × ``--truth-dim`` base (inner product, top ``--truth-k``): time,
+   query × base pairs per second, and the peak memory per base row (with and without the base).
 
 Speed is what this machine gave at that moment: the load average is printed with the figures.
 """
@@ -216,9 +229,10 @@ def ingest_worker(path: Path, n: int) -> dict[str, Any]:
             "unindexed_rows": None if state is None else state.unindexed_rows}
 
 
-def truth_worker(path: Path, n: int, dim: int, nq: int, k: int) -> dict[str, Any]:
+def truth_worker(path: Path, n: int, dim: int, nq: int, k: int,
+                 threads: int | None) -> dict[str, Any]:
     """``ground_truth`` (faiss flat search, inner product) of ``nq`` seeded queries on a seeded
-    base of ``n`` × ``dim``, in this process."""
+    base of ``n`` × ``dim``, in this process, on ``threads`` faiss threads (None: faiss's own)."""
     import faiss
 
     from recallwatch.bench.truth import ground_truth
@@ -228,12 +242,12 @@ def truth_worker(path: Path, n: int, dim: int, nq: int, k: int) -> dict[str, Any
     queries = rng.standard_normal((nq, dim), dtype=np.float32)
     before = peak_bytes()
     t0 = time.perf_counter()
-    ground_truth(base, queries, k, "ip")
+    ground_truth(base, queries, k, "ip", threads=threads)
     took = time.perf_counter() - t0
     return {"n": n, "dim": dim, "queries": nq, "k": k, "seconds": took,
             "pairs_per_s": n * nq / took, "peak_bytes": peak_bytes(),
             "peak_before_bytes": before, "base_bytes": base.nbytes,
-            "faiss_threads": faiss.omp_get_max_threads()}
+            "faiss_threads": threads or faiss.omp_get_max_threads()}
 
 
 WORKERS = {"gate": gate_worker, "eval": eval_worker, "history": history_worker,
@@ -279,7 +293,8 @@ def ingest_step(a: argparse.Namespace, path: Path, lines: list[str]) -> dict[str
 
 def truth_step(a: argparse.Namespace, path: Path, lines: list[str]) -> dict[str, Any]:
     extra = ["--truth-dim", str(a.truth_dim), "--truth-queries", str(a.truth_queries),
-             "--truth-k", str(a.truth_k)]
+             "--truth-k", str(a.truth_k)] + (
+                 [] if a.truth_threads is None else ["--truth-threads", str(a.truth_threads)])
     runs = [_in_process("truth", path, n, extra=extra) for n in a.truth_base]
     out = {"dim": a.truth_dim, "queries": a.truth_queries, "k": a.truth_k, "runs": runs,
            **per_unit(GOALS["truth"], runs[0], runs[1], "n"),
@@ -307,6 +322,8 @@ def main() -> None:
     p.add_argument("--truth-dim", type=int, default=128)
     p.add_argument("--truth-queries", type=int, default=500)
     p.add_argument("--truth-k", type=int, default=10)
+    p.add_argument("--truth-threads", type=int, default=None,
+                   help="faiss threads for the exact truth (default: faiss's own, every core)")
     p.add_argument("--history-queries", type=int, nargs=2, default=[300, 3000])
     p.add_argument("--baseline", type=Path, default=None,
                    help="history: also measure this checkout's code (e.g. before a change)")
@@ -321,7 +338,8 @@ def main() -> None:
     p.add_argument("--n", type=int, help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.worker:
-        print(json.dumps(truth_worker(a.path, a.n, a.truth_dim, a.truth_queries, a.truth_k)
+        print(json.dumps(truth_worker(a.path, a.n, a.truth_dim, a.truth_queries, a.truth_k,
+                                      a.truth_threads)
                          if a.worker == "truth" else WORKERS[a.worker](a.path, a.n)))
         return
     from recallwatch.bench.sweep import machine_info
