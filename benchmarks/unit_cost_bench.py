@@ -4,6 +4,7 @@
         [--only gate|eval|latency|history|ingest|truth ...]
         [--gate-queries 1000 10000] [--gate-base 20000] [--dim 512]
         [--eval-queries 10000 100000] [--eval-depth 100] [--ingest-rows 10000 100000]
+        [--ingest-store-options index_threshold=1000000]
         [--truth-base 100000 1000000] [--truth-dim 128] [--truth-queries 500] [--truth-k 10]
         [--truth-threads N] [--out FILE.json]
 
@@ -207,7 +208,8 @@ def ingest_worker(path: Path, n: int) -> dict[str, Any]:
     from recallwatch.ops.ingest import REPORTS_META_KEY
     from recallwatch.stores import open_store
 
-    uri = f"lancedb://{path / f'kb-{n}'}?table=chunks"
+    options = os.environ.get("RW_BENCH_STORE_OPTIONS", "")
+    uri = f"lancedb://{path / f'kb-{n}'}?table=chunks{options}"
     t0 = time.perf_counter()
     out = subprocess.run([sys.executable, "-m", "recallwatch", "ingest",
                           str(path / f"corpus-{n}.jsonl"), "--store", uri, "--precomputed",
@@ -260,10 +262,13 @@ def _in_process(step: str, path: Path, n: int, code: Path = ROOT,
 
 
 def ingest_step(a: argparse.Namespace, path: Path, lines: list[str]) -> dict[str, Any]:
+    if a.ingest_store_options:  # e.g. index_threshold=1000000: the same ingestion, no index
+        os.environ["RW_BENCH_STORE_OPTIONS"] = "&" + a.ingest_store_options
     for n in a.ingest_rows:
         make_corpus(path, n, a.ingest_dim)
     runs = [_in_process("ingest", path, n) for n in a.ingest_rows]
     out = {"dim": a.ingest_dim, "embedder": INGEST_EMBEDDER, "runs": runs,
+           "store_options": a.ingest_store_options,
            **per_unit(GOALS["ingest"], runs[0], runs[1], "n")}
     for r in runs:
         s = r["report_seconds"]
@@ -318,6 +323,8 @@ def main() -> None:
     p.add_argument("--ingest-rows", type=int, nargs=2, default=[10_000, 100_000])
     p.add_argument("--ingest-dim", type=int, default=512,
                    help="the dimension of the vectors given (that of " + INGEST_EMBEDDER + ")")
+    p.add_argument("--ingest-store-options", default="",
+                   help="added to the store URI, e.g. index_threshold=1000000 (default: none)")
     p.add_argument("--truth-base", type=int, nargs=2, default=[100_000, 1_000_000])
     p.add_argument("--truth-dim", type=int, default=128)
     p.add_argument("--truth-queries", type=int, default=500)
