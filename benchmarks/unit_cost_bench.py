@@ -1,8 +1,12 @@
 """Memory per unit and time of each step at two sizes a decade apart, against the goals.
 
-    .venv/bin/python benchmarks/unit_cost_bench.py [--only gate|eval|latency ...]
+    .venv/bin/python benchmarks/unit_cost_bench.py
+        [--only gate|eval|latency|history|ingest|truth ...]
         [--gate-queries 1000 10000] [--gate-base 20000] [--dim 512]
-        [--eval-queries 10000 100000] [--eval-depth 100] [--out FILE.json]
+        [--eval-queries 10000 100000] [--eval-depth 100] [--ingest-rows 10000 100000]
+        [--ingest-store-options index_threshold=1000000]
+        [--truth-base 100000 1000000] [--truth-dim 128] [--truth-queries 500] [--truth-k 10]
+        [--truth-threads N] [--out FILE.json]
 
 Each step runs in a fresh Python process per size (``--worker``), so its peak resident memory
 (``ru_maxrss``) is its own: imports, inputs and all. The memory **per unit** is the growth of the
@@ -25,6 +29,16 @@ importing the libraries. Time is the step's wall time in that process.
    above at ``--history-queries`` sizes, each result recorded three times into a new history,
    the file's size (journal checkpointed) divided by three; with ``--baseline DIR``, the same
    with that checkout's code (e.g. before the history stored its detail compressed).
+5. **ingest** (goals: the index's time shown in ingest's own output; no rebuild built and then
+   refused): the ``recallwatch ingest --precomputed`` command, as a process of its own, on a
+   seeded corpus of ``--ingest-rows`` chunks whose ``--ingest-dim`` vectors are given in the
+   ``.npy`` beside it (so no embedding model's cost is in the figure, only recallwatch's and
+   LanceDB's), into a new store with the default settings (an ANN index once 50,000 rows are
+   written). Its wall time, peak memory (the command's process), the output it prints and what
+   became of the index.
+6. **truth**: :func:`recallwatch.bench.truth.ground_truth` of ``--truth-queries`` seeded queries
+   on a seeded ``--truth-base`` × ``--truth-dim`` base (inner product, top ``--truth-k``): time,
+   query × base pairs per second, and the peak memory per base row (with and without the base).
 
 Speed is what this machine gave at that moment: the load average is printed with the figures.
 """
@@ -34,7 +48,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -44,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _unit import in_process, peak_bytes, per_unit
 
 ROOT = Path(__file__).resolve().parent.parent
 CODE = Path(os.environ.get("RW_BENCH_CODE", ROOT))  # the code measured (--baseline: another)
@@ -51,11 +65,8 @@ sys.path.insert(0, str(CODE))
 
 GOALS = {"gate": ("KB per golden query", 25.0, 1024.0),
          "eval": ("B per run line", 60.0, 1.0),
-         "history": ("B per golden query of a recorded run", None, 1.0)}
-
-
-def _peak_bytes() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+         "history": ("B per golden query of a recorded run", None, 1.0),
+         "ingest": ("B per row", None, 1.0), "truth": ("B per base row", None, 1.0)}
 
 
 # -- the steps, each run in its own process ---------------------------------------------------
@@ -106,7 +117,7 @@ def _gate(path: Path, n: int) -> Any:
 def gate_worker(path: Path, n: int) -> dict[str, Any]:
     from recallwatch.report import json_parts
 
-    before = _peak_bytes()
+    before = peak_bytes()
     t0 = time.perf_counter()
     result = _gate(path, n)
     report = 0
@@ -116,7 +127,7 @@ def gate_worker(path: Path, n: int) -> dict[str, Any]:
     took = time.perf_counter() - t0
     cost = result.cost or {}
     sampled = cost.get("search_mean_ms", 0.0) * cost.get("queries", 0) / 1000
-    return {"n": n, "seconds": took, "peak_bytes": _peak_bytes(), "peak_before_bytes": before,
+    return {"n": n, "seconds": took, "peak_bytes": peak_bytes(), "peak_before_bytes": before,
             "report_chars": report, "latency_queries": cost.get("queries"),
             "latency_seconds": sampled, "latency_share": sampled / took,
             "mean_recall": result.aggregate.mean_recall}
@@ -138,7 +149,7 @@ def make_trec(path: Path, nq: int, depth: int) -> None:
 def eval_worker(path: Path, n: int) -> dict[str, Any]:
     from recallwatch.metrics import Qrels, evaluate_file
 
-    before = _peak_bytes()
+    before = peak_bytes()
     t0 = time.perf_counter()
     done = evaluate_file(Qrels.from_trec(path / f"qrels-{n}"), path / f"run-{n}",
                          ["nDCG@10", "R@100", "RR", "AP", "P@10"])
@@ -146,7 +157,7 @@ def eval_worker(path: Path, n: int) -> dict[str, Any]:
     took = time.perf_counter() - t0
     with open(path / f"run-{n}", "rb") as f:
         lines = sum(1 for _ in f)
-    return {"n": n, "lines": lines, "seconds": took, "peak_bytes": _peak_bytes(),
+    return {"n": n, "lines": lines, "seconds": took, "peak_bytes": peak_bytes(),
             "peak_before_bytes": before, "run_bytes": (path / f"run-{n}").stat().st_size,
             "blocks": done.blocks, "read_whole": done.read_whole,
             "aggregate": {str(k): float(v) for k, v in res.aggregate.items()}}
@@ -175,33 +186,151 @@ def history_worker(path: Path, n: int) -> dict[str, Any]:
     conn.close()
     size = db.stat().st_size
     return {"n": n, "seconds": took / HISTORY_RUNS, "bytes_per_run": size / HISTORY_RUNS,
-            "peak_bytes": _peak_bytes(), "code": str(CODE)}
+            "peak_bytes": peak_bytes(), "code": str(CODE)}
 
 
-WORKERS = {"gate": gate_worker, "eval": eval_worker, "history": history_worker}
+INGEST_EMBEDDER = "use-multilingual"  # the default embedder: the store records it for queries
 
 
-def _in_process(step: str, path: Path, n: int, code: Path = ROOT) -> dict[str, Any]:
-    out = subprocess.run([sys.executable, __file__, "--worker", step, "--path", str(path),
-                          "--n", str(n)], capture_output=True, text=True, check=False,
-                         env={**os.environ, "PYTHONPATH": str(code), "RW_BENCH_CODE": str(code)})
+def make_corpus(path: Path, n: int, dim: int) -> None:
+    """A seeded corpus of ``n`` chunks, its vectors in the ``.npy`` beside it (bring your own)."""
+    rng = np.random.default_rng(3)
+    with open(path / f"corpus-{n}.jsonl", "w", encoding="utf-8") as f:
+        f.writelines(json.dumps({"id": f"c{i:08d}", "text": f"chunk {i} " + "texto " * 40})
+                     + "\n" for i in range(n))
+    np.save(path / f"corpus-{n}.npy", rng.standard_normal((n, dim), dtype=np.float32))
+
+
+def ingest_worker(path: Path, n: int) -> dict[str, Any]:
+    """``recallwatch ingest --precomputed`` of the corpus of ``n`` chunks into a new store with
+    the default index settings, as a command of its own: its wall time, peak memory, output and
+    the report it stored."""
+    from recallwatch.ops.ingest import REPORTS_META_KEY
+    from recallwatch.stores import open_store
+
+    options = os.environ.get("RW_BENCH_STORE_OPTIONS", "")
+    uri = f"lancedb://{path / f'kb-{n}'}?table=chunks{options}"
+    t0 = time.perf_counter()
+    out = subprocess.run([sys.executable, "-m", "recallwatch", "ingest",
+                          str(path / f"corpus-{n}.jsonl"), "--store", uri, "--precomputed",
+                          "--embedder", INGEST_EMBEDDER, "--history", str(path / f"h-{n}.db"),
+                          "--no-progress"], capture_output=True, text=True, check=False)
+    took = time.perf_counter() - t0
     if out.returncode != 0:
-        raise SystemExit(f"{step} at {n}: {out.stderr[-3000:]}")
-    return json.loads(out.stdout)
+        raise SystemExit(f"ingest of {n} exited {out.returncode}: {out.stderr[-3000:]}")
+    store = open_store(uri)
+    try:
+        report = store.get_meta(REPORTS_META_KEY)[-1]
+        state = store.index_state()  # type: ignore[attr-defined]
+    finally:
+        store.close()
+    return {"n": n, "seconds": took, "peak_bytes": peak_bytes(children=True),
+            "output": out.stdout, "stderr": out.stderr, "report_seconds": report["seconds"],
+            "index_rebuild": report["index_rebuild"],
+            "indexed_rows": None if state is None else state.indexed_rows,
+            "unindexed_rows": None if state is None else state.unindexed_rows}
 
 
-def per_unit(step: str, low: dict[str, Any], high: dict[str, Any], units: str,
-             measure: str = "peak_bytes") -> dict[str, Any]:
-    label, goal, scale = GOALS[step]
-    grow = (high[measure] - low[measure]) / (high[units] - low[units])
-    return {"per_unit": grow / scale, "unit": label, "goal": goal,
-            "met": None if goal is None else grow / scale <= goal}
+def truth_worker(path: Path, n: int, dim: int, nq: int, k: int,
+                 threads: int | None) -> dict[str, Any]:
+    """``ground_truth`` (faiss flat search, inner product) of ``nq`` seeded queries on a seeded
+    base of ``n`` × ``dim``, in this process, on ``threads`` faiss threads (None: faiss's own)."""
+    import faiss
+
+    from recallwatch.bench.truth import ground_truth
+
+    rng = np.random.default_rng(0)
+    base = rng.standard_normal((n, dim), dtype=np.float32)
+    queries = rng.standard_normal((nq, dim), dtype=np.float32)
+    before = peak_bytes()
+    t0 = time.perf_counter()
+    ground_truth(base, queries, k, "ip", threads=threads)
+    took = time.perf_counter() - t0
+    return {"n": n, "dim": dim, "queries": nq, "k": k, "seconds": took,
+            "pairs_per_s": n * nq / took, "peak_bytes": peak_bytes(),
+            "peak_before_bytes": before, "base_bytes": base.nbytes,
+            "faiss_threads": threads or faiss.omp_get_max_threads()}
+
+
+WORKERS = {"gate": gate_worker, "eval": eval_worker, "history": history_worker,
+           "ingest": ingest_worker}
+
+
+def _in_process(step: str, path: Path, n: int, code: Path = ROOT,
+                extra: list[str] | None = None) -> dict[str, Any]:
+    return in_process(__file__, step, path, n, code, extra)
+
+
+def ingest_step(a: argparse.Namespace, path: Path, lines: list[str]) -> dict[str, Any]:
+    if a.ingest_store_options:  # e.g. index_threshold=1000000: the same ingestion, no index
+        os.environ["RW_BENCH_STORE_OPTIONS"] = "&" + a.ingest_store_options
+    for n in a.ingest_rows:
+        make_corpus(path, n, a.ingest_dim)
+    runs = [_in_process("ingest", path, n) for n in a.ingest_rows]
+    out = {"dim": a.ingest_dim, "embedder": INGEST_EMBEDDER, "runs": runs,
+           "store_options": a.ingest_store_options,
+           **per_unit(GOALS["ingest"], runs[0], runs[1], "n")}
+    for r in runs:
+        s = r["report_seconds"]
+        lines.append(f"ingest   {r['n']:>9,} rows  {r['seconds']:8.1f} s  peak "
+                     f"{r['peak_bytes'] / 2**20:7.0f} MiB  {r['n'] / r['seconds']:,.0f} rows/s "
+                     "(the command, start to end); " + (
+                         "no ANN index" if r["indexed_rows"] is None else
+                         f"ANN index: {r['indexed_rows']:,} rows in it, "
+                         f"{r['unindexed_rows']:,} outside"))
+        lines.extend(f"  | {line}" for line in r["output"].splitlines())
+        # the goal: the index check and rebuild shown, and no rebuild built then refused
+        rebuild = r["index_rebuild"]
+        thrown = rebuild is not None and rebuild["result"] is not None and not rebuild["switched"]
+        shown = s["index"] < 0.005 or "index check and rebuild" in r["output"]
+        r["goal_met"] = shown and not thrown
+        lines.append(f"ingest   index check and rebuild {s['index']:.1f} s "
+                     f"({'shown' if shown else 'NOT shown'} in the output); "
+                     + ("no rebuild considered" if rebuild is None else
+                        "a rebuild built and thrown away" if thrown else
+                        "the rebuild switched in" if rebuild["switched"] else
+                        "the rebuild refused before it was built")
+                     + f" (goal: {'met' if r['goal_met'] else 'NOT met'})")
+    lines.append(f"ingest   memory per row {out['per_unit']:,.0f} B "
+                 f"({a.ingest_dim}-d float32 vectors: {4 * a.ingest_dim:,} B each)")
+    return out
+
+
+def truth_step(a: argparse.Namespace, path: Path, lines: list[str]) -> dict[str, Any]:
+    extra = ["--truth-dim", str(a.truth_dim), "--truth-queries", str(a.truth_queries),
+             "--truth-k", str(a.truth_k)] + (
+                 [] if a.truth_threads is None else ["--truth-threads", str(a.truth_threads)])
+    runs = [_in_process("truth", path, n, extra=extra) for n in a.truth_base]
+    out = {"dim": a.truth_dim, "queries": a.truth_queries, "k": a.truth_k, "runs": runs,
+           **per_unit(GOALS["truth"], runs[0], runs[1], "n"),
+           "beyond_inputs": per_unit(GOALS["truth"], *[
+               {**r, "extra": r["peak_bytes"] - r["peak_before_bytes"]} for r in runs],
+               "n", "extra")["per_unit"]}
+    for r in runs:
+        lines.append(f"truth    {r['n']:>9,} × {r['dim']} base, {r['queries']} queries, "
+                     f"k {r['k']}  {r['seconds']:8.2f} s  {r['pairs_per_s'] / 1e6:,.0f} M "
+                     f"pairs/s  peak {r['peak_bytes'] / 2**20:7.0f} MiB (faiss "
+                     f"{r['faiss_threads']} threads)")
+    lines.append(f"truth    memory per base row {out['per_unit']:,.0f} B ({4 * a.truth_dim} B "
+                 f"of it the row itself; beyond the inputs {out['beyond_inputs']:,.0f} B)")
+    return out
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--only", nargs="+", choices=["gate", "eval", "latency", "history"],
-                   default=["gate", "eval", "latency", "history"])
+    steps = ["gate", "eval", "latency", "history", "ingest", "truth"]
+    p.add_argument("--only", nargs="+", choices=steps, default=steps)
+    p.add_argument("--ingest-rows", type=int, nargs=2, default=[10_000, 100_000])
+    p.add_argument("--ingest-dim", type=int, default=512,
+                   help="the dimension of the vectors given (that of " + INGEST_EMBEDDER + ")")
+    p.add_argument("--ingest-store-options", default="",
+                   help="added to the store URI, e.g. index_threshold=1000000 (default: none)")
+    p.add_argument("--truth-base", type=int, nargs=2, default=[100_000, 1_000_000])
+    p.add_argument("--truth-dim", type=int, default=128)
+    p.add_argument("--truth-queries", type=int, default=500)
+    p.add_argument("--truth-k", type=int, default=10)
+    p.add_argument("--truth-threads", type=int, default=None,
+                   help="faiss threads for the exact truth (default: faiss's own, every core)")
     p.add_argument("--history-queries", type=int, nargs=2, default=[300, 3000])
     p.add_argument("--baseline", type=Path, default=None,
                    help="history: also measure this checkout's code (e.g. before a change)")
@@ -211,12 +340,14 @@ def main() -> None:
     p.add_argument("--eval-queries", type=int, nargs=2, default=[10_000, 100_000])
     p.add_argument("--eval-depth", type=int, default=100)
     p.add_argument("--out", type=Path, default=None)
-    p.add_argument("--worker", choices=sorted(WORKERS), help=argparse.SUPPRESS)
+    p.add_argument("--worker", choices=[*WORKERS, "truth"], help=argparse.SUPPRESS)
     p.add_argument("--path", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--n", type=int, help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.worker:
-        print(json.dumps(WORKERS[a.worker](a.path, a.n)))
+        print(json.dumps(truth_worker(a.path, a.n, a.truth_dim, a.truth_queries, a.truth_k,
+                                      a.truth_threads)
+                         if a.worker == "truth" else WORKERS[a.worker](a.path, a.n)))
         return
     from recallwatch.bench.sweep import machine_info
 
@@ -233,7 +364,7 @@ def main() -> None:
                   f"{time.perf_counter() - t0:.1f} s", file=sys.stderr)
             runs = [_in_process("gate", path, n) for n in a.gate_queries]
             result["gate"] = {"base": a.gate_base, "dim": a.dim, "runs": runs,
-                              **per_unit("gate", runs[0], runs[1], "n")}
+                              **per_unit(GOALS["gate"], runs[0], runs[1], "n")}
             g = result["gate"]
             for r in runs:
                 lines.append(f"gate     {r['n']:>9,} queries  {r['seconds']:8.1f} s  peak "
@@ -251,7 +382,7 @@ def main() -> None:
                 make_trec(path, n, a.eval_depth)
             runs = [_in_process("eval", path, n) for n in a.eval_queries]
             result["eval"] = {"depth": a.eval_depth, "runs": runs,
-                              **per_unit("eval", runs[0], runs[1], "lines")}
+                              **per_unit(GOALS["eval"], runs[0], runs[1], "lines")}
             e = result["eval"]
             for r in runs:
                 lines.append(f"eval     {r['lines']:>9,} run lines  {r['seconds']:8.1f} s  peak "
@@ -266,7 +397,8 @@ def main() -> None:
             result["history"] = {}
             for code in codes:
                 runs = [_in_process("history", path, n, code) for n in a.history_queries]
-                h = {"runs": runs, **per_unit("history", runs[0], runs[1], "n", "bytes_per_run")}
+                h = {"runs": runs,
+                     **per_unit(GOALS["history"], runs[0], runs[1], "n", "bytes_per_run")}
                 result["history"][str(code)] = h
                 what = "this code" if code == ROOT else f"code at {code}"
                 for r in runs:
@@ -275,6 +407,10 @@ def main() -> None:
                                  f"({what})")
                 lines.append(f"history  {h['per_unit']:.0f} B per golden query of a recorded "
                              f"run ({what})")
+        if "ingest" in a.only:
+            result["ingest"] = ingest_step(a, path, lines)
+        if "truth" in a.only:
+            result["truth"] = truth_step(a, path, lines)
     result["load_average_end"] = list(os.getloadavg())
     lines.append(f"load average at start {result['load_average_start'][0]:.1f}, at end "
                  f"{result['load_average_end'][0]:.1f} (2 cores, shared)")

@@ -52,6 +52,12 @@ __all__ = [
 
 TIE_EPSILON = 1e-6
 _GATHER_FLOATS = 1 << 22  # rows × k × d floats gathered at once when recomputing distances
+# faiss multiplies a block of queries by the base with BLAS only when queries × dimensions reach
+# its distance_compute_blas_threshold (128,000 in faiss 1.15: 1,000 queries at d = 128); a smaller
+# block goes through a loop 10-20 times slower. Every inner-product (and cosine) block of at least
+# this many queries takes the BLAS path here, whatever its dimension. Not l2: faiss's BLAS path
+# computes it as |x|² + |y|² - 2x·y, which can swap two neighbours at nearly the same distance.
+BLAS_QUERIES = 20
 
 
 @dataclass(frozen=True)
@@ -200,23 +206,32 @@ def exact_scores(
     """Exact top-``k`` of one block of queries against the prepared base ``xb``: faiss scores
     (squared L2, or inner product) and ids, ties ordered by id as the module docstring says.
 
-    The block is one faiss call: faiss computes a block of fewer than 20 queries by another
-    routine than a larger one (last-bit differences), so callers that must agree keep the same
-    query blocks. Rows where the item after the k-th ties with it are searched again deeper, so
-    the smallest tied ids are the ones kept.
+    The block is one faiss call: faiss computes a block of fewer than ``BLAS_QUERIES`` (20)
+    queries by another routine than a larger one (last-bit differences), so callers that must
+    agree keep the same query blocks. From 20 queries on, an inner-product or cosine block is
+    computed by the routine faiss uses for a large one (BLAS), whatever the dimension. Rows
+    where the item after the k-th ties with it are searched again deeper, so the smallest tied
+    ids are the ones kept.
     """
     faiss = _faiss()
     fmetric = faiss.METRIC_L2 if metric == "l2" else faiss.METRIC_INNER_PRODUCT  # type: ignore[attr-defined]
     xq = prepare(queries, metric)
     n = xb.shape[0]
     depth = min(k + 1, n)
-    while True:
-        scores, found = faiss.knn(xq, xb, depth, metric=fmetric)  # type: ignore[attr-defined]
-        open_tie = depth > k and depth < n and bool(
-            (scores[:, depth - 1] == scores[:, k - 1]).any())
-        if not open_tie:
-            break
-        depth = min(2 * depth, n)  # a tie runs past what was searched: look deeper
+    settings = faiss.cvar  # type: ignore[attr-defined]
+    before = settings.distance_compute_blas_threshold
+    if metric != "l2":
+        settings.distance_compute_blas_threshold = min(before, BLAS_QUERIES * xq.shape[1])
+    try:
+        while True:
+            scores, found = faiss.knn(xq, xb, depth, metric=fmetric)  # type: ignore[attr-defined]
+            open_tie = depth > k and depth < n and bool(
+                (scores[:, depth - 1] == scores[:, k - 1]).any())
+            if not open_tie:
+                break
+            depth = min(2 * depth, n)  # a tie runs past what was searched: look deeper
+    finally:
+        settings.distance_compute_blas_threshold = before
     return _canonical(scores, found, k, metric)
 
 

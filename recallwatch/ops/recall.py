@@ -64,27 +64,32 @@ def probe_vectors(probes: ProbeSet, store: VectorStore) -> tuple[np.ndarray, Fin
 
 def recall_vs_exact(
     store: VectorStore, vectors: np.ndarray, k: int, *, exact_store: VectorStore | None = None,
-    failures: list[str] | None = None, exact: ExactSearch | None = None,
+    failures: list[str] | None = None, exact: ExactSearch | None = None, batched: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, list[int]]:
     """Per probe: recall@k of ``store``'s live search against exact search (on ``exact_store``,
     default the same store, by ``exact``, default the store's own), the live latency in seconds,
     and the live result counts. With a ``failures`` list, a live search that fails (StoreError)
-    counts as finding nothing and its message is added there; without, it is raised."""
+    counts as finding nothing and its message is added there; without, it is raised.
+
+    The live search is one call per probe, so each probe's latency is its own; ``batched`` makes
+    it one call for all of them (each probe's latency is then the mean): what a check that needs
+    only the recall uses, since a store may scan its rows outside the index once per call."""
     from recallwatch.bench.truth import id_recall
 
     if k < 1:
         raise InputError(field="k", expected="a positive integer", found=k)
-    live, seconds = [], np.empty(len(vectors), dtype=np.float64)
-    for i, row in enumerate(vectors):
+    live: list[list[str]] = []
+    seconds = np.empty(len(vectors), dtype=np.float64)
+    for i, rows in enumerate([vectors] if batched else [row[None, :] for row in vectors]):
         t0 = time.perf_counter()
         try:
-            live.append(store.search(row[None, :], k)[0].ids)
+            live.extend(h.ids for h in store.search(rows, k))
         except StoreError as exc:
             if failures is None:
                 raise
             failures.append(str(exc))
-            live.append([])
-        seconds[i] = time.perf_counter() - t0
+            live.extend([] for _ in range(len(rows)))
+        seconds[i:i + len(rows)] = (time.perf_counter() - t0) / max(len(rows), 1)
     truth = (exact or store_exact)(exact_store or store, vectors, k)
     vocab: dict[str, int] = {}
     # no wider than the longest answer: k may exceed the rows there are (the stores clamp it)

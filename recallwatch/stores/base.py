@@ -39,6 +39,7 @@ __all__ = [
     "SupportsAclFilter",
     "SupportsContentHashes",
     "SupportsFilteredSearch",
+    "SupportsIndexBuildTime",
     "SupportsIndexInspection",
     "SupportsIndexSize",
     "SupportsIndexVariants",
@@ -265,6 +266,17 @@ class SupportsIndexInspection(Protocol):
         ...
 
 
+@runtime_checkable
+class SupportsIndexBuildTime(Protocol):
+    """The store times the ANN index a write builds (LanceDB builds its first index in the write
+    that reaches its index threshold), so an ingestion shows the build apart from the write. The
+    count is per store object, from its opening."""
+
+    def index_build_seconds(self) -> float:
+        """Seconds this store object's writes have spent building an ANN index so far."""
+        ...
+
+
 @dataclass(frozen=True)
 class PublishedIndex:
     """What a switched reindex did (:meth:`StagedIndex.publish`)."""
@@ -378,7 +390,7 @@ CAPABILITIES: tuple[type, ...] = (
     SupportsVectors, SupportsVectorScan, SupportsAclFilter, SupportsFilteredSearch,
     SupportsContentHashes, SupportsSeal,
     SupportsMetaUpdate, SupportsReindex, SupportsIndexInspection, SupportsIndexSize,
-    SupportsQuantizedSearch, SupportsIndexVariants,
+    SupportsQuantizedSearch, SupportsIndexVariants, SupportsIndexBuildTime,
 )
 
 

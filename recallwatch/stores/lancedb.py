@@ -54,6 +54,7 @@ from recallwatch.stores.base import (
     SupportsAclFilter,
     SupportsContentHashes,
     SupportsFilteredSearch,
+    SupportsIndexBuildTime,
     SupportsIndexInspection,
     SupportsIndexSize,
     SupportsIndexVariants,
@@ -62,6 +63,7 @@ from recallwatch.stores.base import (
     SupportsVectors,
     SupportsVectorScan,
 )
+from recallwatch.stores.build_timer import BuildTimer
 from recallwatch.stores.checks import check_unique_ids, check_vectors, clamp_k
 from recallwatch.stores.failures import engine_message, guarded, missing_location, missing_table
 from recallwatch.stores.lancedb_index import (
@@ -115,7 +117,8 @@ _PRODUCTION_TAG = "production"
 
 class LanceStore(SupportsVectors, SupportsVectorScan, SupportsAclFilter, SupportsFilteredSearch,
                  SupportsContentHashes, SupportsMetaUpdate, SupportsReindex,
-                 SupportsIndexInspection, SupportsIndexSize, SupportsIndexVariants):
+                 SupportsIndexInspection, SupportsIndexSize, SupportsIndexVariants, BuildTimer,
+                 SupportsIndexBuildTime):
     """A VectorStore over one LanceDB table."""
 
     # what LanceDB and pylance raise (Rust errors arrive as OSError, ValueError or RuntimeError)
@@ -199,7 +202,7 @@ class LanceStore(SupportsVectors, SupportsVectorScan, SupportsAclFilter, Support
         tbl = self._table()
         assert tbl is not None  # just written
         if needs_index(tbl, self.index_threshold):
-            self.build_index()
+            self._timed_build(self.build_index)  # shown apart by an ingestion
 
     @guarded
     def delete(self, ids: Sequence[str]) -> None:

@@ -103,3 +103,21 @@ def test_ground_truth_runs_on_the_threads_asked_and_restores_faiss_s_setting() -
         truth = ground_truth(base, queries, 5, "l2", threads=threads)
         np.testing.assert_array_equal(truth.ids, _brute(base, queries, 5, "l2"))
         assert faiss.omp_get_max_threads() == before
+
+
+def test_a_block_of_a_few_hundred_queries_is_computed_as_a_large_one() -> None:
+    # faiss 1.15 takes its matrix-product (BLAS) path only from 128,000 queries × dimensions
+    # (1,000 queries at d = 128); ground_truth takes it from 20 queries, so 500 queries get the
+    # bits of the first 500 of a 1,000-query block (the two paths differ in the last bits)
+    import faiss
+
+    rng = np.random.default_rng(5)
+    base = rng.standard_normal((3000, 128), dtype=np.float32)
+    queries = rng.standard_normal((1000, 128), dtype=np.float32)
+    before = faiss.cvar.distance_compute_blas_threshold
+    large = ground_truth(base, queries, 10, "ip")
+    part = ground_truth(base, queries[:500], 10, "ip")
+    np.testing.assert_array_equal(part.ids, _brute(base, queries[:500], 10, "ip"))
+    np.testing.assert_array_equal(part.ids, large.ids[:500])
+    assert part.distances.tobytes() == large.distances[:500].tobytes()
+    assert faiss.cvar.distance_compute_blas_threshold == before  # faiss's setting restored

@@ -23,7 +23,7 @@ from recallwatch.ops.autoreindex import (
     index_needs_rebuild,
     row_probes,
 )
-from recallwatch.ops.ingest import ingest
+from recallwatch.ops.ingest import REPORTS_META_KEY, ingest
 from recallwatch.ops.monitor import run_monitor
 from recallwatch.ops.probes import ProbeSet
 from recallwatch.ops.recall import recall_vs_exact
@@ -136,6 +136,26 @@ def test_ingestion_rebuild_is_verified_switched_and_recorded(tmp_path: Path) -> 
     [record] = history.monitor_runs(kind="reindex")
     assert record.payload["auto"]["trigger"] == "ingest"
     assert record.payload["probes"]["name"] == "stored-rows"
+
+
+def test_the_first_index_a_write_builds_is_timed_apart_from_the_write(tmp_path: Path) -> None:
+    store = LanceStore.open(f"lancedb://{tmp_path / 'kb'}?table=t&index_threshold=300",
+                            create=True)
+    below = ingest(_corpus(tmp_path / "a.jsonl", 200), store, Lookup(), commit_every=100)
+    assert not store.has_index() and below.seconds["index_build"] == 0
+    assert "index build" not in below.summary()
+    # the commit of rows 200-299 reaches the threshold: that write builds the first index
+    first = ingest(_corpus(tmp_path / "b.jsonl", 300), store, Lookup(), commit_every=100)
+    assert store.has_index() and first.index_rebuild is None
+    s = first.seconds
+    assert s["index_build"] > 0 and s["index_build"] == store.index_build_seconds()
+    assert s["write"] >= 0 and s["read"] + s["write"] + s["index_build"] + s["index"] <= s["total"]
+    assert f"index build {s['index_build']:.2f}s" in first.summary()
+    stored = store.get_meta(REPORTS_META_KEY)[-1]
+    assert stored["seconds"]["index_build"] == s["index_build"]  # in the JSON report too
+    # a later ingestion builds nothing: no build shown
+    again = ingest(_corpus(tmp_path / "c.jsonl", 320), store, Lookup())
+    assert again.seconds["index_build"] == 0 and "index build" not in again.summary()
 
 
 def test_ingestion_keeps_the_live_index_when_the_rebuild_fails(tmp_path: Path) -> None:

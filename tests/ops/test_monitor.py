@@ -113,6 +113,19 @@ def test_recall_is_id_overlap_with_exact_search(tmp_path: Path) -> None:
     assert (seconds > 0).all() and counts == [10] * len(data.queries)
 
 
+def test_recall_in_one_call_is_the_recall_of_one_call_per_probe(tmp_path: Path) -> None:
+    store, data = small_store(tmp_path / "s")
+    # rows written after the index was built: the live search scans them exactly, per call
+    store.upsert([Chunk(id=f"d{i:04d}", text="") for i in range(300)], data.base[:300] + 0.01)
+    state = store.index_state()
+    assert state is not None and state.unindexed_rows == 300
+    one_by_one, _, counts = recall_vs_exact(store, data.queries, 10)
+    batched, seconds, batched_counts = recall_vs_exact(store, data.queries, 10, batched=True)
+    assert batched.tolist() == one_by_one.tolist() and batched_counts == counts
+    assert batched.mean() < 1.0  # nprobes 2: there is something to miss
+    assert len(set(seconds.tolist())) == 1 and seconds[0] > 0  # one call: each gets the mean
+
+
 def test_budget_is_computed_over_this_stores_history(tmp_path: Path) -> None:
     store, data = small_store(tmp_path / "s")
     history = History(tmp_path / "h.db")

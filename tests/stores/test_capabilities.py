@@ -58,7 +58,7 @@ def test_the_declarations_are_the_ones_documented(classes: dict[str, type]) -> N
         "qdrant": versioned,
         "qdrant+local": versioned,
         "lancedb": ["SupportsAclFilter", "SupportsContentHashes", "SupportsFilteredSearch",
-                    "SupportsIndexInspection",
+                    "SupportsIndexBuildTime", "SupportsIndexInspection",
                     "SupportsIndexSize",
                     "SupportsIndexVariants", "SupportsMetaUpdate", "SupportsReindex",
                     "SupportsVectorScan", "SupportsVectors"],

@@ -1,0 +1,42 @@
+"""What ``unit_cost_bench.py`` measures every step with: the peak resident memory of a process,
+a step run in a fresh process per size, and the cost of one more unit of work between two sizes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def peak_bytes(children: bool = False) -> int:
+    """The peak resident memory of this process (or of its largest finished child)."""
+    who = resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF
+    return resource.getrusage(who).ru_maxrss * 1024  # Linux: KiB
+
+
+def in_process(script: str, step: str, path: Path, n: int, code: Path,
+               extra: list[str] | None = None) -> dict[str, Any]:
+    """``script --worker step`` in a fresh Python process on ``code``: its JSON answer."""
+    out = subprocess.run([sys.executable, script, "--worker", step, "--path", str(path),
+                          "--n", str(n), *(extra or [])], capture_output=True, text=True,
+                         check=False,
+                         env={**os.environ, "PYTHONPATH": str(code), "RW_BENCH_CODE": str(code)})
+    if out.returncode != 0:
+        raise SystemExit(f"{step} at {n}: {out.stderr[-3000:]}")
+    answer: dict[str, Any] = json.loads(out.stdout)
+    return answer
+
+
+def per_unit(goal: tuple[str, float | None, float], low: dict[str, Any], high: dict[str, Any],
+             units: str, measure: str = "peak_bytes") -> dict[str, Any]:
+    """What one more unit costs between the two sizes: ``(m₂ − m₁) / (n₂ − n₁)`` in the goal's
+    unit (``goal`` = (unit's name, goal or None, bytes per unit of the name))."""
+    label, target, scale = goal
+    grow = (high[measure] - low[measure]) / (high[units] - low[units]) / scale
+    return {"per_unit": grow, "unit": label, "goal": target,
+            "met": None if target is None else grow <= target}
