@@ -19,7 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from recallwatch.bench.output import answers, sweep_to_dict
-from recallwatch.bench.sweep import load_sweep, run_sweep
+from recallwatch.bench.sweep import SweepConfig, load_sweep, run_sweep
 from recallwatch.bench.truth import ground_truth
 from recallwatch.cli import app
 from recallwatch.embedders import embedder_from_spec
@@ -318,10 +318,15 @@ def test_a_recallwatch_error_in_a_task_reaches_the_user_as_it_is(local_ray: Modu
     text = SWEEP.split("engines:")[0] + (
         f"engines:\n  - engine: store\n    build: {{uri: 'lancedb://{missing}?table=t', "
         "populate: false}\n")
-    config = load_sweep(sweep_file(tmp_path, text))
-    with pytest.raises(StoreError) as local:
+    _same_error_as_one_process(load_sweep(sweep_file(tmp_path, text)), StoreError)
+
+
+def _same_error_as_one_process(config: SweepConfig, kind: type[Exception]) -> None:
+    """``config`` fails on Ray with one process's error, unwrapped (no Ray report, no
+    traceback)."""
+    with pytest.raises(kind) as local:
         run_sweep(config)
-    with pytest.raises(StoreError) as remote:
+    with pytest.raises(kind) as remote:
         on_ray(config)
     assert str(remote.value) == str(local.value)
     assert "Traceback" not in str(remote.value) and "RayTaskError" not in str(remote.value)
@@ -395,13 +400,7 @@ def test_a_dataset_error_in_the_loading_task_reaches_the_user_as_it_is(
     text = SWEEP.split("dataset:")[0] + (
         f"dataset: {{base: {tmp_path / 'missing.npy'}}}\n" + "k: 10" +
         SWEEP.split("k: 10", 1)[1])
-    config = load_sweep(sweep_file(tmp_path, text))
-    with pytest.raises(InputError) as local:
-        run_sweep(config)
-    with pytest.raises(InputError) as remote:
-        on_ray(config)
-    assert str(remote.value) == str(local.value)
-    assert "RayTaskError" not in str(remote.value)
+    _same_error_as_one_process(load_sweep(sweep_file(tmp_path, text)), InputError)
 
 
 def test_a_store_dataset_named_relative_to_the_command_gives_the_single_process_results(
