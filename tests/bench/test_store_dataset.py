@@ -42,16 +42,20 @@ engines:
     return path
 
 
-def test_exact_search_of_the_store_on_its_own_sampled_queries_has_recall_one(
-    tmp_path: Path,
-) -> None:
-    uri = _store(tmp_path / "kb", 1500)
-    config = load_sweep(_sweep(tmp_path, uri, f"""\
+def exact_and_flat(uri: str) -> str:
+    """The sweep's engines: the store at ``uri`` searched exactly, and faiss's flat index."""
+    return f"""\
   - engine: store
     build: {{uri: "{uri}", populate: false}}
     query: {{exact: true}}
   - engine: faiss-flat
-"""))
+"""
+
+def test_exact_search_of_the_store_on_its_own_sampled_queries_has_recall_one(
+    tmp_path: Path,
+) -> None:
+    uri = _store(tmp_path / "kb", 1500)
+    config = load_sweep(_sweep(tmp_path, uri, exact_and_flat(uri)))
     result = run_sweep(config)
     assert result.dataset["n"] == 1500 - 60 and result.dataset["metric"] == "cosine"
     store, flat = result.results

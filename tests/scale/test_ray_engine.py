@@ -408,17 +408,12 @@ def test_a_store_dataset_named_relative_to_the_command_gives_the_single_process_
     """The store's own vectors, exported by the loading task, with the names of the base rows
     (which the ``store`` engine searches by) kept in the object store; the store is named by a
     path relative to the command's folder, in the dataset and in the engine."""
-    from tests.bench.test_store_dataset import _store, _sweep
+    from tests.bench.test_store_dataset import _store, _sweep, exact_and_flat
 
     _store(tmp_path / "kb", 1500)
     monkeypatch.chdir(tmp_path)
     uri = "lancedb://kb?table=t"
-    config = load_sweep(_sweep(tmp_path, uri, f"""\
-  - engine: store
-    build: {{uri: "{uri}", populate: false}}
-    query: {{exact: true}}
-  - engine: faiss-flat
-"""))
+    config = load_sweep(_sweep(tmp_path, uri, exact_and_flat(uri)))
     one = run_sweep(config)
     spread = on_ray(config)
     assert without_timings(spread) == without_timings(one)
