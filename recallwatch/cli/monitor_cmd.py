@@ -160,10 +160,10 @@ def probes(
     """Build a versioned probe set from the queries of a golden set (--golden) and/or a random
     sample of logged queries (--queries, --sample, drawn with --seed)."""
     from recallwatch.formats.golden import load_golden
-    from recallwatch.ops.probes import build_probes, read_logged_queries, write_probes
+    from recallwatch.ops.probes import build_probes, write_probes
 
     built = build_probes(golden=None if golden is None else load_golden(golden),
-                         logged=[] if queries is None else read_logged_queries(queries),
+                         logged=() if queries is None else queries,
                          sample=sample, seed=seed, name=name, version=version)
     write_probes(built, out)
     emit(f"wrote {out}: {len(built)} probes, {name} v{version}, hash {built.hash}")

@@ -15,9 +15,11 @@ Files read:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
-from collections.abc import Sequence
+from collections.abc import Generator, Iterable, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +29,10 @@ import numpy as np
 from recallwatch.errors import InputError
 from recallwatch.formats.golden import GoldenSet, canonical_hash
 
-__all__ = ["ProbeSet", "build_probes", "load_probes", "read_logged_queries", "write_probes"]
+__all__ = [
+    "ProbeSet", "build_probes", "iter_logged_queries", "load_probes", "read_logged_queries",
+    "sample_logged_queries", "write_probes",
+]
 
 
 @dataclass(frozen=True)
@@ -62,48 +67,93 @@ class ProbeSet:
                 "probes": [{"text": t} for t in self.texts]}
 
 
-def read_logged_queries(path: str | Path) -> list[str]:
-    """Query texts from a ``.txt`` (one per line) or ``.jsonl`` (``text``/``query`` field) log."""
-    from recallwatch.formats.structured import parse_json_line, read_text
+def iter_logged_queries(path: str | Path) -> Generator[str, None, None]:
+    """The query texts of a ``.txt`` (one per line) or ``.jsonl`` (``text``/``query`` field) log,
+    read line by line: memory does not grow with the file."""
+    from recallwatch.formats.structured import parse_json_line, text_lines
 
     p = Path(path)
-    try:
-        lines = read_text(p).splitlines()
-    except OSError as exc:
-        raise InputError(source=p, expected="a readable query log", found=exc.strerror) from None
-    out: list[str] = []
-    for n, line in enumerate(lines, start=1):
+    jsonl = p.suffix.lower() == ".jsonl"
+    for n, line in text_lines(p):
         if not line.strip():
             continue
-        if p.suffix.lower() != ".jsonl":
-            out.append(line.strip())
+        if not jsonl:
+            yield line.strip()
             continue
         obj = parse_json_line(line, p, n)
         text = obj.get("text", obj.get("query"))
         if not isinstance(text, str) or not text.strip():
             raise InputError(source=p, line=n, field="text",
                              expected="a non-empty string (or a 'query' field)", found=text)
-        out.append(text.strip())
-    return out
+        yield text.strip()
+
+
+def read_logged_queries(path: str | Path) -> list[str]:
+    """Every query text of a log (see :func:`iter_logged_queries`), in file order."""
+    return list(iter_logged_queries(path))
+
+
+def sample_logged_queries(path: str | Path, sample: int, *, seed: int = 0,
+                          exclude: Iterable[str] = ()) -> list[str]:
+    """The distinct logged queries that :func:`build_probes` draws with ``sample`` and ``seed``
+    (the same ones, in the same order), read in two passes over the file so that memory holds
+    a 16-byte digest per distinct query and the texts drawn, not the log."""
+    if sample < 0:
+        raise InputError(field="sample", expected="a non-negative integer", found=sample)
+    skip = {_digest(t) for t in exclude}
+    place: dict[bytes, int] = {}  # digest -> its place among the distinct queries
+    for text in iter_logged_queries(path):
+        key = _digest(text)
+        if key not in skip and key not in place:
+            place[key] = len(place)
+    # random.sample reads only the population's length and the items at the places it draws
+    drawn = set(random.Random(seed).sample(range(len(place)), min(sample, len(place))))
+    wanted = {key for key, i in place.items() if i in drawn}
+    del place
+    out: dict[bytes, str] = {}
+    for text in iter_logged_queries(path):
+        key = _digest(text)
+        if key in wanted and key not in out:
+            out[key] = text
+    return list(out.values())
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
 
 
 def build_probes(
-    *, golden: GoldenSet | None = None, logged: Sequence[str] = (), sample: int | None = None,
-    seed: int = 0, name: str = "probes", version: str = "1",
+    *, golden: GoldenSet | None = None, logged: Sequence[str] | Path = (),
+    sample: int | None = None, seed: int = 0, name: str = "probes", version: str = "1",
 ) -> ProbeSet:
     """Golden queries plus up to ``sample`` logged queries drawn at random (seeded), duplicates
-    removed, in a stable order."""
-    if golden is None and not logged:
+    removed, in a stable order (the order the drawn queries first appear in the log).
+
+    ``logged`` is the logged texts, or the log file itself (a Path): then it is read line by line,
+    twice when sampling (:func:`sample_logged_queries`), and the probes are the same."""
+    texts = [q.text for q in golden.queries] if golden is not None else []
+    golden_texts = set(texts)
+    if isinstance(logged, Path):
+        with closing(iter_logged_queries(logged)) as first:
+            has_logged = next(first, None) is not None
+    else:
+        has_logged = bool(logged)
+    if golden is None and not has_logged:
         raise InputError(field="probes", expected="a golden set and/or logged queries",
                          found="neither")
-    texts = [q.text for q in golden.queries] if golden is not None else []
-    pool = list(dict.fromkeys(t for t in logged if t not in set(texts)))
-    if sample is not None:
-        if sample < 0:
-            raise InputError(field="sample", expected="a non-negative integer", found=sample)
-        pool = sorted(random.Random(seed).sample(pool, min(sample, len(pool))), key=pool.index)
+    if sample is not None and sample < 0:
+        raise InputError(field="sample", expected="a non-negative integer", found=sample)
+    if isinstance(logged, Path) and sample is not None:
+        pool = sample_logged_queries(logged, sample, seed=seed, exclude=golden_texts)
+    else:
+        every = iter_logged_queries(logged) if isinstance(logged, Path) else logged
+        pool = list(dict.fromkeys(t for t in every if t not in golden_texts))
+        if sample is not None:
+            drawn = random.Random(seed).sample(range(len(pool)), min(sample, len(pool)))
+            pool = [pool[i] for i in sorted(drawn)]
     src = ", ".join(filter(None, [golden.source if golden else None,
-                                  f"{len(pool)} logged queries (seed {seed})" if logged else ""]))
+                                  f"{len(pool)} logged queries (seed {seed})" if has_logged
+                                  else ""]))
     return ProbeSet(name, version, tuple(dict.fromkeys([*texts, *pool])), source=src)
 
 

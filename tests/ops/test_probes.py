@@ -77,3 +77,65 @@ def test_vector_probes(tmp_path: Path) -> None:
         load_probes(bad)
     with pytest.raises(InputError, match="a golden set and/or logged queries"):
         build_probes()
+
+
+def _drawn_the_documented_way(logged: list[str], exclude: set[str], k: int, seed: int) -> list[str]:
+    """The definition: the distinct texts in first-seen order, k of them drawn with
+    random.Random(seed).sample, put back in first-seen order."""
+    import random
+
+    pool = list(dict.fromkeys(t for t in logged if t not in exclude))
+    return sorted(random.Random(seed).sample(pool, min(k, len(pool))), key=pool.index)
+
+
+@pytest.mark.parametrize(("distinct", "k"), [(8, 3), (15, 15), (500, 40), (3000, 400)])
+def test_a_log_file_is_sampled_in_two_passes_with_the_same_draw(
+        tmp_path: Path, distinct: int, k: int) -> None:
+    import random
+
+    rng = random.Random(distinct)
+    logged = [f"query {rng.randrange(distinct)}" for _ in range(distinct * 3)]
+    golden_texts = {q.text for q in GOLDEN.queries}
+    logged[5:5] = sorted(golden_texts)  # golden queries found in the log are not drawn again
+    log = tmp_path / "log.txt"
+    log.write_text("".join(f"{t}\n" for t in logged), encoding="utf-8")
+    for seed in (0, 7):
+        from_file = build_probes(golden=GOLDEN, logged=log, sample=k, seed=seed)
+        from_list = build_probes(golden=GOLDEN, logged=logged, sample=k, seed=seed)
+        assert from_file == from_list
+        expected = _drawn_the_documented_way(logged, golden_texts, k, seed)
+        assert from_file.texts == tuple(q.text for q in GOLDEN.queries) + tuple(expected)
+    # without a sample, every distinct logged query, in first-seen order
+    assert build_probes(logged=log) == build_probes(logged=logged)
+
+
+def test_sampling_a_log_holds_digests_not_the_log(tmp_path: Path) -> None:
+    import tracemalloc
+
+    def peak_while_sampling(lines: int) -> tuple[int, int]:
+        log = tmp_path / f"log{lines}.jsonl"
+        with log.open("w", encoding="utf-8") as fh:
+            for i in range(lines):  # 20 distinct queries, logged over and over
+                fh.write(f'{{"text": "{"a fairly long logged question " * 4}{i % 20}"}}\n')
+        tracemalloc.start()
+        try:
+            assert len(build_probes(logged=log, sample=5, seed=1)) == 5
+            return tracemalloc.get_traced_memory()[1], log.stat().st_size
+        finally:
+            tracemalloc.stop()
+
+    small, small_size = peak_while_sampling(10_000)
+    big, big_size = peak_while_sampling(80_000)
+    # eight times the log (9.4 MB more) adds less than a tenth of it: the log is never held whole
+    assert big - small < (big_size - small_size) / 10, (small, big, small_size, big_size)
+
+
+def test_a_log_file_with_nothing_usable(tmp_path: Path) -> None:
+    blank = tmp_path / "blank.txt"
+    blank.write_text("\n  \n", encoding="utf-8")
+    with pytest.raises(InputError, match="a golden set and/or logged queries"):
+        build_probes(logged=blank, sample=3)
+    assert build_probes(golden=GOLDEN, logged=blank, sample=3).texts == tuple(
+        q.text for q in GOLDEN.queries)
+    with pytest.raises(InputError, match=r"field 'sample': expected a non-negative integer"):
+        build_probes(golden=GOLDEN, logged=blank, sample=-1)
