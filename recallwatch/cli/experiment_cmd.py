@@ -53,6 +53,10 @@ def experiment(
     from recallwatch.experiment import load_plan, run_experiment, write_outputs
 
     loaded = load_plan(plan)
+    if history is not None:  # a wrong location is said before the experiment runs, not after
+        from recallwatch.history import History
+
+        History(history).close()
     result = run_experiment(loaded, out, engine=engine.value, address=address, workers=workers)
     paths = write_outputs(result, out)
     from recallwatch.experiment.output import to_text

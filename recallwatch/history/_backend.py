@@ -146,7 +146,11 @@ class SQLiteBackend(Backend):
             if not create:
                 raise HistoryError(f"no run history at {path} (run the gate first, or name "
                                    "the file with --history)")
-            path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:  # a file where a folder must be, no permission…
+                raise HistoryError(f"{path}: cannot create the run history's folder "
+                                   f"{path.parent}: {exc.strerror}") from None
         backend = None
         try:
             # isolation_level=None: transactions are ours (BEGIN IMMEDIATE), never implicit.

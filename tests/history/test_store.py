@@ -136,3 +136,10 @@ def test_runs_filter_by_dataset_newest_first(history_at: str) -> None:
     with History(db) as h:
         assert [r.run_id for r in h.runs(dataset="alpha")] == [ids[2], ids[0]]
         assert [r.run_id for r in h.runs(limit=2)] == [ids[2], ids[1]]
+
+
+def test_a_history_under_a_file_is_a_history_error_naming_the_folder(tmp_path: Path) -> None:
+    blocker = tmp_path / "notes.txt"
+    blocker.write_text("", encoding="utf-8")
+    with pytest.raises(HistoryError, match=r"cannot create the run history's folder .*notes\.txt"):
+        History(blocker / "runs" / "history.db")

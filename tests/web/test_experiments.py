@@ -154,6 +154,18 @@ def test_an_experiment_recorded_in_the_history_is_listed_without_its_folder(
     assert "no recorded experiment 2" in H.text(get(bare, "/experiments/h2", status=404))
 
 
+def test_a_history_that_cannot_be_opened_stops_the_experiment_before_it_runs(
+        tmp_path: Path, experiments: Path) -> None:
+    not_a_dir = tmp_path / "file.txt"
+    not_a_dir.write_text("", encoding="utf-8")
+    out = tmp_path / "out"
+    code, _, stderr = cli("experiment", str(experiments.parent / "second.yaml"), "--out",
+                          str(out), "--history", str(not_a_dir / "history.db"))
+    assert code == 2, stderr
+    assert str(not_a_dir / "history.db") in stderr and "Traceback" not in stderr
+    assert not out.exists()  # nothing built, nothing written
+
+
 # -- in a real browser -----------------------------------------------------------------------------
 
 
