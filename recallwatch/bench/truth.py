@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,6 +59,7 @@ _GATHER_FLOATS = 1 << 22  # rows × k × d floats gathered at once when recomput
 # this many queries takes the BLAS path here, whatever its dimension. Not l2: faiss's BLAS path
 # computes it as |x|² + |y|² - 2x·y, which can swap two neighbours at nearly the same distance.
 BLAS_QUERIES = 20
+_FAISS_SETTINGS = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -219,19 +221,23 @@ def exact_scores(
     n = xb.shape[0]
     depth = min(k + 1, n)
     settings = faiss.cvar  # type: ignore[attr-defined]
-    before = settings.distance_compute_blas_threshold
-    if metric != "l2":
-        settings.distance_compute_blas_threshold = min(before, BLAS_QUERIES * xq.shape[1])
-    try:
-        while True:
-            scores, found = faiss.knn(xq, xb, depth, metric=fmetric)  # type: ignore[attr-defined]
-            open_tie = depth > k and depth < n and bool(
-                (scores[:, depth - 1] == scores[:, k - 1]).any())
-            if not open_tie:
-                break
-            depth = min(2 * depth, n)  # a tie runs past what was searched: look deeper
-    finally:
-        settings.distance_compute_blas_threshold = before
+    # faiss's threshold is one global of the process: held while it is lowered and while any
+    # search reads it, so that a search in another thread (an l2 one above all) never sees
+    # another's setting
+    with _FAISS_SETTINGS:
+        before = settings.distance_compute_blas_threshold
+        if metric != "l2":
+            settings.distance_compute_blas_threshold = min(before, BLAS_QUERIES * xq.shape[1])
+        try:
+            while True:
+                scores, found = faiss.knn(xq, xb, depth, metric=fmetric)  # type: ignore[attr-defined]
+                open_tie = depth > k and depth < n and bool(
+                    (scores[:, depth - 1] == scores[:, k - 1]).any())
+                if not open_tie:
+                    break
+                depth = min(2 * depth, n)  # a tie runs past what was searched: look deeper
+        finally:
+            settings.distance_compute_blas_threshold = before
     return _canonical(scores, found, k, metric)
 
 

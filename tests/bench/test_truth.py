@@ -107,17 +107,44 @@ def test_ground_truth_runs_on_the_threads_asked_and_restores_faiss_s_setting() -
 
 def test_a_block_of_a_few_hundred_queries_is_computed_as_a_large_one() -> None:
     # faiss 1.15 takes its matrix-product (BLAS) path only from 128,000 queries × dimensions
-    # (1,000 queries at d = 128); ground_truth takes it from 20 queries, so 500 queries get the
-    # bits of the first 500 of a 1,000-query block (the two paths differ in the last bits)
+    # (1,000 queries at d = 128); ground_truth takes it from 20 queries: 500 queries get the bits
+    # faiss's BLAS path gives them. (Not the bits of the first 500 rows of a 1,000-query block:
+    # how the BLAS library tiles a product depends on its size and on the CPU, and on an AMD EPYC
+    # the two differ in the last bit where an Intel Xeon gave the same.)
     import faiss
 
     rng = np.random.default_rng(5)
     base = rng.standard_normal((3000, 128), dtype=np.float32)
     queries = rng.standard_normal((1000, 128), dtype=np.float32)
     before = faiss.cvar.distance_compute_blas_threshold
-    large = ground_truth(base, queries, 10, "ip")
     part = ground_truth(base, queries[:500], 10, "ip")
-    np.testing.assert_array_equal(part.ids, _brute(base, queries[:500], 10, "ip"))
-    np.testing.assert_array_equal(part.ids, large.ids[:500])
-    assert part.distances.tobytes() == large.distances[:500].tobytes()
     assert faiss.cvar.distance_compute_blas_threshold == before  # faiss's setting restored
+    faiss.cvar.distance_compute_blas_threshold = 0  # every block through BLAS
+    try:
+        scores, _ = faiss.knn(queries[:500], base, 11, metric=faiss.METRIC_INNER_PRODUCT)
+    finally:
+        faiss.cvar.distance_compute_blas_threshold = before
+    assert part.distances.tobytes() == (-scores[:, :10]).tobytes()
+    np.testing.assert_array_equal(part.ids, _brute(base, queries[:500], 10, "ip"))
+    np.testing.assert_array_equal(part.ids, ground_truth(base, queries, 10, "ip").ids[:500])
+
+
+def test_threads_computing_truth_at_once_get_one_thread_s_answers() -> None:
+    # faiss's BLAS threshold is one global: lowered for an inner-product block, it must never be
+    # seen by a search of another thread (an l2 one would change path) nor left lowered after
+    from concurrent.futures import ThreadPoolExecutor
+
+    import faiss
+
+    rng = np.random.default_rng(9)
+    base = rng.standard_normal((2000, 64), dtype=np.float32)
+    queries = rng.standard_normal((60, 64), dtype=np.float32)
+    before = faiss.cvar.distance_compute_blas_threshold
+    metrics = ["ip", "l2", "cosine"] * 6
+    alone = {m: ground_truth(base, queries, 10, m) for m in set(metrics)}
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        together = list(pool.map(lambda m: ground_truth(base, queries, 10, m), metrics))
+    for metric, truth in zip(metrics, together, strict=True):
+        np.testing.assert_array_equal(truth.ids, alone[metric].ids)
+        np.testing.assert_allclose(truth.distances, alone[metric].distances, rtol=1e-6)
+    assert faiss.cvar.distance_compute_blas_threshold == before
