@@ -1,6 +1,7 @@
 """A run file evaluated a block of queries at a time: the same values as the whole run, bit for
 bit, on every measure family; trec_eval's (pytrec_eval's) values; a file not grouped by query is
-read whole and said so; refused input is located as the whole reading locates it."""
+regrouped through temporary files and said so (more in test_regroup.py); refused input is located
+as the whole reading locates it."""
 
 from __future__ import annotations
 
@@ -130,16 +131,17 @@ def test_eval_from_files_does_not_import_pandas(tmp_path: Path) -> None:
     assert done.stdout.splitlines()[-1] == "False"
 
 
-def test_a_run_not_grouped_by_query_is_read_whole_and_said_so(tmp_path: Path) -> None:
+def test_a_run_not_grouped_by_query_is_regrouped_and_said_so(tmp_path: Path) -> None:
     qrels_path, run_path = _write(tmp_path, seed=4)
     lines = run_path.read_text().splitlines(keepends=True)
     moved = lines[3]  # a line of the first query, moved to the end
     run_path.write_text("".join(lines[:3] + lines[4:] + [moved]))
     qrels = Qrels.from_trec(qrels_path)
     done = evaluate_file(qrels, run_path, EVERY_FAMILY, block_bytes=5000)
-    assert done.blocks == 0
+    assert done.read_whole is None and done.blocks > 1 and done.temporary_files > 1
     assert done.note is not None and "not grouped by query" in done.note
     assert repr(moved.split()[0]) in done.note and "sort" in done.note
+    assert f"through {done.temporary_files} temporary files" in done.note
     _same(evaluate(qrels, Run.from_trec(run_path, cache=False), EVERY_FAMILY), done.result)
 
 
@@ -182,7 +184,7 @@ def test_eval_command_notes_a_run_not_grouped_by_query(tmp_path: Path) -> None:
     result = runner.invoke(app, ["eval", str(qrels_path), str(rotated), "-m", "AP",
                                  "--format", "json"])
     assert result.exit_code == 0, result.output
-    assert "not grouped by query" in result.stderr and "read whole" in result.stderr
+    assert "not grouped by query" in result.stderr and "temporary files" in result.stderr
     grouped = runner.invoke(app, ["eval", str(qrels_path), str(run_path), "-m", "AP",
                                   "--format", "json"])
     assert grouped.exit_code == 0 and "note" not in grouped.stderr
