@@ -119,13 +119,13 @@ def read_columnar(path: Path, suffix: str) -> pa.Table:
 
             return pq.read_table(path)
         with pa.OSFile(str(path)) as f:
-            return pa.ipc.open_file(f).read_all()
+            return _ipc_reader(f).read_all()
 
 
 def columnar_batches(path: Path, suffix: str, rows: int) -> Iterator[pa.Table]:
     """The rows of a Parquet or Arrow IPC file in order, at most ``rows`` at a time (a Parquet
-    file by record batches; an Arrow file a record batch, as written, at a time, cut in pieces),
-    with the errors of :func:`read_columnar`."""
+    file by record batches; an Arrow file or stream a record batch, as written, at a time, cut
+    in pieces), with the errors of :func:`read_columnar`."""
     with _read_errors(path, suffix):
         if suffix == ".parquet":
             import pyarrow.parquet as pq
@@ -135,11 +135,26 @@ def columnar_batches(path: Path, suffix: str, rows: int) -> Iterator[pa.Table]:
                     yield pa.Table.from_batches([batch])
             return
         with pa.OSFile(str(path)) as f:
-            reader = pa.ipc.open_file(f)
-            for i in range(reader.num_record_batches):
-                batch = reader.get_batch(i)
+            reader = _ipc_reader(f)
+            batches = (reader if isinstance(reader, pa.ipc.RecordBatchStreamReader) else
+                       (reader.get_batch(i) for i in range(reader.num_record_batches)))
+            for batch in batches:
                 for start in range(0, batch.num_rows, rows):
                     yield pa.Table.from_batches([batch.slice(start, rows)])
+
+
+def _ipc_reader(
+    f: pa.NativeFile,
+) -> pa.ipc.RecordBatchFileReader | pa.ipc.RecordBatchStreamReader:
+    """An Arrow IPC file's reader, or a stream's (the format without the file's footer)."""
+    try:
+        return pa.ipc.open_file(f)
+    except pa.ArrowInvalid as not_a_file:
+        f.seek(0)
+        try:
+            return pa.ipc.open_stream(f)
+        except pa.ArrowInvalid:
+            raise not_a_file from None
 
 
 @contextmanager

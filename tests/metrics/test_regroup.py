@@ -37,11 +37,13 @@ def _table(run: Run) -> pa.Table:
 
 
 def _write_columnar(table: pa.Table, path: Path) -> None:
-    """Several row groups (Parquet) or record batches (Arrow) of 700 rows."""
+    """Several row groups (Parquet) or record batches (an Arrow file; ``.ipc``: an Arrow
+    stream) of 700 rows."""
     if path.suffix == ".parquet":
         pq.write_table(table, path, row_group_size=700)
         return
-    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+    new = pa.ipc.new_stream if path.suffix == ".ipc" else pa.ipc.new_file
+    with pa.OSFile(str(path), "wb") as sink, new(sink, table.schema) as writer:
         for batch in table.to_batches(max_chunksize=700):
             writer.write_batch(batch)
 
@@ -50,7 +52,7 @@ def _shuffled(path: Path, out: Path, seed: int) -> None:
     """The run at ``path`` with its lines (rows) in a random order, written as ``out``'s suffix
     says: TREC text, gzip, Parquet or Arrow."""
     rng = np.random.default_rng(seed)
-    if out.suffix in (".parquet", ".arrow"):
+    if out.suffix in (".parquet", ".arrow", ".ipc"):
         table = _table(Run.from_trec(path, cache=False))
         _write_columnar(table.take(pa.array(rng.permutation(len(table)))), out)
         return
@@ -59,7 +61,7 @@ def _shuffled(path: Path, out: Path, seed: int) -> None:
     out.write_bytes(gzip.compress(text) if out.suffix == ".gz" else text)
 
 
-@pytest.mark.parametrize("suffix", [".parquet", ".arrow"])
+@pytest.mark.parametrize("suffix", [".parquet", ".arrow", ".ipc"])
 @pytest.mark.parametrize("block_bytes", [1500, 20_000, 1 << 24])
 def test_columnar_runs_are_read_in_blocks_bit_for_bit(tmp_path: Path, suffix: str,
                                                       block_bytes: int) -> None:
@@ -73,7 +75,7 @@ def test_columnar_runs_are_read_in_blocks_bit_for_bit(tmp_path: Path, suffix: st
     _same(evaluate(qrels, Run.read(path), EVERY_FAMILY), done.result)
 
 
-@pytest.mark.parametrize("name", ["run.txt", "run.gz", "run.parquet", "run.arrow"])
+@pytest.mark.parametrize("name", ["run.txt", "run.gz", "run.parquet", "run.arrow", "run.ipc"])
 def test_a_shuffled_real_run_is_regrouped_bit_for_bit(tmp_path: Path, cranfield: Path,  # noqa: F811
                                                       name: str) -> None:
     qrels = Qrels.from_trec(cranfield / "qrels")
@@ -185,14 +187,20 @@ def test_ctrl_c_in_the_second_pass_leaves_no_file(tmp_path: Path,
     assert len(calls) == 3 and not list(tmpdir.iterdir())
 
 
-def test_a_columnar_run_with_a_bad_value_says_what_the_whole_reading_says(
-        tmp_path: Path) -> None:
+@pytest.mark.parametrize("bad", ["nan", "duplicate"])
+def test_a_columnar_run_with_a_bad_row_says_what_the_whole_reading_says(
+        tmp_path: Path, bad: str) -> None:
     qrels_path, run_path = _write(tmp_path, seed=12)
     table = _table(Run.from_trec(run_path, cache=False))
-    scores = table.column("score").to_numpy().copy()
-    scores[len(scores) * 2 // 3] = np.nan
+    at = len(table) * 2 // 3
+    if bad == "nan":
+        scores = table.column("score").to_numpy().copy()
+        scores[at] = np.nan
+        table = table.set_column(2, "score", pa.array(scores))
+    else:  # the row before, again: a document listed twice for its query
+        table = pa.concat_tables([table.slice(0, at), table.slice(at - 1)])
     path = tmp_path / "run.parquet"
-    _write_columnar(table.set_column(2, "score", pa.array(scores)), path)
+    _write_columnar(table, path)
     with pytest.raises(InputError) as whole:
         Run.read(path)
     with pytest.raises(InputError) as blocks:
