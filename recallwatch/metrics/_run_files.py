@@ -17,10 +17,10 @@ from pathlib import Path
 
 from recallwatch.errors import InputError
 from recallwatch.formats.trec import TrecTable
-from recallwatch.formats.trec_blocks import NotStreamable, run_pieces, whole_queries
+from recallwatch.formats.trec_blocks import NotStreamable, run_pieces
 from recallwatch.metrics._tables import COLUMNAR, columnar_batches, columns, floats
 
-__all__ = ["BYTES_PER_ROW", "block_rows", "run_file_blocks", "run_file_pieces"]
+__all__ = ["BYTES_PER_ROW", "block_rows", "run_file_pieces"]
 
 BYTES_PER_ROW = 32  # about one TREC run line of text: a block of columns holds as many rows
 
@@ -37,12 +37,6 @@ def run_file_pieces(path: str | PathLike[str], block_bytes: int) -> Iterator[Tre
     if suffix in COLUMNAR:
         return _columnar(Path(path), suffix, block_rows(block_bytes))
     return run_pieces(path, block_bytes=block_bytes)
-
-
-def run_file_blocks(path: str | PathLike[str], block_bytes: int) -> Iterator[TrecTable]:
-    """The run file's records in file order, in blocks that each hold whole queries when the
-    file is grouped by query."""
-    return whole_queries(run_file_pieces(path, block_bytes))
 
 
 def _columnar(path: Path, suffix: str, rows: int) -> Iterator[TrecTable]:

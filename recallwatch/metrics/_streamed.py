@@ -22,12 +22,12 @@ import numpy as np
 from recallwatch.errors import InputError, UsageError
 from recallwatch.formats.arrow import from_numpy
 from recallwatch.formats.trec import TrecTable
-from recallwatch.formats.trec_blocks import DEFAULT_BLOCK_BYTES, NotStreamable
+from recallwatch.formats.trec_blocks import DEFAULT_BLOCK_BYTES, NotStreamable, whole_queries
 from recallwatch.metrics._data import Qrels, Run
 from recallwatch.metrics._evaluate import EvalResult, evaluate
 from recallwatch.metrics._measure import Measure, combine, parse_measure
 from recallwatch.metrics._regroup import regrouped
-from recallwatch.metrics._run_files import run_file_blocks
+from recallwatch.metrics._run_files import run_file_pieces
 
 __all__ = ["FileEvaluation", "evaluate_file"]
 
@@ -55,12 +55,15 @@ def evaluate_file(
     wanted = list(dict.fromkeys(parse_measure(m) for m in measures))
     if not wanted:
         raise UsageError("no measure given: name at least one, e.g. nDCG@10")
+    pieces = _Counted(run_path, block_bytes)
     try:
-        result, blocks = _in_blocks(qrels, run_file_blocks(run_path, block_bytes), wanted)
+        result, blocks = _in_blocks(qrels, whole_queries(pieces), wanted)
         return FileEvaluation(result, blocks, None)
     except NotStreamable as why:
         reason = why.reason
-    if reason.startswith(_UNGROUPED):
+    if reason.startswith(_UNGROUPED) and pieces.count <= 1:
+        reason += "; it is one block, so it was read whole"  # what regrouping would cost
+    elif reason.startswith(_UNGROUPED):
         try:
             with regrouped(run_path, block_bytes) as parts:
                 result, blocks = _in_blocks(qrels, parts.blocks(), wanted)
@@ -72,6 +75,19 @@ def evaluate_file(
         except NotStreamable as why:
             reason = why.reason
     return FileEvaluation(evaluate(qrels, Run.read(run_path), wanted), 0, reason)
+
+
+class _Counted:
+    """The pieces of a run file, read when iterated, and how many were read."""
+
+    def __init__(self, run_path: str | PathLike[str], block_bytes: int) -> None:
+        self.run_path, self.block_bytes = run_path, block_bytes
+        self.count = 0
+
+    def __iter__(self) -> Iterator[TrecTable]:
+        for piece in run_file_pieces(self.run_path, self.block_bytes):
+            self.count += 1
+            yield piece
 
 
 class _Judgments:

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from recallwatch.cli import app
 from recallwatch.errors import InputError
+from recallwatch.formats.trec_blocks import DEFAULT_BLOCK_BYTES
 from recallwatch.metrics import EvalResult, Qrels, Run, evaluate, evaluate_file
 
 # One measure of every family (with a cutoff where the family takes one).
@@ -175,17 +176,43 @@ def test_a_duplicate_document_is_located_with_both_lines(tmp_path: Path) -> None
     assert str(blocks.value) == str(whole.value) and "duplicate" in str(blocks.value)
 
 
-def test_eval_command_notes_a_run_not_grouped_by_query(tmp_path: Path) -> None:
+def test_eval_command_reads_a_small_run_not_grouped_by_query_whole(tmp_path: Path) -> None:
+    """Under one block, reading the run whole costs what one block costs: nothing to say."""
     qrels_path, run_path = _write(tmp_path, seed=7, n=30)
     lines = run_path.read_text().splitlines(keepends=True)
     rotated = tmp_path / "rotated.txt"
     rotated.write_text("".join(lines[1:] + lines[:1]))
+    done = evaluate_file(Qrels.from_trec(qrels_path), rotated, ["AP"])
+    assert done.blocks == 0 and done.note is None and done.temporary_files == 0
+    assert done.read_whole is not None and "not grouped by query" in done.read_whole
     runner = CliRunner()
     result = runner.invoke(app, ["eval", str(qrels_path), str(rotated), "-m", "AP",
                                  "--format", "json"])
     assert result.exit_code == 0, result.output
-    assert "not grouped by query" in result.stderr and "temporary files" in result.stderr
     grouped = runner.invoke(app, ["eval", str(qrels_path), str(run_path), "-m", "AP",
                                   "--format", "json"])
-    assert grouped.exit_code == 0 and "note" not in grouped.stderr
+    assert grouped.exit_code == 0 and "note" not in grouped.stderr + result.stderr
     assert grouped.stdout == result.stdout
+
+
+def test_eval_command_notes_a_run_not_grouped_by_query(tmp_path: Path) -> None:
+    """Over one block (the command's 16 MB of text): regrouped, and the command says so."""
+    queries, depth = 7000, 100
+    halves = [[f"q{i} Q0 d{j} {j + 1} {1 - j / depth:.2f} tag\n" for j in range(k, depth, 2)]
+              for i in range(queries) for k in (0, 1)]
+    ungrouped = tmp_path / "run.txt"  # every query's even ranks first, its odd ranks after
+    ungrouped.write_text("".join(line for half in halves[::2] + halves[1::2] for line in half))
+    assert ungrouped.stat().st_size > DEFAULT_BLOCK_BYTES
+    grouped = tmp_path / "grouped.txt"
+    grouped.write_text("".join(line for half in halves for line in half))
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("".join(f"q{i} 0 d{i % depth} 1\n" for i in range(queries)))
+    runner = CliRunner()
+    result = runner.invoke(app, ["eval", str(qrels), str(ungrouped), "-m", "AP", "-m", "nDCG@10",
+                                 "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert result.stderr.startswith(f"note: {ungrouped}: the run is not grouped by query")
+    assert "regrouped by query through" in result.stderr and "temporary files" in result.stderr
+    same = runner.invoke(app, ["eval", str(qrels), str(grouped), "-m", "AP", "-m", "nDCG@10",
+                               "--format", "json"])
+    assert same.exit_code == 0 and same.stderr == "" and same.stdout == result.stdout
