@@ -17,7 +17,7 @@ import os
 import tempfile
 import zlib
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
@@ -29,11 +29,11 @@ import pyarrow.compute as pc
 
 from recallwatch.formats.arrow import from_numpy, to_numpy
 from recallwatch.formats.trec import TrecTable
-from recallwatch.formats.trec_blocks import gzipped
+from recallwatch.formats.trec_blocks import NotStreamable, gzipped
 from recallwatch.metrics._run_files import block_rows, run_file_pieces
 from recallwatch.metrics._tables import COLUMNAR
 
-__all__ = ["MAX_FILES", "Regrouped", "regrouped"]
+__all__ = ["MAX_FILES", "NoTemporaryFiles", "Regrouped", "regrouped"]
 
 Array = np.ndarray[Any, Any]
 
@@ -83,14 +83,24 @@ class Regrouped:
                          to_numpy(table.column("score")), self.source)
 
 
+class NoTemporaryFiles(NotStreamable):
+    """The temporary files could not be written (a missing or full temporary directory)."""
+
+
 @contextmanager
 def regrouped(path: str | PathLike[str], block_bytes: int) -> Iterator[Regrouped]:
     """The run file at ``path`` scattered by query into temporary files, removed on leaving."""
     parts = _file_count(Path(path), block_bytes)
-    with tempfile.TemporaryDirectory(prefix="recallwatch-regroup-",
-                                     dir=os.environ.get("TMPDIR") or None) as tmp:
-        files = [Path(tmp) / f"part-{i:03d}.arrow" for i in range(parts)]
-        rows = _scatter(run_file_pieces(path, block_bytes), files)
+    where = os.environ.get("TMPDIR") or None
+    with ExitStack() as stack:
+        try:
+            tmp = stack.enter_context(
+                tempfile.TemporaryDirectory(prefix="recallwatch-regroup-", dir=where))
+            files = [Path(tmp) / f"part-{i:03d}.arrow" for i in range(parts)]
+            rows = _scatter(run_file_pieces(path, block_bytes), files)
+        except (OSError, pa.ArrowException) as exc:
+            raise NoTemporaryFiles(f"the temporary files could not be written in "
+                                   f"{where or tempfile.gettempdir()} ({exc})") from None
         yield Regrouped(files, rows, block_rows(block_bytes), str(path))
 
 

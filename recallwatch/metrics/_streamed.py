@@ -26,7 +26,7 @@ from recallwatch.formats.trec_blocks import DEFAULT_BLOCK_BYTES, NotStreamable, 
 from recallwatch.metrics._data import Qrels, Run
 from recallwatch.metrics._evaluate import EvalResult, evaluate
 from recallwatch.metrics._measure import Measure, combine, parse_measure
-from recallwatch.metrics._regroup import regrouped
+from recallwatch.metrics._regroup import NoTemporaryFiles, regrouped
 from recallwatch.metrics._run_files import run_file_pieces
 
 __all__ = ["FileEvaluation", "evaluate_file"]
@@ -72,6 +72,10 @@ def evaluate_file(
                     "temporary files, so memory stayed bounded (a run sorted by query is "
                     "faster, e.g. sort -s -k1,1 for a text run)")
             return FileEvaluation(result, blocks, None, note, files)
+        except NoTemporaryFiles as why:
+            note = f"{run_path}: {why.reason}; it was read whole, so memory grew with the file"
+            return FileEvaluation(evaluate(qrels, Run.read(run_path), wanted), 0, why.reason,
+                                  note)
         except NotStreamable as why:
             reason = why.reason
     return FileEvaluation(evaluate(qrels, Run.read(run_path), wanted), 0, reason)

@@ -206,3 +206,20 @@ def test_a_columnar_run_with_a_bad_row_says_what_the_whole_reading_says(
     with pytest.raises(InputError) as blocks:
         evaluate_file(Qrels.from_trec(qrels_path), path, ["AP"], block_bytes=1000)
     assert str(blocks.value) == str(whole.value) and "run.parquet" in str(blocks.value)
+
+
+def test_without_a_usable_temporary_directory_the_run_is_read_whole_and_said_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    qrels_path, run_path = _write(tmp_path, seed=13)
+    shuffled = tmp_path / "shuffled.txt"
+    _shuffled(run_path, shuffled, seed=3)
+    missing = tmp_path / "no-such-dir"
+    monkeypatch.setenv("TMPDIR", str(missing))
+    qrels = Qrels.from_trec(qrels_path)
+    done = evaluate_file(qrels, shuffled, EVERY_FAMILY, block_bytes=2000)
+    assert done.blocks == 0 and done.temporary_files == 0
+    assert done.read_whole is not None and str(missing) in done.read_whole
+    assert done.note is not None
+    assert "could not be written" in done.note and "read whole" in done.note
+    _same(evaluate(qrels, Run.from_trec(shuffled, cache=False), EVERY_FAMILY), done.result)
+    assert not missing.exists()
