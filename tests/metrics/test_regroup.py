@@ -12,14 +12,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-import pytrec_eval
 from typer.testing import CliRunner
 
 from recallwatch.cli import app
 from recallwatch.errors import InputError
 from recallwatch.metrics import EvalResult, Qrels, Run, evaluate, evaluate_file
 from recallwatch.metrics._regroup import Regrouped, regrouped
-from tests.metrics.test_streamed import EVERY_FAMILY, _same, _write
+from tests.metrics.test_streamed import (
+    EVERY_FAMILY,
+    PYTREC_NAMES,
+    _same,
+    _write,
+    assert_pytrec_evals,
+)
 from tests.stats.test_cranfield import cranfield  # noqa: F401  (the fixture: a real BM25 run)
 
 
@@ -95,21 +100,10 @@ def test_a_regrouped_run_has_pytrec_evals_values(tmp_path: Path, cranfield: Path
                                                  ) -> None:
     path = tmp_path / "run.txt"
     _shuffled(cranfield / "full", path, seed=12)
-    with open(cranfield / "qrels") as qf, open(path) as rf:
-        ref_qrels, ref_run = pytrec_eval.parse_qrel(qf), pytrec_eval.parse_run(rf)
-    names = {"nDCG@10": "ndcg_cut_10", "AP": "map", "RR": "recip_rank", "P@10": "P_10",
-             "R@100": "recall_100", "Bpref": "bpref"}
-    ref = pytrec_eval.RelevanceEvaluator(
-        ref_qrels, {"ndcg_cut.10", "map", "recip_rank", "P.10", "recall.100", "bpref"}
-    ).evaluate(ref_run)
-    done = evaluate_file(Qrels.from_trec(cranfield / "qrels"), path, list(names),
+    done = evaluate_file(Qrels.from_trec(cranfield / "qrels"), path, list(PYTREC_NAMES),
                          block_bytes=20_000)
     assert done.temporary_files > 5
-    result = done.result
-    for m in result.measures:
-        for i, qid in enumerate(result.query_ids):
-            expected = ref[qid][names[str(m)]] if qid in ref else 0.0
-            assert result.per_query[m][i] == pytest.approx(expected, abs=1e-12), (m, qid)
+    assert_pytrec_evals(done.result, cranfield / "qrels", path)
 
 
 def test_the_temporary_files_are_under_tmpdir_and_removed(tmp_path: Path,

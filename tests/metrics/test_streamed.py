@@ -69,27 +69,30 @@ def test_blocks_give_the_whole_runs_values_bit_for_bit(tmp_path: Path, block_byt
     _same(whole, done.result)
 
 
-def test_values_are_trec_evals(tmp_path: Path) -> None:
-    qrels_path, run_path = _write(tmp_path, seed=2)
-    qrels: dict[str, dict[str, int]] = {}
-    for line in qrels_path.read_text().splitlines():
-        q, _, d, g = line.split()
-        qrels.setdefault(q, {})[d] = int(g)
-    run: dict[str, dict[str, float]] = {}
-    for line in run_path.read_text().splitlines():
-        q, _, d, _, s, _ = line.split()
-        run.setdefault(q, {})[d] = float(s)
-    names = {"nDCG@10": "ndcg_cut_10", "AP": "map", "RR": "recip_rank", "P@10": "P_10",
-             "R@100": "recall_100", "Bpref": "bpref"}
+# recallwatch's measure name: pytrec_eval's
+PYTREC_NAMES = {"nDCG@10": "ndcg_cut_10", "AP": "map", "RR": "recip_rank", "P@10": "P_10",
+                "R@100": "recall_100", "Bpref": "bpref"}
+
+
+def assert_pytrec_evals(result: EvalResult, qrels_path: Path, run_path: Path) -> None:
+    """Every query's value of ``PYTREC_NAMES``' measures is pytrec_eval's on the same files."""
+    with open(qrels_path) as qf, open(run_path) as rf:
+        qrels, run = pytrec_eval.parse_qrel(qf), pytrec_eval.parse_run(rf)
     ref = pytrec_eval.RelevanceEvaluator(
         qrels, {"ndcg_cut.10", "map", "recip_rank", "P.10", "recall.100", "bpref"}).evaluate(run)
-    done = evaluate_file(Qrels.from_trec(qrels_path), run_path, list(names), block_bytes=1500)
-    assert done.blocks > 10
-    result = done.result
+    assert [str(m) for m in result.measures] == list(PYTREC_NAMES)
     for m in result.measures:
         for i, qid in enumerate(result.query_ids):
-            expected = ref[qid][names[str(m)]] if qid in ref else 0.0
+            expected = ref[qid][PYTREC_NAMES[str(m)]] if qid in ref else 0.0
             assert result.per_query[m][i] == pytest.approx(expected, abs=1e-12), (m, qid)
+
+
+def test_values_are_trec_evals(tmp_path: Path) -> None:
+    qrels_path, run_path = _write(tmp_path, seed=2)
+    done = evaluate_file(Qrels.from_trec(qrels_path), run_path, list(PYTREC_NAMES),
+                         block_bytes=1500)
+    assert done.blocks > 10
+    assert_pytrec_evals(done.result, qrels_path, run_path)
 
 
 def test_a_gzip_run_is_read_in_blocks_too(tmp_path: Path) -> None:
