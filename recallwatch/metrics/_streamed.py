@@ -73,9 +73,9 @@ def evaluate_file(
                     "faster, e.g. sort -s -k1,1 for a text run)")
             return FileEvaluation(result, blocks, None, note, files)
         except NoTemporaryFiles as why:
-            note = f"{run_path}: {why.reason}; it was read whole, so memory grew with the file"
-            return FileEvaluation(evaluate(qrels, Run.read(run_path), wanted), 0, why.reason,
-                                  note)
+            reason = f"{reason}; {why.reason}"
+            note = f"{run_path}: {reason}; it was read whole, so memory grew with the file"
+            return FileEvaluation(evaluate(qrels, Run.read(run_path), wanted), 0, reason, note)
         except NotStreamable as why:
             reason = why.reason
     return FileEvaluation(evaluate(qrels, Run.read(run_path), wanted), 0, reason)

@@ -214,6 +214,7 @@ def test_without_a_usable_temporary_directory_the_run_is_read_whole_and_said_so(
     assert done.blocks == 0 and done.temporary_files == 0
     assert done.read_whole is not None and str(missing) in done.read_whole
     assert done.note is not None
+    assert done.note.startswith(f"{shuffled}: the run is not grouped by query")
     assert "could not be written" in done.note and "read whole" in done.note
     _same(evaluate(qrels, Run.from_trec(shuffled, cache=False), EVERY_FAMILY), done.result)
     assert not missing.exists()
