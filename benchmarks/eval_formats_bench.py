@@ -1,5 +1,7 @@
-"""Memory per run line of ``recallwatch eval``'s reading for the runs the text blocks do not
-cover: a Parquet run, and a TREC text run not grouped by query (its lines shuffled).
+"""Memory per run line of ``recallwatch eval`` on a Parquet run and on an ungrouped text run.
+
+The two kinds of run the text blocks alone do not cover: a Parquet run, and a TREC text run not
+grouped by query (its lines shuffled).
 
     .venv/bin/python benchmarks/eval_formats_bench.py
         [--kinds parquet ungrouped] [--queries 10000 100000] [--depth 100] [--whole]
