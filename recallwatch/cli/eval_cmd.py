@@ -43,8 +43,9 @@ def eval_command(
     if by_subtopic is not None:
         result = evaluate(judged, Run.read(run), measures, by_subtopic)
     else:
-        # A run grouped by query (as run files are written) is evaluated a block of queries at
-        # a time: memory follows the block, not the file; the values are the same.
+        # The run is evaluated a block of queries at a time (one not grouped by query is
+        # regrouped through temporary files first): memory follows the block, not the file;
+        # the values are the same.
         done = evaluate_file(judged, run, measures)
         if done.note:
             typer.echo(f"note: {done.note}", err=True)

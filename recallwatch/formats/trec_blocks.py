@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import gzip
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from os import PathLike
 from pathlib import Path
 from typing import IO
@@ -29,7 +29,8 @@ from recallwatch._files import line_cap
 from recallwatch.formats.arrow import arrow_owned
 from recallwatch.formats.trec import TrecTable, parse_lines
 
-__all__ = ["DEFAULT_BLOCK_BYTES", "NotStreamable", "run_blocks"]
+__all__ = ["DEFAULT_BLOCK_BYTES", "NotStreamable", "gzipped", "run_blocks", "run_pieces",
+           "whole_queries"]
 
 DEFAULT_BLOCK_BYTES = 1 << 24  # 16 MB of text: about 500,000 run lines
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -50,15 +51,39 @@ def run_blocks(
 ) -> Iterator[TrecTable]:
     """The run file's records, in blocks that each hold whole queries (when the file is grouped
     by query) and together every record, in file order."""
+    return whole_queries(run_pieces(path, block_bytes=block_bytes))
+
+
+def run_pieces(
+    path: str | PathLike[str], *, block_bytes: int = DEFAULT_BLOCK_BYTES
+) -> Iterator[TrecTable]:
+    """The run file's records in file order, a piece of about ``block_bytes`` of text at a
+    time, cut at line breaks only (a query's lines may span two pieces)."""
     p = Path(path)
     if not p.is_file():
         raise NotStreamable("not a regular file")
-    source = str(path)
-    carry: TrecTable | None = None
-    for piece in _pieces(p, block_bytes):
+    return _parsed(_pieces(p, block_bytes), str(path))
+
+
+def _parsed(pieces: Iterator[pa.Buffer], source: str) -> Iterator[TrecTable]:
+    for piece in pieces:
         table = parse_lines(piece, "run", source)
         if table is None:
             raise NotStreamable("a line this reading refuses")
+        yield table
+
+
+def gzipped(path: str | PathLike[str]) -> bool:
+    """Whether the file starts as a gzip stream does."""
+    with open(path, "rb") as f:
+        return f.read(2) == _GZIP_MAGIC
+
+
+def whole_queries(tables: Iterable[TrecTable]) -> Iterator[TrecTable]:
+    """The records of ``tables`` (pieces of one file, in order) again, cut so that each block
+    ends with a whole query: the rows of a piece's last query wait for the next piece."""
+    carry: TrecTable | None = None
+    for table in tables:
         if carry is not None:
             table = _concat(carry, table)
         if len(table) == 0:

@@ -2,29 +2,32 @@
 
 A query's values depend only on its own lines and judgments, so a run file grouped by query (every
 line of a query together, as run files are written) is evaluated block by block: memory follows
-the block (:data:`~recallwatch.formats.trec_blocks.DEFAULT_BLOCK_BYTES` of text), not the file,
-and the values are those of :func:`~recallwatch.metrics.evaluate` on the whole run, bit for bit.
-A file that is not grouped by query, or that the blocks cannot read (a refused line, which the
-whole reading then locates), is read whole, and the result says why.
+the block (:data:`~recallwatch.formats.trec_blocks.DEFAULT_BLOCK_BYTES` of text, or as many rows
+of a Parquet or Arrow run), not the file, and the values are those of
+:func:`~recallwatch.metrics.evaluate` on the whole run, bit for bit. A file not grouped by query
+is regrouped through temporary files first (:mod:`recallwatch.metrics._regroup`), and the result
+says so. A file the blocks cannot read (a refused line or a duplicate document, which the whole
+reading then locates) is read whole, and the result says why.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from os import PathLike
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from recallwatch.errors import InputError, UsageError
 from recallwatch.formats.arrow import from_numpy
-from recallwatch.formats.trec_blocks import DEFAULT_BLOCK_BYTES, NotStreamable, run_blocks
+from recallwatch.formats.trec import TrecTable
+from recallwatch.formats.trec_blocks import DEFAULT_BLOCK_BYTES, NotStreamable, whole_queries
 from recallwatch.metrics._data import Qrels, Run
 from recallwatch.metrics._evaluate import EvalResult, evaluate
 from recallwatch.metrics._measure import Measure, combine, parse_measure
-from recallwatch.metrics._tables import COLUMNAR
+from recallwatch.metrics._regroup import NoTemporaryFiles, regrouped
+from recallwatch.metrics._run_files import run_file_pieces
 
 __all__ = ["FileEvaluation", "evaluate_file"]
 
@@ -40,6 +43,7 @@ class FileEvaluation:
     blocks: int  # blocks of queries evaluated (0: the run was read whole)
     read_whole: str | None  # why the run was read whole, None when it was read in blocks
     note: str | None = None  # what a user should hear about it (a run not grouped by query)
+    temporary_files: int = 0  # the files a run not grouped by query was regrouped through
 
 
 def evaluate_file(
@@ -51,17 +55,43 @@ def evaluate_file(
     wanted = list(dict.fromkeys(parse_measure(m) for m in measures))
     if not wanted:
         raise UsageError("no measure given: name at least one, e.g. nDCG@10")
-    if Path(run_path).suffix.lower() in COLUMNAR:
-        return FileEvaluation(evaluate(qrels, Run.read(run_path), wanted), 0, "a columnar file")
+    pieces = _Counted(run_path, block_bytes)
     try:
-        result, blocks = _in_blocks(qrels, run_path, wanted, block_bytes)
+        result, blocks = _in_blocks(qrels, whole_queries(pieces), wanted)
+        return FileEvaluation(result, blocks, None)
     except NotStreamable as why:
-        result = evaluate(qrels, Run.read(run_path), wanted)
-        note = (f"{run_path}: {why.reason}; it was read whole, so memory grew with the file "
-                "(sort it by query, e.g. sort -s -k1,1, to evaluate it in blocks)"
-                if why.reason.startswith(_UNGROUPED) else None)
-        return FileEvaluation(result, 0, why.reason, note)
-    return FileEvaluation(result, blocks, None)
+        reason = why.reason
+    if reason.startswith(_UNGROUPED) and pieces.count <= 1:
+        reason += "; it is one block, so it was read whole"  # what regrouping would cost
+    elif reason.startswith(_UNGROUPED):
+        try:
+            with regrouped(run_path, block_bytes) as parts:
+                result, blocks = _in_blocks(qrels, parts.blocks(), wanted)
+            files = sum(1 for n in parts.rows if n)
+            note = (f"{run_path}: {reason}; it was regrouped by query through {files} "
+                    "temporary files, so memory stayed bounded (a run sorted by query is "
+                    "faster, e.g. sort -s -k1,1 for a text run)")
+            return FileEvaluation(result, blocks, None, note, files)
+        except NoTemporaryFiles as why:
+            reason = f"{reason}; {why.reason}"
+            note = f"{run_path}: {reason}; it was read whole, so memory grew with the file"
+            return FileEvaluation(evaluate(qrels, Run.read(run_path), wanted), 0, reason, note)
+        except NotStreamable as why:
+            reason = why.reason
+    return FileEvaluation(evaluate(qrels, Run.read(run_path), wanted), 0, reason)
+
+
+class _Counted:
+    """The pieces of a run file, read when iterated, and how many were read."""
+
+    def __init__(self, run_path: str | PathLike[str], block_bytes: int) -> None:
+        self.run_path, self.block_bytes = run_path, block_bytes
+        self.count = 0
+
+    def __iter__(self) -> Iterator[TrecTable]:
+        for piece in run_file_pieces(self.run_path, self.block_bytes):
+            self.count += 1
+            yield piece
 
 
 class _Judgments:
@@ -106,13 +136,13 @@ class _Judgments:
 
 
 def _in_blocks(
-    qrels: Qrels, run_path: str | PathLike[str], wanted: list[Measure], block_bytes: int
+    qrels: Qrels, tables: Iterator[TrecTable], wanted: list[Measure]
 ) -> tuple[EvalResult, int]:
     judgments = _Judgments(qrels)
     seen: set[str] = set()
     parts: list[tuple[Array, EvalResult]] = []
     not_judged: list[str] = []
-    for table in run_blocks(run_path, block_bytes=block_bytes):
+    for table in tables:
         try:
             run = Run(table.query_ids, table.doc_ids, table.values.astype(np.float64, copy=False))
         except InputError:

@@ -4,7 +4,8 @@ Parquet/Arrow files, with each value checked (ids are strings, grades integers, 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,8 @@ import pyarrow.compute as pc
 from recallwatch.errors import InputError
 from recallwatch.formats.arrow import strings, to_numpy
 
-__all__ = ["COLUMNAR", "columns", "flatten", "floats", "integers", "read_columnar",
-           "string_column"]
+__all__ = ["COLUMNAR", "columnar_batches", "columns", "flatten", "floats", "integers",
+           "read_columnar", "string_column"]
 
 Array = np.ndarray[Any, Any]
 
@@ -112,14 +113,56 @@ COLUMNAR = (".parquet", ".arrow", ".feather", ".ipc")
 
 def read_columnar(path: Path, suffix: str) -> pa.Table:
     """A Parquet or Arrow IPC file, read into memory Arrow owns."""
-    what = "a Parquet file" if suffix == ".parquet" else "an Arrow IPC (Feather v2) file"
-    try:
+    with _read_errors(path, suffix):
         if suffix == ".parquet":
             import pyarrow.parquet as pq
 
             return pq.read_table(path)
         with pa.OSFile(str(path)) as f:
-            return pa.ipc.open_file(f).read_all()
+            return _ipc_reader(f).read_all()
+
+
+def columnar_batches(path: Path, suffix: str, rows: int) -> Iterator[pa.Table]:
+    """The rows of a Parquet or Arrow IPC file in order, at most ``rows`` at a time (a Parquet
+    file by record batches; an Arrow file or stream a record batch, as written, at a time, cut
+    in pieces), with the errors of :func:`read_columnar`."""
+    with _read_errors(path, suffix):
+        if suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            with pq.ParquetFile(path) as parquet:
+                for batch in parquet.iter_batches(batch_size=rows):
+                    yield pa.Table.from_batches([batch])
+            return
+        with pa.OSFile(str(path)) as f:
+            reader = _ipc_reader(f)
+            batches = (reader if isinstance(reader, pa.ipc.RecordBatchStreamReader) else
+                       (reader.get_batch(i) for i in range(reader.num_record_batches)))
+            for batch in batches:
+                for start in range(0, batch.num_rows, rows):
+                    yield pa.Table.from_batches([batch.slice(start, rows)])
+
+
+def _ipc_reader(
+    f: pa.NativeFile,
+) -> pa.ipc.RecordBatchFileReader | pa.ipc.RecordBatchStreamReader:
+    """An Arrow IPC file's reader, or a stream's (the format without the file's footer)."""
+    try:
+        return pa.ipc.open_file(f)
+    except pa.ArrowInvalid as not_a_file:
+        f.seek(0)
+        try:
+            return pa.ipc.open_stream(f)
+        except pa.ArrowInvalid:
+            raise not_a_file from None
+
+
+@contextmanager
+def _read_errors(path: Path, suffix: str) -> Iterator[None]:
+    """A file that cannot be read as ``suffix`` says so as an InputError naming it."""
+    what = "a Parquet file" if suffix == ".parquet" else "an Arrow IPC (Feather v2) file"
+    try:
+        yield
     except FileNotFoundError:
         raise InputError(source=path, expected=what, found="<no such file>") from None
     except IsADirectoryError:

@@ -26,13 +26,16 @@ def _values(run: Run) -> dict[str, list[float]]:
     return {str(m): res.per_query[m].tolist() for m in res.measures}
 
 
-@pytest.mark.parametrize("suffix", [".parquet", ".arrow", ".feather"])
+@pytest.mark.parametrize("suffix", [".parquet", ".arrow", ".feather", ".ipc"])
 def test_columnar_runs_evaluate_as_trec(tmp_path: Path, suffix: str) -> None:
     trec = tmp_path / "run.txt"
     trec.write_text(RUN)
     path = tmp_path / f"run{suffix}"
     if suffix == ".parquet":
         pq.write_table(TABLE, path)
+    elif suffix == ".ipc":  # the Arrow IPC stream format (no footer)
+        with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_stream(sink, TABLE.schema) as w:
+            w.write_table(TABLE)
     else:
         feather.write_feather(TABLE, str(path))
     run = Run.read(path)

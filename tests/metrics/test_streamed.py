@@ -1,6 +1,7 @@
 """A run file evaluated a block of queries at a time: the same values as the whole run, bit for
 bit, on every measure family; trec_eval's (pytrec_eval's) values; a file not grouped by query is
-read whole and said so; refused input is located as the whole reading locates it."""
+regrouped through temporary files and said so (more in test_regroup.py); refused input is located
+as the whole reading locates it."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typer.testing import CliRunner
 
 from recallwatch.cli import app
 from recallwatch.errors import InputError
+from recallwatch.formats.trec_blocks import DEFAULT_BLOCK_BYTES
 from recallwatch.metrics import EvalResult, Qrels, Run, evaluate, evaluate_file
 
 # One measure of every family (with a cutoff where the family takes one).
@@ -67,27 +69,30 @@ def test_blocks_give_the_whole_runs_values_bit_for_bit(tmp_path: Path, block_byt
     _same(whole, done.result)
 
 
-def test_values_are_trec_evals(tmp_path: Path) -> None:
-    qrels_path, run_path = _write(tmp_path, seed=2)
-    qrels: dict[str, dict[str, int]] = {}
-    for line in qrels_path.read_text().splitlines():
-        q, _, d, g = line.split()
-        qrels.setdefault(q, {})[d] = int(g)
-    run: dict[str, dict[str, float]] = {}
-    for line in run_path.read_text().splitlines():
-        q, _, d, _, s, _ = line.split()
-        run.setdefault(q, {})[d] = float(s)
-    names = {"nDCG@10": "ndcg_cut_10", "AP": "map", "RR": "recip_rank", "P@10": "P_10",
-             "R@100": "recall_100", "Bpref": "bpref"}
+# recallwatch's measure name: pytrec_eval's
+PYTREC_NAMES = {"nDCG@10": "ndcg_cut_10", "AP": "map", "RR": "recip_rank", "P@10": "P_10",
+                "R@100": "recall_100", "Bpref": "bpref"}
+
+
+def assert_pytrec_evals(result: EvalResult, qrels_path: Path, run_path: Path) -> None:
+    """Every query's value of ``PYTREC_NAMES``' measures is pytrec_eval's on the same files."""
+    with open(qrels_path) as qf, open(run_path) as rf:
+        qrels, run = pytrec_eval.parse_qrel(qf), pytrec_eval.parse_run(rf)
     ref = pytrec_eval.RelevanceEvaluator(
         qrels, {"ndcg_cut.10", "map", "recip_rank", "P.10", "recall.100", "bpref"}).evaluate(run)
-    done = evaluate_file(Qrels.from_trec(qrels_path), run_path, list(names), block_bytes=1500)
-    assert done.blocks > 10
-    result = done.result
+    assert [str(m) for m in result.measures] == list(PYTREC_NAMES)
     for m in result.measures:
         for i, qid in enumerate(result.query_ids):
-            expected = ref[qid][names[str(m)]] if qid in ref else 0.0
+            expected = ref[qid][PYTREC_NAMES[str(m)]] if qid in ref else 0.0
             assert result.per_query[m][i] == pytest.approx(expected, abs=1e-12), (m, qid)
+
+
+def test_values_are_trec_evals(tmp_path: Path) -> None:
+    qrels_path, run_path = _write(tmp_path, seed=2)
+    done = evaluate_file(Qrels.from_trec(qrels_path), run_path, list(PYTREC_NAMES),
+                         block_bytes=1500)
+    assert done.blocks > 10
+    assert_pytrec_evals(done.result, qrels_path, run_path)
 
 
 def test_a_gzip_run_is_read_in_blocks_too(tmp_path: Path) -> None:
@@ -130,16 +135,17 @@ def test_eval_from_files_does_not_import_pandas(tmp_path: Path) -> None:
     assert done.stdout.splitlines()[-1] == "False"
 
 
-def test_a_run_not_grouped_by_query_is_read_whole_and_said_so(tmp_path: Path) -> None:
+def test_a_run_not_grouped_by_query_is_regrouped_and_said_so(tmp_path: Path) -> None:
     qrels_path, run_path = _write(tmp_path, seed=4)
     lines = run_path.read_text().splitlines(keepends=True)
     moved = lines[3]  # a line of the first query, moved to the end
     run_path.write_text("".join(lines[:3] + lines[4:] + [moved]))
     qrels = Qrels.from_trec(qrels_path)
     done = evaluate_file(qrels, run_path, EVERY_FAMILY, block_bytes=5000)
-    assert done.blocks == 0
+    assert done.read_whole is None and done.blocks > 1 and done.temporary_files > 1
     assert done.note is not None and "not grouped by query" in done.note
     assert repr(moved.split()[0]) in done.note and "sort" in done.note
+    assert f"through {done.temporary_files} temporary files" in done.note
     _same(evaluate(qrels, Run.from_trec(run_path, cache=False), EVERY_FAMILY), done.result)
 
 
@@ -173,17 +179,43 @@ def test_a_duplicate_document_is_located_with_both_lines(tmp_path: Path) -> None
     assert str(blocks.value) == str(whole.value) and "duplicate" in str(blocks.value)
 
 
-def test_eval_command_notes_a_run_not_grouped_by_query(tmp_path: Path) -> None:
+def test_eval_command_reads_a_small_run_not_grouped_by_query_whole(tmp_path: Path) -> None:
+    """Under one block, reading the run whole costs what one block costs: nothing to say."""
     qrels_path, run_path = _write(tmp_path, seed=7, n=30)
     lines = run_path.read_text().splitlines(keepends=True)
     rotated = tmp_path / "rotated.txt"
     rotated.write_text("".join(lines[1:] + lines[:1]))
+    done = evaluate_file(Qrels.from_trec(qrels_path), rotated, ["AP"])
+    assert done.blocks == 0 and done.note is None and done.temporary_files == 0
+    assert done.read_whole is not None and "not grouped by query" in done.read_whole
     runner = CliRunner()
     result = runner.invoke(app, ["eval", str(qrels_path), str(rotated), "-m", "AP",
                                  "--format", "json"])
     assert result.exit_code == 0, result.output
-    assert "not grouped by query" in result.stderr and "read whole" in result.stderr
     grouped = runner.invoke(app, ["eval", str(qrels_path), str(run_path), "-m", "AP",
                                   "--format", "json"])
-    assert grouped.exit_code == 0 and "note" not in grouped.stderr
+    assert grouped.exit_code == 0 and "note" not in grouped.stderr + result.stderr
     assert grouped.stdout == result.stdout
+
+
+def test_eval_command_notes_a_run_not_grouped_by_query(tmp_path: Path) -> None:
+    """Over one block (the command's 16 MB of text): regrouped, and the command says so."""
+    queries, depth = 7000, 100
+    halves = [[f"q{i} Q0 d{j} {j + 1} {1 - j / depth:.2f} tag\n" for j in range(k, depth, 2)]
+              for i in range(queries) for k in (0, 1)]
+    ungrouped = tmp_path / "run.txt"  # every query's even ranks first, its odd ranks after
+    ungrouped.write_text("".join(line for half in halves[::2] + halves[1::2] for line in half))
+    assert ungrouped.stat().st_size > DEFAULT_BLOCK_BYTES
+    grouped = tmp_path / "grouped.txt"
+    grouped.write_text("".join(line for half in halves for line in half))
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("".join(f"q{i} 0 d{i % depth} 1\n" for i in range(queries)))
+    runner = CliRunner()
+    result = runner.invoke(app, ["eval", str(qrels), str(ungrouped), "-m", "AP", "-m", "nDCG@10",
+                                 "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert result.stderr.startswith(f"note: {ungrouped}: the run is not grouped by query")
+    assert "regrouped by query through" in result.stderr and "temporary files" in result.stderr
+    same = runner.invoke(app, ["eval", str(qrels), str(grouped), "-m", "AP", "-m", "nDCG@10",
+                               "--format", "json"])
+    assert same.exit_code == 0 and same.stderr == "" and same.stdout == result.stdout
