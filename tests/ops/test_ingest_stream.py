@@ -317,7 +317,7 @@ def _peak(tmp: Path, n: int, dim: int, *, traced: bool = True) -> int:
     if traced:
         tracemalloc.start()
     try:
-        report = ingest(src, store, emb, precomputed=True, commit_every=500)
+        report = ingest(src, store, emb, precomputed=True, commit_every=100)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
