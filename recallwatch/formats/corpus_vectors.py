@@ -25,7 +25,7 @@ from recallwatch.formats.corpus import corpus_records
 
 __all__ = ["CorpusVectors", "beside", "read_corpus_vectors"]
 
-_BLOCK = 4096  # .npy rows checked for finite numbers at a time
+_BLOCK_BYTES = 1 << 19  # .npy rows read at a time: 512 KiB of them (256 rows at 512-d float32)
 
 
 def beside(corpus: Path) -> Path:
@@ -55,7 +55,9 @@ class CorpusVectors:
         self.in_field = False  # some record has a `vector` field: every one must
         self.rows = 0  # records with a string id seen
         self._missing: tuple[int | None, str] | None = None  # the first one without a vector
-        self._matrix: np.ndarray | None = None
+        self._matrix: np.ndarray | None = None  # memory-mapped: its shape, type and layout
+        self._cached: tuple[int, np.ndarray] = (0, np.empty((0, dimension), dtype=np.float32))
+        self._per_block = max(1, _BLOCK_BYTES // (4 * max(1, dimension)))
         self._load_error: Exception | None = None
         self._block: list[str] = []  # ids of the .npy rows not yet checked
         self._bad: tuple[int, str] | None = None  # the first .npy row that is not finite
@@ -82,7 +84,7 @@ class CorpusVectors:
                 self._missing = (line, rid)
             if self._bad is None and self._shaped():
                 self._block.append(rid)
-                if len(self._block) == _BLOCK:
+                if len(self._block) == self._per_block:
                     self._check_block()
 
     def finish(self) -> None:
@@ -112,9 +114,30 @@ class CorpusVectors:
         """The vector of a checked record: its field, or row ``row`` of the ``.npy``."""
         if self.in_field:
             return np.asarray(record["vector"], dtype=np.float32)
-        if self._matrix is None:
-            raise RuntimeError("CorpusVectors.vector() before finish()")
-        return np.asarray(self._matrix[row], dtype=np.float32)
+        start, rows = self._cached
+        if not start <= row < start + len(rows):  # read on, a block of rows at a time
+            self._cached = start, rows = row, self._rows(row, row + self._per_block)
+        vector: np.ndarray = rows[row - start]
+        return vector
+
+    def _rows(self, start: int, stop: int) -> np.ndarray:
+        """Rows [start, stop) of the ``.npy`` as float32. Read from the file rather than through
+        the memory map: pages read through a map stay in the process's resident memory."""
+        m = self._matrix
+        if m is None:
+            raise RuntimeError("CorpusVectors: the .npy rows read before finish()")
+        stop = min(stop, m.shape[0])
+        if not isinstance(m, np.memmap) or not m.flags.c_contiguous:
+            return np.asarray(m[start:stop], dtype=np.float32)
+        width = m.shape[1] * m.dtype.itemsize
+        with self.npy.open("rb") as fh:
+            fh.seek(m.offset + start * width)
+            data = fh.read((stop - start) * width)
+        if len(data) != (stop - start) * width:
+            raise InputError(source=self.npy, expected=f"{m.shape[0]} rows",
+                             found="<fewer: the file changed while it was being read>")
+        rows: np.ndarray = np.frombuffer(data, dtype=m.dtype).reshape(stop - start, m.shape[1])
+        return rows.astype(np.float32)
 
     def _shaped(self) -> bool:
         m = self._matrix
@@ -125,7 +148,7 @@ class CorpusVectors:
         """Check the rows of the ids in the block (the last ones seen) for finite numbers."""
         if self._block and self._matrix is not None:
             start = self.rows - len(self._block)
-            rows = np.asarray(self._matrix[start:self.rows], dtype=np.float32)
+            rows = self._rows(start, self.rows)
             bad = np.flatnonzero(~np.isfinite(rows).all(axis=1))
             if bad.size:
                 self._bad = (start + int(bad[0]), self._block[int(bad[0])])
