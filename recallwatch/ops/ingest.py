@@ -218,7 +218,8 @@ def ingest(
         raise InputError(f"{data.rejected[0].reason} (all {len(data.rejected)} record(s) "
                          "rejected; nothing ingested)")
 
-    fingerprint = fingerprint or fingerprint_of(embedder)
+    if fingerprint is None:
+        fingerprint = fingerprint_of(embedder)
     stored = store.get_meta(FINGERPRINT_META_KEY)
     check_fingerprint(None if stored is None else Fingerprint.from_dict(stored), fingerprint,
                       index=store.uri)
