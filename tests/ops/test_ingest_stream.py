@@ -141,7 +141,7 @@ def vectors_for(n: int) -> np.ndarray:
     return rng.standard_normal((n, DIM)).astype(np.float32)
 
 
-@pytest.mark.parametrize("where", ["field", "field.parquet", "npy"])
+@pytest.mark.parametrize("where", ["field", "field.parquet", "npy", "npy.fortran"])
 def test_precomputed_vectors_are_written_as_given(tmp_path: Path, where: str) -> None:
     recs = [*rows(30)[:10], *BAD, *rows(30)[10:]]
     v = vectors_for(len(recs))
@@ -150,6 +150,8 @@ def test_precomputed_vectors_are_written_as_given(tmp_path: Path, where: str) ->
     src = write(tmp_path / ("kb.parquet" if where.endswith("parquet") else "kb.jsonl"), recs)
     if where == "npy":
         np.save(tmp_path / "kb.npy", v.astype(np.float64))  # any float type is taken as float32
+    elif where == "npy.fortran":  # stored column by column
+        np.save(tmp_path / "kb.npy", np.asfortranarray(v))
     streamed, whole = (LanceStore(tmp_path / d, create=True) for d in ("a", "b"))
     calls: list[list[str]] = []
     a = ingest(src, streamed, embedder(calls), precomputed=True, commit_every=7, batch_size=3,
@@ -165,6 +167,18 @@ def test_precomputed_vectors_are_written_as_given(tmp_path: Path, where: str) ->
     assert contents(streamed) == contents(whole)
     ids = [r["id"] for r in rows(30)]
     np.testing.assert_array_equal(streamed.vectors(ids), np.stack([given[i] for i in ids]))
+
+
+def test_npy_rows_read_a_block_at_a_time_are_the_files(tmp_path: Path) -> None:
+    n, dim = 700, 512  # 256 rows of 512 numbers are read at a time: three blocks
+    src = write(tmp_path / "kb.jsonl", [{"id": f"r{i:04d}", "text": f"t{i}"} for i in range(n)])
+    v = np.random.default_rng(5).standard_normal((n, dim)).astype(np.float32)
+    np.save(tmp_path / "kb.npy", v)
+    store = LanceStore(tmp_path / "db", create=True)
+    emb = CallableEmbedder(lambda t: np.ones((len(t), dim), dtype=np.float32), name="ones",
+                           version="1", dimension=dim)
+    ingest(src, store, emb, precomputed=True, commit_every=100, batch_size=64)
+    assert store.vectors([f"r{i:04d}" for i in range(n)]).tobytes() == v.tobytes()
 
 
 def test_bad_vectors_are_located_before_any_bad_record_in_strict_mode(tmp_path: Path) -> None:
