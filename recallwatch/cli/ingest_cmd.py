@@ -106,22 +106,16 @@ def ingest(
             progress = sys.stderr.isatty() if show_progress is None else show_progress
             model = embedder_from_spec(spec)
             embed_batches = None
-            given = None
-            if vectors:
-                from recallwatch.embedders.base import fingerprint_of
-                from recallwatch.formats.corpus_vectors import read_corpus_vectors
-
-                given = read_corpus_vectors(corpus, fingerprint_of(model).dimension,
-                                            embedder=f"the embedder {spec}")
-            elif on_ray:
+            if on_ray and not vectors:
                 from recallwatch.scale.ray_engine import RayEmbedding
 
                 embed_batches = RayEmbedding(spec, workers)
             report = run_ingest(corpus, vector_store, model, batch_size=batch_size,
                                 commit_every=commit_every, prune=prune, embedder_spec=spec,
                                 strict=strict, show_progress=progress,
-                                embed_batches=embed_batches, verify_floor=floor, vectors=given,
-                                rebuild_window_hours=window, history=rebuild_history)
+                                embed_batches=embed_batches, verify_floor=floor,
+                                precomputed=vectors, rebuild_window_hours=window,
+                                history=rebuild_history)
         finally:
             vector_store.close()
             for hist in opened:

@@ -15,6 +15,8 @@ an ingestion knows which chunks are unchanged (the record and the hash live in
 ``read_corpus(path, on_error="raise")`` stops at the first bad record; ``on_error="collect"``
 returns the good chunks and the rejected records with their reasons, for an ingestion report.
 A file that cannot be read at all (missing, not UTF-8, not Parquet) always raises.
+:func:`scan_corpus` gives the same verdicts record by record, reading the file as a stream (a
+Parquet file too, a few thousand rows at a time), for an ingestion that keeps no corpus whole.
 """
 
 from __future__ import annotations
@@ -44,7 +46,10 @@ __all__ = [
     "chunk_from_record",
     "chunk_to_record",
     "content_hash",
+    "corpus_records",
     "read_corpus",
+    "rejection",
+    "scan_corpus",
     "write_corpus",
 ]
 
@@ -99,8 +104,30 @@ def read_corpus(
     p = Path(path)
     chunks: list[Chunk] = []
     rejected: list[Rejection] = []
+    for line, record, got in scan_corpus(p):
+        if isinstance(got, Chunk):
+            chunks.append(got)
+        elif on_error == "raise":
+            raise got
+        else:
+            rejected.append(rejection(p, line, record, got))
+    if not chunks and not rejected:
+        raise InputError(source=p, expected="at least one chunk", found="<no records>")
+    return Corpus(str(p), chunks, rejected)
+
+
+def scan_corpus(
+    p: Path,
+) -> Iterator[tuple[int | None, dict[str, Any] | None, Chunk | InputError]]:
+    """Every record of a corpus file in file order, read as a stream: its line (a Parquet row's
+    1-based number), the record (None for a line that is not a JSON object), and its chunk or why
+    it is rejected (a duplicate id included). Only the ids seen and their lines are kept. A file
+    that cannot be read at all raises."""
     first_line: dict[str, int | None] = {}
-    for line, record in _records(p, collect=on_error == "collect", rejected=rejected):
+    for line, record in corpus_records(p):
+        if isinstance(record, InputError):
+            yield line, None, record
+            continue
         try:
             chunk = chunk_from_record(record, source=p, line=line)
             if chunk.id in first_line:
@@ -110,16 +137,17 @@ def read_corpus(
                     hint=f"first seen at {p}:{seen}" if seen else "first seen earlier",
                 )
         except InputError as exc:
-            if on_error == "raise":
-                raise
-            rid = record.get("id") if isinstance(record.get("id"), str) else None
-            rejected.append(Rejection(str(p), line, rid, str(exc)))
+            yield line, record, exc
             continue
         first_line[chunk.id] = line
-        chunks.append(chunk)
-    if not chunks and not rejected:
-        raise InputError(source=p, expected="at least one chunk", found="<no records>")
-    return Corpus(str(p), chunks, rejected)
+        yield line, record, chunk
+
+
+def rejection(p: Path, line: int | None, record: Mapping[str, Any] | None,
+              err: InputError) -> Rejection:
+    """The rejection of a record, as an ingestion report lists it."""
+    rid = None if record is None else record.get("id")
+    return Rejection(str(p), line, rid if isinstance(rid, str) else None, str(err))
 
 
 def chunk_from_record(
@@ -235,22 +263,22 @@ def write_corpus(chunks: list[Chunk], path: str | Path) -> None:
         p.write_text(lines, encoding="utf-8")
 
 
-def _records(
-    p: Path, *, collect: bool, rejected: list[Rejection]
-) -> Iterator[tuple[int | None, dict[str, Any]]]:
+def corpus_records(
+    p: Path,
+) -> Iterator[tuple[int | None, dict[str, Any] | InputError]]:
+    """(line, record) of every record of a corpus file, read as a stream; a JSON line that is
+    not an object comes as its InputError, in its place. A file that cannot be read raises."""
     name = p.name.lower()
     if name.endswith(".parquet"):
         yield from _parquet_records(p)
     elif name.endswith((".jsonl", ".jsonl.gz", ".ndjson")):
-        yield from _jsonl_records(p, collect=collect, rejected=rejected)
+        yield from _jsonl_records(p)
     else:
         raise InputError(source=p, expected="a .jsonl, .jsonl.gz or .parquet corpus file",
                          found=f"<{p.suffix or 'no'} suffix>")
 
 
-def _jsonl_records(
-    p: Path, *, collect: bool, rejected: list[Rejection]
-) -> Iterator[tuple[int | None, dict[str, Any]]]:
+def _jsonl_records(p: Path) -> Iterator[tuple[int | None, dict[str, Any] | InputError]]:
     gzipped = p.name.lower().endswith(".gz")
     if gzipped and p.is_file():
         with p.open("rb") as fh:
@@ -260,33 +288,46 @@ def _jsonl_records(
         if not raw.strip():
             continue
         try:
-            obj = parse_json_line(raw, p, number)
+            yield number, parse_json_line(raw, p, number)
         except InputError as err:
-            if not collect:
-                raise
-            rejected.append(Rejection(str(p), number, None, str(err)))
-            continue
-        yield number, obj
+            yield number, err
 
 
-def _parquet_records(p: Path) -> Iterator[tuple[int | None, dict[str, Any]]]:
+PARQUET_ROWS = 4096  # rows converted to Python at a time
+
+
+def _parquet_records(p: Path) -> Iterator[tuple[int | None, dict[str, Any] | InputError]]:
     import pyarrow.parquet as pq
 
     if not p.is_file():
         raise InputError(source=p, expected="an existing file", found="<nothing at that path>")
     try:
-        table = pq.read_table(p)
+        pieces = iter(pq.ParquetFile(p).iter_batches(batch_size=PARQUET_ROWS))
     except Exception as exc:  # pyarrow raises several types for a corrupt or foreign file
-        raise InputError(source=p, expected="a Parquet file", found=f"<{type(exc).__name__}>",
-                         hint=(str(exc).splitlines() or [""])[0][:200] or None) from None
-    try:
-        rows = table.to_pylist()
-    except Exception as exc:  # invalid UTF-8 in a string column, an out-of-range timestamp…
-        raise InputError(source=p, line=_first_bad_row(table), expected="values Python can read",
-                         found=f"<{type(exc).__name__}: {str(exc)[:120]}>") from None
+        raise _not_parquet(p, exc) from None
     # Parquet has no lines: a record's "line" is its 1-based row number.
-    for number, row in enumerate(rows, start=1):
-        yield number, {k: v for k, v in row.items() if v is not None}
+    number = 0
+    while True:
+        try:
+            piece = next(pieces, None)
+        except Exception as exc:  # a corrupt page found while reading on
+            raise _not_parquet(p, exc) from None
+        if piece is None:
+            return
+        try:
+            rows = piece.to_pylist()
+        except Exception as exc:  # invalid UTF-8 in a string column, an out-of-range timestamp…
+            raise InputError(source=p, line=number + _first_bad_row(piece),
+                             expected="values Python can read",
+                             found=f"<{type(exc).__name__}: {str(exc)[:120]}>") from None
+        for row in rows:
+            number += 1
+            yield number, {k: v for k, v in row.items() if v is not None}
+
+
+def _not_parquet(p: Path, exc: Exception) -> InputError:
+    return InputError(source=p, expected="a Parquet file", found=f"<{type(exc).__name__}>",
+                      hint=(str(exc).splitlines() or [""])[0][:200] or None)
 
 
 def _first_bad_row(table: Any) -> int:

@@ -20,7 +20,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -40,9 +40,10 @@ from recallwatch.embedders.base import (
     fingerprint_of,
 )
 from recallwatch.errors import InputError, Interrupted, UsageError
-from recallwatch.formats.corpus import Corpus, Rejection, read_corpus
+from recallwatch.formats.corpus import Corpus, Rejection
+from recallwatch.formats.corpus_vectors import CorpusVectors
+from recallwatch.ops._ingest_read import FileCorpus, GivenCorpus, Groups
 from recallwatch.stores.base import (
-    Chunk,
     SupportsContentHashes,
     SupportsIndexBuildTime,
     SupportsSeal,
@@ -160,8 +161,9 @@ def ingest(
     verify_floor: float = 0.95,
     rebuild_window_hours: float = 24.0,
     history: History | Callable[[], History | None] | None = None,
-    embed_batches: Callable[[Sequence[list[str]]], Iterable[np.ndarray]] | None = None,
+    embed_batches: Callable[[Iterable[list[str]]], Iterable[np.ndarray]] | None = None,
     vectors: Mapping[str, np.ndarray] | None = None,
+    precomputed: bool = False,
 ) -> IngestReport:
     """Embed and write the chunks of ``corpus`` that the store does not hold as they are.
 
@@ -173,56 +175,79 @@ def ingest(
     bad records are rejected, listed in the report, and block the new version's promotion. A
     corpus with no valid record at all is an InputError either way.
 
+    A corpus file is read twice as a stream, never whole: once to validate it and decide what to
+    write, once to write it, a commit group at a time; memory follows ``commit_every``, plus a
+    few hundred bytes per record (its id, content hash and line). A file that changes between
+    the two reads is an InputError (the groups already committed are kept).
+
     An index rebuild this ingestion triggers must reach recall@10 ``verify_floor`` against exact
     search on stored rows to be switched in; it is recorded in ``history`` (a History, or a
     function opening one only when needed, so an ingestion that rebuilds nothing writes no
     history).
 
     ``embed_batches`` embeds elsewhere (e.g. :class:`recallwatch.scale.ray_engine.RayEmbedding`):
-    it gets every batch as cut here and yields their vectors in order; writing stays here.
+    it gets the batches as cut here, lazily (an iterable, read as it asks for them), and yields
+    their vectors in order; writing stays here.
     ``vectors`` (chunk id -> vector) are precomputed ones: written as they are, nothing is
     embedded (``embedder`` is the one the queries will be embedded with, and is recorded).
+    ``precomputed`` takes them from the corpus file itself (a ``vector`` field in each record,
+    or the ``.npy`` beside it: :mod:`recallwatch.formats.corpus_vectors`), checked in the first
+    read and each taken when its chunk is written.
     """
     if batch_size < 1 or commit_every < 1:
         raise UsageError(f"batch_size and commit_every must be at least 1, found {batch_size} "
                          f"and {commit_every}")
+    if precomputed and (vectors is not None or isinstance(corpus, Corpus)):
+        raise UsageError("precomputed reads the vectors of a corpus file: give the file, and "
+                         "no vectors")
     t_start = time.perf_counter()
     started = _now()
-    data = corpus if isinstance(corpus, Corpus) else read_corpus(
-        corpus, on_error="raise" if strict else "collect")
+    fingerprint = fingerprint_of(embedder) if precomputed else None  # the vectors' dimension
+    data: FileCorpus | GivenCorpus
+    if isinstance(corpus, Corpus):
+        data = GivenCorpus(corpus, vectors)
+    else:
+        data = FileCorpus(Path(corpus), given=vectors, vectors=None if fingerprint is None else
+                          CorpusVectors(Path(corpus), fingerprint.dimension, embedder=(
+                              "the query embedder" if embedder_spec is None
+                              else f"the embedder {embedder_spec}")))
+    data.scan(strict=strict)
     t_read = time.perf_counter() - t_start
-    if data.rejected and not data.chunks:
+    if data.rejected and not data.ids:
         # Nothing to ingest is an input error (exit 2), not a partial ingestion (exit 1).
         raise InputError(f"{data.rejected[0].reason} (all {len(data.rejected)} record(s) "
                          "rejected; nothing ingested)")
 
-    fingerprint = fingerprint_of(embedder)
+    if fingerprint is None:
+        fingerprint = fingerprint_of(embedder)
     stored = store.get_meta(FINGERPRINT_META_KEY)
     check_fingerprint(None if stored is None else Fingerprint.from_dict(stored), fingerprint,
                       index=store.uri)
     version_before = store.current_version()
     report = IngestReport(
         corpus=data.source, store=store.uri, embedder=fingerprint.to_dict(),
-        version_before=version_before, version=version_before, read=len(data.chunks)
+        version_before=version_before, version=version_before, read=len(data.ids)
         + len(data.rejected), rejected=list(data.rejected), started_at=started,
         resumed=store.get_meta(IN_PROGRESS_META_KEY) is not None,
     )
 
-    known = _stored_hashes(store, [c.id for c in data.chunks], full=prune)
-    todo: list[Chunk] = []
-    for chunk in data.chunks:
-        before = known.get(chunk.id)
+    known = _stored_hashes(store, data.ids, full=prune)
+    write = bytearray(len(data.ids))  # 1: the chunk at this place is written
+    for k, (cid, chash) in enumerate(zip(data.ids, data.hashes, strict=True)):
+        before = known.get(cid)
         if before is None:
-            report.added.append(chunk.id)
-            todo.append(chunk)
-        elif before != chunk.content_hash:
-            report.updated.append(chunk.id)
-            todo.append(chunk)
+            report.added.append(cid)
+        elif before != chash:
+            report.updated.append(cid)
         else:
             report.unchanged += 1
+            continue
+        write[k] = 1
+    todo = len(report.added) + len(report.updated)
     if prune:
-        keep = {c.id for c in data.chunks} | {r.id for r in data.rejected if r.id}
+        keep = set(data.ids) | {r.id for r in data.rejected if r.id}
         report.deleted = sorted(set(known) - keep)
+    del known
 
     # Recorded before any chunk is written, so even a killed first run leaves an index that
     # names its embedder.
@@ -235,38 +260,41 @@ def ingest(
     if todo or report.deleted:
         store.set_meta(IN_PROGRESS_META_KEY, {"started_at": started, "corpus": data.source,
                                               "from_version": version_before})
-        groups = [todo[s:s + commit_every] for s in range(0, len(todo), commit_every)]
+    if todo:
+        n_groups = -(-todo // commit_every)
+        reader = data.written(write)
         # The batches are cut here, whoever embeds them: a text's vector can depend on its batch.
-        batches = [[c.text for c in g[b:b + batch_size]]
-                   for g in groups for b in range(0, len(g), batch_size)]
-        if vectors is not None:
-            stream = _given(vectors, [c.id for c in todo], [len(b) for b in batches])
-        else:
-            stream = _vectors(embedder, batches, embed_batches)
+        groups = Groups(reader, commit_every, batch_size)
+        given = vectors is not None or precomputed
+        stream = groups.given() if given else _vectors(embedder, groups.texts(), embed_batches)
         # closed when the ingestion stops, even half-way: a remote embedding ends with it
         committed = commits = 0
         try:
-            with progress(len(todo), f"ingesting into {store.uri}",
-                          enabled=show_progress) as advance, closing(stream):
-                for group in groups:
-                    block = np.empty((len(group), fingerprint.dimension), dtype=np.float32)
+            with progress(todo, f"ingesting into {store.uri}",
+                          enabled=show_progress) as advance, closing(reader), closing(stream):
+                while True:
                     t0 = time.perf_counter()
+                    first = next(stream, None)  # reads the next group's first batch
+                    if first is None:
+                        break
+                    group = groups.take()
+                    block = np.empty((len(group), fingerprint.dimension), dtype=np.float32)
                     for b in range(0, len(group), batch_size):
                         n = min(batch_size, len(group) - b)
-                        block[b:b + n] = next(stream)
+                        block[b:b + n] = first if b == 0 else next(stream)
                         advance(n)
                     t1 = time.perf_counter()
-                    store.upsert(group, block)
+                    data.check_unchanged()  # nothing read after a change is written
+                    store.upsert([chunk for chunk, _ in group], block)
                     committed, commits = committed + len(group), commits + 1
                     t_embed += t1 - t0
                     t_write += time.perf_counter() - t1
         except KeyboardInterrupt:
-            raise Interrupted(_kept(store.uri, committed, len(todo), commits,
-                                    len(groups))) from None
-        if report.deleted:
-            t0 = time.perf_counter()
-            store.delete(report.deleted)
-            t_write += time.perf_counter() - t0
+            raise Interrupted(_kept(store.uri, committed, todo, commits, n_groups)) from None
+    if report.deleted:
+        t0 = time.perf_counter()
+        store.delete(report.deleted)
+        t_write += time.perf_counter() - t0
 
     # adapters that build versions themselves: one completed ingestion, one version
     if isinstance(store, SupportsSeal) and (todo or report.deleted):
@@ -315,18 +343,9 @@ def _rebuild_if_needed(store: VectorStore, floor: float, window_hours: float,
     return {**done.to_dict(), "summary": done.summary()}
 
 
-def _given(vectors: Mapping[str, np.ndarray], ids: list[str],
-           sizes: list[int]) -> Generator[np.ndarray, None, None]:
-    """Precomputed vectors, in the batches the texts would have been embedded in."""
-    start = 0
-    for n in sizes:
-        yield np.stack([vectors[i] for i in ids[start:start + n]])
-        start += n
-
-
 def _vectors(
-    embedder: Embedder, batches: Sequence[list[str]],
-    embed_batches: Callable[[Sequence[list[str]]], Iterable[np.ndarray]] | None,
+    embedder: Embedder, batches: Iterator[list[str]],
+    embed_batches: Callable[[Iterable[list[str]]], Iterable[np.ndarray]] | None,
 ) -> Generator[np.ndarray, None, None]:
     if embed_batches is not None:
         yield from embed_batches(batches)

@@ -5,7 +5,8 @@
   depends on the other texts in its batch (padding), so the driver cuts the batches exactly as the
   single-process ingestion does and each batch is embedded whole by one actor. The vectors stream
   back in order and the driver writes them through :func:`recallwatch.ops.ingest.ingest`, so
-  idempotence, resumption and the report are those of the ordinary path.
+  idempotence, resumption and the report are those of the ordinary path. The batches are taken
+  as the ingestion reads its corpus, a window of texts at a time, never the whole corpus.
 * **Exact ground truth** (:func:`ground_truth`): the base is cut into shards of ``shard_rows``
   rows; one Ray task per shard searches every query block against it (faiss, one thread per task)
   and the driver merges the shards' top-k. Ties are ordered by id in both paths, so the merge is
@@ -24,7 +25,7 @@ import json
 import logging
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -44,6 +45,7 @@ from recallwatch.errors import NotInstalledError, UsageError
 from recallwatch.formats.ann import Metric
 from recallwatch.formats.golden import GoldenQuery
 from recallwatch.formats.policy import SearchSettings
+from recallwatch.scale._address import check_reachable
 from recallwatch.stores.base import Chunk
 from recallwatch.suite.retrieve import Retrieved, StoreSource, Timings, latency_rows
 
@@ -52,6 +54,7 @@ __all__ = ["RayEmbedding", "RaySource", "ground_truth", "merged_shards", "ray_se
 
 DEFAULT_SHARD_ROWS = 1 << 18  # 262,144 rows: 768 MiB of 768-d float32 per task
 _MAX_BLOCKS = 10_000  # Ray Data blocks of pre-cut batches (several batches a block past this)
+WINDOW_TEXTS = 1 << 17  # texts an ingestion sends to Ray per run (131,072: ~130 MB at 1 KB each)
 
 
 def require_ray() -> ModuleType:
@@ -71,7 +74,7 @@ def ray_session(address: str | None = None, workers: int | None = None) -> Itera
         raise UsageError(f"--workers must be at least 1, found {workers}")
     ray = require_ray()
     if address is not None:
-        _check_reachable(address)
+        check_reachable(address)
     if ray.is_initialized():
         yield ray
         return
@@ -97,73 +100,6 @@ def ray_session(address: str | None = None, workers: int | None = None) -> Itera
         yield ray
     finally:
         ray.shutdown()
-
-
-# How long --address may take to accept a connection, then to answer as a Ray head node, before
-# the command gives up (RECALLWATCH_RAY_TIMEOUT, in seconds, sets both).
-CONNECT_TIMEOUT_S = 5.0
-ANSWER_TIMEOUT_S = 10.0
-TIMEOUT_VARIABLE = "RECALLWATCH_RAY_TIMEOUT"
-# A Ray head node's control service speaks gRPC over HTTP/2: to a client's connection preface
-# it answers at once with a SETTINGS frame (the 9-byte frame header, type 4, on stream 0).
-_HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
-_SETTINGS = 4
-
-
-def _timeouts() -> tuple[float, float]:
-    import math
-    import os
-
-    text = os.environ.get(TIMEOUT_VARIABLE, "").strip()
-    try:
-        value = float(text)
-    except ValueError:
-        return CONNECT_TIMEOUT_S, ANSWER_TIMEOUT_S
-    if not math.isfinite(value) or value <= 0:
-        return CONNECT_TIMEOUT_S, ANSWER_TIMEOUT_S
-    return value, value
-
-
-def _check_reachable(address: str) -> None:
-    """Refuse, in seconds, an --address nobody listens on, or where something listens that does
-    not answer as a Ray head node: Ray itself retries for minutes, printing its own logs."""
-    import socket
-
-    if address in ("auto", "local"):
-        return
-    target = address.split("://", 1)[-1]
-    host, sep, port = target.rpartition(":")
-    if not sep or not port.isdigit() or not host:
-        raise UsageError(f"--address must be HOST:PORT of the Ray head node (or auto), found "
-                         f"{address!r}")
-    connect_s, answer_s = _timeouts()
-    hint = ("check --address: HOST:PORT of the head node (`ray start --head` prints it), or "
-            f"auto; {TIMEOUT_VARIABLE}=SECONDS waits longer")
-    try:
-        conn = socket.create_connection((host.strip("[]"), int(port)), timeout=connect_s)
-    except OSError as exc:
-        raise UsageError(f"cannot reach the Ray cluster at {address}: nothing accepted a "
-                         f"connection within {connect_s:g} s ({exc.strerror or exc}); "
-                         f"{hint}") from None
-    with conn:
-        header = b""
-        try:
-            conn.settimeout(answer_s)
-            conn.sendall(_HTTP2_PREFACE)
-            deadline = time.monotonic() + answer_s
-            while len(header) < 9 and time.monotonic() < deadline:
-                conn.settimeout(max(0.01, deadline - time.monotonic()))
-                piece = conn.recv(9 - len(header))
-                if not piece:
-                    break
-                header += piece
-        except OSError:
-            pass
-    if len(header) < 9 or header[3] != _SETTINGS:
-        what = ("said nothing" if not header else "answered something else")
-        raise UsageError(f"cannot reach the Ray cluster at {address}: something accepted the "
-                         f"connection but {what} within {answer_s:g} s, where a Ray head node "
-                         f"answers at once; {hint}")
 
 
 def _quiet_data(ray: ModuleType) -> None:
@@ -221,14 +157,24 @@ class _EmbedBatches:
 @dataclass
 class RayEmbedding:
     """``embed_batches`` for :func:`recallwatch.ops.ingest.ingest`: the batches the ingestion cut,
-    embedded on Ray actors built from ``spec``, yielded in order, one array per batch."""
+    embedded on Ray actors built from ``spec``, yielded in order, one array per batch.
+
+    The batches are read lazily, a window of about ``window`` texts at a time, each window one
+    Ray Data run (its actors load the model once per window): the driver holds a window's texts
+    and vectors, not the corpus's. A window ends at a batch boundary, so every batch is embedded
+    whole, as in one process.
+    """
 
     spec: str
     workers: int | None = None
+    window: int = WINDOW_TEXTS
 
-    def __call__(self, batches: Sequence[list[str]]) -> Iterator[np.ndarray]:
-        if not batches:
-            return
+    def __call__(self, batches: Iterable[list[str]]) -> Iterator[np.ndarray]:
+        pending = iter(batches)
+        while window := _window(pending, self.window):
+            yield from self._embed(window)
+
+    def _embed(self, batches: list[list[str]]) -> Iterator[np.ndarray]:
         ray = require_ray()
         _quiet_data(ray)
         gpus = 1 if ray.cluster_resources().get("GPU", 0) >= 1 else 0
@@ -267,6 +213,18 @@ class RayEmbedding:
                 nxt += 1
         if nxt != len(batches):
             raise RuntimeError(f"Ray returned {nxt} of {len(batches)} embedded batches")
+
+
+def _window(batches: Iterator[list[str]], texts: int) -> list[list[str]]:
+    """The next batches, up to the first that brings the window to ``texts`` texts."""
+    out: list[list[str]] = []
+    count = 0
+    for batch in batches:
+        out.append(batch)
+        count += len(batch)
+        if count >= texts:
+            break
+    return out
 
 
 def shard_topk(shard: np.ndarray, offset: int, queries: np.ndarray, k: int, metric: Metric,
