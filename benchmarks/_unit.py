@@ -40,3 +40,14 @@ def per_unit(goal: tuple[str, float | None, float], low: dict[str, Any], high: d
     grow = (high[measure] - low[measure]) / (high[units] - low[units]) / scale
     return {"per_unit": grow, "unit": label, "goal": target,
             "met": None if target is None else grow <= target}
+
+
+def finish(result: dict[str, Any], lines: list[str], out: Path | None) -> None:
+    """The load at the end added to ``result`` and the printed lines; both printed, and the
+    result written to ``out`` as JSON when given."""
+    result["load_average_end"] = list(os.getloadavg())
+    lines.append(f"load average at start {result['load_average_start'][0]:.1f}, at end "
+                 f"{result['load_average_end'][0]:.1f} (2 cores, shared)")
+    print("\n".join(lines))
+    if out is not None:
+        out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _unit import in_process, peak_bytes, per_unit
+from _unit import finish, in_process, peak_bytes, per_unit
 from unit_cost_bench import CODE, GOALS, ROOT, make_trec
 
 MEASURES = ["nDCG@10", "R@100", "RR", "AP", "P@10"]
@@ -133,12 +133,7 @@ def main() -> None:
                                  f"  peak {r['peak_bytes'] / 2**20:6.0f} MiB  ({how})")
                 lines.append(f"{step:16} memory per run line {out['per_unit']:.0f} B "
                              f"(goal ≤ {out['goal']:g}: {'met' if out['met'] else 'NOT met'})")
-    result["load_average_end"] = list(os.getloadavg())
-    lines.append(f"load average at start {result['load_average_start'][0]:.1f}, at end "
-                 f"{result['load_average_end'][0]:.1f} (2 cores, shared)")
-    print("\n".join(lines))
-    if a.out is not None:
-        a.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    finish(result, lines, a.out)
 
 
 if __name__ == "__main__":

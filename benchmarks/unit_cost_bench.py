@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _unit import in_process, peak_bytes, per_unit
+from _unit import finish, in_process, peak_bytes, per_unit
 
 ROOT = Path(__file__).resolve().parent.parent
 CODE = Path(os.environ.get("RW_BENCH_CODE", ROOT))  # the code measured (--baseline: another)
@@ -411,12 +411,7 @@ def main() -> None:
             result["ingest"] = ingest_step(a, path, lines)
         if "truth" in a.only:
             result["truth"] = truth_step(a, path, lines)
-    result["load_average_end"] = list(os.getloadavg())
-    lines.append(f"load average at start {result['load_average_start'][0]:.1f}, at end "
-                 f"{result['load_average_end'][0]:.1f} (2 cores, shared)")
-    print("\n".join(lines))
-    if a.out is not None:
-        a.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    finish(result, lines, a.out)
 
 
 if __name__ == "__main__":

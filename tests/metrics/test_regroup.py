@@ -106,14 +106,22 @@ def test_a_regrouped_run_has_pytrec_evals_values(tmp_path: Path, cranfield: Path
     assert_pytrec_evals(done.result, cranfield / "qrels", path)
 
 
-def test_the_temporary_files_are_under_tmpdir_and_removed(tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    _, run_path = _write(tmp_path, seed=9)
+def _shuffled_with_tmpdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, seed: int,
+                          shuffle: int) -> tuple[Path, Path, Path]:
+    """(qrels, a shuffled text run, TMPDIR): a seeded run's lines shuffled, and an empty
+    temporary directory that TMPDIR names."""
+    qrels_path, run_path = _write(tmp_path, seed=seed)
     shuffled = tmp_path / "shuffled.txt"
-    _shuffled(run_path, shuffled, seed=1)
+    _shuffled(run_path, shuffled, seed=shuffle)
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     monkeypatch.setenv("TMPDIR", str(tmpdir))
+    return qrels_path, shuffled, tmpdir
+
+
+def test_the_temporary_files_are_under_tmpdir_and_removed(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    _, shuffled, tmpdir = _shuffled_with_tmpdir(tmp_path, monkeypatch, seed=9, shuffle=1)
     with regrouped(shuffled, 2000) as parts:
         assert len(parts.files) > 5 and all(f.exists() for f in parts.files)
         assert {f.parent.parent for f in parts.files} == {tmpdir}
@@ -160,12 +168,8 @@ def test_an_error_after_the_regrouping_began_is_located_and_leaves_no_file(
 
 def test_ctrl_c_in_the_second_pass_leaves_no_file(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    qrels_path, run_path = _write(tmp_path, seed=11)
-    shuffled = tmp_path / "shuffled.txt"
-    _shuffled(run_path, shuffled, seed=2)
-    tmpdir = tmp_path / "tmp"
-    tmpdir.mkdir()
-    monkeypatch.setenv("TMPDIR", str(tmpdir))
+    qrels_path, shuffled, tmpdir = _shuffled_with_tmpdir(tmp_path, monkeypatch, seed=11,
+                                                         shuffle=2)
     read = Regrouped._read
     calls: list[int] = []
 
