@@ -214,6 +214,12 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _CHUNK = 1 << 20
 
 
+def starts_as_gzip(path: str | os.PathLike[str]) -> bool:
+    """Whether the file begins as a gzip stream does (its two magic bytes), whatever its name."""
+    with open(path, "rb") as f:
+        return f.read(2) == _GZIP_MAGIC
+
+
 def _cap(variable: str, default_mb: int) -> int:
     text = os.environ.get(variable, "").strip()
     try:

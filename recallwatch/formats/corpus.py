@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from recallwatch._files import starts_as_gzip
 from recallwatch.errors import InputError
 from recallwatch.formats.fields import check_keys, iso_date
 from recallwatch.formats.structured import LINE_KEY, parse_json_line, text_lines
@@ -280,10 +281,8 @@ def corpus_records(
 
 def _jsonl_records(p: Path) -> Iterator[tuple[int | None, dict[str, Any] | InputError]]:
     gzipped = p.name.lower().endswith(".gz")
-    if gzipped and p.is_file():
-        with p.open("rb") as fh:
-            if fh.read(2) != b"\x1f\x8b":
-                raise InputError(source=p, expected="a gzip file", found="<not gzip data>")
+    if gzipped and p.is_file() and not starts_as_gzip(p):
+        raise InputError(source=p, expected="a gzip file", found="<not gzip data>")
     for number, raw in text_lines(p, gzipped=gzipped):
         if not raw.strip():
             continue

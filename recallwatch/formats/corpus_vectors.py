@@ -7,9 +7,9 @@ vector, a vector of the wrong length or with a value that is not a finite number
 InputError naming the file, the line (or row) and the record.
 
 :class:`CorpusVectors` checks them record by record while the corpus streams past and keeps
-none of them (the ``.npy`` is memory-mapped and checked a block of rows at a time), so an
-ingestion can take each vector when it writes its chunk; :func:`read_corpus_vectors` is the same
-check, returning every vector at once.
+none of them (the ``.npy``'s header gives its shape and type; its rows are read from the file a
+block at a time, not through a memory map, whose pages would stay resident), so an ingestion
+can take each vector when it writes its chunk.
 """
 
 from __future__ import annotations
@@ -21,9 +21,8 @@ from typing import Any
 import numpy as np
 
 from recallwatch.errors import InputError
-from recallwatch.formats.corpus import corpus_records
 
-__all__ = ["CorpusVectors", "beside", "read_corpus_vectors"]
+__all__ = ["CorpusVectors", "beside"]
 
 _BLOCK_BYTES = 1 << 19  # .npy rows read at a time: 512 KiB of them (256 rows at 512-d float32)
 
@@ -43,8 +42,8 @@ class CorpusVectors:
 
     Call :meth:`see` with every record in file order (every record whose ``id`` is a string has
     a vector: its field, or the next row of the ``.npy``), then :meth:`finish`; the first bad
-    vector raises, as :func:`read_corpus_vectors` would. After that, :meth:`vector` gives a
-    record's vector by its row (its place among the records with a string id).
+    vector raises. After that, :meth:`vector` gives a record's vector by its row (its place among
+    the records with a string id).
     """
 
     def __init__(self, corpus: Path, dimension: int, *,
@@ -153,21 +152,6 @@ class CorpusVectors:
             if bad.size:
                 self._bad = (start + int(bad[0]), self._block[int(bad[0])])
         self._block = []
-
-
-def read_corpus_vectors(corpus: Path, dimension: int, *,
-                        embedder: str = "the query embedder") -> dict[str, np.ndarray]:
-    """Chunk id -> float32 vector, from the records' ``vector`` fields or the ``.npy`` beside."""
-    check = CorpusVectors(corpus, dimension, embedder=embedder)
-    records: list[tuple[str, Any]] = []
-    for line, record in corpus_records(corpus):
-        if isinstance(record, InputError):
-            continue
-        check.see(line, record)
-        if isinstance(record.get("id"), str):
-            records.append((record["id"], record.get("vector")))
-    check.finish()
-    return {rid: check.vector(row, {"vector": v}) for row, (rid, v) in enumerate(records)}
 
 
 def _vector(value: Any, dimension: int, source: Path, line: int | None, record: str,

@@ -29,7 +29,7 @@ from recallwatch._files import line_cap
 from recallwatch.formats.arrow import arrow_owned
 from recallwatch.formats.trec import TrecTable, parse_lines
 
-__all__ = ["DEFAULT_BLOCK_BYTES", "NotStreamable", "gzipped", "run_blocks", "run_pieces",
+__all__ = ["DEFAULT_BLOCK_BYTES", "NotStreamable", "run_blocks", "run_pieces",
            "whole_queries"]
 
 DEFAULT_BLOCK_BYTES = 1 << 24  # 16 MB of text: about 500,000 run lines
@@ -71,12 +71,6 @@ def _parsed(pieces: Iterator[pa.Buffer], source: str) -> Iterator[TrecTable]:
         if table is None:
             raise NotStreamable("a line this reading refuses")
         yield table
-
-
-def gzipped(path: str | PathLike[str]) -> bool:
-    """Whether the file starts as a gzip stream does."""
-    with open(path, "rb") as f:
-        return f.read(2) == _GZIP_MAGIC
 
 
 def whole_queries(tables: Iterable[TrecTable]) -> Iterator[TrecTable]:

@@ -27,9 +27,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from recallwatch._files import starts_as_gzip
 from recallwatch.formats.arrow import from_numpy, to_numpy
 from recallwatch.formats.trec import TrecTable
-from recallwatch.formats.trec_blocks import NotStreamable, gzipped
+from recallwatch.formats.trec_blocks import NotStreamable
 from recallwatch.metrics._run_files import block_rows, run_file_pieces
 from recallwatch.metrics._tables import COLUMNAR
 
@@ -108,7 +109,7 @@ def _file_count(path: Path, block_bytes: int) -> int:
     """K: twice the blocks of run text the file holds (by its size), so that a file rarely
     passes a block; files below a block are read together again."""
     compressed = path.suffix.lower() == ".parquet" or (
-        path.suffix.lower() not in COLUMNAR and gzipped(path))
+        path.suffix.lower() not in COLUMNAR and starts_as_gzip(path))
     text = path.stat().st_size * (_COMPRESSED if compressed else 1)
     return min(MAX_FILES, max(2, math.ceil(2 * text / block_bytes)))
 

@@ -58,7 +58,6 @@ __all__ = [
 
 Weighting = Literal["frequency", "uniform"]
 DEFAULT_SIMILARITY = 0.8
-_GZIP_MAGIC = b"\x1f\x8b"
 
 
 @dataclass(frozen=True)
@@ -108,12 +107,12 @@ def read_query_log(path: str | Path) -> QueryLog:
 
 
 def _is_interaction_log(p: Path) -> bool:
+    from recallwatch._files import starts_as_gzip
     from recallwatch.formats.structured import parse_json_line, read_text, text_lines
 
     try:
-        with p.open("rb") as fh:
-            if fh.read(2) == _GZIP_MAGIC:
-                return True
+        if starts_as_gzip(p):
+            return True
     except OSError:
         read_text(p)  # names the problem (missing file, a directory) the usual way
         raise

@@ -24,6 +24,7 @@ from tests.metrics.test_streamed import (
     _same,
     _write,
     assert_pytrec_evals,
+    same_error_as_the_whole_reading,
 )
 from tests.stats.test_cranfield import cranfield  # noqa: F401  (the fixture: a real BM25 run)
 
@@ -153,12 +154,7 @@ def test_an_error_after_the_regrouping_began_is_located_and_leaves_no_file(
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     monkeypatch.setenv("TMPDIR", str(tmpdir))
-    with pytest.raises(InputError) as whole:
-        Run.from_trec(run_path, cache=False)
-    with pytest.raises(InputError) as blocks:
-        evaluate_file(Qrels.from_trec(qrels_path), run_path, ["AP"], block_bytes=500)
-    assert str(blocks.value) == str(whole.value)
-    assert f"run.txt:{line}:" in str(blocks.value)
+    assert f"run.txt:{line}:" in same_error_as_the_whole_reading(qrels_path, run_path)
     assert not list(tmpdir.iterdir())
     result = CliRunner().invoke(app, ["eval", str(qrels_path), str(run_path), "-m", "AP"])
     assert result.exit_code == 2

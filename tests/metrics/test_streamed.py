@@ -74,6 +74,17 @@ PYTREC_NAMES = {"nDCG@10": "ndcg_cut_10", "AP": "map", "RR": "recip_rank", "P@10
                 "R@100": "recall_100", "Bpref": "bpref"}
 
 
+def same_error_as_the_whole_reading(qrels_path: Path, run_path: Path) -> str:
+    """The error evaluating the run in blocks of 500 bytes raises, checked to be the one reading
+    it whole raises (which names the line)."""
+    with pytest.raises(InputError) as whole:
+        Run.from_trec(run_path, cache=False)
+    with pytest.raises(InputError) as blocks:
+        evaluate_file(Qrels.from_trec(qrels_path), run_path, ["AP"], block_bytes=500)
+    assert str(blocks.value) == str(whole.value)
+    return str(blocks.value)
+
+
 def assert_pytrec_evals(result: EvalResult, qrels_path: Path, run_path: Path) -> None:
     """Every query's value of ``PYTREC_NAMES``' measures is pytrec_eval's on the same files."""
     with open(qrels_path) as qf, open(run_path) as rf:
@@ -156,12 +167,7 @@ def test_a_refused_line_is_located_as_the_whole_reading_locates_it(tmp_path: Pat
     lines = run_path.read_text().splitlines(keepends=True)
     at = len(lines) * 2 // 3
     run_path.write_text("".join([*lines[:at], bad, *lines[at:]]))
-    with pytest.raises(InputError) as whole:
-        Run.from_trec(run_path, cache=False)
-    with pytest.raises(InputError) as blocks:
-        evaluate_file(Qrels.from_trec(qrels_path), run_path, ["AP"], block_bytes=500)
-    assert str(blocks.value) == str(whole.value)
-    assert f"run.txt:{at + 1}:" in str(blocks.value)
+    assert f"run.txt:{at + 1}:" in same_error_as_the_whole_reading(qrels_path, run_path)
 
 
 def test_a_duplicate_document_is_located_with_both_lines(tmp_path: Path) -> None:

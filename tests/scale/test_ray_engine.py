@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
@@ -51,6 +51,18 @@ def contents(uri: str) -> tuple[list[tuple[str, str, str]], bytes]:
         return [(c.id, c.text, c.content_hash) for c in chunks], vectors.tobytes()
     finally:
         store.close()
+
+
+def ingested_in_one_process(tmp: Path, n: int, commit_every: int) -> tuple[Path, str]:
+    """A corpus of ``n`` chunks and the store one process ingests it into (batches of 4, commit
+    groups of ``commit_every``), to compare a Ray ingestion with."""
+    corpus = corpus_file(tmp, n)
+    local = f"lancedb://{tmp / 'local'}?table=chunks"
+    store = open_store(local, create=True)
+    ingest(corpus, store, embedder_from_spec(SPEC), batch_size=4, commit_every=commit_every,
+           embedder_spec=SPEC)
+    store.close()
+    return corpus, local
 
 
 # -- exact ground truth ------------------------------------------------------------------------
@@ -134,17 +146,13 @@ def test_an_interrupted_ray_ingest_resumes_to_the_same_store(local_ray: ModuleTy
                                                              tmp_path: Path) -> None:
     from recallwatch.scale.ray_engine import RayEmbedding
 
-    corpus = corpus_file(tmp_path, 20)
+    corpus, local = ingested_in_one_process(tmp_path, 20, commit_every=8)
     embedder = embedder_from_spec(SPEC)
-    local = f"lancedb://{tmp_path / 'local'}?table=chunks"
-    store = open_store(local, create=True)
-    ingest(corpus, store, embedder, batch_size=4, commit_every=8, embedder_spec=SPEC)
-    store.close()
 
     class Interrupted(Exception):
         pass
 
-    def stops_after_three(batches: Sequence[list[str]]) -> Iterator[np.ndarray]:
+    def stops_after_three(batches: Iterable[list[str]]) -> Iterator[np.ndarray]:
         for n, vectors in enumerate(RayEmbedding(SPEC, workers=2)(batches)):
             if n == 3:  # mid-way through the second commit group (8 chunks = 2 batches)
                 raise Interrupted

@@ -14,7 +14,7 @@ import pytest
 from recallwatch.embedders import embedder_from_spec
 from recallwatch.ops.ingest import ingest
 from recallwatch.stores import open_store
-from tests.scale.test_ray_engine import SPEC, contents, corpus_file
+from tests.scale.test_ray_engine import SPEC, contents, ingested_in_one_process
 
 
 @pytest.mark.slow  # three Ray Data runs, each loading the model on its actors: ~30 s
@@ -22,12 +22,8 @@ def test_ray_ingest_in_windows_reads_lazily_and_gives_the_single_process_bytes(
         local_ray: ModuleType, tmp_path: Path) -> None:
     from recallwatch.scale.ray_engine import RayEmbedding
 
-    corpus = corpus_file(tmp_path, 20)
+    corpus, local = ingested_in_one_process(tmp_path, 20, commit_every=10)
     embedder = embedder_from_spec(SPEC)
-    local = f"lancedb://{tmp_path / 'local'}?table=chunks"
-    store = open_store(local, create=True)
-    ingest(corpus, store, embedder, batch_size=4, commit_every=10, embedder_spec=SPEC)
-    store.close()
 
     pulled: list[int] = []  # batches read from the ingestion when each vector batch came back
     read = 0
