@@ -147,11 +147,11 @@ def make_trec(path: Path, nq: int, depth: int) -> None:
 
 
 def eval_worker(path: Path, n: int) -> dict[str, Any]:
-    from recallwatch.metrics import Qrels, evaluate_file
+    from recallwatch.metrics import evaluate_file
 
     before = peak_bytes()
     t0 = time.perf_counter()
-    done = evaluate_file(Qrels.from_trec(path / f"qrels-{n}"), path / f"run-{n}",
+    done = evaluate_file(path / f"qrels-{n}", path / f"run-{n}",
                          ["nDCG@10", "R@100", "RR", "AP", "P@10"])
     res = done.result
     took = time.perf_counter() - t0
@@ -160,6 +160,7 @@ def eval_worker(path: Path, n: int) -> dict[str, Any]:
     return {"n": n, "lines": lines, "seconds": took, "peak_bytes": peak_bytes(),
             "peak_before_bytes": before, "run_bytes": (path / f"run-{n}").stat().st_size,
             "blocks": done.blocks, "read_whole": done.read_whole,
+            "temporary_files": done.temporary_files,
             "aggregate": {str(k): float(v) for k, v in res.aggregate.items()}}
 
 
@@ -387,7 +388,8 @@ def main() -> None:
             for r in runs:
                 lines.append(f"eval     {r['lines']:>9,} run lines  {r['seconds']:8.1f} s  peak "
                              f"{r['peak_bytes'] / 2**20:7.0f} MiB  "
-                             f"({r['run_bytes'] / r['lines']:.0f} B of text per line)")
+                             f"({r['run_bytes'] / r['lines']:.0f} B of text per line; "
+                             f"{r['blocks']} blocks, {r['temporary_files']} temporary files)")
             lines.append(f"eval     memory per run line {e['per_unit']:.0f} B "
                          f"(goal ≤ {e['goal']:g}: {'met' if e['met'] else 'NOT met'})")
         if "history" in a.only:

@@ -39,14 +39,14 @@ def eval_command(
     if output_format not in ("table", "json", "tsv"):
         raise UsageError(f"--format must be table, json or tsv, found {output_format!r}")
     measures = [parse_measure(m) for m in measure]  # bad names fail before any file is read
-    judged, by_subtopic = read_judgments(qrels, subtopics, measures)
-    if by_subtopic is not None:
+    if subtopics is not None or any(m.family.needs == "subtopics" for m in measures):
+        judged, by_subtopic = read_judgments(qrels, subtopics, measures)
         result = evaluate(judged, Run.read(run), measures, by_subtopic)
     else:
         # The run is evaluated a block of queries at a time (one not grouped by query is
-        # regrouped through temporary files first): memory follows the block, not the file;
-        # the values are the same.
-        done = evaluate_file(judged, run, measures)
+        # regrouped through temporary files first; qrels larger than a block are scattered
+        # by query with it): memory follows the block, not the files; the values are the same.
+        done = evaluate_file(qrels, run, measures)
         if done.note:
             typer.echo(f"note: {done.note}", err=True)
         result = done.result

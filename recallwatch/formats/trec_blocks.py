@@ -27,9 +27,9 @@ import pyarrow.compute as pc
 
 from recallwatch._files import line_cap
 from recallwatch.formats.arrow import arrow_owned
-from recallwatch.formats.trec import TrecTable, parse_lines
+from recallwatch.formats.trec import TrecKind, TrecTable, parse_lines
 
-__all__ = ["DEFAULT_BLOCK_BYTES", "NotStreamable", "run_blocks", "run_pieces",
+__all__ = ["DEFAULT_BLOCK_BYTES", "NotStreamable", "run_blocks", "run_pieces", "trec_pieces",
            "whole_queries"]
 
 DEFAULT_BLOCK_BYTES = 1 << 24  # 16 MB of text: about 500,000 run lines
@@ -59,15 +59,23 @@ def run_pieces(
 ) -> Iterator[TrecTable]:
     """The run file's records in file order, a piece of about ``block_bytes`` of text at a
     time, cut at line breaks only (a query's lines may span two pieces)."""
+    return trec_pieces(path, "run", block_bytes=block_bytes)
+
+
+def trec_pieces(
+    path: str | PathLike[str], kind: TrecKind, *, block_bytes: int = DEFAULT_BLOCK_BYTES
+) -> Iterator[TrecTable]:
+    """A TREC run or qrels file's records (``kind``) in file order, a piece of about
+    ``block_bytes`` of text at a time, each parsed by the rules that read the file whole."""
     p = Path(path)
     if not p.is_file():
         raise NotStreamable("not a regular file")
-    return _parsed(_pieces(p, block_bytes), str(path))
+    return _parsed(_pieces(p, block_bytes), kind, str(path))
 
 
-def _parsed(pieces: Iterator[pa.Buffer], source: str) -> Iterator[TrecTable]:
+def _parsed(pieces: Iterator[pa.Buffer], kind: TrecKind, source: str) -> Iterator[TrecTable]:
     for piece in pieces:
-        table = parse_lines(piece, "run", source)
+        table = parse_lines(piece, kind, source)
         if table is None:
             raise NotStreamable("a line this reading refuses")
         yield table

@@ -10,7 +10,8 @@ parameters, and trec_eval's standard set: ``NumQ``, ``NumRet``, ``NumRel``, ``Nu
 ``Bpref``, ``infAP``, ``GMAP``, ``IPrec@x``, ``AP11pt``, ``SetP``, ``SetR``, ``SetF``, plus
 ``Judged@k``, ``ERR@k`` and ``RBP(p=0.8)``, and ``alpha_nDCG@k`` from :class:`SubtopicQrels`
 given as ``evaluate(..., subtopics=)``); ``evaluate_file(qrels, path, measures)`` evaluates a
-run file a block of queries at a time (the same values); ``MEASURES`` lists the families and
+run file a block of queries at a time (the same values; ``qrels`` may be a qrels file's path,
+held whole only when it is small); ``MEASURES`` lists the families and
 their declared parameters, ``combine`` turns per-query values into the run's figure.
 """
 

@@ -16,7 +16,7 @@ from recallwatch.metrics._ranking import Ranking, rank_run
 if TYPE_CHECKING:
     from recallwatch.metrics.diversity import SubtopicQrels
 
-__all__ = ["EvalResult", "evaluate"]
+__all__ = ["EvalResult", "evaluate", "merged"]
 
 
 @dataclass(frozen=True)
@@ -84,3 +84,24 @@ def _values(m: Measure, ranking: Ranking, query_ids: list[str], run: Run,
 
         return subtopic_values(subtopics, run, query_ids, m)
     return m.family.kernel(ranking, m)
+
+
+def merged(wanted: list[Measure], names: list[str],
+           parts: list[tuple[np.ndarray[Any, Any], EvalResult]], not_judged: list[str]
+           ) -> EvalResult:
+    """One result from the results of parts of a run (each judged query in exactly one part,
+    which holds it at its position among ``names``, every judged query in byte order): the
+    whole run's, bit for bit, as a query's values depend only on its own lines and judgments."""
+    per_query = {m: np.zeros(len(names), np.result_type(*(p.per_query[m] for _, p in parts)))
+                 for m in wanted}
+    for positions, part in parts:
+        for m in wanted:
+            per_query[m][positions] = part.per_query[m]
+    return EvalResult(
+        measures=wanted,
+        query_ids=names,
+        per_query=per_query,
+        aggregate={m: combine(m, v) for m, v in per_query.items()},
+        missing_from_run=sorted(q for _, p in parts for q in p.missing_from_run),
+        not_judged=not_judged,
+    )

@@ -7,13 +7,14 @@ of a Parquet or Arrow run), not the file, and the values are those of
 :func:`~recallwatch.metrics.evaluate` on the whole run, bit for bit. A file not grouped by query
 is regrouped through temporary files first (:mod:`recallwatch.metrics._regroup`), and the result
 says so. A file the blocks cannot read (a refused line or a duplicate document, which the whole
-reading then locates) is read whole, and the result says why.
+reading then locates) is read whole, and the result says why. Qrels given as a file too large to
+hold whole are scattered by query with the run (:mod:`recallwatch.metrics._partitioned`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from os import PathLike
 from typing import Any
 
@@ -24,8 +25,9 @@ from recallwatch.formats.arrow import from_numpy
 from recallwatch.formats.trec import TrecTable
 from recallwatch.formats.trec_blocks import DEFAULT_BLOCK_BYTES, NotStreamable, whole_queries
 from recallwatch.metrics._data import Qrels, Run
-from recallwatch.metrics._evaluate import EvalResult, evaluate
-from recallwatch.metrics._measure import Measure, combine, parse_measure
+from recallwatch.metrics._evaluate import EvalResult, evaluate, merged
+from recallwatch.metrics._measure import Measure, parse_measure
+from recallwatch.metrics._partitioned import evaluate_partitioned, too_large_to_hold
 from recallwatch.metrics._regroup import NoTemporaryFiles, regrouped
 from recallwatch.metrics._run_files import run_file_pieces
 
@@ -47,14 +49,34 @@ class FileEvaluation:
 
 
 def evaluate_file(
-    qrels: Qrels, run_path: str | PathLike[str], measures: Iterable[str | Measure], *,
-    block_bytes: int = DEFAULT_BLOCK_BYTES,
+    qrels: Qrels | str | PathLike[str], run_path: str | PathLike[str],
+    measures: Iterable[str | Measure], *, block_bytes: int = DEFAULT_BLOCK_BYTES,
 ) -> FileEvaluation:
     """Evaluate the run file at ``run_path`` as ``evaluate(qrels, Run.read(run_path), measures)``
-    does, in blocks of whole queries when the file allows it."""
+    does, in blocks of whole queries when the file allows it. ``qrels``: the judgments, or the
+    path of a TREC qrels file, held whole only when it holds less text than a block."""
     wanted = list(dict.fromkeys(parse_measure(m) for m in measures))
     if not wanted:
         raise UsageError("no measure given: name at least one, e.g. nDCG@10")
+    if isinstance(qrels, Qrels):
+        return _with_qrels(qrels, run_path, wanted, block_bytes)
+    note = None
+    if too_large_to_hold(qrels, block_bytes):
+        try:
+            parts = evaluate_partitioned(qrels, run_path, wanted, block_bytes)
+            return FileEvaluation(parts.result, parts.groups, None, temporary_files=parts.files)
+        except NoTemporaryFiles as why:
+            note = f"{qrels}: {why.reason}; the qrels were read whole, so memory grew with them"
+        except NotStreamable:
+            pass  # reading the qrels whole names the line, as before
+    done = _with_qrels(Qrels.from_trec(qrels), run_path, wanted, block_bytes)
+    if note is not None:
+        done = replace(done, note=note if done.note is None else f"{note}. {done.note}")
+    return done
+
+
+def _with_qrels(qrels: Qrels, run_path: str | PathLike[str], wanted: list[Measure],
+                block_bytes: int) -> FileEvaluation:
     pieces = _Counted(run_path, block_bytes)
     try:
         result, blocks = _in_blocks(qrels, whole_queries(pieces), wanted)
@@ -167,23 +189,4 @@ def _in_blocks(
     positions, missing = judgments.unseen()
     if missing is not None:
         parts.append((positions, evaluate(missing, Run.from_dict({}), wanted)))
-    return _merge(wanted, judgments.names, parts, sorted(not_judged)), len(parts)
-
-
-def _merge(wanted: list[Measure], names: list[str], parts: list[tuple[Array, EvalResult]],
-           not_judged: list[str]) -> EvalResult:
-    """One result from the blocks' (each judged query in exactly one part, which holds it at
-    its position among ``names``, every judged query in byte order)."""
-    per_query = {m: np.zeros(len(names), np.result_type(*(p.per_query[m] for _, p in parts)))
-                 for m in wanted}
-    for positions, part in parts:
-        for m in wanted:
-            per_query[m][positions] = part.per_query[m]
-    return EvalResult(
-        measures=wanted,
-        query_ids=names,
-        per_query=per_query,
-        aggregate={m: combine(m, v) for m, v in per_query.items()},
-        missing_from_run=sorted(q for _, p in parts for q in p.missing_from_run),
-        not_judged=not_judged,
-    )
+    return merged(wanted, judgments.names, parts, sorted(not_judged)), len(parts)
