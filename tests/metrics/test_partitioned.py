@@ -6,6 +6,9 @@ the whole reading locates it; the temporary files gone afterwards."""
 from __future__ import annotations
 
 import gzip
+import os
+import subprocess
+import sys
 import tracemalloc
 from pathlib import Path
 
@@ -192,3 +195,18 @@ def test_the_memory_does_not_follow_the_qrels(tmp_path: Path) -> None:
     scattered = peak(big, whole=False) - peak(small, whole=False)
     assert scattered < 4 * 3500 * 100, scattered
     assert peak(big, whole=True) - peak(small, whole=True) > 10 * scattered
+
+
+def test_scattered_qrels_do_not_import_pandas(tmp_path: Path) -> None:
+    """As for the run's blocks: pyarrow imports pandas (a second of a cold start) for an array
+    built from a Python list; the merge of the groups' results sorts in Python instead."""
+    qrels_path, run_path = _write(tmp_path, seed=27)
+    code = ("import sys\n"
+            "from recallwatch.metrics import evaluate_file\n"
+            f"done = evaluate_file({str(qrels_path)!r}, {str(run_path)!r}, ['AP', 'nDCG@10'], "
+            "block_bytes=500)\n"
+            "print(done.temporary_files > 4, 'pandas' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "RECALLWATCH_CACHE": "0"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "False"]
