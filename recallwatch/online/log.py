@@ -376,11 +376,13 @@ _MISSING = object()
 
 def _duplicates(hashes: array[int]) -> int:
     """Lines whose hash was seen on an earlier line (a 64-bit hash: a false match among ten
-    million lines has a chance of about one in 400,000)."""
+    million lines has a chance of about one in 400,000). ``hashes`` is sorted in place and the
+    equal neighbours counted: ``numpy.unique`` held several times the hashes' 8 B a line."""
     import numpy as np
 
     values = np.frombuffer(hashes, dtype=np.int64)
-    return int(values.size - np.unique(values).size)
+    values.sort()
+    return int(np.count_nonzero(values[1:] == values[:-1]))
 
 
 def parse_timestamp(text: str) -> datetime | None:

@@ -153,3 +153,32 @@ def test_file_level_errors(tmp_path: Path) -> None:
     (tmp_path / "cut.jsonl.gz").write_bytes(whole[: len(whole) // 2])
     with pytest.raises(InputError, match="expected a complete gzip stream"):
         list(InteractionLog(tmp_path / "cut.jsonl.gz"))
+
+
+def test_duplicate_lines_are_counted_without_copying_the_hashes(tmp_path: Path) -> None:
+    """Every line after the first of its text counts once, as a set of the lines says; the
+    count sorts the 8-byte hashes in place (numpy.unique held several times their size)."""
+    import tracemalloc
+    from array import array
+
+    import numpy as np
+
+    from recallwatch.online.log import _duplicates
+
+    rng = np.random.default_rng(4)
+    lines = [json.dumps({**FULL, "query_id": f"q{int(i)}"}) for i in rng.integers(0, 900, 3000)]
+    lines += [" " + lines[5] + " ", lines[7]]  # the same line with spaces around, and again
+    log = InteractionLog(write(tmp_path / "log.jsonl", lines))
+    for _ in log:
+        pass
+    assert log.summary is not None
+    assert log.summary.duplicate_lines == len(lines) - len({x.strip() for x in lines})
+    hashes = array("q", rng.integers(-2**63, 2**63 - 1, 400_000, dtype=np.int64).tobytes())
+    hashes.extend(hashes[:1000])
+    tracemalloc.start()
+    try:
+        assert _duplicates(hashes) == 1000
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < len(hashes) * 8 / 4, peak
