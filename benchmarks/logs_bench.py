@@ -27,8 +27,8 @@ its wall time and peak resident memory (``ru_maxrss`` of the finished child). Th
 line is the growth of the peak between the two sizes divided by the growth of the lines (see
 ``unit_cost_bench.py``): what a line costs, distinct questions and (query, result) pairs that
 the larger log adds included; for ``golden`` the same growth is also divided by the growth of
-the distinct texts, for ``online`` by that of the (query, result) pairs. Speed is what this machine gave at that moment: the load average
-is printed with the figures.
+the distinct texts, for ``online`` by that of the (query, result) pairs. Speed is what this
+machine gave at that moment: the load average is printed with the figures.
 """
 
 from __future__ import annotations
