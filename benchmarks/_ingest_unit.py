@@ -187,7 +187,7 @@ def ingest_step(a: argparse.Namespace, path: Path, lines: list[str], script: str
                "window": (a.ingest_window or "default") if engine == "ray" else None,
                "runs": runs, "store_options": a.ingest_store_options,
                **per_unit(INGEST_GOAL, runs[0], runs[1], "n")}
-        tag = f"ingest{'' if not embedded else ' ' + engine:9}"
+        tag = f"ingest{' ' + engine:9}" if embedded else "ingest  "
         for r in runs:
             lines.extend(_run_lines(r, tag))
         lines.append(f"{tag} memory per row {out['per_unit']:,.0f} B (the command's own process"
