@@ -1,19 +1,20 @@
-"""Memory per run line of ``recallwatch eval`` on a Parquet run and on an ungrouped text run.
+"""Memory per run line of ``recallwatch eval`` on Parquet and Arrow runs and an ungrouped text run.
 
-The two kinds of run the text blocks alone do not cover: a Parquet run, and a TREC text run not
-grouped by query (its lines shuffled).
+The kinds of run the text blocks alone do not cover: a Parquet run, an Arrow IPC file run, and a
+TREC text run not grouped by query (its lines shuffled).
 
     .venv/bin/python benchmarks/eval_formats_bench.py
-        [--kinds parquet ungrouped] [--queries 10000 100000] [--depth 100] [--whole]
+        [--kinds parquet arrow ungrouped] [--queries 10000 100000] [--depth 100] [--whole]
         [--out FILE.json]
 
 The qrels and the run are ``unit_cost_bench.py``'s (``make_trec``: ``--queries`` queries ×
 ``--depth`` results, 5 judgments a query); the Parquet run holds the same rows (columns qid,
-docid, score; pyarrow's default row groups), the ungrouped run the same lines in a random order
-(seed 3). Each is evaluated by ``evaluate_file`` (what ``eval`` runs) in a fresh process per
-size, measures ``nDCG@10 R@100 RR AP P@10``, and the memory per run line is the growth of the
-peak resident memory between the two sizes divided by the growth of the lines (see
-``unit_cost_bench.py``). ``--whole``: also the same files read whole
+docid, score; pyarrow's default row groups), the Arrow run the same rows in an Arrow IPC file
+(``pa.ipc.new_file``, record batches of ``ARROW_BATCH_ROWS`` rows), the ungrouped run the same
+lines in a random order (seed 3). Each is evaluated by ``evaluate_file`` (what ``eval`` runs)
+in a fresh process per size, measures ``nDCG@10 R@100 RR AP P@10``, and the memory per run line
+is the growth of the peak resident memory between the two sizes divided by the growth of the
+lines (see ``unit_cost_bench.py``). ``--whole``: also the same files read whole
 (``evaluate(qrels, Run.read(path))``, the code path before blocks), for comparison. Speed is
 what this machine gave at that moment: the load average is printed with the figures.
 """
@@ -35,21 +36,29 @@ from _unit import finish, in_process, peak_bytes, per_unit
 from unit_cost_bench import CODE, GOALS, ROOT, make_trec
 
 MEASURES = ["nDCG@10", "R@100", "RR", "AP", "P@10"]
-FILES = {"parquet": "run-{n}.parquet", "ungrouped": "run-{n}-shuffled.txt"}
+FILES = {"parquet": "run-{n}.parquet", "arrow": "run-{n}.arrow",
+         "ungrouped": "run-{n}-shuffled.txt"}
+ARROW_BATCH_ROWS = 65_536  # rows per record batch of the Arrow run
 
 
 def make_runs(path: Path, n: int, depth: int, kinds: list[str]) -> None:
     make_trec(path, n, depth)
     grouped = path / f"run-{n}"
-    if "parquet" in kinds:
+    if "parquet" in kinds or "arrow" in kinds:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
         from recallwatch.metrics import Run
 
         run = Run.from_trec(grouped, cache=False)
-        pq.write_table(pa.table({"qid": run.query_ids, "docid": run.doc_ids,
-                                 "score": run.scores}), path / FILES["parquet"].format(n=n))
+        table = pa.table({"qid": run.query_ids, "docid": run.doc_ids, "score": run.scores})
+        if "parquet" in kinds:
+            pq.write_table(table, path / FILES["parquet"].format(n=n))
+        if "arrow" in kinds:
+            with pa.OSFile(str(path / FILES["arrow"].format(n=n)), "wb") as sink, \
+                    pa.ipc.new_file(sink, table.schema) as writer:
+                for batch in table.to_batches(max_chunksize=ARROW_BATCH_ROWS):
+                    writer.write_batch(batch)
     if "ungrouped" in kinds:
         lines = grouped.read_bytes().splitlines(keepends=True)
         order = np.random.default_rng(3).permutation(len(lines))

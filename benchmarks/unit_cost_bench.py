@@ -5,6 +5,7 @@
         [--gate-queries 1000 10000] [--gate-base 20000] [--dim 512]
         [--eval-queries 10000 100000] [--eval-depth 100] [--ingest-rows 10000 100000]
         [--ingest-store-options index_threshold=1000000]
+        [--ingest-engine precomputed|local|ray ...] [--ingest-ray-workers 2] [--ingest-window N]
         [--truth-base 100000 1000000] [--truth-dim 128] [--truth-queries 500] [--truth-k 10]
         [--truth-threads N] [--out FILE.json]
 
@@ -35,7 +36,12 @@ importing the libraries. Time is the step's wall time in that process.
    ``.npy`` beside it (so no embedding model's cost is in the figure, only recallwatch's and
    LanceDB's), into a new store with the default settings (an ANN index once 50,000 rows are
    written). Its wall time, peak memory (the command's process), the output it prints and what
-   became of the index.
+   became of the index. ``--ingest-engine local ray``: the same command embedding the texts
+   with the model instead (no ``--precomputed``), in its own process (``local``) or on a local
+   Ray it starts with ``--workers --ingest-ray-workers`` (``ray``), each engine at both sizes;
+   the Ray processes' peaks are sampled while it runs, and checked gone after it
+   (``_ingest_unit.py``). ``--ingest-window N``: the texts each Ray run embeds (RayEmbedding's
+   ``window``, 131,072 in the command), set in the command's process for the benchmark only.
 6. **truth**: :func:`recallwatch.bench.truth.ground_truth` of ``--truth-queries`` seeded queries
    on a seeded ``--truth-base`` × ``--truth-dim`` base (inner product, top ``--truth-k``): time,
    query × base pairs per second, and the peak memory per base row (with and without the base).
@@ -48,15 +54,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _ingest_unit import ENGINES, INGEST_EMBEDDER, INGEST_GOAL, ingest_step, ingest_worker
 from _unit import finish, in_process, peak_bytes, per_unit
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,7 +73,7 @@ sys.path.insert(0, str(CODE))
 GOALS = {"gate": ("KB per golden query", 25.0, 1024.0),
          "eval": ("B per run line", 60.0, 1.0),
          "history": ("B per golden query of a recorded run", None, 1.0),
-         "ingest": ("B per row", None, 1.0), "truth": ("B per base row", None, 1.0)}
+         "ingest": INGEST_GOAL, "truth": ("B per base row", None, 1.0)}
 
 
 # -- the steps, each run in its own process ---------------------------------------------------
@@ -100,7 +107,7 @@ def _gate(path: Path, n: int) -> Any:
     noise = rng.normal(scale=0.3, size=(n, base.shape[1])).astype(np.float32)
     queries = np.asarray(base[rows], dtype=np.float32) + noise
 
-    def embed(texts: list[str]) -> np.ndarray:
+    def embed(texts: Sequence[str]) -> np.ndarray:
         # a golden query's text ends with its number; other texts (the embedder's fingerprint
         # probes) get a fixed vector
         rows = [int(t.rsplit(" ", 1)[-1]) if t.startswith("query ") else 0 for t in texts]
@@ -190,48 +197,6 @@ def history_worker(path: Path, n: int) -> dict[str, Any]:
             "peak_bytes": peak_bytes(), "code": str(CODE)}
 
 
-INGEST_EMBEDDER = "use-multilingual"  # the default embedder: the store records it for queries
-
-
-def make_corpus(path: Path, n: int, dim: int) -> None:
-    """A seeded corpus of ``n`` chunks, its vectors in the ``.npy`` beside it (bring your own)."""
-    rng = np.random.default_rng(3)
-    with open(path / f"corpus-{n}.jsonl", "w", encoding="utf-8") as f:
-        f.writelines(json.dumps({"id": f"c{i:08d}", "text": f"chunk {i} " + "texto " * 40})
-                     + "\n" for i in range(n))
-    np.save(path / f"corpus-{n}.npy", rng.standard_normal((n, dim), dtype=np.float32))
-
-
-def ingest_worker(path: Path, n: int) -> dict[str, Any]:
-    """``recallwatch ingest --precomputed`` of the corpus of ``n`` chunks into a new store with
-    the default index settings, as a command of its own: its wall time, peak memory, output and
-    the report it stored."""
-    from recallwatch.ops.ingest import REPORTS_META_KEY
-    from recallwatch.stores import open_store
-
-    options = os.environ.get("RW_BENCH_STORE_OPTIONS", "")
-    uri = f"lancedb://{path / f'kb-{n}'}?table=chunks{options}"
-    t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-m", "recallwatch", "ingest",
-                          str(path / f"corpus-{n}.jsonl"), "--store", uri, "--precomputed",
-                          "--embedder", INGEST_EMBEDDER, "--history", str(path / f"h-{n}.db"),
-                          "--no-progress"], capture_output=True, text=True, check=False)
-    took = time.perf_counter() - t0
-    if out.returncode != 0:
-        raise SystemExit(f"ingest of {n} exited {out.returncode}: {out.stderr[-3000:]}")
-    store = open_store(uri)
-    try:
-        report = store.get_meta(REPORTS_META_KEY)[-1]
-        state = store.index_state()  # type: ignore[attr-defined]
-    finally:
-        store.close()
-    return {"n": n, "seconds": took, "peak_bytes": peak_bytes(children=True),
-            "output": out.stdout, "stderr": out.stderr, "report_seconds": report["seconds"],
-            "index_rebuild": report["index_rebuild"],
-            "indexed_rows": None if state is None else state.indexed_rows,
-            "unindexed_rows": None if state is None else state.unindexed_rows}
-
-
 def truth_worker(path: Path, n: int, dim: int, nq: int, k: int,
                  threads: int | None) -> dict[str, Any]:
     """``ground_truth`` (faiss flat search, inner product) of ``nq`` seeded queries on a seeded
@@ -253,8 +218,7 @@ def truth_worker(path: Path, n: int, dim: int, nq: int, k: int,
             "faiss_threads": threads or faiss.omp_get_max_threads()}
 
 
-WORKERS = {"gate": gate_worker, "eval": eval_worker, "history": history_worker,
-           "ingest": ingest_worker}
+WORKERS = {"gate": gate_worker, "eval": eval_worker, "history": history_worker}
 
 
 def _in_process(step: str, path: Path, n: int, code: Path = ROOT,
@@ -262,51 +226,15 @@ def _in_process(step: str, path: Path, n: int, code: Path = ROOT,
     return in_process(__file__, step, path, n, code, extra)
 
 
-def ingest_step(a: argparse.Namespace, path: Path, lines: list[str]) -> dict[str, Any]:
-    if a.ingest_store_options:  # e.g. index_threshold=1000000: the same ingestion, no index
-        os.environ["RW_BENCH_STORE_OPTIONS"] = "&" + a.ingest_store_options
-    for n in a.ingest_rows:
-        make_corpus(path, n, a.ingest_dim)
-    runs = [_in_process("ingest", path, n) for n in a.ingest_rows]
-    out = {"dim": a.ingest_dim, "embedder": INGEST_EMBEDDER, "runs": runs,
-           "store_options": a.ingest_store_options,
-           **per_unit(GOALS["ingest"], runs[0], runs[1], "n")}
-    for r in runs:
-        s = r["report_seconds"]
-        lines.append(f"ingest   {r['n']:>9,} rows  {r['seconds']:8.1f} s  peak "
-                     f"{r['peak_bytes'] / 2**20:7.0f} MiB  {r['n'] / r['seconds']:,.0f} rows/s "
-                     "(the command, start to end); " + (
-                         "no ANN index" if r["indexed_rows"] is None else
-                         f"ANN index: {r['indexed_rows']:,} rows in it, "
-                         f"{r['unindexed_rows']:,} outside"))
-        lines.extend(f"  | {line}" for line in r["output"].splitlines())
-        # the goal: the index check and rebuild shown, and no rebuild built then refused
-        rebuild = r["index_rebuild"]
-        thrown = rebuild is not None and rebuild["result"] is not None and not rebuild["switched"]
-        shown = s["index"] < 0.005 or "index check and rebuild" in r["output"]
-        r["goal_met"] = shown and not thrown
-        lines.append(f"ingest   index check and rebuild {s['index']:.1f} s "
-                     f"({'shown' if shown else 'NOT shown'} in the output); "
-                     + ("no rebuild considered" if rebuild is None else
-                        "a rebuild built and thrown away" if thrown else
-                        "the rebuild switched in" if rebuild["switched"] else
-                        "the rebuild refused before it was built")
-                     + f" (goal: {'met' if r['goal_met'] else 'NOT met'})")
-    lines.append(f"ingest   memory per row {out['per_unit']:,.0f} B "
-                 f"({a.ingest_dim}-d float32 vectors: {4 * a.ingest_dim:,} B each)")
-    return out
-
-
 def truth_step(a: argparse.Namespace, path: Path, lines: list[str]) -> dict[str, Any]:
     extra = ["--truth-dim", str(a.truth_dim), "--truth-queries", str(a.truth_queries),
              "--truth-k", str(a.truth_k)] + (
                  [] if a.truth_threads is None else ["--truth-threads", str(a.truth_threads)])
     runs = [_in_process("truth", path, n, extra=extra) for n in a.truth_base]
+    low, high = ({**r, "extra": r["peak_bytes"] - r["peak_before_bytes"]} for r in runs)
     out = {"dim": a.truth_dim, "queries": a.truth_queries, "k": a.truth_k, "runs": runs,
            **per_unit(GOALS["truth"], runs[0], runs[1], "n"),
-           "beyond_inputs": per_unit(GOALS["truth"], *[
-               {**r, "extra": r["peak_bytes"] - r["peak_before_bytes"]} for r in runs],
-               "n", "extra")["per_unit"]}
+           "beyond_inputs": per_unit(GOALS["truth"], low, high, "n", "extra")["per_unit"]}
     for r in runs:
         lines.append(f"truth    {r['n']:>9,} × {r['dim']} base, {r['queries']} queries, "
                      f"k {r['k']}  {r['seconds']:8.2f} s  {r['pairs_per_s'] / 1e6:,.0f} M "
@@ -326,6 +254,13 @@ def main() -> None:
                    help="the dimension of the vectors given (that of " + INGEST_EMBEDDER + ")")
     p.add_argument("--ingest-store-options", default="",
                    help="added to the store URI, e.g. index_threshold=1000000 (default: none)")
+    p.add_argument("--ingest-engine", nargs="+", choices=ENGINES, default=["precomputed"],
+                   help="how the vectors are made: given (--precomputed, the default), embedded "
+                   "in the command's process (local) or on a local Ray it starts (ray)")
+    p.add_argument("--ingest-ray-workers", type=int, default=2,
+                   help="--workers of ingest --engine ray (default: 2)")
+    p.add_argument("--ingest-window", type=int, default=0,
+                   help="texts a Ray run embeds (RayEmbedding's window; default: the command's)")
     p.add_argument("--truth-base", type=int, nargs=2, default=[100_000, 1_000_000])
     p.add_argument("--truth-dim", type=int, default=128)
     p.add_argument("--truth-queries", type=int, default=500)
@@ -341,14 +276,17 @@ def main() -> None:
     p.add_argument("--eval-queries", type=int, nargs=2, default=[10_000, 100_000])
     p.add_argument("--eval-depth", type=int, default=100)
     p.add_argument("--out", type=Path, default=None)
-    p.add_argument("--worker", choices=[*WORKERS, "truth"], help=argparse.SUPPRESS)
+    p.add_argument("--worker", choices=[*WORKERS, "ingest", "truth"], help=argparse.SUPPRESS)
     p.add_argument("--path", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--n", type=int, help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.worker:
         print(json.dumps(truth_worker(a.path, a.n, a.truth_dim, a.truth_queries, a.truth_k,
                                       a.truth_threads)
-                         if a.worker == "truth" else WORKERS[a.worker](a.path, a.n)))
+                         if a.worker == "truth" else
+                         ingest_worker(a.path, a.n, a.ingest_engine[0], a.ingest_ray_workers,
+                                       a.ingest_window)
+                         if a.worker == "ingest" else WORKERS[a.worker](a.path, a.n)))
         return
     from recallwatch.bench.sweep import machine_info
 
@@ -410,7 +348,7 @@ def main() -> None:
                 lines.append(f"history  {h['per_unit']:.0f} B per golden query of a recorded "
                              f"run ({what})")
         if "ingest" in a.only:
-            result["ingest"] = ingest_step(a, path, lines)
+            result["ingest"] = ingest_step(a, path, lines, __file__, ROOT)
         if "truth" in a.only:
             result["truth"] = truth_step(a, path, lines)
     finish(result, lines, a.out)
