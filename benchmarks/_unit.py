@@ -4,11 +4,14 @@ a step run in a fresh process per size, and the cost of one more unit of work be
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import resource
 import subprocess
 import sys
+from collections.abc import Iterable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +33,19 @@ def in_process(script: str, step: str, path: Path, n: int, code: Path,
         raise SystemExit(f"{step} at {n}: {out.stderr[-3000:]}")
     answer: dict[str, Any] = json.loads(out.stdout)
     return answer
+
+
+def worker_options(parser: argparse.ArgumentParser, steps: Iterable[str]) -> None:
+    """The hidden options :func:`in_process` starts a step's fresh process with."""
+    parser.add_argument("--worker", choices=list(steps), help=argparse.SUPPRESS)
+    parser.add_argument("--path", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--n", type=int, help=argparse.SUPPRESS)
+
+
+def begun(**extra: Any) -> dict[str, Any]:
+    """The start of a benchmark's result: when, the command, the load, then ``extra``."""
+    return {"started": datetime.now(UTC).isoformat(timespec="seconds"),
+            "command": " ".join(sys.argv), "load_average_start": list(os.getloadavg()), **extra}
 
 
 def per_unit(goal: tuple[str, float | None, float], low: dict[str, Any], high: dict[str, Any],

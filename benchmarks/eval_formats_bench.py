@@ -23,16 +23,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _unit import finish, in_process, peak_bytes, per_unit
+from _unit import begun, finish, in_process, peak_bytes, per_unit, worker_options
 from unit_cost_bench import CODE, GOALS, ROOT, make_trec
 
 MEASURES = ["nDCG@10", "R@100", "RR", "AP", "P@10"]
@@ -104,9 +101,7 @@ def main() -> None:
                    help="also measure the same files read whole (the code path before blocks)")
     p.add_argument("--out", type=Path, default=None)
     steps = ["make", *FILES, *(f"{k}-whole" for k in FILES)]
-    p.add_argument("--worker", choices=steps, help=argparse.SUPPRESS)
-    p.add_argument("--path", type=Path, help=argparse.SUPPRESS)
-    p.add_argument("--n", type=int, help=argparse.SUPPRESS)
+    worker_options(p, steps)
     a = p.parse_args()
     if a.worker == "make":
         make_runs(a.path, a.n, a.depth, a.kinds)
@@ -115,9 +110,7 @@ def main() -> None:
     if a.worker:
         print(json.dumps(worker(a.worker, a.path, a.n)))
         return
-    result: dict[str, Any] = {"started": datetime.now(UTC).isoformat(timespec="seconds"),
-                              "command": " ".join(sys.argv), "code": str(CODE),
-                              "load_average_start": list(os.getloadavg()), "depth": a.depth}
+    result = begun(code=str(CODE), depth=a.depth)
     lines = []
     agreed: dict[int, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="rw-evalformats-") as tmp:

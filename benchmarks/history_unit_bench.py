@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
 import re
 import subprocess
 import sys
@@ -39,11 +38,10 @@ import tempfile
 import time
 import tracemalloc
 from dataclasses import replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from _unit import finish, in_process, peak_bytes, per_unit
+from _unit import begun, finish, in_process, peak_bytes, per_unit, worker_options
 from unit_cost_bench import ROOT, _gate, make_store
 
 STEPS = ("record", "prune")
@@ -123,20 +121,14 @@ def main() -> None:
     p.add_argument("--prune-runs", type=int, nargs=2, default=[2000, 20_000])
     p.add_argument("--keep-last", type=int, default=10)
     p.add_argument("--out", type=Path, default=None)
-    p.add_argument("--worker", choices=["record", "make", "prune"], help=argparse.SUPPRESS)
-    p.add_argument("--path", type=Path, help=argparse.SUPPRESS)
-    p.add_argument("--n", type=int, help=argparse.SUPPRESS)
+    worker_options(p, ["record", "make", "prune"])
     a = p.parse_args()
     if a.worker:
         print(json.dumps(record_worker(a.path, a.n) if a.worker == "record" else
                          make_worker(a.path, a.n) if a.worker == "make" else
                          prune_worker(a.path, a.n, a.keep_last)))
         return
-    result: dict[str, Any] = {"started": datetime.now(UTC).isoformat(timespec="seconds"),
-                              "command": " ".join(sys.argv), "code": str(ROOT),
-                              "load_average_start": list(os.getloadavg()),
-                              "record_base": a.record_base, "dim": a.dim,
-                              "keep_last": a.keep_last}
+    result = begun(code=str(ROOT), record_base=a.record_base, dim=a.dim, keep_last=a.keep_last)
     lines = []
     with tempfile.TemporaryDirectory(prefix="rw-history-") as tmp:
         path = Path(tmp)

@@ -35,17 +35,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from _unit import finish, in_process, peak_bytes, per_unit
+from _unit import begun, finish, in_process, peak_bytes, per_unit, worker_options
 
 ROOT = Path(__file__).resolve().parent.parent
 GOAL = ("B per log line", None, 1.0)
@@ -160,9 +158,7 @@ def main() -> None:
     p.add_argument("--queries", type=int, default=50_000,
                    help="distinct questions the askings are drawn from (Zipf, weight 1/rank)")
     p.add_argument("--out", type=Path, default=None)
-    p.add_argument("--worker", choices=["make", *STEPS], help=argparse.SUPPRESS)
-    p.add_argument("--path", type=Path, help=argparse.SUPPRESS)
-    p.add_argument("--n", type=int, help=argparse.SUPPRESS)
+    worker_options(p, ["make", *STEPS])
     a = p.parse_args()
     if a.worker == "make":
         print(json.dumps(make_log(a.path / f"log-{a.n}.jsonl", a.n, a.queries)))
@@ -170,10 +166,7 @@ def main() -> None:
     if a.worker:
         print(json.dumps(worker(a.worker, a.path, a.n)))
         return
-    result: dict[str, Any] = {"started": datetime.now(UTC).isoformat(timespec="seconds"),
-                              "command": " ".join(sys.argv), "code": str(ROOT),
-                              "load_average_start": list(os.getloadavg()),
-                              "queries": a.queries, "sample": SAMPLE}
+    result = begun(code=str(ROOT), queries=a.queries, sample=SAMPLE)
     lines = []
     with tempfile.TemporaryDirectory(prefix="rw-logs-") as tmp:
         path = Path(tmp)

@@ -58,13 +58,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from _ingest_unit import ENGINES, INGEST_EMBEDDER, INGEST_GOAL, ingest_step, ingest_worker
-from _unit import finish, in_process, peak_bytes, per_unit
+from _unit import begun, finish, in_process, peak_bytes, per_unit, worker_options
 
 ROOT = Path(__file__).resolve().parent.parent
 CODE = Path(os.environ.get("RW_BENCH_CODE", ROOT))  # the code measured (--baseline: another)
@@ -276,9 +275,7 @@ def main() -> None:
     p.add_argument("--eval-queries", type=int, nargs=2, default=[10_000, 100_000])
     p.add_argument("--eval-depth", type=int, default=100)
     p.add_argument("--out", type=Path, default=None)
-    p.add_argument("--worker", choices=[*WORKERS, "ingest", "truth"], help=argparse.SUPPRESS)
-    p.add_argument("--path", type=Path, help=argparse.SUPPRESS)
-    p.add_argument("--n", type=int, help=argparse.SUPPRESS)
+    worker_options(p, [*WORKERS, "ingest", "truth"])
     a = p.parse_args()
     if a.worker:
         print(json.dumps(truth_worker(a.path, a.n, a.truth_dim, a.truth_queries, a.truth_k,
@@ -290,9 +287,7 @@ def main() -> None:
         return
     from recallwatch.bench.sweep import machine_info
 
-    result: dict[str, Any] = {"started": datetime.now(UTC).isoformat(timespec="seconds"),
-                              "command": " ".join(sys.argv), "load_average_start":
-                              list(os.getloadavg()), "machine": machine_info(("lance",))}
+    result = begun(machine=machine_info(("lance",)))
     lines = []
     with tempfile.TemporaryDirectory(prefix="rw-unit-") as tmp:
         path = Path(tmp)

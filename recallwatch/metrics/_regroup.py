@@ -107,10 +107,7 @@ class Regrouped:
         together up to a block's rows; each block's records ordered by query (file order
         within a query)."""
         for numbers in groups(self.run.rows, self.block_rows):
-            yield self._read(numbers)
-
-    def _read(self, numbers: list[int]) -> TrecTable:
-        return self.run.read(numbers)
+            yield self.run.read(numbers)
 
 
 def groups(rows: list[int], block_rows: int) -> Iterator[list[int]]:

@@ -6,9 +6,6 @@ the whole reading locates it; the temporary files gone afterwards."""
 from __future__ import annotations
 
 import gzip
-import os
-import subprocess
-import sys
 import tracemalloc
 from pathlib import Path
 
@@ -20,7 +17,13 @@ from recallwatch.errors import InputError
 from recallwatch.metrics import Qrels, Run, evaluate, evaluate_file
 from recallwatch.metrics._regroup import Scattered
 from tests.metrics.test_regroup import _identical, _shuffled
-from tests.metrics.test_streamed import EVERY_FAMILY, PYTREC_NAMES, _write, assert_pytrec_evals
+from tests.metrics.test_streamed import (
+    EVERY_FAMILY,
+    PYTREC_NAMES,
+    _write,
+    assert_pytrec_evals,
+    python_output,
+)
 from tests.stats.test_cranfield import cranfield  # noqa: F401  (the fixture: a real BM25 run)
 
 
@@ -206,7 +209,4 @@ def test_scattered_qrels_do_not_import_pandas(tmp_path: Path) -> None:
             f"done = evaluate_file({str(qrels_path)!r}, {str(run_path)!r}, ['AP', 'nDCG@10'], "
             "block_bytes=500)\n"
             "print(done.temporary_files > 4, 'pandas' in sys.modules)\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120, env={**os.environ, "RECALLWATCH_CACHE": "0"})
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["True", "False"]
+    assert python_output(code).split() == ["True", "False"]

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from recallwatch.cli import app
 from recallwatch.errors import InputError
 from recallwatch.metrics import EvalResult, Qrels, Run, evaluate, evaluate_file
-from recallwatch.metrics._regroup import Regrouped, regrouped
+from recallwatch.metrics._regroup import Scattered, regrouped
 from tests.metrics.test_streamed import (
     EVERY_FAMILY,
     PYTREC_NAMES,
@@ -166,16 +166,16 @@ def test_ctrl_c_in_the_second_pass_leaves_no_file(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     qrels_path, shuffled, tmpdir = _shuffled_with_tmpdir(tmp_path, monkeypatch, seed=11,
                                                          shuffle=2)
-    read = Regrouped._read
+    read = Scattered.read
     calls: list[int] = []
 
-    def interrupted(self: Regrouped, paths: list[Path]) -> object:
-        calls.append(len(paths))
+    def interrupted(self: Scattered, numbers: list[int]) -> object:
+        calls.append(len(numbers))
         if len(calls) == 3:  # as if the user pressed Ctrl-C while the third block was read
             raise KeyboardInterrupt
-        return read(self, paths)
+        return read(self, numbers)
 
-    monkeypatch.setattr(Regrouped, "_read", interrupted)
+    monkeypatch.setattr(Scattered, "read", interrupted)
     with pytest.raises(KeyboardInterrupt):
         evaluate_file(Qrels.from_trec(qrels_path), shuffled, ["AP"], block_bytes=1000)
     assert len(calls) == 3 and not list(tmpdir.iterdir())

@@ -140,10 +140,16 @@ def test_eval_from_files_does_not_import_pandas(tmp_path: Path) -> None:
             f"sys.argv = ['recallwatch', 'eval', {str(qrels_path)!r}, {str(run_path)!r}, "
             "'-m', 'AP', '-m', 'nDCG@10', '--format', 'json']\n"
             "main()\n")
+    assert python_output(code).splitlines()[-1] == "False"
+
+
+def python_output(code: str) -> str:
+    """What ``code`` prints, run by a fresh Python (a cold start: nothing imported yet), which
+    must succeed."""
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, env={**os.environ, "RECALLWATCH_CACHE": "0"})
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[-1] == "False"
+    return done.stdout
 
 
 def test_a_run_not_grouped_by_query_is_regrouped_and_said_so(tmp_path: Path) -> None:
