@@ -27,9 +27,9 @@ import numpy as np  # noqa: E402
 
 from recallwatch.bench.datasets import synthetic  # noqa: E402
 from recallwatch.bench.engines import make_engine  # noqa: E402
+from recallwatch.bench.exact_knn import ground_truth  # noqa: E402
 from recallwatch.bench.measure import time_single  # noqa: E402
 from recallwatch.bench.sweep import machine_info  # noqa: E402
-from recallwatch.bench.truth import ground_truth  # noqa: E402
 
 ROUNDS = 7
 BLOCK = 50

@@ -8,10 +8,10 @@
    the time split into embedding and writing (and ANN index build, which happens in the last
    write once the table passes the store's index threshold).
 2. Re-ingests the unchanged corpus: the idempotent path (hash comparison only).
-3. Runs the acceptance gate (``recallwatch.suite.gate.run_gate``) with ``--queries`` queries, each
-   a paraphrase-like template over one chunk's facts, expected = that chunk; wall time split into
-   embedding the queries, searching the store, and everything else (scoring, policy, diagnosis).
-
+3. Runs the acceptance gate (``recallwatch.acceptance.gate.run_gate``) with ``--queries`` queries,
+   each a paraphrase-like template over one chunk's facts, expected = that chunk; wall time split
+   into embedding the queries, searching the store, and everything else (scoring, policy,
+   diagnosis).
 Without ``--fresh`` an existing store in DIR is reused (step 1 then measures the idempotent path).
 Quality figures are printed beside the times, but on synthetic template text they only show the
 gate ran on real retrieval; they say nothing about USE.
@@ -99,13 +99,13 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON")
     args = parser.parse_args()
 
+    from recallwatch.acceptance.gate import run_gate
     from recallwatch.bench.sweep import machine_info
     from recallwatch.embedders.use import USEEmbedder
     from recallwatch.formats.corpus import read_corpus
     from recallwatch.formats.golden import GoldenQuery, GoldenSet
     from recallwatch.ops.ingest import ingest
-    from recallwatch.stores.lancedb import LanceStore
-    from recallwatch.suite.gate import run_gate
+    from recallwatch.stores.lancedb.store import LanceStore
 
     args.dir.mkdir(parents=True, exist_ok=True)
     kb = args.dir / "kb"

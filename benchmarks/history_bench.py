@@ -45,10 +45,10 @@ def _templates(n_queries: int) -> list[dict[str, Any]]:
     """An ACCEPT and a STOP gate run of one golden set and policy (no store: results given)."""
     import numpy as np
 
+    from recallwatch.acceptance.gate import run_gate
     from recallwatch.formats.golden import GoldenSet
     from recallwatch.formats.policy import Policy
     from recallwatch.formats.results import RankedList
-    from recallwatch.suite.gate import run_gate
 
     golden = GoldenSet.from_dict({"name": "bench", "version": "1", "top_k": 10, "queries": [
         {"id": f"q{i:03d}", "text": f"question {i}", "expected": [f"q{i:03d}_a", f"q{i:03d}_b"],
@@ -67,8 +67,8 @@ def _templates(n_queries: int) -> list[dict[str, Any]]:
 
 def _writer(history: str, mode: str, templates: list[dict[str, Any]], tag: str, runs: int,
             start: Any, results: Any) -> None:
+    from recallwatch.acceptance.model import GateResult
     from recallwatch.history import History, record_gate_run
-    from recallwatch.suite.model import GateResult
 
     bases = [GateResult.from_dict(t) for t in templates]
     done: list[str] = []

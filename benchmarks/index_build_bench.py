@@ -30,7 +30,7 @@ import numpy as np
 from recallwatch.bench.datasets import synthetic
 from recallwatch.bench.sweep import machine_info
 from recallwatch.stores.base import Chunk
-from recallwatch.stores.lancedb import LanceStore
+from recallwatch.stores.lancedb.store import LanceStore
 
 
 def build_part(directory: str, first: int, vectors: np.ndarray) -> dict[str, float]:

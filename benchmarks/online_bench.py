@@ -53,8 +53,8 @@ def part_em(impressions: int, queries: int, docs: int, seed: int,
             users: list[str]) -> dict[str, Any]:
     from scipy.stats import kendalltau
 
+    from recallwatch.judgments.click_models import ClickCounter, fit
     from recallwatch.online.simulate import make_collection, simulate_batches
-    from recallwatch.truth.click_models import ClickCounter, fit
 
     baseline = _rss_mb()
     col = make_collection(queries, docs, seed=seed, bias_scale=3.0)
@@ -111,9 +111,9 @@ def _groups(keys: np.ndarray) -> list[np.ndarray]:
 # -- log -----------------------------------------------------------------------------------------
 
 def part_log(lines: int, seed: int, directory: Path) -> dict[str, Any]:
+    from recallwatch.judgments.click_models import ClickCounter, fit
     from recallwatch.online import InteractionLog
     from recallwatch.online.simulate import make_collection, simulate_log
-    from recallwatch.truth.click_models import ClickCounter, fit
 
     col = make_collection(1000, 20, seed=seed, bias_scale=3.0)
     path = directory / "log.jsonl"

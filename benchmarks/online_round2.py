@@ -22,14 +22,14 @@ import numpy as np
 from scipy import stats
 from scipy.stats import kendalltau
 
+from recallwatch.judgments.click_models import ClickCounter, fit
+from recallwatch.judgments.click_models.prior import choose_prior
 from recallwatch.online.simulate import (
     ATTRACTIVENESS,
     SATISFACTION,
     make_collection,
     simulate_batches,
 )
-from recallwatch.truth.click_models import ClickCounter, fit
-from recallwatch.truth.click_models.prior import choose_prior
 
 
 def _count(user: str, n: int, queries: int, docs: int, seed: int,

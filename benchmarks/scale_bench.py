@@ -14,14 +14,14 @@ worker, and the memory of ``bench --engine ray``'s own process at two base sizes
    wall time includes starting the actors and loading the model in each (about 2 s of CPU).
    The vectors are checked byte-identical to the single-process ones.
 2. **Exact ground truth**: a seeded ``--base`` × ``--dim`` float32 base and ``--queries``
-   queries, top-``--k`` by inner product: :func:`recallwatch.bench.truth.ground_truth` in this
+   queries, top-``--k`` by inner product: :func:`recallwatch.bench.exact_knn.ground_truth` in this
    process (faiss with every core) and :func:`recallwatch.scale.ray_engine.ground_truth` with 1
    and 2 workers (one faiss thread each), checked byte-identical. Throughput is query × base
    pairs per second.
 3. **The monitor's exact truth**: the same seeded base written to a LanceDB store (in a
    temporary directory), the top-``--k`` of the queries by the store's own exact search
    (``search(exact=True)``: one scan in this process) and by
-   :class:`recallwatch.scale.store_truth.RayExactSearch` (the store scanned in shards of the
+   :class:`recallwatch.scale.ray_exact_knn.RayExactSearch` (the store scanned in shards of the
    first ``--shard-rows``, one Ray task per shard) with 1 and 2 workers; the ids are checked equal
    and each path's speed is given as a ratio to the store's own.
 4. **Memory per worker**: the peak resident memory (VmHWM) of each Ray worker process of the run,
@@ -168,7 +168,7 @@ def bench_embedding(n: int, batch_size: int) -> dict[str, Any]:
 
 
 def bench_truth(n: int, dim: int, nq: int, k: int, shard_rows: list[int]) -> dict[str, Any]:
-    from recallwatch.bench.truth import ground_truth
+    from recallwatch.bench.exact_knn import ground_truth
     from recallwatch.scale.ray_engine import ground_truth as ray_truth
 
     rng = np.random.default_rng(0)
@@ -201,9 +201,9 @@ def bench_truth(n: int, dim: int, nq: int, k: int, shard_rows: list[int]) -> dic
 
 def bench_monitor_truth(n: int, dim: int, nq: int, k: int, rows: int) -> dict[str, Any]:
     from recallwatch.ops.recall import store_exact
-    from recallwatch.scale.store_truth import RayExactSearch
+    from recallwatch.scale.ray_exact_knn import RayExactSearch
     from recallwatch.stores.base import Chunk
-    from recallwatch.stores.lancedb import LanceStore
+    from recallwatch.stores.lancedb.store import LanceStore
 
     rng = np.random.default_rng(0)
     base = rng.normal(size=(n, dim)).astype(np.float32)

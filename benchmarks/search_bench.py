@@ -65,9 +65,9 @@ def _exact_top(vectors: np.ndarray, ids: list[str], queries: np.ndarray, k: int)
 
 
 def _gate(store_path: Path, golden: Any, embedder: Any, ef: int | None) -> dict[str, Any]:
-    from recallwatch.stores.lancedb import LanceStore
-    from recallwatch.suite.gate import Gate
-    from recallwatch.suite.retrieve import StoreSource
+    from recallwatch.acceptance.gate import Gate
+    from recallwatch.acceptance.retrieve import StoreSource
+    from recallwatch.stores.lancedb.store import LanceStore
 
     store = LanceStore(store_path, ef=ef)
     hits: list[Any] = []
@@ -107,7 +107,7 @@ def main() -> None:
     from recallwatch.bench.sweep import machine_info
     from recallwatch.embedders.use import USEEmbedder
     from recallwatch.formats.golden import GoldenQuery, GoldenSet
-    from recallwatch.stores.lancedb import LanceStore
+    from recallwatch.stores.lancedb.store import LanceStore
 
     records, queries = generate(args.chunks, args.seed)
     rng = random.Random(args.seed + 1)

@@ -42,7 +42,7 @@ importing the libraries. Time is the step's wall time in that process.
    the Ray processes' peaks are sampled while it runs, and checked gone after it
    (``_ingest_unit.py``). ``--ingest-window N``: the texts each Ray run embeds (RayEmbedding's
    ``window``, 131,072 in the command), set in the command's process for the benchmark only.
-6. **truth**: :func:`recallwatch.bench.truth.ground_truth` of ``--truth-queries`` seeded queries
+6. **truth**: :func:`recallwatch.bench.exact_knn.ground_truth` of ``--truth-queries`` seeded queries
    on a seeded ``--truth-base`` × ``--truth-dim`` base (inner product, top ``--truth-k``): time,
    query × base pairs per second, and the peak memory per base row (with and without the base).
 
@@ -79,7 +79,7 @@ GOALS = {"gate": ("KB per golden query", 25.0, 1024.0),
 
 def make_store(path: Path, base: int, dim: int) -> None:
     from recallwatch.stores.base import Chunk
-    from recallwatch.stores.lancedb import LanceStore
+    from recallwatch.stores.lancedb.store import LanceStore
 
     rng = np.random.default_rng(0)
     vectors = rng.normal(size=(base, dim)).astype(np.float32)
@@ -95,10 +95,10 @@ def make_store(path: Path, base: int, dim: int) -> None:
 def _gate(path: Path, n: int) -> Any:
     """``run_gate`` of ``n`` golden queries on the store at ``path``, each a stored vector plus
     noise that expects its row."""
+    from recallwatch.acceptance.gate import run_gate
     from recallwatch.embedders.function import CallableEmbedder
     from recallwatch.formats.golden import GoldenSet
-    from recallwatch.stores.lancedb import LanceStore
-    from recallwatch.suite.gate import run_gate
+    from recallwatch.stores.lancedb.store import LanceStore
 
     base = np.load(path / "base.npy", mmap_mode="r")
     rng = np.random.default_rng(1)
@@ -202,7 +202,7 @@ def truth_worker(path: Path, n: int, dim: int, nq: int, k: int,
     base of ``n`` × ``dim``, in this process, on ``threads`` faiss threads (None: faiss's own)."""
     import faiss
 
-    from recallwatch.bench.truth import ground_truth
+    from recallwatch.bench.exact_knn import ground_truth
 
     rng = np.random.default_rng(0)
     base = rng.standard_normal((n, dim), dtype=np.float32)

@@ -16,13 +16,13 @@ from recallwatch._version import __version__
 from recallwatch.errors import RecallwatchError
 
 if TYPE_CHECKING:
+    from recallwatch.acceptance.gate import Gate, run_gate
+    from recallwatch.acceptance.model import GateResult
     from recallwatch.embedders import get_embedder
     from recallwatch.formats.golden import GoldenSet, load_golden
     from recallwatch.formats.policy import Policy, load_policy
     from recallwatch.metrics import Qrels, Run, evaluate, parse_measure
     from recallwatch.stores import open_store
-    from recallwatch.suite.gate import Gate, run_gate
-    from recallwatch.suite.model import GateResult
 
 __all__ = [
     "Gate",
@@ -43,9 +43,9 @@ __all__ = [
 ]
 
 _LAZY = {
-    "Gate": "recallwatch.suite.gate",
-    "run_gate": "recallwatch.suite.gate",
-    "GateResult": "recallwatch.suite.model",
+    "Gate": "recallwatch.acceptance.gate",
+    "run_gate": "recallwatch.acceptance.gate",
+    "GateResult": "recallwatch.acceptance.model",
     "GoldenSet": "recallwatch.formats.golden",
     "load_golden": "recallwatch.formats.golden",
     "Policy": "recallwatch.formats.policy",

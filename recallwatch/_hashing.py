@@ -4,7 +4,7 @@ benchmark configurations, probe sets, corpus chunks.
 It is the sha256 of the value's canonical JSON: keys sorted, no whitespace, non-ASCII characters
 as themselves in UTF-8 (not ``\\uXXXX`` escapes), anything JSON cannot hold as ``str(value)``.
 These digests are recorded in histories and compared across runs: never change the encoding.
-(Vectors are hashed by their bytes instead: :func:`recallwatch.bench.truth.content_hash`.)
+(Vectors are hashed by their bytes instead: :func:`recallwatch.bench.exact_knn.content_hash`.)
 """
 
 from __future__ import annotations

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from recallwatch._files import atomic_dir, atomic_path, write_atomic
+from recallwatch.acceptance.gate import run_gate
 from recallwatch.formats.golden import GoldenSet
 from recallwatch.ops.probes import ProbeSet, write_probes
 from recallwatch.report import REPORT_FILES, write_report_set
 from recallwatch.stores._meta import MetaFile
-from recallwatch.suite.gate import run_gate
-from tests.suite.helpers import golden, ranked
+from tests.acceptance.helpers import golden, ranked
 
 
 def _mode(path: Path) -> int:

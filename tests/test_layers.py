@@ -52,12 +52,12 @@ LAYERS: dict[str, int] = {
     "recallwatch.embedders": 4,
     "recallwatch.stores": 5,
     "recallwatch.retrievers": 5,  # anything that answers queries with ranked chunk ids
-    "recallwatch.suite": 6,
+    "recallwatch.acceptance": 6,
     "recallwatch.report": 7,
     "recallwatch.history": 8,
     "recallwatch.bench": 9,
     "recallwatch.ops": 10,
-    "recallwatch.truth": 11,
+    "recallwatch.judgments": 11,
     "recallwatch.online": 11,
     "recallwatch.scale": 11,  # the heavy steps (ops, bench, suite) on Ray
     "recallwatch.experiment": 11,  # variants of a pipeline built, judged and compared
@@ -67,7 +67,7 @@ LAYERS: dict[str, int] = {
     "recallwatch.cli": 13,
     "recallwatch": 13,  # recallwatch/__init__.py alone
     "recallwatch.__main__": 13,  # python -m recallwatch: the command
-    "recallwatch.suite.pytest_plugin": 13,
+    "recallwatch.acceptance.pytest_plugin": 13,
 }
 
 # Imports of another package's private module that are allowed anyway, each with its reason.
@@ -276,31 +276,31 @@ def test_layers_are_numbered_without_gaps() -> None:
     assert order == list(range(14))
     assert [u for u, v in LAYERS.items() if v == 13] == [
         "recallwatch.cli", "recallwatch", "recallwatch.__main__",
-        "recallwatch.suite.pytest_plugin"]
+        "recallwatch.acceptance.pytest_plugin"]
 
 
 # The checker checked: a small made-up tree where each rule is broken once.
 _FAKE = {
     "recallwatch/__init__.py": "",
     "recallwatch/errors.py": "",
-    "recallwatch/formats/__init__.py": "LAZY = 'recallwatch.suite.gate:run'\n",  # up, a string
+    "recallwatch/formats/__init__.py": "LAZY = 'recallwatch.acceptance.gate:run'\n",  # up, a string
     "recallwatch/formats/golden.py": (
         "from typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n"
         "    from recallwatch.stores.base import VectorStore\n"  # up, under TYPE_CHECKING
     ),
-    "recallwatch/stores/__init__.py": "REG = 'recallwatch.stores.lancedb:LanceStore'\n",
+    "recallwatch/stores/__init__.py": "REG = 'recallwatch.stores.lancedb.store:LanceStore'\n",
     "recallwatch/stores/base.py": "from recallwatch.errors import InputError\n",
     "recallwatch/stores/lancedb.py": "from . import base\nfrom ._uri import parse\n",
     "recallwatch/stores/_uri.py": "",
-    "recallwatch/suite/__init__.py": "",
-    "recallwatch/suite/gate.py": (
+    "recallwatch/acceptance/__init__.py": "",
+    "recallwatch/acceptance/gate.py": (
         "def run():\n"
         "    from recallwatch.stores._uri import parse\n"  # private, inside a function
         "    from recallwatch.report import to_json\n"  # up
     ),
-    "recallwatch/report/__init__.py": "from recallwatch.suite import gate\n",
-    "recallwatch/suite/pytest_plugin.py": "from recallwatch.report import to_json\n",
+    "recallwatch/report/__init__.py": "from recallwatch.acceptance import gate\n",
+    "recallwatch/acceptance/pytest_plugin.py": "from recallwatch.report import to_json\n",
     "recallwatch/web/__init__.py": "import recallwatch.cli\n",  # up
     "recallwatch/cli/__init__.py": "from recallwatch.web import app\n",
     "recallwatch/newpkg/__init__.py": "",
@@ -312,24 +312,25 @@ def test_the_checker_finds_each_rule_broken() -> None:
     assert found == [
         "recallwatch/newpkg/__init__.py: recallwatch.newpkg is in no layer: add it (or its "
         "package) to LAYERS in tests/test_layers.py",
+        "recallwatch/acceptance/gate.py:2: imports recallwatch.stores._uri, a private module of "
+        "recallwatch.stores: use (or add to) its public API",
+        "recallwatch/acceptance/gate.py:3: recallwatch.acceptance (layer 6) imports "
+        "recallwatch.report from a higher layer (recallwatch.report, layer 7): move what it "
+        "needs down",
         "recallwatch/formats/__init__.py:1: recallwatch.formats (layer 1) imports "
-        "recallwatch.suite.gate from a higher layer (recallwatch.suite, layer 6): move what "
-        "it needs down",
+        "recallwatch.acceptance.gate from a higher layer (recallwatch.acceptance, layer 6): move "
+        "what it needs down",
         "recallwatch/formats/golden.py:3: recallwatch.formats (layer 1) imports "
         "recallwatch.stores.base from a higher layer (recallwatch.stores, layer 5): move what "
         "it needs down",
-        "recallwatch/suite/gate.py:2: imports recallwatch.stores._uri, a private module of "
-        "recallwatch.stores: use (or add to) its public API",
-        "recallwatch/suite/gate.py:3: recallwatch.suite (layer 6) imports recallwatch.report "
-        "from a higher layer (recallwatch.report, layer 7): move what it needs down",
         "recallwatch/web/__init__.py:1: recallwatch.web (layer 12) imports recallwatch.cli "
         "from a higher layer (recallwatch.cli, layer 13): move what it needs down",
+        "cycle between recallwatch.acceptance → recallwatch.report → recallwatch.acceptance: "
+        "recallwatch/acceptance/gate.py:3 imports recallwatch.report; "
+        "recallwatch/report/__init__.py:1 imports recallwatch.acceptance.gate",
         "cycle between recallwatch.cli → recallwatch.web → recallwatch.cli: "
         "recallwatch/cli/__init__.py:1 imports recallwatch.web; recallwatch/web/__init__.py:1 "
         "imports recallwatch.cli",
-        "cycle between recallwatch.report → recallwatch.suite → recallwatch.report: "
-        "recallwatch/report/__init__.py:1 imports recallwatch.suite.gate; "
-        "recallwatch/suite/gate.py:3 imports recallwatch.report",
         "recallwatch/ops/x.py: no longer imports recallwatch.stores._common: delete it from "
         "PRIVATE_ALLOWED",
     ]
@@ -338,8 +339,8 @@ def test_the_checker_finds_each_rule_broken() -> None:
 @pytest.mark.parametrize(("module", "unit"), [
     ("recallwatch", "recallwatch"),
     ("recallwatch.records", "recallwatch.records"),
-    ("recallwatch.suite.pytest_plugin", "recallwatch.suite.pytest_plugin"),
-    ("recallwatch.suite.gate", "recallwatch.suite"),
+    ("recallwatch.acceptance.pytest_plugin", "recallwatch.acceptance.pytest_plugin"),
+    ("recallwatch.acceptance.gate", "recallwatch.acceptance"),
     ("recallwatch.bench.engines.faiss_engines", "recallwatch.bench"),
     ("recallwatch._unknown", None),
 ])

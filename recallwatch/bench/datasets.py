@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from recallwatch.bench.engines.base import SEED
-from recallwatch.bench.truth import content_hash
+from recallwatch.bench.exact_knn import content_hash
 from recallwatch.errors import InputError, StoreError
 from recallwatch.formats.ann import AnnDataset, Metric, parse_metric, read_hdf5, read_vectors
 from recallwatch.formats.fields import bounded, check_keys, line_of, shown

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from recallwatch.bench.exact_knn import id_recall
 from recallwatch.bench.live import (
     TAG_FIELD,
     Timed,
@@ -28,7 +29,6 @@ from recallwatch.bench.live import (
     row_chunks,
     timed_search,
 )
-from recallwatch.bench.truth import id_recall
 from recallwatch.errors import UsageError
 
 if TYPE_CHECKING:

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from recallwatch.bench.exact_knn import ground_truth
 from recallwatch.bench.measure import latency_of
-from recallwatch.bench.truth import ground_truth
 from recallwatch.errors import UsageError
 from recallwatch.stores.base import Chunk, Filter, SupportsFilteredSearch
 

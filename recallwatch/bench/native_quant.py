@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from recallwatch.bench.truth import GroundTruth, id_recall, prepare, tie_aware_recall
+from recallwatch.bench.exact_knn import GroundTruth, id_recall, prepare, tie_aware_recall
 
 if TYPE_CHECKING:
     from recallwatch.bench.datasets import Dataset

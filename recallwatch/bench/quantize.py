@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from recallwatch.bench.truth import (
+from recallwatch.bench.exact_knn import (
     GroundTruth,
     exact_distances,
     ground_truth,

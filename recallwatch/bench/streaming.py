@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from recallwatch.bench.exact_knn import id_recall
 from recallwatch.bench.live import Timed, exact_ids, row_chunks, row_numbers, timed_search
-from recallwatch.bench.truth import id_recall
 from recallwatch.errors import UsageError
 
 if TYPE_CHECKING:

@@ -24,6 +24,13 @@ import numpy as np
 from recallwatch._hashing import canonical_hash
 from recallwatch.bench.datasets import Dataset, dataset_from_spec
 from recallwatch.bench.engines import Space, make_engine
+from recallwatch.bench.exact_knn import (
+    GroundTruth,
+    ground_truth,
+    id_recall,
+    prepare,
+    tie_aware_recall,
+)
 from recallwatch.bench.measure import (
     Latency,
     LoadPoint,
@@ -34,13 +41,6 @@ from recallwatch.bench.measure import (
     time_single,
 )
 from recallwatch.bench.sweep_file import EngineSpec, SweepConfig, load_sweep
-from recallwatch.bench.truth import (
-    GroundTruth,
-    ground_truth,
-    id_recall,
-    prepare,
-    tie_aware_recall,
-)
 from recallwatch.errors import InputError
 
 __all__ = [

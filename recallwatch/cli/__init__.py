@@ -18,7 +18,7 @@ import typer
 from typer.core import TyperGroup
 
 from recallwatch._process import SIGPIPE_STATUS as _SIGPIPE_STATUS
-from recallwatch.cli._tree import EXIT_CODES, add_exit_codes, hint_for, regroup
+from recallwatch.cli._tree import EXIT_CODES, OLD_NAMES, add_exit_codes, hint_for, old_name_note
 from recallwatch.errors import Interrupted, RecallwatchError
 
 __all__ = ["app", "main"]
@@ -50,6 +50,18 @@ class _Group(TyperGroup):
             except BrokenPipeError:  # while click wrote a usage error or the help
                 _drop_stdout()
                 raise SystemExit(SIGPIPE_STATUS) from None
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        """A command by name; a name it had before it moved into a group (:data:`OLD_NAMES`)
+        runs the command at its new place, with a note on stderr."""
+        command = super().get_command(ctx, cmd_name)
+        if command is None and cmd_name in OLD_NAMES:
+            group_name, new = OLD_NAMES[cmd_name]
+            group = super().get_command(ctx, group_name)
+            if group is not None:
+                _say(old_name_note(cmd_name))
+                return group.get_command(ctx, new)  # type: ignore[attr-defined]
+        return command
 
     def invoke(self, ctx: Any) -> Any:
         try:
@@ -179,36 +191,23 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-# The command modules, in the order of --help. Each defines register(app) and imports nothing
-# heavy at import time. A new command family (e.g. online_cmd) is one more line here; a listed
-# module that fails to import fails every command, loudly, rather than vanishing from --help.
+# The command tree, in the order of --help: each name is a module (a top-level command) or a
+# package (a group, whose modules hold its commands), and defines register(app). Nothing heavy
+# is imported at import time. A listed module that fails to import fails every command, loudly,
+# rather than vanishing from --help.
 _COMMAND_MODULES = (
-    "init_cmd",  # the first command of a newcomer: templates, a corpus check, what to run next
-    "gate_cmd",
-    "eval_cmd",
-    "compare_cmd",
-    "experiment_cmd",
-    "ingest_cmd",
-    "history_cmd",
-    "history_copy_cmd",  # adds `history copy` to the group history_cmd registers
-    "history_prune_cmd",  # adds `history prune` (keep the last N runs or days)
-    "funnel_cmd",  # adds `history funnel`
-    "golden_cmd",  # the `golden` group; modules listed after it add its commands
-    "golden_sample_cmd",  # `golden sample` and `golden split`
-    "golden_anchor_cmd",  # adds `golden check` and `golden migrate`
-    "golden_generate_cmd",  # adds `golden generate` (an LLM writes candidate questions)
-    "label_cmd",  # the `label` group
-    "label_judge_cmd",  # label pool, serve, agree, export, merge
-    "bench_cmd",
-    "bench_live_cmd",  # adds `bench filtered` and `bench streaming`
-    "plan_cmd",
-    "monitor_cmd",
-    "reindex_cmd",
-    "promote_cmd",
-    "calibrate_cmd",
-    "groups_cmd",
-    "online_cmd",
-    "serve_cmd",
+    "init",  # the first command of a newcomer: templates, a corpus check, what to run next
+    "gate",
+    "eval",
+    "compare",
+    "experiment",
+    "ingest",
+    "history",
+    "golden",
+    "label",
+    "bench",
+    "ops",
+    "online",
 )
 
 
@@ -218,7 +217,6 @@ def _register_commands(target: typer.Typer, modules: tuple[str, ...] = _COMMAND_
 
 
 _register_commands(app)
-regroup(app)  # the operations commands into `ops`; their old names stay, hidden
 add_exit_codes(app)
 
 

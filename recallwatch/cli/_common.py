@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
 
     import typer
 
@@ -47,14 +46,10 @@ def existing_history(path: str | Path) -> History:
     return History(path, create=False)
 
 
-def add_to_group(app: typer.Typer, group: str, name: str, command: Callable[..., Any]) -> None:
-    """Register ``command`` as ``recallwatch GROUP NAME`` into a group another module declared.
+def register_modules(group: typer.Typer, package: str, modules: tuple[str, ...]) -> None:
+    """Register the commands of each module of ``package`` (``recallwatch.cli.GROUP``) into
+    ``group``: each module defines ``register(group)`` and imports nothing heavy at import."""
+    import importlib
 
-    Lets several modules add commands to one group (``history``, ``golden``…) without importing
-    each other; a missing group is a programming error, loud at import.
-    """
-    for registered in app.registered_groups:
-        if registered.name == group and registered.typer_instance is not None:
-            registered.typer_instance.command(name)(command)
-            return
-    raise RuntimeError(f"{group} {name}: the `{group}` command group is not registered")
+    for name in modules:
+        importlib.import_module(f"{package}.{name}").register(group)

@@ -59,8 +59,7 @@ def cli_reference() -> str:
            "do not edit by hand.", "",
            *_help(root.help or "")]
     for name, cmd in root.commands.items():  # type: ignore[attr-defined]
-        if not cmd.hidden:  # an old name kept working after its command moved
-            _command(["recallwatch", name], cmd, out)
+        _command(["recallwatch", name], cmd, out)
     return "\n".join(out).rstrip() + "\n"
 
 

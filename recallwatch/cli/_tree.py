@@ -1,21 +1,17 @@
 """The shape of the command tree a newcomer sees: a few top-level verbs, the rest in groups.
 
-Command modules register their commands where they always did; :func:`regroup` then moves the
-operations commands into the ``ops`` group and ``groups`` into ``history``. Each old top-level
-name keeps working, hidden from ``--help``, with a one-line note naming its new place. Every
-command's help ends with the exit codes (:data:`EXIT_CODES`), and :data:`HINTS` answer a user
-who reaches for the wrong command.
+Each command is registered where ``recallwatch --help`` shows it, by the module of its name
+(``cli/ops/monitor.py`` holds ``ops monitor``). A name a command had before it moved into a group
+(:data:`OLD_NAMES`) is not in the tree: the root group resolves it to the new place with a
+one-line note. Every command's help ends with the exit codes (:data:`EXIT_CODES`), and
+:data:`HINTS` answer a user who reaches for the wrong command.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-from typing import Any
-
 import typer
 
-__all__ = ["EXIT_CODES", "HINTS", "MOVES", "add_exit_codes", "hint_for", "regroup"]
+__all__ = ["EXIT_CODES", "HINTS", "OLD_NAMES", "add_exit_codes", "hint_for", "old_name_note"]
 
 # The exit codes every command shares, in one place (the root help and each command's help).
 EXIT_CODES = ("Exit codes: 0 success or ACCEPT, 1 STOP, alarm or refusal, 2 usage or input "
@@ -23,8 +19,8 @@ EXIT_CODES = ("Exit codes: 0 success or ACCEPT, 1 STOP, alarm or refusal, 2 usag
               "says what was kept), 141 the output's reader went away before taking all of it "
               "(recallwatch ... | head), as the shell reports a program that SIGPIPE ended.")
 
-# old top-level name -> (group, name in the group)
-MOVES: dict[str, tuple[str, str]] = {
+# old top-level name -> (group, name in the group): still run, with a note (see old_name_note)
+OLD_NAMES: dict[str, tuple[str, str]] = {
     "probes": ("ops", "probes"),
     "monitor": ("ops", "monitor"),
     "reindex": ("ops", "reindex"),
@@ -36,11 +32,15 @@ MOVES: dict[str, tuple[str, str]] = {
     "groups": ("history", "groups"),
     "quantize": ("bench", "quantize"),
     "plan": ("bench", "plan"),
+    "experiments": ("bench", "reference"),
 }
-_GROUP_HELP = {
-    "ops": "Operate a live index: probe sets, the monitor and its dashboard (serve), reindex "
-           "and rollback, promote, the no-result threshold and noise ceiling calibrations.",
-}
+
+
+def old_name_note(old: str) -> str:
+    group, new = OLD_NAMES[old]
+    return (f"note: `recallwatch {old}` is now `recallwatch {group} {new}`; the old name keeps "
+            "working")
+
 
 # (command, unknown option the user gave, or ARGUMENT for an unexpected argument) -> what they
 # probably want
@@ -58,37 +58,6 @@ def hint_for(command: str | None, given: str | None) -> str | None:
     if command is None or given is None:
         return None
     return HINTS.get((command, given))
-
-
-def _noted(old: str, new: str, callback: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(callback)
-    def run(*args: Any, **kwargs: Any) -> Any:
-        typer.echo(f"note: `recallwatch {old}` is now `recallwatch {new}`; the old name keeps "
-                   "working", err=True)
-        return callback(*args, **kwargs)
-
-    return run
-
-
-def _group(app: typer.Typer, name: str) -> typer.Typer:
-    for info in app.registered_groups:
-        if info.name == name and info.typer_instance is not None:
-            return info.typer_instance
-    group = typer.Typer(help=_GROUP_HELP.get(name), no_args_is_help=True)
-    app.add_typer(group, name=name)
-    return group
-
-
-def regroup(app: typer.Typer) -> None:
-    """Move each command of :data:`MOVES` into its group; its old name stays, hidden."""
-    for info in list(app.registered_commands):
-        if info.name not in MOVES or info.callback is None:
-            continue
-        group_name, new = MOVES[info.name]
-        group = _group(app, group_name)
-        group.command(new, help=info.help, epilog=info.epilog)(info.callback)
-        info.callback = _noted(info.name, f"{group_name} {new}", info.callback)
-        info.hidden = True
 
 
 def add_exit_codes(app: typer.Typer) -> None:

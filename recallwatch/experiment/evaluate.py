@@ -15,9 +15,9 @@ from recallwatch.experiment.build import Build
 from recallwatch.experiment.plan import Plan, VariantSpec
 
 if TYPE_CHECKING:
+    from recallwatch.acceptance.gate import Part
+    from recallwatch.acceptance.model import GateResult
     from recallwatch.retrievers.pipeline import PipelineSpec
-    from recallwatch.suite.gate import Part
-    from recallwatch.suite.model import GateResult
 
 __all__ = ["METRICS", "PartResult", "VariantOutcome", "evaluate_variant", "judged_block",
            "pipeline_spec"]
@@ -86,13 +86,13 @@ def pipeline_spec(plan: Plan, variant: VariantSpec, build: Build) -> PipelineSpe
 
 def evaluate_variant(plan: Plan, variant: VariantSpec, build: Build) -> VariantOutcome:
     """Search the variant's pipeline and run the gate on every part of the golden set."""
+    from recallwatch.acceptance.gate import Gate
+    from recallwatch.acceptance.pipeline import PipelineSource, with_stages
     from recallwatch.formats.corpus import read_corpus
     from recallwatch.formats.golden import load_golden
     from recallwatch.formats.judging import judged_pairs
     from recallwatch.formats.policy import load_policy
     from recallwatch.retrievers.pipeline import Pipeline
-    from recallwatch.suite.gate import Gate
-    from recallwatch.suite.pipeline import PipelineSource, with_stages
 
     start = time.perf_counter()
     golden = load_golden(plan.golden)
@@ -118,7 +118,7 @@ def judged_block(result: GateResult, judgments: Collection[tuple[str, str]]) -> 
     """judged@K of a variant's gate: the share of each top K that is labelled, i.e. an expected
     chunk of the query, a chunk one of its content anchors resolves to on this chunking (it holds
     the quoted fact), or a (query, chunk) pair of the plan's judgments."""
-    from recallwatch.suite.judged import with_judged
+    from recallwatch.acceptance.judged import with_judged
 
     pairs = set(judgments) | {(q.id, c) for q in result.queries for a in q.anchors
                               for c in a.get("chunks", ())}

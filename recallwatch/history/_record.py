@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from recallwatch._redact import redact
+from recallwatch.acceptance.model import GateResult
 from recallwatch.errors import StoreError
 from recallwatch.history._store import BaselinesMoved, History
 from recallwatch.history.compare import compare_runs
 from recallwatch.stores.base import VectorStore
-from recallwatch.suite.model import GateResult
 
 __all__ = ["baselines", "compare_with_baselines", "ingested_since", "record_gate_run"]
 
@@ -101,7 +101,9 @@ def _judged(history: History, result: GateResult) -> GateResult:
     before the run is recorded, so the history holds the verdict the gate answered."""
     if not result.policy.get("max_drop") and result.policy.get("max_cost_increase") is None:
         return result
-    from recallwatch.suite.limits import against_baseline  # numpy and the stats: only when used
+    from recallwatch.acceptance.limits import (
+        against_baseline,  # numpy and the stats: only when used
+    )
 
     accepted = (result.comparison or {}).get("last_accepted")
     base = history.load(accepted["run_id"]) if accepted else None

@@ -24,11 +24,11 @@ from types import TracebackType
 from typing import Any
 
 from recallwatch._redact import redact
+from recallwatch.acceptance.model import GateResult
 from recallwatch.errors import HistoryError, UsageError
 from recallwatch.history._backend import Backend
 from recallwatch.history._detail import pack, unpack
 from recallwatch.history._open import open_backend
-from recallwatch.suite.model import GateResult
 
 __all__ = ["BaselinesMoved", "History", "MonitorRun", "OnlineReadoutRow", "RunSummary"]
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from recallwatch.acceptance.cost import COST_LABELS, cost_deltas, format_cost
+from recallwatch.acceptance.model import GateResult, QueryResult
 from recallwatch.formats.golden import normalise_quote
-from recallwatch.suite.cost import COST_LABELS, cost_deltas, format_cost
-from recallwatch.suite.model import GateResult, QueryResult
 
 if TYPE_CHECKING:
     from recallwatch.stats import MultiComparison

@@ -34,7 +34,7 @@ similarities of one embedder: the threshold is stored in the store's metadata *u
 embedder's fingerprint*, and reading it with another embedder is an error.
 
 **Noise ceiling.** From a full gate run, the noise of the *healthy* queries (recall 1, noise
-measurable: see ``recallwatch.suite.noise``) per domain: its distribution, a baseline (the 95th
+measurable: see ``recallwatch.acceptance.noise``) per domain: its distribution, a baseline (the 95th
 percentile, an observed value) and a suggested ceiling one margin (in chunks) above it, printed as
 the policy's ``noise_ceiling`` section. A domain with fewer than ``MIN_HEALTHY`` healthy queries is
 named and keeps the default.
@@ -54,10 +54,10 @@ from recallwatch.errors import EmbedderMismatchError, InputError, UsageError
 from recallwatch.stores.base import Hits, update_meta
 
 if TYPE_CHECKING:
+    from recallwatch.acceptance.model import GateResult
     from recallwatch.embedders.base import Embedder, Fingerprint
     from recallwatch.formats.golden import GoldenQuery, GoldenSet
     from recallwatch.stores.base import VectorStore
-    from recallwatch.suite.model import GateResult
 
 __all__ = [
     "MIN_HEALTHY",
@@ -197,7 +197,7 @@ def _with_anchor_chunks(store: VectorStore,
     expected chunk in the answer, and all are removed for the in-domain negatives)."""
     if not any(q.anchors for q in queries):
         return queries
-    from recallwatch.suite.anchors import resolve_queries
+    from recallwatch.acceptance.anchors import resolve_queries
 
     resolved = resolve_queries(queries, lambda docs: store.chunks(doc_ids=list(docs)))
     return [replace(q, anchors=()) for q in resolved.candidates(queries)]

@@ -29,8 +29,8 @@ import numpy as np
 from recallwatch.errors import UsageError
 
 if TYPE_CHECKING:
+    from recallwatch.acceptance.model import GateResult
     from recallwatch.records import Chunk
-    from recallwatch.suite.model import GateResult
 
 __all__ = ["CHUNK_FIELDS", "ExposureGroup", "ExposureReport", "Interval", "chunk_group", "exposure"]
 

@@ -17,8 +17,8 @@ import numpy as np
 from recallwatch.errors import UsageError
 
 if TYPE_CHECKING:
+    from recallwatch.acceptance.model import GateResult, QueryResult
     from recallwatch.formats.golden import GoldenSet
-    from recallwatch.suite.model import GateResult, QueryResult
 
 __all__ = ["GROUP_METRICS", "GroupGap", "GroupMetric", "GroupReport", "group_gaps"]
 

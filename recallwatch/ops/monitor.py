@@ -3,7 +3,7 @@
 One :func:`run_monitor` call measures, for a probe set on a store:
 
 * **recall@k vs exact**: the live (ANN) top-k of each probe against the exact top-k of the same
-  store (``search(exact=True)``), as :func:`recallwatch.bench.truth.id_recall` counts it;
+  store (``search(exact=True)``), as :func:`recallwatch.bench.exact_knn.id_recall` counts it;
 * **latency** p50/p99 of the live search, one probe per call (what a user waits for);
 * **coverage**: the share of probes with at least one result scoring at or above the no-result
   threshold calibrated for the store's embedder (``recallwatch ops calibrate-threshold``), if any;
@@ -148,7 +148,7 @@ def run_monitor(
     ``reindex_below``, recall under it triggers a verified reindex (switched only when the new
     index reaches ``floor``). ``exact``: the exact search recall is measured against, in the
     reindex's verification too (default the store's own, ``search(exact=True)``; the Ray engine:
-    :class:`recallwatch.scale.store_truth.RayExactSearch`). ``drift_alarm_p``: alarm when the
+    :class:`recallwatch.scale.ray_exact_knn.RayExactSearch`). ``drift_alarm_p``: alarm when the
     data-drift test's p-value is under it (None: never). ``max_latency_p99_ms``: alarm when the
     99th percentile of the probes' live search time is over it, in milliseconds (None: never).
     ``pipeline``: the same probes measured through a pipeline

@@ -49,7 +49,7 @@ class ProbeSet:
     @property
     def hash(self) -> str:
         if self.vectors is not None:
-            from recallwatch.bench.truth import content_hash
+            from recallwatch.bench.exact_knn import content_hash
 
             return content_hash(np.ascontiguousarray(self.vectors, dtype=np.float32))
         return canonical_hash({"texts": list(self.texts)})

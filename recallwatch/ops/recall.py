@@ -1,6 +1,6 @@
 """Recall of the live index against exact search, on probe vectors: what the monitor and the
 reindex measure. Recall here is overlap with the exact top-k of the same store
-(:func:`recallwatch.bench.truth.id_recall`), not relevance."""
+(:func:`recallwatch.bench.exact_knn.id_recall`), not relevance."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ __all__ = ["ExactSearch", "probe_vectors", "recall_vs_exact", "store_exact"]
 
 #: Exact top-k ids of each query vector among a store's rows: ``exact(store, vectors, k)``. The
 #: default is the store's own (:func:`store_exact`); the Ray engine computes the same answer on a
-#: cluster (:class:`recallwatch.scale.store_truth.RayExactSearch`).
+#: cluster (:class:`recallwatch.scale.ray_exact_knn.RayExactSearch`).
 ExactSearch = Callable[["VectorStore", np.ndarray, int], list[list[str]]]
 
 
@@ -74,7 +74,7 @@ def recall_vs_exact(
     The live search is one call per probe, so each probe's latency is its own; ``batched`` makes
     it one call for all of them (each probe's latency is then the mean): what a check that needs
     only the recall uses, since a store may scan its rows outside the index once per call."""
-    from recallwatch.bench.truth import id_recall
+    from recallwatch.bench.exact_knn import id_recall
 
     if k < 1:
         raise InputError(field="k", expected="a positive integer", found=k)

@@ -6,7 +6,7 @@ switches to it only when its recall reaches the floor; the old index stays for :
 One flow serves every adapter that declares
 :class:`~recallwatch.stores.base.SupportsReindex`; the engine mechanics are the store's:
 
-* LanceDB (:mod:`recallwatch.stores.lancedb_index`): unpublished build, detached verification,
+* LanceDB (:mod:`recallwatch.stores.lancedb.index`): unpublished build, detached verification,
   one commit swapping the index;
 * the other adapters (:mod:`recallwatch.stores.versioned_index`): a copy of production in a new
   version with a fresh ANN index, verified through ``checkout``, its content hashes checked equal

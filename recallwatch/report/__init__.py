@@ -13,9 +13,9 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+from recallwatch.acceptance.model import GateResult
 from recallwatch.errors import InputError
 from recallwatch.report._text import md_escape, visible
-from recallwatch.suite.model import GateResult
 
 __all__ = ["REPORT_FILES", "check_report_dir", "check_report_file", "json_parts", "md_escape",
            "to_json",

@@ -25,11 +25,11 @@ import jinja2
 from markupsafe import Markup
 
 from recallwatch._version import __version__
+from recallwatch.acceptance.cost import cost_line
+from recallwatch.acceptance.model import CAUSE_ORDER, GateResult, QueryResult
+from recallwatch.acceptance.score import SCORE_TOLERANCE
 from recallwatch.report._text import anchor_line, visible
 from recallwatch.report.plots import Chart, bars, fit, hbars
-from recallwatch.suite.cost import cost_line
-from recallwatch.suite.model import CAUSE_ORDER, GateResult, QueryResult
-from recallwatch.suite.score import SCORE_TOLERANCE
 
 __all__ = ["content_security_policy", "environment", "json_script", "render", "run_view", "to_html"]
 

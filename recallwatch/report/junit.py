@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from recallwatch.acceptance.model import GateResult
 from recallwatch.report._text import visible
-from recallwatch.suite.model import GateResult
 
 __all__ = ["to_junit"]
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from recallwatch.acceptance.cost import cost_line
+from recallwatch.acceptance.judged import judged_line
+from recallwatch.acceptance.model import CAUSE_ORDER, GateResult
+from recallwatch.acceptance.pipeline import stage_lines, stages_line
 from recallwatch.report._text import anchor_line, md_escape
-from recallwatch.suite.cost import cost_line
-from recallwatch.suite.judged import judged_line
-from recallwatch.suite.model import CAUSE_ORDER, GateResult
-from recallwatch.suite.pipeline import stage_lines, stages_line
 
 __all__ = ["to_markdown"]
 

@@ -9,11 +9,11 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from recallwatch.acceptance.cost import cost_line
+from recallwatch.acceptance.judged import judged_line
+from recallwatch.acceptance.model import CAUSE_ORDER, GateResult, QueryResult
+from recallwatch.acceptance.pipeline import stage_lines, stages_line
 from recallwatch.report._text import anchor_line, visible
-from recallwatch.suite.cost import cost_line
-from recallwatch.suite.judged import judged_line
-from recallwatch.suite.model import CAUSE_ORDER, GateResult, QueryResult
-from recallwatch.suite.pipeline import stage_lines, stages_line
 
 __all__ = ["print_report", "render"]
 

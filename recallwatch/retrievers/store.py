@@ -1,5 +1,6 @@
 """A vector store as a retriever: queries embedded with the embedder that built the index (or the
-one named), then searched as the gate searches it (``recallwatch.suite.retrieve.StoreSource``)."""
+one named), then searched as the gate searches it
+(``recallwatch.acceptance.retrieve.StoreSource``)."""
 
 from __future__ import annotations
 

@@ -27,6 +27,14 @@ from typing import Any
 import numpy as np
 
 from recallwatch.bench.engines import Space
+from recallwatch.bench.exact_knn import (
+    GroundTruth,
+    check_inputs,
+    prepare,
+    read_cached,
+    truth_key,
+    write_cached,
+)
 from recallwatch.bench.sweep import (
     ConfigResult,
     Inputs,
@@ -42,14 +50,6 @@ from recallwatch.bench.sweep import (
     sweep_depths,
     sweep_points,
     truth_cache,
-)
-from recallwatch.bench.truth import (
-    GroundTruth,
-    check_inputs,
-    prepare,
-    read_cached,
-    truth_key,
-    write_cached,
 )
 from recallwatch.errors import RecallwatchError, UsageError
 from recallwatch.formats.ann import Metric
@@ -148,7 +148,7 @@ def _slice_topk(base: np.ndarray, start: int, stop: int, queries: np.ndarray, k:
 
 def truth_on_ray(loaded: Loaded, *, shard_rows: int = DEFAULT_SHARD_ROWS,
                  workers: int | None = None, block: int = 4096) -> GroundTruth:
-    """The exact top-k of the loaded queries, as :func:`recallwatch.bench.truth.ground_truth`
+    """The exact top-k of the loaded queries, as :func:`recallwatch.bench.exact_knn.ground_truth`
     computes it in one process (same bytes), from shards of the stored base."""
     ray = require_ray()
     task = ray.remote(num_cpus=1)(_slice_topk)

@@ -33,7 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from recallwatch.bench.truth import (
+from recallwatch.acceptance.retrieve import Retrieved, StoreSource, Timings, latency_rows
+from recallwatch.bench.exact_knn import (
     GroundTruth,
     check_inputs,
     exact_scores,
@@ -47,7 +48,6 @@ from recallwatch.formats.golden import GoldenQuery
 from recallwatch.formats.policy import SearchSettings
 from recallwatch.scale._address import check_reachable
 from recallwatch.stores.base import Chunk
-from recallwatch.suite.retrieve import Retrieved, StoreSource, Timings, latency_rows
 
 __all__ = ["RayEmbedding", "RaySource", "ground_truth", "merged_shards", "ray_session",
            "require_ray", "shard_topk"]
@@ -250,7 +250,7 @@ def ground_truth(
     shard_rows: int = DEFAULT_SHARD_ROWS,
     workers: int | None = None,
 ) -> GroundTruth:
-    """Exact top-k as :func:`recallwatch.bench.truth.ground_truth` computes it (same ids, same
+    """Exact top-k as :func:`recallwatch.bench.exact_knn.ground_truth` computes it (same ids, same
     distances, byte for byte), with the base searched in shards on Ray tasks.
 
     ``base`` may be a memory-mapped ``.npy``: the driver reads one shard at a time and at most

@@ -20,7 +20,7 @@ __all__ = ["STORES", "Secret", "StoreURI", "open_store", "parse_store_uri", "res
 
 # scheme -> "module:callable(uri, *, create) -> VectorStore"
 STORES: Registry[object] = Registry("store scheme")
-STORES.register("lancedb", "recallwatch.stores.lancedb:LanceStore.open",
+STORES.register("lancedb", "recallwatch.stores.lancedb.store:LanceStore.open",
                 description="LanceDB on local disk (the embedded default): lancedb://PATH?table=NAME")
 STORES.register("postgresql", "recallwatch.stores.pgvector:PgVectorStore", extra="pgvector",
                 description="PostgreSQL + pgvector: postgresql://USER@HOST:PORT/DB?table=NAME")

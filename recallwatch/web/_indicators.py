@@ -25,9 +25,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from recallwatch.acceptance.cost import format_cost
 from recallwatch.history import History, MonitorRun
 from recallwatch.report.plots import Chart, Series, lines, sparkline
-from recallwatch.suite.cost import format_cost
 
 __all__ = ["GROUPS", "Group", "Source", "flatten", "gate_cost_records", "indicator_cards",
            "live_charts"]
@@ -266,7 +266,7 @@ def _verdict(payload: Mapping[str, Any],
     return str(node["status"]), str(node.get("caps") or "")
 
 
-# The gate's checks of the policy's cost caps (recallwatch.suite.limits).
+# The gate's checks of the policy's cost caps (recallwatch.acceptance.limits).
 _COST_RULES = ("latency_p99", "cost_increase")
 
 

@@ -31,8 +31,8 @@ from starlette.routing import Route
 
 from recallwatch.errors import UsageError
 from recallwatch.formats.judging import GRADE_WORDS, read_queue
+from recallwatch.judgments.judging import JudgmentLog
 from recallwatch.report.html import environment
-from recallwatch.truth.judging import JudgmentLog
 from recallwatch.web._guard import LOOPBACK_HOSTS, Guard
 
 __all__ = ["TOKEN_HEADER", "create_judge_app", "judge_csp"]

@@ -9,8 +9,8 @@ import pytest
 from recallwatch.bench.datasets import Dataset
 from recallwatch.bench.engines import ENGINES, make_engine
 from recallwatch.bench.engines.store_engine import StoreEngine
+from recallwatch.bench.exact_knn import ground_truth, id_recall
 from recallwatch.bench.measure import load_test
-from recallwatch.bench.truth import ground_truth, id_recall
 from recallwatch.errors import UsageError
 from recallwatch.stores.base import Chunk, Hits
 

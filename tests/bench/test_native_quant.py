@@ -13,11 +13,11 @@ import pytest
 from typer.testing import CliRunner
 
 from recallwatch.bench.datasets import dataset_from_spec
+from recallwatch.bench.exact_knn import ground_truth, id_recall
 from recallwatch.bench.native_quant import native_quantization
-from recallwatch.bench.truth import ground_truth, id_recall
 from recallwatch.cli import app
 from recallwatch.stores.base import Chunk
-from recallwatch.stores.lancedb import LanceStore
+from recallwatch.stores.lancedb.store import LanceStore
 
 
 def _vectors(n: int, d: int = 16) -> np.ndarray:

@@ -11,7 +11,7 @@ import pytest
 
 from recallwatch.bench.sweep import load_sweep, run_sweep
 from recallwatch.stores.base import Chunk
-from recallwatch.stores.lancedb import LanceStore
+from recallwatch.stores.lancedb.store import LanceStore
 
 
 def _store(path: Path, n: int, *, index: str = "", clustered: bool = True) -> str:

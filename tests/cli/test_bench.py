@@ -3,7 +3,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from recallwatch.cli import app
@@ -93,19 +92,3 @@ def test_bench_reference_writes_the_chapters_files(tmp_path: Path) -> None:
     assert f"{tmp_path / 'fig18_2_recall_by_k.png'}  (n=20,000 vectors × 128 dimensions, 200 " \
         "queries, IVF nlist=128 nprobe=4)\n" in result.stdout
     assert "moved" not in result.stderr
-
-
-@pytest.mark.slow  # runs the reference experiments a second time
-def test_the_old_name_still_works_with_a_note(tmp_path: Path) -> None:
-    import typer.main
-
-    result = CliRunner().invoke(app, ["experiments", "--out", str(tmp_path)])
-    assert result.exit_code == 0, result.output
-    assert (tmp_path / "experiments.json").is_file()
-    assert result.stderr.splitlines()[0] == (
-        "Note: `recallwatch experiments` has moved to `recallwatch bench reference`; the old name "
-        "goes in the next release.")
-    root = typer.main.get_command(app)
-    assert root.commands["experiments"].hidden  # type: ignore[attr-defined]
-    top = CliRunner().invoke(app, ["--help"]).stdout
-    assert " experiments " not in top and " bench " in top

@@ -178,7 +178,7 @@ def test_unknown_test_is_a_usage_error(files: dict[str, Path]) -> None:
 def test_json_shape_is_documented() -> None:
     # Every key the command prints appears in docs/compare-and-ingest.md's "compare" section
     # and the docstring.
-    from recallwatch.cli.compare_cmd import compare
+    from recallwatch.cli.compare import compare
 
     docs = (ROOT / "docs" / "compare-and-ingest.md").read_text(encoding="utf-8")
     section = docs.split("## compare", 1)[1].split("\n## ", 1)[0]

@@ -12,13 +12,13 @@ from typing import Any
 import numpy as np
 from typer.testing import CliRunner
 
+from recallwatch.acceptance.gate import run_gate
+from recallwatch.acceptance.model import GateResult
 from recallwatch.cli import app
 from recallwatch.formats.golden import GoldenSet
 from recallwatch.formats.results import RankedList
 from recallwatch.history import record_gate_run
 from recallwatch.report.html import to_html
-from recallwatch.suite.gate import run_gate
-from recallwatch.suite.model import GateResult
 
 TREC = Path(__file__).resolve().parents[1] / "data" / "trec"
 COST = {"queries": 3, "search_p50_ms": 2.0, "search_p99_ms": 4.0, "search_mean_ms": 2.5,
@@ -80,8 +80,8 @@ def test_history_compare_prints_cost_rows(tmp_path: Path) -> None:
 
 
 def test_html_report_shows_cost_and_limits(tmp_path: Path) -> None:
+    from recallwatch.acceptance.limits import run_checks
     from recallwatch.formats.policy import load_policy
-    from recallwatch.suite.limits import run_checks
 
     (tmp_path / "p.yaml").write_text("max_latency_p99_ms: 3\n", encoding="utf-8")
     result = _run()

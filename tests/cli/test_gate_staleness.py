@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from recallwatch.cli import app
 from recallwatch.formats.golden import load_golden
-from tests.truth.query_logs import write_interaction_log, write_query_list
+from tests.judgments.query_logs import write_interaction_log, write_query_list
 
 KB = Path(__file__).resolve().parents[2] / "examples" / "kb"
 runner = CliRunner()

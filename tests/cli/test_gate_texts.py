@@ -13,11 +13,11 @@ import pytest
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
+from recallwatch.acceptance.model import EXCERPT_CHARS, excerpt
 from recallwatch.cli import app
 from recallwatch.formats.corpus import read_corpus
 from recallwatch.history import History
 from recallwatch.report import visible
-from recallwatch.suite.model import EXCERPT_CHARS, excerpt
 from recallwatch.web import create_app
 from tests.clirun import wide_cli
 from tests.report import helpers as H

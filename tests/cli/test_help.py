@@ -15,6 +15,7 @@ import typer.main
 from typer.testing import CliRunner
 
 from recallwatch.cli import _options, app
+from tests.clirun import cli
 
 # The same flag naming different things in different commands. Each entry says why the flag
 # cannot share one help text; any other flag used by two commands must.
@@ -60,8 +61,7 @@ def _commands() -> list[tuple[str, Any]]:
     def walk(path: str, cmd: Any) -> None:
         out.append((path, cmd))
         for name, sub in getattr(cmd, "commands", {}).items():
-            if not sub.hidden:  # an old name kept working after its command moved
-                walk(f"{path} {name}", sub)
+            walk(f"{path} {name}", sub)
 
     walk("recallwatch", typer.main.get_command(app))
     return out
@@ -116,11 +116,48 @@ def test_shared_options_come_from_the_options_module() -> None:
             f"{flag} is used by {sorted(commands)} but not declared once in cli/_options.py")
 
 
-def test_every_command_module_is_listed_and_registers() -> None:
+# A group's command that lives in the module of the command it goes with, not one of its own name.
+COMPANIONS = {
+    ("golden", "split"): "sample", ("golden", "migrate"): "check",
+    ("ops", "probes"): "monitor", ("ops", "rollback"): "reindex",
+    ("ops", "calibrate-threshold"): "calibrate", ("ops", "calibrate-noise"): "calibrate",
+    ("bench", "filtered"): "live", ("bench", "streaming"): "live",
+    **{("label", name): "judge" for name in ("pool", "serve", "agree", "export", "merge")},
+}
+
+
+def test_cli_mirrors_the_command_tree() -> None:
+    # `recallwatch X` lives in cli/X.py; a group G in the package cli/G/, and its command C in
+    # cli/G/C.py, in cli/G/__init__.py, or in the module of the command it goes with
     import recallwatch.cli as cli
 
-    on_disk = {p.stem for p in Path(cli.__file__).parent.glob("*_cmd.py")}
-    assert set(cli._COMMAND_MODULES) == on_disk, "list every *_cmd module in cli/__init__.py"
+    folder = Path(cli.__file__).parent
+    on_disk = ({p.stem for p in folder.glob("[!_]*.py")}
+               | {p.parent.name for p in folder.glob("[!_]*/__init__.py")})
+    assert set(cli._COMMAND_MODULES) == on_disk, "list every command module in cli/__init__.py"
+    for info in cli.app.registered_commands:
+        assert info.callback is not None and info.name is not None
+        assert info.callback.__module__ == f"recallwatch.cli.{info.name}", info.name
+    for group in cli.app.registered_groups:
+        assert group.typer_instance is not None and group.name is not None
+        assert (folder / group.name / "__init__.py").is_file(), group.name
+        for info in group.typer_instance.registered_commands:
+            assert info.callback is not None and info.name is not None
+            where = info.callback.__module__.removeprefix(f"recallwatch.cli.{group.name}")
+            allowed = {"", f".{info.name}", f".{COMPANIONS.get((group.name, info.name))}"}
+            assert where in allowed, (f"`recallwatch {group.name} {info.name}` lives in "
+                                      f"{info.callback.__module__}")
+
+
+def test_an_old_top_level_name_runs_its_new_command_with_a_note() -> None:
+    from recallwatch.cli._tree import OLD_NAMES
+
+    for old, (group, new) in OLD_NAMES.items():
+        code, out, err = cli(old, "--help")
+        assert code == 0, (old, out, err)
+        assert f"`recallwatch {old}` is now `recallwatch {group} {new}`" in err
+        assert out == cli(group, new, "--help")[1].replace(
+            f"recallwatch {group} {new}", f"recallwatch {old}")
 
 
 def test_a_command_module_that_fails_to_import_is_a_loud_error(
@@ -131,7 +168,7 @@ def test_a_command_module_that_fails_to_import_is_a_loud_error(
     (tmp_path / "broken_cmd.py").write_text("import recallwatch_no_such_dependency\n")
     monkeypatch.setattr(cli, "__path__", [*cli.__path__, str(tmp_path)])
     with pytest.raises(ModuleNotFoundError, match="recallwatch_no_such_dependency"):
-        cli._register_commands(typer.Typer(), ("gate_cmd", "broken_cmd"))
+        cli._register_commands(typer.Typer(), ("gate", "broken_cmd"))
     with pytest.raises(ModuleNotFoundError, match="not_written_yet_cmd"):
         cli._register_commands(typer.Typer(), ("not_written_yet_cmd",))
 

@@ -159,7 +159,7 @@ def test_cli_ingestion_killed_then_rerun_completes(tmp_path: Path) -> None:
     report = json.loads(out)
     assert report["resumed"] and report["counts"]["unchanged"] > 0
     assert report["counts"]["added"] + report["counts"]["unchanged"] == n
-    from recallwatch.stores.lancedb import LanceStore
+    from recallwatch.stores.lancedb.store import LanceStore
 
     store = LanceStore(kb)
     tbl = store._table()

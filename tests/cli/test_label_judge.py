@@ -8,7 +8,7 @@ from pathlib import Path
 from recallwatch.formats.golden import load_golden
 from recallwatch.formats.judging import read_queue
 from recallwatch.formats.trec import read_qrels
-from recallwatch.truth.judging import JudgmentLog
+from recallwatch.judgments.judging import JudgmentLog
 from tests.clirun import cli
 
 KB = Path(__file__).resolve().parents[2] / "examples" / "kb"

@@ -18,7 +18,7 @@ from recallwatch.embedders.base import FINGERPRINT_META_KEY, Fingerprint
 from recallwatch.history import History
 from recallwatch.ops.calibrate import ThresholdCalibration, store_threshold
 from recallwatch.stores.base import Chunk
-from recallwatch.stores.lancedb import LanceStore
+from recallwatch.stores.lancedb.store import LanceStore
 
 runner = CliRunner(env={"COLUMNS": "200"})
 FP = Fingerprint("toy", "1", 16, "a" * 64)

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from recallwatch.acceptance.gate import run_gate
 from recallwatch.cli import app
 from recallwatch.formats.policy import SearchSettings
 from recallwatch.history import History, record_gate_run
-from recallwatch.suite.gate import run_gate
 from tests.history.helpers import KB, KB_GOLDEN, LENIENT, kb
 
 __all__ = ["kb"]  # the fixture, imported for pytest

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from recallwatch.stores.lancedb import LanceStore
+from recallwatch.stores.lancedb.store import LanceStore
 from tests.clirun import wide_cli as cli
 
 KB = Path(__file__).resolve().parents[2] / "examples" / "kb"

@@ -13,8 +13,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from recallwatch.acceptance.model import GateResult
 from recallwatch.history import History, record_gate_run
-from recallwatch.suite.model import GateResult
 
 
 def main(db: str, template: str, tag: str, count: int) -> None:

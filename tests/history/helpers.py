@@ -15,13 +15,13 @@ from typing import Any
 import numpy as np
 import pytest
 
+from recallwatch.acceptance.gate import run_gate
+from recallwatch.acceptance.model import GateResult
 from recallwatch.formats.golden import GoldenSet
 from recallwatch.formats.policy import Policy
 from recallwatch.history._backend import Backend, SQLiteBackend, is_postgresql
 from recallwatch.stores.base import VectorStore
-from recallwatch.suite.gate import run_gate
-from recallwatch.suite.model import GateResult
-from tests.suite.helpers import ranked
+from tests.acceptance.helpers import ranked
 
 # The noise rule is not under test here; a ceiling of 1 keeps it out of the way.
 LENIENT = Policy(noise_ceiling=1.0)

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from recallwatch.acceptance.model import GateResult
 from recallwatch.errors import HistoryError
 from recallwatch.history import MIGRATIONS, SCHEMA_VERSION, History, record_gate_run
 from recallwatch.history._backend import Backend
 from recallwatch.history._schema import _statements, applied_migrations
-from recallwatch.suite.model import GateResult
 from tests.history.helpers import gate_run, golden_set, raw_backend
 
 

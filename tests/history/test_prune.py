@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from recallwatch.acceptance.model import GateResult
 from recallwatch.cli import app
 from recallwatch.errors import UsageError
 from recallwatch.history import History, prune_history
 from recallwatch.history._store import RunSummary
-from recallwatch.suite.model import GateResult
 from tests.history.helpers import gate_run, golden_set, raw_backend
 
 runner = CliRunner()

@@ -14,7 +14,7 @@ from recallwatch.errors import InputError
 from recallwatch.formats.golden import GoldenSet, load_golden
 from recallwatch.formats.policy import StalenessSettings, load_policy
 from recallwatch.history import History
-from recallwatch.truth.staleness import (
+from recallwatch.judgments.staleness import (
     check_staleness,
     history_figures,
     log_figures,
@@ -22,7 +22,7 @@ from recallwatch.truth.staleness import (
     warnings_of,
 )
 from tests.history.helpers import gate_run, golden_set
-from tests.truth.query_logs import write_interaction_log, write_query_list
+from tests.judgments.query_logs import write_interaction_log, write_query_list
 
 KB = Path(__file__).resolve().parents[2] / "examples" / "kb"
 

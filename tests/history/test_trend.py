@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from recallwatch.acceptance.model import GateResult
 from recallwatch.errors import UsageError
 from recallwatch.formats.golden import GoldenSet
 from recallwatch.formats.policy import Policy
 from recallwatch.history import History, trend
 from recallwatch.history.trend import analyse_series
-from recallwatch.suite.model import GateResult
 from tests.history.helpers import gate_run, golden_set
 
 

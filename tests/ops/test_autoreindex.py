@@ -27,8 +27,8 @@ from recallwatch.ops.ingest import REPORTS_META_KEY, ingest
 from recallwatch.ops.monitor import run_monitor
 from recallwatch.ops.probes import ProbeSet
 from recallwatch.ops.recall import recall_vs_exact
-from recallwatch.stores.lancedb import LanceStore
-from recallwatch.stores.lancedb_index import LanceIndex
+from recallwatch.stores.lancedb.index import LanceIndex
+from recallwatch.stores.lancedb.store import LanceStore
 
 from .test_monitor import small_store
 

@@ -12,6 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from recallwatch.acceptance.gate import run_gate
+from recallwatch.acceptance.model import GateResult
 from recallwatch.embedders.base import FINGERPRINT_META_KEY, Embedder, fingerprint_of
 from recallwatch.embedders.function import CallableEmbedder
 from recallwatch.errors import EmbedderMismatchError, InputError, UsageError
@@ -30,9 +32,7 @@ from recallwatch.ops.calibrate import (
     threshold_curve,
 )
 from recallwatch.stores.base import Chunk
-from recallwatch.stores.lancedb import LanceStore
-from recallwatch.suite.gate import run_gate
-from recallwatch.suite.model import GateResult
+from recallwatch.stores.lancedb.store import LanceStore
 
 KB = Path(__file__).resolve().parents[2] / "examples" / "kb"
 

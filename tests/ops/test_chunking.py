@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from recallwatch.acceptance.anchors import locate
 from recallwatch.errors import InputError
 from recallwatch.formats.corpus import read_corpus
 from recallwatch.formats.golden import load_golden
 from recallwatch.ops.chunking import METHODS, Chunking, chunk_spans, rechunk
 from recallwatch.records import Chunk
-from recallwatch.suite.anchors import locate
 
 ROOT = Path(__file__).resolve().parents[2]
 KB = ROOT / "examples" / "kb"

@@ -24,8 +24,8 @@ from recallwatch.ops.monitor import run_monitor
 from recallwatch.ops.probes import ProbeSet
 from recallwatch.ops.reindex import reindex, rollback
 from recallwatch.stores.base import Chunk
-from recallwatch.stores.lancedb import LanceStore
-from recallwatch.stores.lancedb_index import LanceIndex
+from recallwatch.stores.lancedb.index import LanceIndex
+from recallwatch.stores.lancedb.store import LanceStore
 
 DIM, OLD, WAVE, K = 64, 8000, 1500, 10
 # IVF-PQ as LanceStore builds it (31 lists, 4 sub-vectors at this size), 8 lists probed, the

@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from recallwatch.acceptance.gate import run_gate
+from recallwatch.acceptance.model import GateResult
 from recallwatch.cli import app
 from recallwatch.errors import UsageError
 from recallwatch.formats.golden import GoldenSet
@@ -19,8 +21,6 @@ from recallwatch.formats.results import RankedList
 from recallwatch.ops.exposure import chunk_group, exposure
 from recallwatch.records import Chunk
 from recallwatch.stats import bootstrap_ci
-from recallwatch.suite.gate import run_gate
-from recallwatch.suite.model import GateResult
 
 CORPUS = [Chunk(id=f"a{i}", text="", domain="A", valid_from=date(2025, 1, i + 1))
           for i in range(6)] + [Chunk(id=f"b{i}", text="", domain="B",

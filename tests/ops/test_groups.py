@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from recallwatch.acceptance.gate import run_gate
+from recallwatch.acceptance.model import GateResult
 from recallwatch.errors import UsageError
 from recallwatch.formats.golden import GoldenSet
 from recallwatch.formats.policy import Policy
 from recallwatch.formats.results import RankedList
 from recallwatch.ops.groups import group_gaps
 from recallwatch.stats import bootstrap_ci
-from recallwatch.suite.gate import run_gate
-from recallwatch.suite.model import GateResult
 
 # (domain, tags, language, found?) per query; found → recall 1, quality 100; else 0
 QUERIES = {

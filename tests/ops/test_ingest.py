@@ -33,7 +33,7 @@ from recallwatch.ops.ingest import (
     promotion_blockers,
     resolve_block,
 )
-from recallwatch.stores.lancedb import LanceStore
+from recallwatch.stores.lancedb.store import LanceStore
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -177,7 +177,7 @@ _KILLED_SCRIPT = textwrap.dedent("""
     import numpy as np
     from recallwatch.embedders.function import CallableEmbedder
     from recallwatch.ops.ingest import ingest
-    from recallwatch.stores.lancedb import LanceStore
+    from recallwatch.stores.lancedb.store import LanceStore
 
     def fn(texts):
         time.sleep(0.02)  # a slow model: the kill lands mid-run

@@ -23,7 +23,7 @@ from recallwatch.errors import InputError
 from recallwatch.formats.corpus import read_corpus
 from recallwatch.ops import _ingest_read
 from recallwatch.ops.ingest import IngestReport, ingest
-from recallwatch.stores.lancedb import LanceStore
+from recallwatch.stores.lancedb.store import LanceStore
 from tests.clirun import cli
 from tests.ops.test_ingest import hashed_vectors
 

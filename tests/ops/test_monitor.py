@@ -31,8 +31,8 @@ from recallwatch.ops.recall import recall_vs_exact
 from recallwatch.ops.reindex import reindex, rollback
 from recallwatch.ops.webhook import post_webhook
 from recallwatch.stores.base import Chunk, IndexState
-from recallwatch.stores.lancedb import LanceStore
-from recallwatch.stores.lancedb_index import LanceIndex
+from recallwatch.stores.lancedb.index import LanceIndex
+from recallwatch.stores.lancedb.store import LanceStore
 
 FP = Fingerprint("toy", "1", 16, "a" * 64)
 

@@ -17,7 +17,7 @@ from recallwatch.formats.policy import Policy, load_policy
 from recallwatch.ops.monitor import run_monitor
 from recallwatch.ops.probes import ProbeSet
 from recallwatch.stores.base import Chunk
-from recallwatch.stores.lancedb import LanceStore
+from recallwatch.stores.lancedb.store import LanceStore
 from tests.ops.test_monitor import small_store
 
 

@@ -8,6 +8,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from recallwatch.acceptance.gate import run_gate
+from recallwatch.acceptance.model import GateResult
 from recallwatch.bench.measure import Latency
 from recallwatch.bench.output import sweep_to_dict
 from recallwatch.bench.sweep import ConfigResult, SweepResult
@@ -16,9 +18,7 @@ from recallwatch.formats.policy import Policy
 from recallwatch.history import History, record_gate_run
 from recallwatch.ops.budget import BudgetPolicy, error_budget
 from recallwatch.stores.base import Chunk
-from recallwatch.suite.gate import run_gate
-from recallwatch.suite.model import GateResult
-from tests.suite.helpers import ranked
+from tests.acceptance.helpers import ranked
 
 # Each payload, if it ever ran, would set window.__pwned and change the page title.
 PWN = "window.__pwned=1;document.title='pwned'"

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from recallwatch.acceptance.model import GateResult
 from recallwatch.report.html import evidence_label, summary_after_id, to_html
 from recallwatch.report.plots import FONT_PX, bars, fit
-from recallwatch.suite.model import GateResult
 from tests.report import helpers as H
 
 UNIT = re.compile(r"\(.*\S.*\)")

@@ -15,11 +15,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from recallwatch.acceptance.model import GateResult
+from recallwatch.acceptance.score import SCORE_TOLERANCE
 from recallwatch.cli import app
 from recallwatch.report._text import visible
 from recallwatch.report.html import json_script, to_html
-from recallwatch.suite.model import GateResult
-from recallwatch.suite.score import SCORE_TOLERANCE
 from tests.report import helpers as H
 
 

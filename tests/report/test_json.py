@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, fields, replace
 
+from recallwatch.acceptance.model import QueryResult
 from recallwatch.report import to_json
-from recallwatch.suite.model import QueryResult
 
 from .helpers import gate_run, golden_set
 

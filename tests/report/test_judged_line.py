@@ -7,10 +7,10 @@ import io
 
 from rich.console import Console
 
+from recallwatch.acceptance.judged import with_judged
+from recallwatch.acceptance.model import GateResult
 from recallwatch.report.markdown import to_markdown
 from recallwatch.report.terminal import render
-from recallwatch.suite.judged import with_judged
-from recallwatch.suite.model import GateResult
 from tests.report import helpers as H
 
 

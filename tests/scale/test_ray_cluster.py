@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from recallwatch.bench.truth import ground_truth
+from recallwatch.bench.exact_knn import ground_truth
 from recallwatch.cli import app
 from tests.scale.test_ray_engine import SPEC, contents, corpus_file
 from tests.scale.test_ray_monitor import indexed_store, report_without_timings
@@ -117,7 +117,7 @@ from datetime import datetime
 from recallwatch.ops.monitor import run_monitor
 from recallwatch.ops.probes import load_probes
 from recallwatch.scale.ray_engine import ray_session
-from recallwatch.scale.store_truth import RayExactSearch
+from recallwatch.scale.ray_exact_knn import RayExactSearch
 from recallwatch.stores import open_store
 uri, probes, address, now = sys.argv[1:5]
 store = open_store(uri)

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from recallwatch.bench.exact_knn import ground_truth
 from recallwatch.bench.output import answers, sweep_to_dict
 from recallwatch.bench.sweep import SweepConfig, load_sweep, run_sweep
-from recallwatch.bench.truth import ground_truth
 from recallwatch.cli import app
 from recallwatch.embedders import embedder_from_spec
 from recallwatch.errors import InputError, StoreError, UsageError
@@ -344,8 +344,8 @@ def _same_error_as_one_process(config: SweepConfig, kind: type[Exception]) -> No
 
 def test_the_vectors_are_loaded_by_a_worker_and_stay_in_the_object_store(
         local_ray: ModuleType, tmp_path: Path) -> None:
+    from recallwatch.bench.exact_knn import prepare
     from recallwatch.bench.sweep import dataset_info, load_dataset
-    from recallwatch.bench.truth import prepare
     from recallwatch.scale.ray_bench import load_on_ray, truth_on_ray
 
     config = load_sweep(sweep_file(tmp_path))

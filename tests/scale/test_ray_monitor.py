@@ -26,7 +26,7 @@ from recallwatch.ops.probes import ProbeSet
 from recallwatch.ops.recall import recall_vs_exact, store_exact
 from recallwatch.stores import open_store
 from recallwatch.stores.base import Chunk, SupportsVectorScan, VectorStore
-from recallwatch.stores.lancedb import LanceStore
+from recallwatch.stores.lancedb.store import LanceStore
 from tests.pg import PostgresServer
 
 runner = CliRunner(env={"COLUMNS": "200"})
@@ -60,7 +60,7 @@ def same_truth(store: VectorStore, queries: np.ndarray, k: int, shard_rows: int,
     """The Ray shard truth is the store's own exact search: the same ids, and, for a store whose
     cosine is the LanceDB adapter's arithmetic (``same_arithmetic``), the same scores byte for
     byte. pgvector computes its cosine in PostgreSQL: its scores differ in their last bits."""
-    from recallwatch.scale.store_truth import store_truth
+    from recallwatch.scale.ray_exact_knn import store_truth
 
     names, _ = scanned(store, shard_rows)
     assert len(names) == store.count() and len(set(names)) == len(names)
@@ -110,7 +110,7 @@ def test_shard_truth_is_the_single_process_truth_ties_included(
 
 def test_shard_truth_is_the_stores_exact_search(
         local_ray: ModuleType, lance: tuple[LanceStore, np.ndarray]) -> None:
-    from recallwatch.scale.store_truth import RayExactSearch, scan_rows
+    from recallwatch.scale.ray_exact_knn import RayExactSearch, scan_rows
 
     store, queries = lance
     same_truth(store, queries, 10, shard_rows=300)  # 7 shards
@@ -147,7 +147,7 @@ class _NoScan:
 
 def test_monitor_on_ray_reports_what_the_local_monitor_reports(
         local_ray: ModuleType, lance: tuple[LanceStore, np.ndarray], tmp_path: Path) -> None:
-    from recallwatch.scale.store_truth import RayExactSearch
+    from recallwatch.scale.ray_exact_knn import RayExactSearch
 
     store, queries = lance
     probes = ProbeSet("p", "1", vectors=queries)
@@ -218,7 +218,7 @@ _tables = itertools.count()
 @pytest.mark.slow  # starts a PostgreSQL server
 def test_monitor_on_ray_over_pgvector(local_ray: ModuleType, postgres_server: PostgresServer,
                                       pg_env: None) -> None:
-    from recallwatch.scale.store_truth import RayExactSearch
+    from recallwatch.scale.ray_exact_knn import RayExactSearch
     from tests.ops.test_reindex_versioned import clustered
 
     # IVFFlat probing 1 list of 50: the live index misses neighbours, so recall is under 1

@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from recallwatch.acceptance.gate import run_gate
 from recallwatch.embedders import get_embedder
 from recallwatch.embedders.base import Embedder
 from recallwatch.formats.golden import load_golden
 from recallwatch.formats.policy import load_policy
 from recallwatch.ops.ingest import ingest
-from recallwatch.suite.gate import run_gate
 
 from .conformance import Adapter
 from .test_conformance import adapter  # noqa: F401 - the parametrised fixture over every adapter

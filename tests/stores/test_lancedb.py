@@ -17,7 +17,7 @@ from recallwatch.cli import app
 from recallwatch.errors import StoreError, UsageError
 from recallwatch.stores import open_store
 from recallwatch.stores.base import Chunk, VectorStore
-from recallwatch.stores.lancedb import LanceStore
+from recallwatch.stores.lancedb.store import LanceStore
 
 from .conformance import corpus
 

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from recallwatch.stores import lancedb as lancedb_adapter
-from recallwatch.stores.lancedb import LanceStore
-from recallwatch.stores.lancedb_read import _SCAN_BLOCK
+from recallwatch.stores.lancedb.read import _SCAN_BLOCK
+from recallwatch.stores.lancedb.store import LanceStore
 
 from .conformance import corpus
 
@@ -56,7 +56,7 @@ def test_exact_search_on_pylance_equals_lancedb(
 def test_a_scan_over_several_blocks_keeps_the_best(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("recallwatch.stores.lancedb_read._SCAN_BLOCK", 16)
+    monkeypatch.setattr("recallwatch.stores.lancedb.read._SCAN_BLOCK", 16)
     assert _SCAN_BLOCK > 16  # the real block is larger: this test cuts the table in 8 blocks
     store, vectors = _store_with_ties(tmp_path / "kb")
     ours = store.search(vectors[:5], 37)
@@ -118,13 +118,13 @@ print("lancedb" in sys.modules)
 def test_example_gate_reports_the_same_through_either_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from recallwatch.acceptance.gate import run_gate
     from recallwatch.embedders import get_embedder
     from recallwatch.formats.corpus import read_corpus
     from recallwatch.formats.golden import load_golden
     from recallwatch.formats.policy import load_policy
     from recallwatch.ops.ingest import ingest
     from recallwatch.report import to_json
-    from recallwatch.suite.gate import run_gate
 
     store = LanceStore(tmp_path / "kb", create=True)
     embedder = get_embedder()

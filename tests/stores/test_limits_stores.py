@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from recallwatch.acceptance.gate import run_gate
 from recallwatch.embedders import get_embedder
 from recallwatch.embedders.base import Embedder
 from recallwatch.formats.golden import load_golden
@@ -19,7 +20,6 @@ from recallwatch.formats.policy import load_policy
 from recallwatch.history import record_gate_run
 from recallwatch.ops.ingest import ingest
 from recallwatch.stores.base import Hits, SupportsIndexSize, VectorStore
-from recallwatch.suite.gate import run_gate
 
 from .conftest import PostgresServer
 

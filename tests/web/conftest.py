@@ -18,8 +18,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from recallwatch.acceptance.model import GateResult
 from recallwatch.history import History
-from recallwatch.suite.model import GateResult
 from tests.report import helpers as H
 
 ROOT = Path(__file__).resolve().parents[2]

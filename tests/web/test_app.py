@@ -13,11 +13,11 @@ from urllib.parse import quote
 import pytest
 from starlette.testclient import TestClient
 
+from recallwatch.acceptance.model import GateResult
 from recallwatch.errors import HistoryError
 from recallwatch.history import History
 from recallwatch.ops.budget import BudgetPolicy, error_budget
 from recallwatch.report.html import to_html
-from recallwatch.suite.model import GateResult
 from recallwatch.web import create_app
 from tests.report import helpers as H
 

@@ -11,9 +11,9 @@ from urllib.parse import quote
 import pytest
 from starlette.testclient import TestClient
 
+from recallwatch.acceptance.model import GateResult
 from recallwatch.errors import HistoryError
 from recallwatch.history import History, copy_history
-from recallwatch.suite.model import GateResult
 from recallwatch.web import create_app
 from tests.history.helpers import raw_backend
 from tests.pg import PG_PASSWORD

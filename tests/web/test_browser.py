@@ -11,8 +11,8 @@ from urllib.parse import quote, urlsplit
 
 import pytest
 
+from recallwatch.acceptance.model import GateResult
 from recallwatch.report.html import to_html
-from recallwatch.suite.model import GateResult
 from recallwatch.web import create_app
 from tests.browser import ARGS, CHROMIUM, served
 from tests.report import helpers as H

@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 from starlette.testclient import TestClient
 
+from recallwatch.acceptance.gate import run_gate
+from recallwatch.acceptance.model import EXCERPT_CHARS, GateResult, excerpt
 from recallwatch.formats.golden import GoldenSet
 from recallwatch.formats.policy import Policy
 from recallwatch.formats.results import RankedList
@@ -19,8 +21,6 @@ from recallwatch.history import History, compare_runs
 from recallwatch.report import visible
 from recallwatch.report.html import to_html
 from recallwatch.stores.base import Chunk
-from recallwatch.suite.gate import run_gate
-from recallwatch.suite.model import EXCERPT_CHARS, GateResult, excerpt
 from recallwatch.web import create_app
 from tests.report import helpers as H
 

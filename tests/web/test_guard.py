@@ -11,8 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from recallwatch.acceptance.model import GateResult
 from recallwatch.errors import UsageError
-from recallwatch.suite.model import GateResult
 from recallwatch.web import create_app
 from recallwatch.web._guard import MAX_BODY, host_allowed, host_name, served_names
 from tests.web.conftest import serving, wait_up

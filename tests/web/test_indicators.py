@@ -10,14 +10,14 @@ from typing import Any
 from lxml import html
 from starlette.testclient import TestClient
 
+from recallwatch.acceptance.cost import format_cost
+from recallwatch.acceptance.gate import run_gate
 from recallwatch.formats.policy_limits import Limits
 from recallwatch.history import History, record_gate_run
 from recallwatch.ops.live_signals import LivePolicy, check_live
 from recallwatch.ops.monitor import run_monitor
 from recallwatch.ops.probes import ProbeSet
 from recallwatch.ops.promote import promote
-from recallwatch.suite.cost import format_cost
-from recallwatch.suite.gate import run_gate
 from recallwatch.web import create_app
 from recallwatch.web._indicators import GROUPS
 from tests.history.helpers import KB, LENIENT, gate_run, golden_set, kb

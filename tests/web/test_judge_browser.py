@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from recallwatch.formats.judging import read_judgment_records, read_queue, write_queue
-from recallwatch.truth.pool import pool_from_files
+from recallwatch.judgments.pool import pool_from_files
 from tests.browser import ARGS, CHROMIUM
 
 KB = Path(__file__).resolve().parents[2] / "examples" / "kb"

@@ -10,9 +10,9 @@ import pytest
 import uvicorn
 from typer.testing import CliRunner
 
+from recallwatch.acceptance.model import GateResult
 from recallwatch.cli import app
-from recallwatch.cli.serve_cmd import is_loopback
-from recallwatch.suite.model import GateResult
+from recallwatch.cli.ops.serve import is_loopback
 from tests.web.conftest import serving, stop, wait_up
 
 Site = tuple[Path, Path, list[GateResult]]

@@ -1,0 +1,253 @@
+"""The policy's run-level limits, applied: rank-measure targets and the latency cap on the run
+itself; ``max_drop`` and ``max_cost_increase`` against a baseline run (the history's last accepted
+run of the same golden set and policy).
+
+A drop blocks only when it is larger than ``max_drop`` *and* a paired randomization test over the
+queries both runs share tells it from chance after Holm correction across every ``max_drop``
+measure (alpha 0.05): a drop within noise never blocks, and its check says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from recallwatch.acceptance.cost import CAPPED, COST_LABELS, cost_deltas, format_cost
+from recallwatch.acceptance.model import Check, GateResult, QueryResult, Reason
+from recallwatch.errors import InputError, UsageError
+from recallwatch.formats.policy import Policy
+
+__all__ = ["ALPHA", "against_baseline", "check_measures", "measure_values", "run_checks"]
+
+ALPHA = 0.05
+_SEED = 0
+_RESAMPLES = 10_000
+_FILLER = "\x1frecallwatch-unjudged-"  # a non-relevant placeholder no chunk id can equal
+
+
+def check_measures(policy: Policy) -> None:
+    """Every measure name in targets and max_drop is a measure of the catalog, else a located
+    error (the policy file's line, the key, the catalog's own suggestion)."""
+    from recallwatch.metrics import parse_measure
+
+    for where, name in policy.limits.measures():
+        try:
+            measure = parse_measure(name)
+        except UsageError as exc:
+            raise InputError(source=policy.source, line=policy.limits.lines.get(where),
+                             field=f"{where}.{name}", expected="a rank measure name such as "
+                             "nDCG@10, RR, P@5, R@20, AP", found=name, hint=str(exc)) from None
+        if measure.family.needs == "subtopics":
+            raise InputError(source=policy.source, line=policy.limits.lines.get(where),
+                             field=f"{where}.{name}", expected="a measure computed from the "
+                             "ranks of the expected chunks", found=name,
+                             hint=f"{measure.family.name} needs subtopic judgments (which need "
+                             "of the question each chunk answers), which a golden set does not "
+                             "record; evaluate it with recallwatch eval --subtopics FILE on TREC "
+                             "files instead")
+        if measure.family.needs != "relevant":
+            raise InputError(source=policy.source, line=policy.limits.lines.get(where),
+                             field=f"{where}.{name}", expected="a measure computed from the "
+                             "ranks of the expected chunks", found=name,
+                             hint=f"{measure.family.name} also needs judged non-relevant chunks "
+                             "or every result the search returned, which a golden set does not "
+                             "record; evaluate it with recallwatch eval on TREC files instead")
+        if measure.rel > 1:
+            raise InputError(source=policy.source, line=policy.limits.lines.get(where),
+                             field=f"{where}.{name}", expected="a measure of 0/1 relevance",
+                             found=name, hint="a golden set judges an expected chunk relevant "
+                             "(1) or not: rel=2 would score every query 0")
+
+
+def measure_values(queries: Sequence[QueryResult], names: Sequence[str]) -> dict[str, np.ndarray]:
+    """Per-query values of each measure, in the order of ``queries``.
+
+    Computed from the ranks of each query's expected chunks in the deep search (the run records
+    them), which is all a measure of 0/1 relevance depends on: the gate's own run and a run
+    loaded from the history give the same values, whatever measure a policy names later."""
+    from recallwatch.metrics import Qrels, Run, evaluate, parse_measure
+
+    if not queries or not names:
+        return {n: np.zeros(len(queries)) for n in names}
+    ranked: dict[str, list[str]] = {}
+    for q in queries:
+        at = {h.rank: h.id for h in q.expected if h.rank is not None}
+        depth = max([*at, 1])
+        ranked[q.id] = [at.get(r, f"{_FILLER}{r}") for r in range(1, depth + 1)]
+    qrels = Qrels.from_dict({q.id: dict.fromkeys((h.id for h in q.expected), 1)
+                             for q in queries})
+    res = evaluate(qrels, Run.from_ranked(ranked), list(names))
+    pos = {qid: i for i, qid in enumerate(res.query_ids)}
+    out: dict[str, np.ndarray] = {}
+    for name in names:
+        col = res.per_query[parse_measure(name)]
+        out[name] = np.array([float(col[pos[q.id]]) if q.id in pos else 0.0 for q in queries])
+    return out
+
+
+def run_checks(queries: Sequence[QueryResult], policy: Policy,
+               cost: dict[str, Any] | None) -> tuple[list[Reason], list[Check]]:
+    """Targets (over all queries and per domain) and the latency cap: judged on the run alone.
+    A target applies to the measure's own figure over the queries: their mean, or their sum for
+    a count, or their geometric mean for GMAP."""
+    from recallwatch.metrics import combine, parse_measure
+
+    limits = policy.limits
+    reasons: list[Reason] = []
+    checks: list[Check] = []
+    groups: list[tuple[str | None, dict[str, float]]] = [(None, limits.targets)]
+    groups += [(d, t) for d, t in sorted(limits.targets_per_domain.items())]
+    for domain, targets in groups:
+        subset = [q for q in queries if domain is None or (q.domain or "(none)") == domain]
+        values = measure_values(subset, list(targets))
+        for name, target in targets.items():
+            subject = name if domain is None else f"{name} in {domain}"
+            if not subset:
+                checks.append(Check("target", subject, "not applied",
+                                    f"{subject}: no query of this domain in the golden set"))
+                continue
+            mean = combine(parse_measure(name), values[name])
+            figures = {"measure": name, "domain": domain, "value": mean, "target": target,
+                       "n": len(subset)}
+            if mean + 1e-12 >= target:
+                checks.append(Check("target", subject, "pass",
+                                    f"{subject} {mean:.3f} meets the target {target:g}", figures))
+                continue
+            message = (f"{subject} {mean:.3f} is below the target {target:g} "
+                       f"(mean over {len(subset)} quer{'y' if len(subset) == 1 else 'ies'})")
+            below = sorted(zip(values[name], subset, strict=True), key=lambda t: t[0])
+            reasons.append(Reason("target", message,
+                                  tuple(q.id for v, q in below if v < target)))
+            checks.append(Check("target", subject, "stop", message, figures))
+    cap = limits.max_latency_p99_ms
+    if cap is not None:
+        subject = COST_LABELS["search_p99_ms"]
+        if cost is None:
+            checks.append(Check("latency_p99", subject, "not applied",
+                                "no search latency measured (a results file carries none)"))
+        else:
+            p99 = float(cost["search_p99_ms"])
+            figures = {"value": p99, "cap": cap, "p50": cost["search_p50_ms"],
+                       "n": cost["queries"]}
+            text = (f"search latency p99 {p99:.1f} ms (p50 {cost['search_p50_ms']:.1f} ms over "
+                    f"{cost['queries']} queries)")
+            if p99 > cap:
+                message = f"{text} is above the cap max_latency_p99_ms {cap:g}"
+                reasons.append(Reason("latency_p99", message))
+                checks.append(Check("latency_p99", subject, "stop", message, figures))
+            else:
+                checks.append(Check("latency_p99", subject, "pass",
+                                    f"{text} is within the cap {cap:g} ms", figures))
+    return reasons, checks
+
+
+def against_baseline(result: GateResult, base: GateResult | None) -> GateResult:
+    """``result`` with ``max_drop`` and ``max_cost_increase`` judged against ``base`` (the last
+    accepted run of its golden set and policy): their checks added, a blocking one among the
+    reasons and the verdict STOP. The limits are read from the run's own recorded policy."""
+    max_drop: dict[str, float] = dict(result.policy.get("max_drop") or {})
+    increase = result.policy.get("max_cost_increase")
+    if not max_drop and increase is None:
+        return result
+    reasons: list[Reason] = []
+    checks: list[Check] = []
+    if base is None:
+        for rule, subjects in (("max_drop", list(max_drop)),
+                               ("cost_increase", [] if increase is None else ["cost"])):
+            checks += [Check(rule, s, "not applied",
+                             "no accepted baseline run of this golden set and policy to compare "
+                             "with (the first accepted run becomes it)")
+                       for s in subjects]
+    else:
+        if max_drop:
+            r, c = _drops(result, base, max_drop)
+            reasons += r
+            checks += c
+        if increase is not None:
+            r, c = _cost(result, base, float(increase))
+            reasons += r
+            checks += c
+    all_reasons = (*result.reasons, *reasons)
+    return replace(result, reasons=all_reasons, checks=(*result.checks, *checks),
+                   verdict="STOP" if all_reasons else "ACCEPT")
+
+
+def _drops(result: GateResult, base: GateResult,
+           max_drop: dict[str, float]) -> tuple[list[Reason], list[Check]]:
+    from recallwatch.stats import holm, paired_test
+
+    old_by_id = {q.id: q for q in base.queries}
+    pairs = [(old_by_id[q.id], q) for q in result.queries if q.id in old_by_id
+             and {h.id for h in old_by_id[q.id].expected} == {h.id for h in q.expected}]
+    names = list(max_drop)
+    if not pairs:
+        return [], [Check("max_drop", n, "not applied",
+                          f"{n}: no query in common with run {base.run_id}") for n in names]
+    old = measure_values([a for a, _ in pairs], names)
+    new = measure_values([b for _, b in pairs], names)
+    tests = [paired_test(old[n], new[n], test="randomization", seed=_SEED,
+                         n_resamples=_RESAMPLES) for n in names]
+    adjusted = holm([t.p_value for t in tests])
+    reasons: list[Reason] = []
+    checks: list[Check] = []
+    m = len(names)
+    for name, t, p_holm in zip(names, tests, adjusted, strict=True):
+        a, b = float(old[name].mean()), float(new[name].mean())
+        drop = a - b
+        figures = {"measure": name, "baseline": a, "value": b, "drop": drop,
+                   "max_drop": max_drop[name], "p_value": t.p_value, "p_holm": float(p_holm),
+                   "n": len(pairs), "baseline_run": base.run_id}
+        said = (f"{name} fell {drop:.3f} ({a:.3f} → {b:.3f}) against run {base.run_id}"
+                if drop > 0 else f"{name} {a:.3f} → {b:.3f} against run {base.run_id}")
+        test = (f"p={t.p_value:.3g}, Holm-adjusted p={p_holm:.3g} over {m} "
+                f"measure{'s' if m != 1 else ''}; paired randomization test over {len(pairs)} "
+                "queries")
+        if drop <= max_drop[name] + 1e-12:
+            checks.append(Check("max_drop", name, "pass",
+                                f"{said}: within max_drop {max_drop[name]:g}", figures))
+        elif p_holm <= ALPHA:
+            message = f"{said}, more than max_drop {max_drop[name]:g}; significant ({test})"
+            fell = [q.id for (_, q), va, vb in zip(pairs, old[name], new[name], strict=True)
+                    if vb < va]
+            reasons.append(Reason("max_drop", message, tuple(fell)))
+            checks.append(Check("max_drop", name, "stop", message, figures))
+        else:
+            checks.append(Check(
+                "max_drop", name, "within noise",
+                f"{said}, more than max_drop {max_drop[name]:g}, but the drop is within noise "
+                f"({test}, alpha {ALPHA:g}): not blocking", figures))
+    return reasons, checks
+
+
+def _cost(result: GateResult, base: GateResult,
+          cap: float) -> tuple[list[Reason], list[Check]]:
+    deltas = cost_deltas(base.cost, result.cost)
+    reasons: list[Reason] = []
+    checks: list[Check] = []
+    if not deltas:
+        side = "this run" if not result.cost else f"run {base.run_id}"
+        return [], [Check("cost_increase", "cost", "not applied",
+                          f"no cost recorded for {side} (a results file carries none)")]
+    for key in CAPPED:
+        d = deltas.get(key)
+        if d is None:
+            continue
+        label = COST_LABELS[key]
+        old, new = format_cost(key, d["old"]), format_cost(key, d["new"])
+        figures = {**d, "cap": cap, "baseline_run": base.run_id}
+        if d["increase"] is None:
+            checks.append(Check("cost_increase", label, "not applied",
+                                f"{label} {old} → {new}: the baseline's is 0, no ratio"))
+        elif d["increase"] > cap:
+            message = (f"{label} rose {d['increase']:+.0%} ({old} → {new}) against run "
+                       f"{base.run_id}, above max_cost_increase {cap:.0%}")
+            reasons.append(Reason("cost_increase", message))
+            checks.append(Check("cost_increase", label, "stop", message, figures))
+        else:
+            checks.append(Check("cost_increase", label, "pass",
+                                f"{label} {d['increase']:+.0%} ({old} → {new}) is within "
+                                f"max_cost_increase {cap:.0%}", figures))
+    return reasons, checks

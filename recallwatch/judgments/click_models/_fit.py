@@ -1,0 +1,114 @@
+"""What fitting a click model returns, and the pieces the closed-form fits share: the interval every
+model reports per pair, a rate with Beta pseudo-counts, a Bernoulli log-likelihood."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from recallwatch.judgments.click_models._counts import Array, ClickCounts
+
+__all__ = ["ClickModelFit", "bernoulli_log_likelihood", "rate", "wilson_interval"]
+
+
+@dataclass(frozen=True)
+class ClickModelFit:
+    """A fitted click model: one relevance estimate (0–1) per (query, document) pair.
+
+    ``effective_n`` is the number of examinations the estimate is worth (impressions for DCTR;
+    for the position models the Fisher information turned into an equivalent count, see
+    docs/online.md); ``ci_low``/``ci_high`` bound the relevance at ``level``.
+    """
+
+    model: str
+    counts: ClickCounts
+    relevance: Array  # float64[P]
+    effective_n: Array  # float64[P]
+    ci_low: Array  # float64[P]
+    ci_high: Array  # float64[P]
+    level: float
+    iterations: int
+    converged: bool
+    seconds: float
+    log_likelihood: float | None
+    log_likelihood_trace: list[float] = field(default_factory=list)
+    position_bias: dict[str, Any] = field(default_factory=dict)
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        """The model-level figures (no per-pair arrays), JSON-ready."""
+        return {
+            "model": self.model,
+            "impressions": self.counts.n_impressions,
+            "pairs": self.counts.n_pairs,
+            "iterations": self.iterations,
+            "converged": self.converged,
+            "fit_seconds": round(self.seconds, 4),
+            "log_likelihood": self.log_likelihood,
+            "position_bias": self.position_bias,
+            # per-pair arrays (the DBN's attractiveness and satisfaction) stay out of the summary
+            "parameters": {k: v for k, v in self.parameters.items()
+                           if not isinstance(v, np.ndarray)},
+            "interval": {"level": self.level, "method": _INTERVALS[self.model]},
+        }
+
+
+_INTERVALS = {
+    "dctr": "Wilson interval of clicks over impressions",
+    "pbm": "Wilson interval with the effective number of examinations from the Fisher "
+           "information (examination probabilities taken as known)",
+    "ubm": "Wilson interval with the effective number of examinations from the Fisher "
+           "information (examination probabilities taken as known)",
+    "cm": "Wilson interval of first clicks over examinations (at or above the first click)",
+    "dbn": "product of the Wilson intervals of attractiveness and satisfaction, each at "
+           "1 - (1 - level) / 2 (Bonferroni: joint coverage at least level), with the expected "
+           "examinations and the clicks that could show satisfaction as trials",
+    "sdbn": "product of the Wilson intervals of attractiveness and satisfaction, each at "
+            "1 - (1 - level) / 2 (Bonferroni: joint coverage at least level)",
+}
+
+
+def wilson_interval(successes: Array, trials: Array, level: float) -> tuple[Array, Array]:
+    """Two-sided Wilson score interval of a proportion (Wilson 1927), vectorised, closed form.
+
+    ``successes`` may be fractional (effective counts). The interval always holds the estimate
+    k / n, stays within [0, 1] and behaves near 0 and 1, where the textbook normal interval
+    does not (Brown, Cai & DasGupta 2001 recommend it). Where ``trials`` is 0 it is [0, 1].
+    """
+    from scipy.special import ndtri
+
+    n = np.asarray(trials, dtype=np.float64)
+    k = np.clip(np.asarray(successes, dtype=np.float64), 0.0, n)
+    z = float(ndtri(1.0 - (1.0 - level) / 2.0))
+    safe = np.where(n > 0.0, n, 1.0)
+    p = k / safe
+    z2n = z * z / safe
+    centre = (p + z2n / 2.0) / (1.0 + z2n)
+    half = z * np.sqrt(p * (1.0 - p) / safe + z2n / (4.0 * safe)) / (1.0 + z2n)
+    empty = n <= 0.0
+    low = np.where(empty, 0.0, np.clip(centre - half, 0.0, 1.0))
+    high = np.where(empty, 1.0, np.clip(centre + half, 0.0, 1.0))
+    return low, high
+
+
+def rate(successes: Array, trials: Array, prior: tuple[float, float] | None) -> Array:
+    """The share ``k / n`` with Beta pseudo-counts ``prior`` = (a0, b0) added:
+    ``(k + a0) / (n + a0 + b0)``, and 0 where there is nothing to count."""
+    k = np.asarray(successes, dtype=np.float64)
+    n = np.asarray(trials, dtype=np.float64)
+    a0, b0 = prior if prior is not None else (0.0, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out: Array = np.where(n + a0 + b0 > 0, (k + a0) / (n + a0 + b0), 0.0)
+    return out
+
+
+def bernoulli_log_likelihood(p: Array, successes: Array, trials: Array, *,
+                             eps: float = 1e-12) -> float:
+    """The log-likelihood of ``successes`` in ``trials`` at probabilities ``p`` (kept within
+    ``eps`` of 0 and 1, so a share of 0 or 1 costs a large finite amount, not infinity)."""
+    q = np.clip(p, eps, 1.0 - eps)
+    k = np.asarray(successes, dtype=np.float64)
+    n = np.asarray(trials, dtype=np.float64)
+    return float((k * np.log(q) + (n - k) * np.log1p(-q)).sum())

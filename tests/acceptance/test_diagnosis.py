@@ -1,0 +1,108 @@
+"""Each diagnosis cause, triggered by a chunk built for it, in the chapter's order."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from recallwatch.acceptance.gate import run_gate
+from recallwatch.formats.policy import Policy, SearchSettings
+from recallwatch.stores.base import Chunk
+from tests.acceptance.helpers import golden, ranked
+
+PROSE = ("El convenio colectivo establece que cada trabajador dispone de dos días de asuntos "
+         "propios al año, que deberá solicitar con una antelación mínima de cuarenta y ocho horas.")
+TABLE = "Tramo | Rendimiento | Cuota\n1 | 670 | 200\n2 | 900 | 220\n3 | 1166 | 260"
+DESCRIBED = ("Tabla de cuotas mensuales de autónomos por tramos de rendimientos netos: cada fila "
+             "indica el tramo, el rendimiento mensual y la cuota que corresponde pagar.\n" + TABLE)
+
+
+def diagnose_one(chunk: Chunk, *, siblings: tuple[Chunk, ...] = (), domain: str = "legal",
+                 policy: Policy | None = None, run_date: date = date(2026, 6, 1)):
+    corpus = {c.id: c for c in (chunk, *siblings)}
+    g = golden({"id": "q", "text": "pregunta", "expected": [chunk.id], "domain": domain})
+    res = run_gate(g, results={"q": ranked({chunk.id: 14})}, corpus=corpus, policy=policy,
+                   run_date=run_date)
+    q = res.query("q")
+    assert not q.passed
+    return q.diagnosis[0]
+
+
+def sibling(i: int, doc: str = "d1") -> Chunk:
+    return Chunk(id=f"s{i}", text=PROSE, doc_id=doc, domain="legal")
+
+
+def test_table_without_header_is_chunking() -> None:
+    cut = Chunk(id="t", text="1 | 670 | 200\n2 | 900 | 220\n3 | 1166 | 260", kind="table",
+                doc_id="d1", domain="legal", description="cuotas")
+    d = diagnose_one(cut)
+    assert (d.step, d.cause, d.chunk_id) == (1, "chunking", "t")
+    assert "without a header" in d.summary
+    assert d.evidence["also"]["description"]  # it also lacks prose: reported, but step 1 first
+
+
+def test_prose_cut_mid_sentence_is_chunking() -> None:
+    cut = Chunk(id="p", text=PROSE[:-60], doc_id="d1", domain="legal")
+    d = diagnose_one(cut)
+    assert d.cause == "chunking" and "ends mid-sentence" in d.summary
+
+
+def test_length_outlier_against_its_document_is_chunking() -> None:
+    tiny = Chunk(id="p", text="Véase el artículo 12.", doc_id="d1", domain="legal")
+    d = diagnose_one(tiny, siblings=(sibling(1), sibling(2), sibling(3)))
+    assert d.cause == "chunking" and "median" in d.summary and "d1" in d.summary
+
+
+def test_table_without_description_is_step_two() -> None:
+    table = Chunk(id="silver_finanzas_123", text=TABLE, kind="table", doc_id="d2",
+                  domain="finanzas")
+    d = diagnose_one(table, domain="finanzas")
+    assert (d.step, d.cause) == (2, "description")
+    assert "its description is empty" in d.summary
+
+
+def test_description_not_in_representation_field() -> None:
+    table = Chunk(id="t", text=TABLE, kind="table", doc_id="d2", domain="finanzas",
+                  description="Cuotas de autónomos por tramo")
+    d = diagnose_one(table, domain="finanzas")
+    assert d.cause == "description" and "not in the representation field" in d.summary
+
+
+def test_wrong_domain_is_labelling() -> None:
+    c = Chunk(id="c", text=PROSE, doc_id="d1", domain="finanzas")
+    d = diagnose_one(c, domain="rrhh")
+    assert (d.step, d.cause) == (3, "labelling") and "'finanzas'" in d.summary
+
+
+def test_expired_validity_is_labelling() -> None:
+    c = Chunk(id="c", text=PROSE, doc_id="d1", domain="legal", valid_to=date(2025, 12, 31))
+    d = diagnose_one(c, run_date=date(2026, 6, 1))
+    assert d.cause == "labelling" and "validity ended 2025-12-31" in d.summary
+
+
+def test_filter_exclusion_is_labelling() -> None:
+    c = Chunk(id="c", text=PROSE, doc_id="d1", domain="legal", label="BORRADOR")
+    policy = Policy(search=SearchSettings(filter={"label": ["NORMA", "SINTESIS_CURADA"]}))
+    d = diagnose_one(c, policy=policy)
+    assert d.cause == "labelling" and "excluded by the configured filter label" in d.summary
+
+
+def test_well_formed_chunk_is_embedding_with_rank_and_gap() -> None:
+    described = Chunk(id="c", text=DESCRIBED, kind="table", doc_id="d2", domain="legal",
+                      description="Tabla de cuotas")
+    d = diagnose_one(described)
+    assert (d.step, d.cause) == (4, "embedding")
+    assert d.evidence["rank"] == 14
+    assert d.evidence["gap_to_kth"] > 0
+    assert len(d.evidence["outranked_by"]) == 5
+
+
+def test_patterns_numeric_only_and_domain() -> None:
+    queries = [
+        {"id": "n1", "text": "a", "expected": ["t1"], "tags": ["numeric"], "domain": "finanzas"},
+        {"id": "n2", "text": "b", "expected": ["t2"], "tags": ["table"], "domain": "finanzas"},
+        {"id": "p1", "text": "c", "expected": ["e"], "domain": "legal"},
+    ]
+    results = {"n1": ranked({"t1": 30}), "n2": ranked({"t2": 40}), "p1": ranked({"e": 7})}
+    res = run_gate(golden(*queries), results=results)
+    names = {p.name for p in res.patterns}
+    assert names == {"numeric_only", "domain_failing"}
