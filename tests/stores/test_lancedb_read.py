@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from recallwatch.stores import lancedb as lancedb_adapter
+from recallwatch.stores.lancedb import store as lancedb_adapter
 from recallwatch.stores.lancedb.read import _SCAN_BLOCK
 from recallwatch.stores.lancedb.store import LanceStore
 

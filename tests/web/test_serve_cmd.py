@@ -80,7 +80,8 @@ def test_every_serve_option_is_documented() -> None:
     import typer.main
 
     docs = (ROOT / "docs" / "dashboard.md").read_text("utf-8")
-    command = typer.main.get_command(app).commands["serve"]  # type: ignore[attr-defined]
+    ops = typer.main.get_command(app).commands["ops"]  # type: ignore[attr-defined]
+    command = ops.commands["serve"]
     options = [opt for p in command.params for opt in p.opts if opt.startswith("--")]
     assert options, "serve has no options?"
     for opt in options:
