@@ -13,6 +13,10 @@ Quotes are compared exactly first, then case-folded with whitespace collapsed
 (:func:`recallwatch.formats.golden.normalise_quote`). The same matching on the top-K chunks'
 text measures **fact recall**: the share of a query's anchors whose quotes reached the context a
 RAG system would read, with no model involved.
+
+Groups of alternatives (``{any: [...]}``, ``{at_least: N, of: [...]}``: chunk ids or anchors)
+are settled the same way: the source scores every member, then the ``N`` best-ranked members
+count as the group's expected items (:meth:`QueryAnchors.settle`), and the report says which.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from recallwatch.errors import DatasetError
-from recallwatch.formats.golden import Anchor, GoldenQuery, normalise_quote
+from recallwatch.formats.golden import Alternatives, Anchor, GoldenQuery, normalise_quote
 from recallwatch.records import Chunk
 
 __all__ = [
@@ -159,6 +163,12 @@ class QueryAnchors:
     """The anchors of a golden set resolved against one source, and how they shape the gate."""
 
     by_query: dict[str, tuple[AnchorResolution, ...]] = field(default_factory=dict)
+    # the anchors inside groups of alternatives, by query then anchor key
+    members: dict[str, dict[str, AnchorResolution]] = field(default_factory=dict)
+    # query id -> for each of its groups, the members counted (chunk ids or anchor keys) and
+    # the chunks that count for them
+    chosen: dict[str, tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]] = field(
+        default_factory=dict)
 
     @property
     def splits(self) -> dict[str, str]:
@@ -186,10 +196,39 @@ class QueryAnchors:
         return out
 
     def candidates(self, queries: Sequence[GoldenQuery]) -> list[GoldenQuery]:
-        """Each query with every chunk its anchors may resolve to added to ``expected`` (what
-        the source must score), before the best alternative is chosen."""
-        return [self._with(q, {r.anchor.key: r.chunk_ids for r in self.by_query.get(q.id, ())})
-                for q in queries]
+        """Each query with every chunk its anchors and groups may resolve to added to
+        ``expected`` (what the source must score), before the best alternative is chosen."""
+        out = []
+        for q in queries:
+            q_all = self._with(q, {r.anchor.key: r.chunk_ids
+                                   for r in self.by_query.get(q.id, ())})
+            members = [c for g in q.alternatives for m in g.members
+                       for c in self._chunks_of(q.id, m)]
+            out.append(replace(q_all, expected=tuple(dict.fromkeys([*q_all.expected,
+                                                                      *members]))))
+        return out
+
+    def _chunks_of(self, qid: str, member: str | Anchor) -> tuple[str, ...]:
+        """The chunks a group member stands for: itself, or what its anchor resolved to."""
+        if isinstance(member, str):
+            return (member,)
+        resolved = self.members.get(qid, {}).get(member.key)
+        return resolved.chunk_ids if resolved is not None else ()
+
+    def _settle_group(self, qid: str, group: Alternatives,
+                      position: Mapping[str, int], depth: int) -> tuple[list[str], list[str]]:
+        """The group's ``need`` best-ranked members (the first listed among equals): their
+        names (chunk id or anchor key) and the chunks that count for them."""
+        ranked = []
+        for order, m in enumerate(group.members):
+            chunks = self._chunks_of(qid, m)
+            resolution = None if isinstance(m, str) else self.members[qid][m.key]
+            if resolution is not None and resolution.kind == "whole":
+                chunks = (min(chunks, key=lambda c: position.get(c, depth)),)
+            rank = max((position.get(c, depth) for c in chunks), default=depth)
+            ranked.append((rank, order, m if isinstance(m, str) else m.key, chunks))
+        best = sorted(ranked)[:group.need]
+        return [name for _, _, name, _ in best], [c for *_, chunks in best for c in chunks]
 
     def settle(self, queries: Sequence[GoldenQuery],
                ranked: Sequence[Sequence[str]]) -> list[GoldenQuery]:
@@ -206,8 +245,35 @@ class QueryAnchors:
                     chosen[r.anchor.key] = (best,)
                 else:
                     chosen[r.anchor.key] = r.chunk_ids
-            out.append(self._with(q, chosen))
+            settled = self._with(q, chosen)
+            names: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
+            counted: list[str] = []
+            for g in q.alternatives:
+                group_names, group_chunks = self._settle_group(q.id, g, position, len(ids))
+                names.append((tuple(group_names), tuple(group_chunks)))
+                counted += group_chunks
+            if q.alternatives:
+                self.chosen[q.id] = tuple(names)
+                settled = replace(settled, expected=tuple(dict.fromkeys([*settled.expected,
+                                                                         *counted])))
+            out.append(settled)
         return out
+
+    def group_rows(self, q: GoldenQuery, top: Sequence[str],
+                   context: Sequence[Chunk]) -> tuple[dict[str, Any], ...]:
+        """Per group of alternatives: its members, how many it needs, the members counted, and
+        the members found in the top K (an anchor: its quote in the top-K text)."""
+        in_top = set(top)
+        rows = []
+        for g, (names, chunks) in zip(q.alternatives, self.chosen.get(q.id, ())):
+            found = [m if isinstance(m, str) else m.key for m in g.members
+                     if (m in in_top if isinstance(m, str) else fact_found(m, context))]
+            rows.append({"members": [m if isinstance(m, str) else m.to_dict()
+                                     for m in g.members],
+                         "need": g.need, "counted": list(names), "chunks": list(chunks),
+                         "found": found,
+                         "satisfied": len(found) >= g.need})
+        return tuple(rows)
 
     @staticmethod
     def _with(q: GoldenQuery, resolved: Mapping[str, tuple[str, ...]]) -> GoldenQuery:
@@ -226,9 +292,14 @@ class QueryAnchors:
             row["expected"] = [c for c in r.chunk_ids if c in chosen]
             row["in_context"] = fact_found(r.anchor, context)
             rows.append(row)
-        if not rows:
-            return (), None
-        return tuple(rows), sum(r["in_context"] for r in rows) / len(rows)
+        # a group holding anchors is one fact: found when enough of its members' quotes are
+        facts = [row["in_context"] for row in rows]
+        facts += [sum(fact_found(a, context) for a in g.anchors) + sum(
+            c in {x.id for x in context} for c in g.ids) >= g.need
+                  for g in q.alternatives if g.anchors]
+        if not facts:
+            return tuple(rows), None
+        return tuple(rows), sum(facts) / len(facts)
 
 
 def _short(quote: str, width: int = 60) -> str:
@@ -236,12 +307,16 @@ def _short(quote: str, width: int = 60) -> str:
     return repr(text if len(text) <= width else text[:width - 1] + "…")
 
 
+def _all_anchors(q: GoldenQuery) -> tuple[Anchor, ...]:
+    return (*q.anchors, *(a for g in q.alternatives for a in g.anchors))
+
+
 def resolve_queries(queries: Sequence[GoldenQuery],
                     chunks_of: Callable[[Sequence[str]], Sequence[Chunk]]) -> QueryAnchors:
     """Resolve every anchor of ``queries`` among the chunks of its document
     (``chunks_of(doc_ids)``); an anchor found nowhere is a dataset error, as a missing chunk id
     is, naming the closest chunks."""
-    doc_ids = sorted({a.doc_id for q in queries for a in q.anchors})
+    doc_ids = sorted({a.doc_id for q in queries for a in _all_anchors(q)})
     by_doc: dict[str, list[Chunk]] = {d: [] for d in doc_ids}
     for c in chunks_of(doc_ids) if doc_ids else ():
         if c.doc_id in by_doc:
@@ -249,10 +324,13 @@ def resolve_queries(queries: Sequence[GoldenQuery],
     out = QueryAnchors()
     lost: list[str] = []
     for q in queries:
-        if not q.anchors:
+        if not _all_anchors(q):
             continue
         resolved = tuple(locate(a, by_doc[a.doc_id]) for a in q.anchors)
         out.by_query[q.id] = resolved
+        out.members[q.id] = {a.key: locate(a, by_doc[a.doc_id])
+                             for g in q.alternatives for a in g.anchors}
+        resolved += tuple(out.members[q.id].values())
         lost += [f"query {q.id}: {_short(r.anchor.quote, 40)} "
                  + (r.describe() if by_doc[r.anchor.doc_id]
                     else f"names document {r.anchor.doc_id}, which has no chunks here")

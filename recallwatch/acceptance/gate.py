@@ -83,9 +83,10 @@ class Gate:
         depth = max(self.policy.search.depth,
                     max(self.policy.top_k or q.top_k or self.golden.top_k for q in queries))
         anchors = None
-        if any(q.anchors for q in queries):  # content anchors: resolved against the chunks now
+        if any(q.anchors or q.alternatives for q in queries):
+            # content anchors, resolved against the chunks now, and groups of alternatives: the
+            # source scores every chunk they may stand for; then the best-ranked ones count
             anchors = resolve_queries(queries, source.siblings)
-            # the source scores every chunk an anchor may resolve to; then one alternative counts
             retrieved = source.retrieve(anchors.candidates(queries), depth)
             queries = tuple(anchors.settle(queries, [r.ids for r in retrieved]))
         else:
@@ -213,12 +214,14 @@ def select_part(golden: GoldenSet, part: Part = "auto"
 
 def _with_fact_recall(scored: list[QueryResult], queries: Sequence[GoldenQuery],
                       anchors: QueryAnchors, texts: Mapping[str, Chunk]) -> list[QueryResult]:
-    """Each query's anchor resolutions and fact recall@K (its quotes found in the top-K text)."""
+    """Each query's anchor resolutions and fact recall@K (its quotes found in the top-K text),
+    and what each of its groups of alternatives counted and found."""
     out = []
     for q, golden_q in zip(scored, queries):
         context = [texts[cid] for cid, _ in q.top if cid in texts]
         rows, fact_recall = anchors.report(golden_q, golden_q.expected, context)
-        out.append(replace(q, anchors=rows, fact_recall=fact_recall))
+        groups = anchors.group_rows(golden_q, [cid for cid, _ in q.top], context)
+        out.append(replace(q, anchors=rows, fact_recall=fact_recall, alternatives=groups))
     return out
 
 

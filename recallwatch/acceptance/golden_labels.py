@@ -5,7 +5,7 @@ anchors, or into the ids of a new chunking, reporting every label that is ambigu
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -15,7 +15,7 @@ from recallwatch._registry import suggest
 from recallwatch.acceptance.anchors import AnchorResolution, closest_chunks, locate
 from recallwatch.errors import DatasetError, InputError
 from recallwatch.formats.fields import line_of
-from recallwatch.formats.golden import Anchor, GoldenQuery, GoldenSet
+from recallwatch.formats.golden import Alternatives, Anchor, GoldenQuery, GoldenSet
 from recallwatch.formats.sentences import split_sentences
 from recallwatch.formats.structured import load_structured
 from recallwatch.records import Chunk
@@ -118,13 +118,16 @@ def check_labels(golden: GoldenSet, chunks: Sequence[Chunk]) -> list[LabelCheck]
     out: list[LabelCheck] = []
     for q in golden.queries:
         line = lines.get(q.id)
-        for cid in q.expected:
+        alternative = {c: g.describe() for g in q.alternatives for c in g.ids}
+        for cid in q.all_expected:
             if cid in by_id:
-                out.append(LabelCheck(q.id, cid, "ok", "chunk exists", line))
+                detail = ("chunk exists" if cid not in alternative else
+                          f"chunk exists; an alternative: {alternative[cid]} answers")
+                out.append(LabelCheck(q.id, cid, "ok", detail, line))
             else:
                 near = suggest(cid, list(by_id)).strip() or "no chunk with a similar id"
                 out.append(LabelCheck(q.id, cid, "lost", f"no chunk with this id; {near}", line))
-        for a in q.anchors:
+        for a in (*q.anchors, *(a for g in q.alternatives for a in g.anchors)):
             r = locate(a, by_doc.get(a.doc_id, []))
             if r.kind == "unresolved" and a.doc_id not in by_doc:
                 r = replace(r, closest=tuple(closest_chunks(a.quote, chunks)))
@@ -318,11 +321,68 @@ def migrate_labels(golden: GoldenSet, old: Sequence[Chunk], new: Sequence[Chunk]
             else:
                 kept.append(a)
         ids = list(dict.fromkeys(ids))
+        groups = tuple(_migrate_group(g, q, old_by_id, new_by_doc if new is not None else None,
+                                      into, golden.source, line, labels) for g in q.alternatives)
         queries.append(replace(q, expected=tuple(ids), gold=tuple(dict.fromkeys(gold)),
-                               anchors=tuple(kept)))
+                               anchors=tuple(kept), alternatives=groups))
     migrated = replace(golden, queries=tuple(queries),
                        version=version or _next_version(golden.version))
     return Migration(migrated, labels, choices)
+
+
+def golden_qrels(golden: GoldenSet, chunks: Sequence[Chunk] | None = None
+                 ) -> list[tuple[str, str, int]]:
+    """The golden set as relevance judgments ``(query id, chunk id, grade)``, for ``eval`` and
+    ``compare``: every chunk a query names answers it (grade 1; a Gold chunk, a curated
+    synthesis, grade 2), required or an alternative. Content anchors are resolved against
+    ``chunks`` (every chunk a whole quote may be in, or all of a split one's)."""
+    from recallwatch.acceptance.anchors import resolve_queries
+
+    anchored = [q for q in golden.queries
+                if q.anchors or any(g.anchors for g in q.alternatives)]
+    if anchored and chunks is None:
+        raise InputError(source=golden.source, record=anchored[0].id, field="expected",
+                         expected="chunk ids (or a corpus to resolve content anchors against)",
+                         found=f"content anchors in {len(anchored)} queries",
+                         hint="give the corpus or store the anchors quote (--corpus/--store)")
+    resolved = resolve_queries(anchored, lambda docs: [c for c in chunks or ()
+                                                        if c.doc_id in docs])
+    out: list[tuple[str, str, int]] = []
+    for q in resolved.candidates(golden.queries):
+        gold = set(q.gold)
+        out += [(q.id, cid, 2 if cid in gold else 1) for cid in q.expected]
+    return out
+
+
+def _migrate_group(group: Alternatives, q: GoldenQuery, old_by_id: Mapping[str, Chunk],
+                   new_by_doc: Mapping[str, list[Chunk]] | None, into: str,
+                   source: str | None, line: int | None,
+                   labels: list[LabelCheck]) -> Alternatives:
+    """A group of alternatives migrated member by member as the required labels are: a chunk id
+    becomes an anchor quoting the old chunk (or, ``into="ids"``, the one new chunk holding it)."""
+    members: list[str | Anchor] = []
+    for m in group.members:
+        if isinstance(m, str):
+            chunk = old_by_id.get(m)
+            if chunk is None or not chunk.doc_id:
+                raise DatasetError(
+                    f"chunk {m!r} (an alternative) is not in the old corpus or has no doc_id",
+                    source=source, line=line, record=q.id, field="expected",
+                    hint="--from must be the corpus or store the golden set was written for")
+            m = Anchor(chunk.doc_id, chunk.content or chunk.text, False)
+        if new_by_doc is None:
+            members.append(m)
+            labels.append(LabelCheck(q.id, _label(m), "ok",
+                                     "an alternative, rewritten as an anchor", line))
+            continue
+        r = locate(m, new_by_doc.get(m.doc_id, []))
+        status: Status = {"whole": "ambiguous" if r.ambiguous else "ok", "split": "split",
+                          "unresolved": "lost"}[r.kind]
+        labels.append(LabelCheck(q.id, _label(m), status, "an alternative: " + r.describe(),
+                                 line, r))
+        whole = r.kind == "whole" and not r.ambiguous
+        members.append(r.chunk_ids[0] if into == "ids" and whole else m)
+    return replace(group, members=tuple(dict.fromkeys(members)))
 
 
 def write_golden(golden: GoldenSet, path: str | Path) -> None:

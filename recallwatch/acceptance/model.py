@@ -131,6 +131,9 @@ class QueryResult:
     # (None for a query without anchors).
     anchors: tuple[dict[str, Any], ...] = ()
     fact_recall: float | None = None
+    # Groups of alternatives (golden entries {any: [...]}, {at_least: N, of: [...]}): members,
+    # how many are needed, the ones counted as expected items and the ones in the top K.
+    alternatives: tuple[dict[str, Any], ...] = ()
     # The asking user's groups (None: the query is not checked for permissions), and the chunks
     # of its top K those groups may not see.
     groups: tuple[str, ...] | None = None
@@ -194,6 +197,7 @@ class QueryResult:
             "beyond_k": [{"id": i, "score": s} for i, s in self.beyond_k],
             "anchors": [dict(a) for a in self.anchors],
             "fact_recall": self.fact_recall,
+            "alternatives": [dict(g) for g in self.alternatives],
             "groups": None if self.groups is None else list(self.groups),
             "permission_leaks": [{"id": x.id, "acl": list(x.acl)}
                                  for x in self.permission_leaks],
@@ -377,6 +381,7 @@ class GateResult:
                    "beyond_k": tuple((t["id"], t["score"]) for t in q.get("beyond_k", [])),
                    "diagnosis": tuple(Diagnosis(**x) for x in q["diagnosis"]),
                    "anchors": tuple(q.get("anchors", ())),
+                   "alternatives": tuple(q.get("alternatives", ())),
                    "groups": None if q.get("groups") is None else tuple(q["groups"]),
                    "permission_leaks": tuple(PermissionLeak(x["id"], tuple(x["acl"]))
                                              for x in q.get("permission_leaks", ()))}

@@ -138,7 +138,7 @@ def tune_on_split(pipeline: Pipeline, golden: GoldenSet, policy: Policy) -> Tune
         raise InputError(source=spec.source, field="fuse.method",
                          expected="wsum (the method with weights to tune)",
                          found=None if spec.fuse is None else spec.fuse.method)
-    tune = [q for q in golden.queries if q.split == "tune" and q.expected]
+    tune = [q for q in golden.queries if q.split == "tune" and q.all_expected]
     if not tune:
         raise InputError(source=golden.source, field="split",
                          expected="queries marked `split: tune` to choose the weights on",
@@ -147,7 +147,7 @@ def tune_on_split(pipeline: Pipeline, golden: GoldenSet, policy: Policy) -> Tune
     runs = {n: [hits[:spec.depth] for hits in r.search(texts, spec.depth)]
             for n, r in pipeline.retrievers.items()}
     k = policy.top_k or golden.top_k
-    tuned = tune_weights(runs, [list(q.expected) for q in tune], k=k, norm=spec.fuse.norm)
+    tuned = tune_weights(runs, [list(q.all_expected) for q in tune], k=k, norm=spec.fuse.norm)
     pipeline.spec = replace(spec, fuse=replace(spec.fuse, weights=tuned.weights))
     return tuned
 

@@ -82,7 +82,8 @@ def score_queries(
             threshold = None
         top_scores = r.scores[:k]
         judged = grades.get(q.id, {})
-        relevant = set(q.expected) | {c for c, g in judged.items() if g > 0}
+        # every alternative of a group answers the query: never noise, counted or not
+        relevant = set(q.all_expected) | {c for c, g in judged.items() if g > 0}
         missing_ranks = [h.rank or len(r.ids) + 1 for h in hits if not h.in_top_k]
         deepest = min(max(missing_ranks), len(r.ids) + 1) if missing_ranks else k + 1
         beyond = tuple((cid, float(s)) for cid, s in zip(r.ids[k:deepest - 1],

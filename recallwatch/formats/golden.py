@@ -1,5 +1,6 @@
 """The golden dataset: queries with what they must retrieve — chunk ids, or content anchors (a
-passage of a source document, ``{doc_id, quote}``) that survive a re-chunking."""
+passage of a source document, ``{doc_id, quote}``) that survive a re-chunking — and groups of
+alternatives: ``{any: [...]}`` (any one member answers) or ``{at_least: N, of: [...]}``."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ from recallwatch.formats.fields import bounded, check_keys, iso_date, line_of, s
 from recallwatch.formats.structured import load_structured
 from recallwatch.records import group_problem
 
-__all__ = ["MAX_TOP_K", "SPLITS", "Anchor", "GoldenQuery", "GoldenSet", "canonical_hash",
-           "load_golden", "normalise_quote"]
+__all__ = ["MAX_TOP_K", "SPLITS", "Alternatives", "Anchor", "GoldenQuery", "GoldenSet",
+           "canonical_hash", "load_golden", "normalise_quote"]
 
 # A gate scores the top K by hand-written expectations; beyond this a K is a typo, and it would
 # reach the store as a search depth.
@@ -30,6 +31,8 @@ _QUERY_KEYS = {"id", "text", "expected", "gold", "domain", "tags", "top_k", "lan
 # computed on `test` (queries that no calibration has seen).
 SPLITS = ("tune", "test")
 _ANCHOR_KEYS = {"doc_id", "quote", "gold"}
+_ANY_KEYS = {"any"}
+_AT_LEAST_KEYS = {"at_least", "of"}
 
 
 def normalise_quote(text: str) -> str:
@@ -60,6 +63,41 @@ class Anchor:
 
 
 @dataclass(frozen=True)
+class Alternatives:
+    """A group of ``expected``: chunk ids or anchors of which ``need`` must be in the top K
+    (``{any: [...]}``: one; ``{at_least: N, of: [...]}``: N). The group counts as ``need``
+    expected items, its ``need`` best-ranked members; the others are relevant, never noise."""
+
+    members: tuple[str | Anchor, ...]
+    need: int = 1
+    form: str = "any"  # how the file wrote it: "any" or "at_least"
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return tuple(m for m in self.members if isinstance(m, str))
+
+    @property
+    def anchors(self) -> tuple[Anchor, ...]:
+        return tuple(m for m in self.members if isinstance(m, Anchor))
+
+    @property
+    def key(self) -> str:
+        return "|".join(m if isinstance(m, str) else m.key for m in self.members)
+
+    def describe(self) -> str:
+        """The group in words: ``any of a, b`` or ``at least 2 of a, b, c``."""
+        names = ", ".join(m if isinstance(m, str) else f"{m.doc_id}: {m.quote[:40]!r}"
+                          for m in self.members)
+        return f"any of {names}" if self.need == 1 else f"at least {self.need} of {names}"
+
+    def to_dict(self) -> dict[str, Any]:
+        members = [m if isinstance(m, str) else m.to_dict() for m in self.members]
+        if self.form == "any":
+            return {"any": members}
+        return {"at_least": self.need, "of": members}
+
+
+@dataclass(frozen=True)
 class GoldenQuery:
     id: str
     text: str
@@ -75,11 +113,22 @@ class GoldenQuery:
     # The asking user's groups: a chunk in the top K whose acl names none of them is a
     # permission leak. None: the query is not checked for permissions.
     groups: tuple[str, ...] | None = None
+    # Groups of alternatives listed in `expected` ({any: [...]}, {at_least: N, of: [...]}).
+    alternatives: tuple[Alternatives, ...] = ()
+
+    @property
+    def all_expected(self) -> tuple[str, ...]:
+        """Every chunk id the query names as answering it: required ones, then the members of
+        its groups of alternatives (what is relevant to it, e.g. in qrels or a judging pool)."""
+        return tuple(dict.fromkeys([*self.expected, *(c for g in self.alternatives
+                                                      for c in g.ids)]))
 
     def to_dict(self) -> dict[str, Any]:
-        # Ids first, then anchors: a set without anchors hashes exactly as before anchors existed.
+        # Ids first, then anchors, then groups: a set without anchors or groups hashes exactly as
+        # before they existed.
         out: dict[str, Any] = {"id": self.id, "text": self.text,
-                               "expected": [*self.expected, *(a.to_dict() for a in self.anchors)]}
+                               "expected": [*self.expected, *(a.to_dict() for a in self.anchors),
+                                            *(g.to_dict() for g in self.alternatives)]}
         if self.gold:
             out["gold"] = list(self.gold)
         if self.domain is not None:
@@ -195,8 +244,12 @@ def _parse_query(raw: Any, source: Path, index: int, unlabelled: bool = False) -
         raise InputError(source=source, line=line, record=qid, field="expected",
                          expected="a non-empty list of chunk ids", found=shown(raw_expected),
                          hint=_UNLABELLED_HINT if raw_expected == [] else
-                         "an entry may also be a content anchor {doc_id, quote}")
-    anchors = tuple(_anchor(a, source, line, qid) for a in raw_expected if isinstance(a, dict))
+                         "an entry may also be a content anchor {doc_id, quote} or a group of "
+                         "alternatives {any: [...]}")
+    alternatives = tuple(_alternatives(a, source, line, qid) for a in raw_expected
+                         if isinstance(a, dict) and _is_group(a))
+    anchors = tuple(_anchor(a, source, line, qid) for a in raw_expected
+                    if isinstance(a, dict) and not _is_group(a))
     keys = [a.key for a in anchors]
     if len(set(keys)) != len(keys):
         twice = next(a for a in anchors if keys.count(a.key) > 1)
@@ -209,11 +262,14 @@ def _parse_query(raw: Any, source: Path, index: int, unlabelled: bool = False) -
         dup = next(x for x in expected if expected.count(x) > 1)
         raise InputError(f"chunk {dup!r} is listed twice", source=source, line=line, record=qid,
                          field="expected")
+    _check_members_once(expected, anchors, alternatives, source, line, qid)
     gold = _ids(raw.get("gold", []), source, line, qid, "gold", required=False)
-    outside = [g for g in gold if g not in expected]
+    members = {c for g in alternatives for c in g.ids}
+    outside = [g for g in gold if g not in expected and g not in members]
     if outside:
         raise InputError(source=source, line=line, record=qid, field="gold",
-                         expected="a subset of expected", found=outside)
+                         expected="a subset of expected (its chunk ids, or members of its "
+                         "groups of alternatives)", found=outside)
     domain = raw.get("domain")
     if domain is not None:
         domain = _string(domain, source, line, qid, "domain")
@@ -244,7 +300,59 @@ def _parse_query(raw: Any, source: Path, index: int, unlabelled: bool = False) -
         id=qid, text=text, expected=tuple(expected), gold=tuple(gold), domain=domain,
         tags=tuple(tags), top_k=None if top_k is None else _top_k(top_k, source, line, qid),
         extra=extra, split=split, frequency=frequency, anchors=anchors, groups=groups,
+        alternatives=alternatives,
     )
+
+
+def _is_group(raw: dict[str, Any]) -> bool:
+    return "any" in raw or "at_least" in raw or "of" in raw
+
+
+def _alternatives(raw: dict[str, Any], source: Path, line: int | None,
+                  qid: str) -> Alternatives:
+    """``{any: [...]}`` or ``{at_least: N, of: [...]}``: members are chunk ids or anchors."""
+    form = "any" if "any" in raw else "at_least"
+    check_keys(raw, _ANY_KEYS if form == "any" else _AT_LEAST_KEYS, source=source, record=qid)
+    fld = f"expected.{'any' if form == 'any' else 'of'}"
+    listed = raw.get("any" if form == "any" else "of")
+    if not isinstance(listed, list) or not listed:
+        raise InputError(source=source, line=line, record=qid, field=fld,
+                         expected="a non-empty list of chunk ids or content anchors, any of "
+                         "which answers the query", found=shown(listed))
+    members: list[str | Anchor] = []
+    for item in listed:
+        if isinstance(item, dict):
+            if _is_group(item):
+                raise InputError("a group inside a group", source=source, line=line,
+                                 record=qid, field=fld,
+                                 hint="list every alternative of a group in one group")
+            members.append(_anchor(item, source, line, qid))
+        else:
+            members.extend(_ids([item], source, line, qid, fld, required=False))
+    need = 1
+    if form == "at_least":
+        need = bounded(raw.get("at_least"), 1, len(members), source=source, line=line,
+                       record=qid, field="expected.at_least")
+    return Alternatives(members=tuple(members), need=need, form=form)
+
+
+def _check_members_once(expected: Sequence[str], anchors: Sequence[Anchor],
+                        alternatives: Sequence[Alternatives], source: Path, line: int | None,
+                        qid: str) -> None:
+    """A chunk or anchor is named once per query: as required, or in one group."""
+    seen = {**{c: "required" for c in expected}, **{a.key: "required" for a in anchors}}
+    for number, group in enumerate(alternatives, start=1):
+        for m in group.members:
+            key, name = (m, repr(m)) if isinstance(m, str) else (
+                m.key, f"anchor {m.quote[:40]!r} of document {m.doc_id!r}")
+            if key in seen:
+                where = ("as a required chunk" if seen[key] == "required"
+                         else f"in group {seen[key]}")
+                raise InputError(f"{name} is listed {where} and again in group {number}",
+                                 source=source, line=line, record=qid, field="expected",
+                                 hint="a required chunk must be found; a group's members are "
+                                 "alternatives: list each in one place")
+            seen[key] = str(number)
 
 
 def _anchor(raw: dict[str, Any], source: Path, line: int | None, qid: str) -> Anchor:
@@ -307,5 +415,6 @@ def _top_k(value: Any, source: Path, line: int | None, record: str | None) -> in
 
 
 def expected_ids(golden: GoldenSet) -> Sequence[str]:
-    """Every chunk id the dataset expects, each once, in first-seen order."""
-    return list(dict.fromkeys(cid for q in golden.queries for cid in q.expected))
+    """Every chunk id the dataset names (required or alternative), each once, in first-seen
+    order."""
+    return list(dict.fromkeys(cid for q in golden.queries for cid in q.all_expected))

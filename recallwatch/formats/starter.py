@@ -31,9 +31,9 @@ top_k: 10                 # K: how many results of each search are checked
 queries:
   - id: q1                # a short id, unique in the file
     text: "How many days of paid leave do I get when I move house?"  # as a user would type it
-    # expected: the ids (the corpus's `id` field) of every chunk that answers the question.
-    # List every one you know of: the noise rule counts the other results of the top K that
-    # score below the worst of these as irrelevant, once they are judged.
+    # expected: the ids (the corpus's `id` field) of the chunks the answer needs. Each one
+    # listed is REQUIRED: two chunks that each answer on their own go in a group,
+    # {any: [CHUNK_A, CHUNK_B]}, found when either is in the top K.
     expected: [CHUNK_ID_1]
     domain: hr            # optional: a group of queries, reported and calibrated apart
   - id: q2
@@ -58,9 +58,9 @@ top_k: 10                 # K: cuántos resultados de cada búsqueda se comprueb
 queries:
   - id: q1                # un identificador corto, único en el fichero
     text: "¿Cuántos días de permiso tengo por mudanza?"  # como la escribiría un usuario
-    # expected: los id (el campo `id` del corpus) de todos los fragmentos que la responden.
-    # Liste todos los que conozca: la regla de ruido cuenta como irrelevantes los demás
-    # resultados del top K que puntúan por debajo del peor de ellos, una vez juzgados.
+    # expected: los id (el campo `id` del corpus) de los fragmentos que la respuesta necesita.
+    # Cada uno es OBLIGATORIO: dos fragmentos que responden cada uno por sí solo van en un
+    # grupo, {any: [FRAGMENTO_A, FRAGMENTO_B]}, que basta con que uno esté en el top K.
     expected: [ID_FRAGMENTO_1]
     domain: rrhh          # opcional: un grupo de preguntas, informado y calibrado aparte
   - id: q2

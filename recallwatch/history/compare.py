@@ -11,6 +11,7 @@ The shape returned by :func:`compare_runs` is what every report reads (``result.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -90,12 +91,16 @@ def _labels(q: QueryResult) -> set[str]:
     whichever chunks it resolved to (a re-chunking renames them), a chunk id is itself. Between
     a run with ids and one with anchors, the chunks expected are compared instead."""
     from_anchors = {c for a in q.anchors for c in a.get("chunks", ())}
-    return ({h.id for h in q.expected if h.id not in from_anchors}
-            | {f"{a.get('doc_id')}::{normalise_quote(str(a.get('quote')))}" for a in q.anchors})
+    # a group of alternatives is one label, whichever of its members were counted
+    from_groups = {c for g in q.alternatives for c in g.get("chunks", ())}
+    return ({h.id for h in q.expected if h.id not in from_anchors | from_groups}
+            | {f"{a.get('doc_id')}::{normalise_quote(str(a.get('quote')))}" for a in q.anchors}
+            | {json.dumps([g.get("members"), g.get("need")], sort_keys=True)
+               for g in q.alternatives})
 
 
 def _same_question(a: QueryResult, b: QueryResult) -> bool:
-    if a.anchors and b.anchors:
+    if (a.anchors and b.anchors) or a.alternatives or b.alternatives:
         return _labels(a) == _labels(b) and a.top_k == b.top_k
     return {h.id for h in a.expected} == {h.id for h in b.expected} and a.top_k == b.top_k
 

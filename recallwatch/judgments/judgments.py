@@ -180,22 +180,32 @@ def provenance_path(qrels_path: str | PathLike[str]) -> Path:
     return p.with_name(p.name + ".provenance.json")
 
 
+def write_qrels_file(path: str | PathLike[str], labels: Sequence[tuple[str, str, int]]) -> None:
+    """Write ``(query id, document id, grade)`` as TREC qrels, whole or not at all."""
+    from recallwatch.errors import InputError
+    from recallwatch.formats.trec import write_qrels
+
+    target = Path(path)
+    if target.is_dir():
+        raise InputError("is a folder: name the qrels file to write", source=target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp{os.getpid()}{target.suffix}")
+    try:
+        write_qrels(tmp, [q for q, _, _ in labels], [d for _, d, _ in labels],
+                    [g for _, _, g in labels])
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def write_judged_qrels(path: str | PathLike[str], judgments: JudgmentSet,
                        provenance: dict[str, Any]) -> Path:
     """Write TREC qrels and their provenance sidecar, each whole or not at all. Returns the
     sidecar's path."""
     from recallwatch._files import write_atomic
-    from recallwatch.formats.trec import write_qrels
 
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp{os.getpid()}{target.suffix}")
-    try:
-        write_qrels(tmp, [j.query_id for j in judgments.judgments],
-                    [j.id for j in judgments.judgments], [j.grade for j in judgments.judgments])
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_qrels_file(target, [(j.query_id, j.id, j.grade) for j in judgments.judgments])
     sidecar = provenance_path(target)
     record = {"qrels": target.name, "source": judgments.source,
               "labels": len(judgments.judgments), "grades": judgments.histogram(),

@@ -71,7 +71,7 @@ def load_pool_queries(path: str | os.PathLike[str]) -> list[PoolQuery]:
                                          for r in records):
         from recallwatch.formats.golden import load_golden
 
-        return [PoolQuery(q.id, q.text, tuple(str(e) for e in q.expected))
+        return [PoolQuery(q.id, q.text, tuple(str(e) for e in q.all_expected))
                 for q in load_golden(p).queries]
     if not isinstance(records, list) or not records:
         raise InputError(source=p, expected="a golden set or a non-empty list of {id, text}",

@@ -232,11 +232,11 @@ def calibrate_threshold(
     ks = [q.top_k or golden.top_k for q in queries]
     samples = []
     for q, k, h in zip(queries, ks, store.search(vectors, max(ks)), strict=True):
-        hits = [float(s) for cid, s in zip(h.ids[:k], h.scores[:k]) if cid in q.expected]
+        hits = [float(s) for cid, s in zip(h.ids[:k], h.scores[:k]) if cid in q.all_expected]
         samples.append(Sample(q.id, "answerable", *_top(h), max(hits) if hits else None))
     sources = []
     if negatives != "off-domain":
-        absent = search_excluding(store, vectors, 1, [set(q.expected) for q in queries])
+        absent = search_excluding(store, vectors, 1, [set(q.all_expected) for q in queries])
         samples += [Sample(q.id, "in-domain", *_top(h)) for q, h in zip(queries, absent)]
         sources.append(f"{len(queries)} in-domain: each golden query with its expected chunks "
                        "removed from the results")

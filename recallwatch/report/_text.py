@@ -31,6 +31,27 @@ def md_escape(text: object) -> str:
 
 
 
+def alternatives_line(group: dict[str, Any]) -> str:
+    """One group of alternatives of a query result (its ``alternatives`` entry) as every report
+    shows it: the members, how many it needs, which reached the top-K, which were counted."""
+    def name(m: Any) -> str:
+        if isinstance(m, dict):
+            quote = " ".join(str(m.get("quote", "")).split())
+            return f"{m.get('doc_id')} “{quote if len(quote) <= 30 else quote[:29] + '…'}”"
+        return str(m)
+
+    members = [name(m) for m in group.get("members", [])]
+    need = int(group.get("need", 1))
+    head = (f"any of {', '.join(members)}" if need == 1
+            else f"at least {need} of {', '.join(members)}")
+    found = list(group.get("found", []))
+    if group.get("satisfied"):
+        return f"{head}: satisfied, {len(found)} in the top-K ({', '.join(found)})"
+    counted = ", ".join(group.get("counted", []))
+    return (f"{head}: {len(found)} of {need} needed in the top-K"
+            + (f" ({', '.join(found)})" if found else "") + f"; counted as expected: {counted}")
+
+
 def anchor_line(anchor: dict[str, Any]) -> str:
     """One content anchor of a query result (its ``anchors`` entry) as every report shows it:
     the passage, what it resolved to, and whether the quote reached the top-K."""

@@ -6,7 +6,7 @@ from recallwatch.acceptance.cost import cost_line
 from recallwatch.acceptance.judged import judged_line
 from recallwatch.acceptance.model import CAUSE_ORDER, GateResult
 from recallwatch.acceptance.pipeline import stage_lines, stages_line
-from recallwatch.report._text import anchor_line, md_escape
+from recallwatch.report._text import alternatives_line, anchor_line, md_escape
 
 __all__ = ["to_markdown"]
 
@@ -70,6 +70,7 @@ def to_markdown(result: GateResult) -> str:
             missing = ", ".join(f"{h.id} @ {h.rank or '>depth'}" for h in q.expected
                                 if not h.in_top_k) or "—"
             diag = "<br>".join([*(md_escape(anchor_line(x)) for x in q.anchors),
+                                *(md_escape(alternatives_line(g)) for g in q.alternatives),
                                 *(md_escape(x) for x in stage_lines(q.stage)),
                                 *(md_escape(x.line()) for x in q.diagnosis)])
             if q.waiver:

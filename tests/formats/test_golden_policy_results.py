@@ -60,7 +60,8 @@ def test_golden_jsonl(tmp_path: Path) -> None:
     (("expected: [c]", "expected: []"),
      "g.yaml:11: record 'q2': field 'expected': expected a non-empty list of chunk ids, found []"),
     (("gold: [a]", "gold: [z]"),
-     "g.yaml:5: record 'q1': field 'gold': expected a subset of expected, found ['z']"),
+     "g.yaml:5: record 'q1': field 'gold': expected a subset of expected (its chunk ids, or "
+     "members of its groups of alternatives), found ['z']"),
     (("top_k: 5", "top_k: 0"),
      "g.yaml:1: field 'top_k': expected an integer in [1, 10000], found 0"),
     (("    tags: [numeric]", "    tagz: [numeric]"),

@@ -15,5 +15,5 @@ golden_app = typer.Typer(
 
 
 def register(app: typer.Typer) -> None:
-    register_modules(golden_app, __name__, ("sample", "check", "generate"))
+    register_modules(golden_app, __name__, ("sample", "check", "generate", "qrels"))
     app.add_typer(golden_app, name="golden")

@@ -85,8 +85,12 @@ def check(
         emit_json({"golden": str(golden), "against": where, "labels": [x.to_dict() for x in labels],
                    "lost": len(lost)})
     else:
+        groups = sum(len(q.alternatives) for q in golden_set.queries)
+        note = ([f"{groups} group(s) of alternatives: each counts as one expected item, found "
+                 "when any member (at_least N: N members) is in the top K; the others are "
+                 "never noise"] if groups else [])
         emit("\n".join([*_lines(labels, golden, only_problems=True),
-                        f"{len(labels)} label(s) against {where}: {_counts(labels)}"]))
+                        f"{len(labels)} label(s) against {where}: {_counts(labels)}", *note]))
     if lost:
         first = lost[0]
         raise DatasetError(
