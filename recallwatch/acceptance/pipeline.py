@@ -28,7 +28,7 @@ from recallwatch.retrievers.pipeline import Pipeline, PipelineRun
 from recallwatch.retrievers.store import StoreRetriever
 from recallwatch.retrievers.tune import Tuned
 
-__all__ = ["PipelineSource", "with_stages", "write_runs"]
+__all__ = ["PipelineSource", "redirect_notes", "with_stages", "write_runs"]
 
 
 @dataclass
@@ -191,7 +191,17 @@ def with_stages(result: GateResult, source: PipelineSource,
     }
     if tuned is not None:
         stages["tuned"] = tuned.to_dict()
-    return replace(result, queries=tuple(queries), stages=stages)
+    return replace(result, queries=tuple(queries), stages=stages,
+                   warnings=(*result.warnings, *redirect_notes(source.pipeline)))
+
+
+def redirect_notes(pipeline: Pipeline) -> list[str]:
+    """Each redirect an HTTP retriever followed (``redirects: same-host``): the answers judged
+    came from another URL than the pipeline names, and the report says so."""
+    from recallwatch.retrievers.http import HttpRetriever
+
+    return [note for r in pipeline.retrievers.values() if isinstance(r, HttpRetriever)
+            for note in r.notes()]
 
 
 def _mean(values: list[float]) -> float | None:
