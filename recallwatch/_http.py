@@ -87,16 +87,18 @@ def check_url(url: str, name: str, *, password_fix: str = "") -> None:
     bad = f"{name} must be an http:// or https:// URL with a host name, found {redact(url)!r}"
     try:
         parts = urlsplit(url)
+        if span is not None and parts.password != url[span[0]:span[1]]:
+            raise UsageError(f"{name}: the password in {redact(url)!r} holds a character that "
+                             "ends the user-and-password part early: "
+                             f"{ENCODE_HINT.partition(', or')[0]}{password_fix}")
         port = parts.port  # out of range or not a number: ValueError
         host = parts.hostname
+    except UsageError:
+        raise
     except ValueError as exc:
         raise UsageError(f"{bad} ({exc})") from None
     if parts.scheme not in ("http", "https") or not host or port == 0:
         raise UsageError(bad)
-    if span is not None and parts.password != url[span[0]:span[1]]:
-        raise UsageError(f"{name}: the password in {redact(url)!r} holds a character that ends "
-                         f"the user-and-password part early: {ENCODE_HINT.partition(', or')[0]}"
-                         f"{password_fix}")
 
 
 def basic_auth(user: str, password: str) -> str:
