@@ -62,8 +62,9 @@ class Call:
     """How a request is made and how its failures read.
 
     ``what`` names the request in messages ("query 'x' (retriever 'api')"); ``timeout_fix`` says
-    how to wait longer, ``redirect_fix`` what to do about a redirect that is not followed;
-    ``on_redirect`` is told (in words) about every redirect that is followed."""
+    how to wait longer; ``redirect_fix`` what to do about a redirect that is not followed, and
+    ``same_host_fix`` how to follow it when it stays on the host; ``on_redirect`` is told (in
+    words) about every redirect that is followed."""
 
     error: type[RecallwatchError]
     what: str
@@ -73,6 +74,7 @@ class Call:
     redirects: Redirects = "refuse"
     timeout_fix: str = "if the endpoint is only slow, raise the timeout"
     redirect_fix: str = "use the URL it points to instead"
+    same_host_fix: str = ""  # said of a refused redirect that stays on the host: how to allow it
     on_redirect: Callable[[str], None] | None = None
 
 
@@ -251,10 +253,11 @@ def _allow_redirect(source: httpx.URL, target: httpx.URL, status: int, call: Cal
     """Refuse the redirect unless the call allows it and it stays on the same host."""
     head = (f"{shown} answered HTTP {status} for {call.what}: a redirect to "
             f"{_cut(redact(str(target)))}")
+    same = _same_host(source, target)
     if call.redirects == "refuse":
         raise call.error(f"{head}, not followed (recallwatch follows a redirect only when "
-                         f"asked); {call.redirect_fix}")
-    if not _same_host(source, target):
+                         f"asked); {call.redirect_fix}{call.same_host_fix if same else ''}")
+    if not same:
         raise call.error(f"{head}, away from {_origin(source)}, never followed: what is sent to "
                          f"a host, credentials included, goes to that host alone; "
                          f"{call.redirect_fix}")

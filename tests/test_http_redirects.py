@@ -128,8 +128,8 @@ def test_same_host_never_follows_to_another_host(status: int, origin: tuple[Host
     assert str(err.value) == (
         f"{source.url}/search answered HTTP {status} for query 'q' (retriever 'api'): a redirect "
         f"to {elsewhere}/search, away from {source.url}, never followed: what is sent to a "
-        "host, credentials included, goes to that host alone; if you trust that URL, put it in "
-        "the retriever's spec: (redirects: same-host follows a redirect on the same host)")
+        "host, credentials included, goes to that host alone; if you trust that URL, make it "
+        "the retriever's spec:")
     assert other.seen == [] and [s.host for s in host.seen if "localhost" in s.host] == []
     assert len(source.seen) == 1
 
@@ -178,8 +178,8 @@ def test_without_asking_a_same_host_redirect_is_refused(service: Host) -> None:
     assert str(err.value) == (
         f"{service.url}/old answered HTTP 308 for query 'q' (retriever 'api'): a redirect to "
         f"{service.url}/search, not followed (recallwatch follows a redirect only when asked); "
-        "if you trust that URL, put it in the retriever's spec: (redirects: same-host follows "
-        "a redirect on the same host)")
+        "if you trust that URL, make it the retriever's spec: (or set redirects: same-host, "
+        "which follows the redirects that stay on the service's host)")
     assert [s.path for s in service.seen] == ["/old"]
 
 

@@ -24,11 +24,12 @@ from recallwatch.formats.golden import GoldenQuery, GoldenSet
 from recallwatch.formats.policy import Policy
 from recallwatch.records import Chunk
 from recallwatch.retrievers.base import Hit, SupportsChunks
+from recallwatch.retrievers.http import redirect_notes
 from recallwatch.retrievers.pipeline import Pipeline, PipelineRun
 from recallwatch.retrievers.store import StoreRetriever
 from recallwatch.retrievers.tune import Tuned
 
-__all__ = ["PipelineSource", "redirect_notes", "with_stages", "write_runs"]
+__all__ = ["PipelineSource", "with_stages", "write_runs"]
 
 
 @dataclass
@@ -192,16 +193,8 @@ def with_stages(result: GateResult, source: PipelineSource,
     if tuned is not None:
         stages["tuned"] = tuned.to_dict()
     return replace(result, queries=tuple(queries), stages=stages,
-                   warnings=(*result.warnings, *redirect_notes(source.pipeline)))
-
-
-def redirect_notes(pipeline: Pipeline) -> list[str]:
-    """Each redirect an HTTP retriever followed (``redirects: same-host``): the answers judged
-    came from another URL than the pipeline names, and the report says so."""
-    from recallwatch.retrievers.http import HttpRetriever
-
-    return [note for r in pipeline.retrievers.values() if isinstance(r, HttpRetriever)
-            for note in r.notes()]
+                   warnings=(*result.warnings,
+                             *redirect_notes(source.pipeline.retrievers.values())))
 
 
 def _mean(values: list[float]) -> float | None:

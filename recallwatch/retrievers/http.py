@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,7 +46,7 @@ from recallwatch._redact import redact
 from recallwatch.errors import RetrieverError, UsageError
 from recallwatch.retrievers.base import Hit, check_hits
 
-__all__ = ["HttpRetriever", "open_http"]
+__all__ = ["HttpRetriever", "open_http", "redirect_notes"]
 
 _DEFAULT_TEMPLATE: dict[str, Any] = {"query": "{query}", "k": "{k}"}
 _OPTIONS = {"method", "body", "params", "hits", "id", "score", "timeout", "retries", "backoff",
@@ -131,8 +131,9 @@ class HttpRetriever:
                     retry_wait=self.backoff, redirects=self.redirects,
                     timeout_fix=f"if the service is only slow, raise the retriever's timeout: "
                     f"(seconds, now {self.timeout:g})",
-                    redirect_fix="if you trust that URL, put it in the retriever's spec: "
-                    "(redirects: same-host follows a redirect on the same host)",
+                    redirect_fix="if you trust that URL, make it the retriever's spec:",
+                    same_host_fix=" (or set redirects: same-host, which follows the redirects "
+                    "that stay on the service's host)",
                     on_redirect=self._note)
         answer = (post_json(self.url, request, headers=headers, call=call)
                   if self.method == "POST" else get_json(self.url, request, headers=headers,
@@ -177,6 +178,12 @@ class HttpRetriever:
         if self.password_env:
             out["password_env"] = self.password_env
         return out
+
+
+def redirect_notes(retrievers: Iterable[object]) -> list[str]:
+    """Each redirect the HTTP retrievers among ``retrievers`` followed (``redirects: same-host``):
+    the answers came from another URL than the pipeline names, and a report says so."""
+    return [note for r in retrievers if isinstance(r, HttpRetriever) for note in r.notes()]
 
 
 def _keys(value: Any) -> str:

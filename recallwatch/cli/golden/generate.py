@@ -58,7 +58,7 @@ def generate(
     if not made.queries:
         raise JudgeError(f"no usable reply from model {model!r} at {llm} for any of the "
                          f"{len(picked)} chunks (a JSON object {{\"questions\": [...]}} was "
-                         f"asked for): nothing written; {'; '.join(made.skipped())}")
+                         "asked for): " + "; ".join(["nothing written", *made.skipped()]))
     write_atomic(out, golden_yaml(made, name or out.stem, len(picked), seed))
     lines = [f"wrote {out}: {len(made.queries)} candidate questions from {len(picked)} sampled "
              f"chunks of {corpus}, each marked `source: generated`", *made.skipped()]
