@@ -45,7 +45,8 @@ if TYPE_CHECKING:
     import httpx
 
 __all__ = ["MAX_CONNECTIONS", "MAX_REDIRECTS", "REDIRECTS", "RETRY_STATUS", "Call", "Redirects",
-           "basic_auth", "check_url", "error_detail", "get_json", "post_json", "post_status"]
+           "basic_auth", "check_url", "error_detail", "get_json", "post_json", "post_status",
+           "warm_up"]
 
 RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 REDIRECT_STATUS = frozenset({301, 302, 303, 307, 308})
@@ -322,6 +323,12 @@ def error_detail(body: bytes) -> str:
 
 _LOCK = threading.Lock()
 _CLIENT: dict[int, httpx.Client] = {}  # by process id: a forked child makes its own
+
+
+def warm_up() -> None:
+    """Import httpx and make the client now: a caller that times its requests (the gate's
+    latency) calls this first, so that the first request is not charged for them."""
+    _client()
 
 
 def _client() -> httpx.Client:

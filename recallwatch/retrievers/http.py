@@ -41,6 +41,7 @@ from recallwatch._http import (
     check_url,
     get_json,
     post_json,
+    warm_up,
 )
 from recallwatch._redact import redact
 from recallwatch.errors import RetrieverError, UsageError
@@ -216,6 +217,7 @@ def open_http(spec: str, *, name: str, base_dir: Path, embedder: str | None,
         raise UsageError(f"retriever {name!r}: headers must be a mapping of texts")
     _check_credentials(spec, name, options, headers)
     numbers = _numbers(name, options)
+    warm_up()  # the gate times each search: none is charged for loading the HTTP client
     return HttpRetriever(
         spec, name, method, dict(template),
         str(options.get("hits", "hits")), str(options.get("id", "id")),
