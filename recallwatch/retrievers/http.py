@@ -43,7 +43,7 @@ from recallwatch._http import (
     post_json,
     warm_up,
 )
-from recallwatch._redact import redact
+from recallwatch._redact import redact, remember
 from recallwatch.errors import RetrieverError, UsageError
 from recallwatch.retrievers.base import Hit, check_hits
 
@@ -110,6 +110,7 @@ class HttpRetriever:
             if not secret:
                 raise UsageError(f"retriever {self.name!r}: the environment variable "
                                  f"{self.api_key_env} (api_key_env) is not set")
+            remember(secret)  # whatever its header is called, no message shows it
             headers[self.api_key_header] = (f"Bearer {secret}"
                                             if self.api_key_header == "Authorization" else secret)
         if self.password_env:
