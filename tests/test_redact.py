@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from recallwatch._http import post_json
+from recallwatch._http import Call, post_json
 from recallwatch._redact import has_secret, is_secret_name, redact, redact_all
 from recallwatch.bench.sweep import load_sweep
 from recallwatch.embedders.openai_http import OpenAIHTTPEmbedder
@@ -118,7 +118,7 @@ def test_a_key_echoed_by_an_endpoint_is_never_shown(echoing_endpoint: str,
     key = f"sk-echo-{KEY}-{os.getpid()}"
     with pytest.raises(JudgeError) as judged:
         post_json(echoing_endpoint, {}, headers={"Authorization": f"Bearer {key}"},
-                  error=JudgeError, what="a grade", max_retries=0)
+                  call=Call(JudgeError, "a grade", max_retries=0))
     assert "Incorrect API key provided: *** (also ***)" in str(judged.value)
     monkeypatch.setenv("ECHO_KEY", key + "-embedder")
     embedder = OpenAIHTTPEmbedder(echoing_endpoint, "m", api_key_env="ECHO_KEY", dimension=4,

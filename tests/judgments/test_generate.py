@@ -16,7 +16,12 @@ from recallwatch.acceptance.gate import run_gate
 from recallwatch.formats.corpus import read_corpus
 from recallwatch.formats.golden import load_golden, normalise_quote
 from recallwatch.formats.results import RankedList
-from recallwatch.judgments.generate import QUOTE_CHARS, anchor_quote, parse_questions
+from recallwatch.judgments.generate import (
+    MAX_QUESTION_CHARS,
+    QUOTE_CHARS,
+    anchor_quote,
+    parse_questions,
+)
 from tests.clirun import wide_cli as cli
 from tests.judgments.test_llm_judge import Reply, completion, server  # noqa: F401 (the fixture)
 
@@ -111,6 +116,43 @@ def test_bad_replies_are_counted_and_skipped_and_none_at_all_writes_nothing(
     code, _, err = cli("golden", "generate", str(CORPUS), "--llm", url, "--model", "m",
                        "--out", str(none), "--sample", "2")
     assert code == 2 and "no usable reply from model 'm'" in err and not none.exists()
+
+
+def test_a_question_longer_than_the_cap_is_left_out_and_its_chunk_named(
+        server: Server, tmp_path: Path) -> None:  # noqa: F811
+    """A hostile endpoint's 8 MB "question" never reaches the golden file; a question of exactly
+    the cap does."""
+    url, requests, replies = server
+    lengths = [8 * 1024 * 1024, MAX_QUESTION_CHARS, 30, MAX_QUESTION_CHARS + 1]
+
+    def sized(body: dict[str, Any]) -> tuple[int, Any]:
+        n = lengths[len(requests) - 1]
+        return 200, completion(json.dumps({"questions": ["x" * (n - 1) + "?"]}))
+
+    replies.append(sized)
+    out = tmp_path / "g.yaml"
+    code, stdout, err = cli("golden", "generate", str(CORPUS), "--llm", url, "--model", "m",
+                            "--out", str(out), "--sample", "4")
+    assert code == 0, err
+    picked = [r["body"]["messages"][1]["content"] for r in requests]
+    chunks = {c.text[:4000]: c.id for c in read_corpus(CORPUS)}
+    first, last = chunks[picked[0]], chunks[picked[3]]
+    assert stdout.splitlines()[1] == (
+        "left out 2 question(s) longer than 1,000 characters: chunk "
+        f"{first} (8,388,608 characters), chunk {last} (1,001 characters)")
+    golden = load_golden(out)
+    assert sorted(len(q.text) for q in golden.queries) == [30, MAX_QUESTION_CHARS]
+    text = out.read_text(encoding="utf-8")
+    assert len(text) < 10_000 and f"# left out 2 question(s) longer than 1,000 characters: " \
+        f"chunk {first} (8,388,608 characters)" in text
+    replies[0] = lambda body: (200, completion(json.dumps({"questions": ["y" * 5000]})))
+    none = tmp_path / "none.yaml"
+    code, _, err = cli("golden", "generate", str(CORPUS), "--llm", url, "--model", "m",
+                       "--out", str(none), "--sample", "1")
+    assert code == 2 and not none.exists()
+    assert err.startswith("Error: no usable reply from model 'm' at ") and err.endswith(
+        "nothing written; left out 1 question(s) longer than 1,000 characters: chunk "
+        f"{chunks[requests[-1]['body']['messages'][1]['content']]} (5,000 characters)\n")
 
 
 def test_an_unset_key_and_a_bad_url_are_usage_errors(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from recallwatch.cli._common import emit
-from recallwatch.cli._options import ApiKeyEnv, LLMModel, Seed
+from recallwatch.cli._options import ApiKeyEnv, LLMModel, LLMTimeout, Seed
 
 
 def generate(
@@ -33,6 +33,7 @@ def generate(
     seed: Seed = 0,
     name: Annotated[str | None, typer.Option(
         "--name", help="The golden set's name (default: the output file's name).")] = None,
+    timeout: LLMTimeout = 60.0,
 ) -> None:
     """Write candidate questions from sampled chunks with a language model (never the default:
     it runs only when asked, against the endpoint given).
@@ -40,8 +41,9 @@ def generate(
     Each question expects the chunk it was written from, as a content anchor {doc_id, quote}
     (the chunk's first sentence; the chunk id when it has no doc_id) so it survives a
     re-chunking, and is marked `source: generated`: the gate counts such queries in a warning,
-    and `recallwatch history groups --by source --golden FILE` reports them apart. Review every one
-    before the gate relies on it.
+    and `recallwatch history groups --by source --golden FILE` reports them apart. A question
+    longer than 1,000 characters is left out (the chunk is named). Review every one before the
+    gate relies on it.
     """
     from recallwatch._files import write_atomic
     from recallwatch.errors import JudgeError
@@ -49,19 +51,17 @@ def generate(
     from recallwatch.judgments.generate import generate_questions, golden_yaml, sample_chunks
     from recallwatch.judgments.llm_judge import ChatClient
 
-    client = ChatClient(llm, model, api_key_env=api_key_env, max_tokens=200 * per_chunk)
+    client = ChatClient(llm, model, api_key_env=api_key_env, max_tokens=200 * per_chunk,
+                        timeout=timeout)
     picked = sample_chunks(read_corpus(corpus).chunks, sample, seed)
     made = generate_questions(client, picked, per_chunk)
     if not made.queries:
         raise JudgeError(f"no usable reply from model {model!r} at {llm} for any of the "
                          f"{len(picked)} chunks (a JSON object {{\"questions\": [...]}} was "
-                         "asked for): nothing written")
+                         "asked for): " + "; ".join(["nothing written", *made.skipped()]))
     write_atomic(out, golden_yaml(made, name or out.stem, len(picked), seed))
     lines = [f"wrote {out}: {len(made.queries)} candidate questions from {len(picked)} sampled "
-             f"chunks of {corpus}, each marked `source: generated`"]
-    if made.bad_replies:
-        lines.append(f"no usable reply for {len(made.bad_replies)} chunk(s): "
-                     + ", ".join(made.bad_replies[:10]))
+             f"chunks of {corpus}, each marked `source: generated`", *made.skipped()]
     lines.append("review each question (keep, reword or delete it) before the gate relies on it")
     emit("\n".join(lines))
 

@@ -20,6 +20,7 @@ from recallwatch.cli._options import (
     HumanQrels,
     HumanQrelsOrNone,
     KappaWeights,
+    LLMTimeout,
     Power,
     TableJson,
     TableJsonFormat,
@@ -331,6 +332,7 @@ def judge(
     out: Path | None = typer.Option(None, "--out", help="Write the judge's labels as TREC "
                                     "qrels here (and OUT.provenance.json beside it)."),
     fmt: TableJsonFormat = TableJson.table,
+    timeout: LLMTimeout = 60.0,
 ) -> None:
     """Optional LLM judge (any OpenAI-compatible chat endpoint) grading (query, passage) pairs
     0-3: measured against human judgments first (weighted kappa), refused below --min-kappa."""
@@ -344,7 +346,7 @@ def judge(
         raise UsageError(f"--weights must be one of {', '.join(WEIGHTS)}, found {weights!r}")
     human = read_qrels_grades(qrels)
     todo = read_pairs(pairs)
-    grader = LLMJudge(base_url, model, api_key_env=api_key_env)
+    grader = LLMJudge(base_url, model, api_key_env=api_key_env, timeout=timeout)
     result = run_judge(grader, todo, human, min_kappa=min_kappa, max_bad_share=max_bad_share,
                        min_pairs=min_pairs, weights=weights)
     sidecar = None
