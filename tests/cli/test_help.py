@@ -239,3 +239,17 @@ def test_the_console_script_runs_each_command_as_the_whole_app_does() -> None:
             assert (alone.exit_code, alone.output) == (whole.exit_code, whole.output), path
     for args in (["--help"], ["--version"], ["gaet"], []):
         assert _app_for(args) is app
+
+
+def test_the_version_answers_without_importing_the_command_line() -> None:
+    from recallwatch import __version__
+
+    code = ("import sys\nsys.argv = ['recallwatch', '--version']\n"
+            "from recallwatch.__main__ import main\nmain()\n"
+            "print(sorted(m for m in ('typer', 'click', 'recallwatch.cli') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.splitlines() == [__version__, "[]"]
+    full = subprocess.run([sys.executable, "-m", "recallwatch", "-V"], capture_output=True,
+                          text=True, check=True)
+    assert full.stdout == f"{__version__}\n"
