@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -153,9 +153,10 @@ def _command_of(ctx: typer.Context) -> str:
     from recallwatch.cli._tree import OLD_NAMES
 
     names = []
-    while ctx.parent is not None:
-        names.append(ctx.info_name or "")
-        ctx = ctx.parent
+    at: Any = ctx
+    while at.parent is not None:
+        names.append(at.info_name or "")
+        at = at.parent
     if len(names) == 1 and names[0] in OLD_NAMES:
         return " ".join(OLD_NAMES[names[0]])
     return " ".join(reversed(names))
