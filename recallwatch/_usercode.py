@@ -121,7 +121,7 @@ class UserCode:
                 if not job.done.wait(self.timeout):
                     self._abandon()
                     raise self.error(
-                        f"{self.what} did not answer {during} within {self.timeout:g} s, its "
+                        f"{self.what} did not return {during} within {self.timeout:g} s, its "
                         "timeout; it was left running and nothing more was asked of it. "
                         f"{self.raise_timeout}".rstrip())
         if job.error is not None:
