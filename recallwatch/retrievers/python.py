@@ -11,6 +11,11 @@ ATTR names, in MODULE (imported from the working directory or the pipeline file'
 A document's chunk id is read from its metadata field ``id_field`` (default ``id``), its score
 from its own score or the metadata field ``score_field`` (default ``score``); a document without a
 score gets ``1 / rank``, so its list's order is kept. No framework is imported by recallwatch.
+
+Every call into the code (importing MODULE, building it from a factory, each query) goes through
+one user-code guard (:mod:`recallwatch._usercode`): what it prints goes to standard error,
+``sys.exit`` is an input error, not the end of the run, and a call may take ``timeout`` seconds
+(the option; :data:`DEFAULT_TIMEOUT` unless set). The same guard runs a ``python:`` reranker.
 """
 
 from __future__ import annotations
