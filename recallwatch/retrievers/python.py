@@ -70,8 +70,9 @@ def _import(module_name: str, spec: str, base_dir: Path, what: str) -> Any:
     try:
         return importlib.import_module(module_name)
     except ImportError as exc:
+        also = "" if base_dir.resolve() == Path.cwd().resolve() else f" or {base_dir}"
         raise UsageError(f"{what}: cannot import module {module_name!r} of {spec!r} from the "
-                         f"working directory {Path.cwd()} or {base_dir}: {exc}") from None
+                         f"working directory {Path.cwd()}{also}: {exc}") from None
 
 
 def user_code(what: str, returns: str, timeout: float, setting: str) -> UserCode:
