@@ -46,6 +46,7 @@ LAYERS: dict[str, int] = {
     "recallwatch._process": 0,
     "recallwatch._usercache": 0,
     "recallwatch._terminal": 0,
+    "recallwatch._usercode": 0,
     "recallwatch.formats": 1,
     "recallwatch.metrics": 2,
     "recallwatch.stats": 3,

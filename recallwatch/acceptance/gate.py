@@ -38,6 +38,8 @@ from recallwatch.errors import InputError, Interrupted, UsageError
 from recallwatch.formats.golden import SPLITS, GoldenQuery, GoldenSet
 from recallwatch.formats.policy import Policy
 from recallwatch.formats.results import RankedList
+from recallwatch.retrievers import is_retriever_spec
+from recallwatch.retrievers.pipeline import PipelineSpec, single_retriever
 from recallwatch.stores.base import Chunk, VectorStore
 
 __all__ = ["FanOut", "Gate", "Part", "gate_from_files", "gate_pipeline", "run_gate", "select_part"]
@@ -332,13 +334,16 @@ def gate_from_files(
 
     if sum(x is not None for x in (store, results, pipeline)) != 1:
         raise UsageError("give exactly one of --store URI or --results FILE (or --pipeline FILE)")
-    if (runs_out is not None or tune_weights) and pipeline is None:
+    # a retriever spec where a store URI is: the pipeline of that one retriever
+    piped = (Path(pipeline) if pipeline is not None else single_retriever(store)
+             if store is not None and is_retriever_spec(store) else None)
+    if (runs_out is not None or tune_weights) and piped is None:
         raise UsageError(f"{'--runs-out' if runs_out is not None else '--tune-weights'} works "
                          "on a pipeline: give it with --pipeline FILE")
     check_latency_sample(latency_sample)  # before any file is read
     golden_set, pol = load_golden(golden), load_policy(policy)
-    if pipeline is not None:
-        return gate_pipeline(golden_set, Path(pipeline), policy=pol, embedder=embedder,
+    if piped is not None:
+        return gate_pipeline(golden_set, piped, policy=pol, embedder=embedder,
                              corpus=corpus, run_date=run_date, then=then, part=part,
                              runs_out=None if runs_out is None else Path(runs_out),
                              tune_weights=tune_weights, judgments=judgments)
@@ -385,27 +390,30 @@ def _unreachable(scored: list[QueryResult], floor: float) -> list[str]:
     return out
 
 
-def gate_pipeline(golden: GoldenSet, path: Path, *, policy: Policy, embedder: str | None = None,
+def gate_pipeline(golden: GoldenSet, path: Path | PipelineSpec, *, policy: Policy,
+                  embedder: str | None = None,
                   corpus: str | Path | None = None, run_date: date | None = None,
                   then: Callable[[GateResult, VectorStore | None], GateResult] | None = None,
                   part: Part = "auto", runs_out: Path | None = None,
                   tune_weights: bool = False,
                   judgments: Mapping[tuple[str, str], int] | None = None) -> GateResult:
-    """The gate on the pipeline file ``path``: its final lists judged, its stages reported, its
-    run files written to ``runs_out``. ``then(result, store)`` runs while the retrievers are open
+    """The gate on the pipeline file ``path`` (or a pipeline read already, whose relative paths
+    are read from the working folder): its final lists judged, its stages reported, its run
+    files written to ``runs_out``. ``then(result, store)`` runs while the retrievers are open
     (``store``: the first store retriever's store, else None). With ``tune_weights`` the wsum
     weights are first chosen on the golden set's tune queries, and the test queries judged."""
     from recallwatch.acceptance.pipeline import PipelineSource, with_stages, write_runs
     from recallwatch.retrievers.pipeline import Pipeline, load_pipeline
     from recallwatch.retrievers.store import StoreRetriever
 
-    spec = load_pipeline(path)
+    spec = path if isinstance(path, PipelineSpec) else load_pipeline(path)
+    base_dir = Path.cwd() if isinstance(path, PipelineSpec) else path.resolve().parent
     chunks: dict[str, Chunk] = {}
     if corpus is not None:
         from recallwatch.formats.corpus import read_corpus
 
         chunks = {c.id: c for c in read_corpus(corpus)}
-    with Pipeline.from_spec(spec, base_dir=path.resolve().parent, embedder=embedder) as opened:
+    with Pipeline.from_spec(spec, base_dir=base_dir, embedder=embedder) as opened:
         tuned = None
         if tune_weights:
             from recallwatch.acceptance.pipeline import tune_on_split
@@ -415,7 +423,7 @@ def gate_pipeline(golden: GoldenSet, path: Path, *, policy: Policy, embedder: st
                                  f"gate judges the test queries; --part {part} would judge "
                                  "queries the weights were fitted to")
             tuned = tune_on_split(opened, golden, policy)
-        source = PipelineSource(opened, chunks, str(path))
+        source = PipelineSource(opened, chunks, spec.source)
         gated = Gate(golden, policy, run_date, part, judgments).run(source)
         result = with_stages(gated, source, tuned)
         if runs_out is not None:

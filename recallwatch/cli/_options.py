@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -105,8 +105,70 @@ HistoryOrNone = Annotated[str | None, _history]  # where recording is optional (
 NoHistory = Annotated[bool, typer.Option("--no-history",
                                          help="Do not record this in the run history.")]
 
-_store = typer.Option("--store", help="Vector store URI, e.g. lancedb://kb?table=chunks (also "
-                      "postgresql://, qdrant://, chroma://, milvus://, faiss://, hnswlib://).")
+# The commands whose --store may also name a retriever (searched as the pipeline of that one
+# retriever, as a pipeline file holding only it would be), and why each other command that takes
+# --store needs a vector store itself (a test checks that every such command is in one of them).
+RETRIEVER_STORES = ("gate", "label pool", "ops calibrate-noise")
+STORE_ONLY = {
+    "ingest": "writes chunks and their vectors into it",
+    "ops reindex": "rebuilds its index",
+    "ops rollback": "switches it back to an earlier version",
+    "ops promote": "switches its production version",
+    "ops calibrate-threshold": "stores the threshold in its metadata",
+    "ops monitor": "compares its answers with exact search over its vectors (for a retriever's "
+                   "latency and answered share alone, give a pipeline file with --pipeline)",
+    "history compare": "reads, from its versions, the chunks ingested since run A",
+    "history groups": "reads its chunks' fields (or give the corpus file with --corpus)",
+    "golden check": "resolves the labels against the chunks it holds (or give the corpus file "
+                    "with --corpus)",
+    "bench quantize": "reads its vectors",
+    "bench filtered": "writes its rows into it",
+    "bench streaming": "writes its rows into it",
+}
+
+
+def _store_for(ctx: typer.Context, value: str | None) -> str | None:
+    """--store as the command can use it: a retriever spec is refused, saying why, by a command
+    that needs what only a vector store has."""
+    if value is None:
+        return None
+    from recallwatch.retrievers import is_retriever_spec, scheme_of
+
+    command = _command_of(ctx)
+    if command in RETRIEVER_STORES or not is_retriever_spec(value):
+        return value
+    from recallwatch._redact import redact
+    from recallwatch.errors import UsageError
+
+    raise UsageError(
+        f"--store {redact(value)!r} is a retriever ({scheme_of(value)}:), not a vector store, and "
+        f"`recallwatch {command}` needs a vector store: it "
+        f"{STORE_ONLY.get(command, 'reads what only a vector store holds')}. A retriever is "
+        f"accepted by --store of {', '.join(RETRIEVER_STORES[:-1])} and {RETRIEVER_STORES[-1]}, "
+        "and in a pipeline file (--pipeline)")
+
+
+def _command_of(ctx: typer.Context) -> str:
+    """The command's name in the tree (``ops monitor``), also when it was typed by its old
+    top-level name (``monitor``)."""
+    from recallwatch.cli._tree import OLD_NAMES
+
+    names = []
+    at: Any = ctx
+    while at.parent is not None:
+        names.append(at.info_name or "")
+        at = at.parent
+    if len(names) == 1 and names[0] in OLD_NAMES:
+        return " ".join(OLD_NAMES[names[0]])
+    return " ".join(reversed(names))
+
+
+_store = typer.Option(
+    "--store", callback=_store_for,
+    help="Vector store URI, e.g. lancedb://kb?table=chunks (also postgresql://, qdrant://, "
+    "chroma://, milvus://, faiss://, hnswlib://). With gate, label pool and ops calibrate-noise, "
+    "also a retriever: bm25:CORPUS, python:MODULE:ATTR or http(s)://… (searched as a pipeline "
+    "file holding only it would be).")
 StoreURI = Annotated[str, _store]
 StoreURIOrNone = Annotated[str | None, _store]
 

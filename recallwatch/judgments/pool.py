@@ -18,9 +18,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from recallwatch._redact import redact
 from recallwatch.errors import InputError, UsageError
 from recallwatch.formats.judging import QueueItem
 from recallwatch.records import Chunk
+from recallwatch.retrievers import is_retriever_spec
+from recallwatch.retrievers.base import Hit, SupportsChunks
+from recallwatch.retrievers.pipeline import (
+    Pipeline,
+    PipelineRun,
+    PipelineSpec,
+    load_pipeline,
+    single_retriever,
+)
 
 __all__ = ["MAX_DEPTH", "Pool", "PoolQuery", "bm25_rankings", "build_pool", "load_pool_queries",
            "store_rankings"]
@@ -184,9 +194,10 @@ def pool_from_files(queries: str | os.PathLike[str], *, store: str | None = None
                     pipeline: str | os.PathLike[str] | None = None,
                     ) -> tuple[Pool, dict[str, Any]]:
     """The pool as ``recallwatch label pool`` builds it, and its provenance (inputs hashed,
-    settings): the store (``store``, searched with the embedder that built it), BM25 over the
-    ``bm25`` corpus, each results file, and each retriever of a ``pipeline`` file (and its fused
-    list), minus the ``judgments`` files' pairs."""
+    settings): the store (``store``, searched with the embedder that built it; a retriever spec
+    there is searched as the pipeline of that one retriever), BM25 over the ``bm25`` corpus, each
+    results file, and each retriever of a ``pipeline`` file (and its fused list), minus the
+    ``judgments`` files' pairs."""
     from recallwatch._hashing import canonical_hash
     from recallwatch.formats.judging import judged_pairs
 
@@ -210,21 +221,22 @@ def pool_from_files(queries: str | os.PathLike[str], *, store: str | None = None
         systems[name] = {q: r.ids for q, r in load_results(Path(path)).items()}
         sources[name] = {"results": str(path)}
     opened = None
-    piped = None
+    piped: list[Pipeline] = []
     try:
         if pipeline is not None:
-            from recallwatch.retrievers.pipeline import Pipeline, load_pipeline
-
             spec = load_pipeline(Path(pipeline))
-            piped = Pipeline.from_spec(spec, base_dir=Path(pipeline).resolve().parent,
-                                       embedder=embedder)
-            run = piped.search([q.text for q in qs], depth)
+            run = _searched(piped, spec, Path(pipeline).resolve().parent, qs, depth, embedder)
             lists = {**run.per_retriever, **({"fused": run.fused} if spec.fuse else {})}
             for name, per_query in lists.items():
                 label = _system_name(Path(name), [*systems, "store"])
-                systems[label] = {q.id: [c for c, _ in hits] for q, hits in zip(qs, per_query)}
+                systems[label] = _ids(qs, per_query)
                 sources[label] = {"pipeline": str(pipeline), "retriever": name}
-        if store is not None:
+        if store is not None and is_retriever_spec(store):
+            # a retriever where a store URI is: searched as the pipeline of that one retriever
+            run = _searched(piped, single_retriever(store), Path.cwd(), qs, depth, embedder)
+            systems = {"store": _ids(qs, run.final), **systems}
+            sources["store"] = {"retriever": redact(store)}
+        elif store is not None:
             from recallwatch.embedders import embedder_for_store
             from recallwatch.stores import open_store
 
@@ -238,20 +250,17 @@ def pool_from_files(queries: str | os.PathLike[str], *, store: str | None = None
             found = {i: corpus[i] for i in ids if i in corpus}
             if opened is not None:
                 found.update(opened.get([i for i in ids if i not in found]))
-            if piped is not None:
-                from recallwatch.retrievers.base import SupportsChunks
-
-                for r in piped.retrievers.values():
-                    if isinstance(r, SupportsChunks):
-                        found.update(r.chunks([i for i in ids if i not in found]))
+            for r in (r for p in piped for r in p.retrievers.values()):
+                if isinstance(r, SupportsChunks):
+                    found.update(r.chunks([i for i in ids if i not in found]))
             return found
 
         pool = build_pool(qs, systems, depth, judged=judged, chunks=lookup)
     finally:
         if opened is not None:
             opened.close()
-        if piped is not None:
-            piped.close()
+        for p in piped:
+            p.close()
     for name, ranking in systems.items():
         sources[name]["hash"] = canonical_hash({q: r[:depth] for q, r in ranking.items()})
     provenance = {
@@ -261,6 +270,18 @@ def pool_from_files(queries: str | os.PathLike[str], *, store: str | None = None
         "pool": pool.summary(),
     }
     return pool, provenance
+
+
+def _searched(opened: list[Pipeline], spec: PipelineSpec, base_dir: Path,
+              qs: Sequence[PoolQuery], depth: int, embedder: str | None) -> PipelineRun:
+    """The run of the pipeline ``spec`` over the queries, at ``depth``; the opened pipeline is
+    added to ``opened``, for the caller to close."""
+    opened.append(Pipeline.from_spec(spec, base_dir=base_dir, embedder=embedder))
+    return opened[-1].search([q.text for q in qs], depth)
+
+
+def _ids(qs: Sequence[PoolQuery], per_query: Sequence[Sequence[Hit]]) -> Rankings:
+    return {q.id: [c for c, _ in hits] for q, hits in zip(qs, per_query)}
 
 
 def write_pool(path: str | os.PathLike[str], pool: Pool, provenance: dict[str, Any]) -> Path:

@@ -22,8 +22,8 @@ from recallwatch._registry import Registry
 from recallwatch.errors import UsageError
 from recallwatch.retrievers.base import Hit, Retriever, SupportsChunks, check_hits
 
-__all__ = ["RETRIEVERS", "Hit", "Retriever", "SupportsChunks", "check_hits", "open_retriever",
-           "scheme_of"]
+__all__ = ["RETRIEVERS", "Hit", "Retriever", "SupportsChunks", "check_hits",
+           "is_retriever_spec", "open_retriever", "scheme_of"]
 
 # scheme -> "module:opener(spec, *, name, base_dir, embedder, options) -> Retriever"
 RETRIEVERS: Registry[object] = Registry("retriever scheme")
@@ -42,6 +42,12 @@ def scheme_of(spec: str) -> str:
     """The part of a spec before its first ``:`` (``bm25``, ``python``, ``lancedb``, …)."""
     head, sep, _ = spec.partition(":")
     return head.strip().lower() if sep else ""
+
+
+def is_retriever_spec(spec: str) -> bool:
+    """Whether ``spec`` names a retriever that is not a store (``bm25:``, ``python:``,
+    ``http(s)://``): given where a store URI is, it is searched as a one-retriever pipeline."""
+    return scheme_of(spec) in RETRIEVERS
 
 
 def open_retriever(spec: str, *, name: str | None = None, base_dir: Path | None = None,

@@ -26,11 +26,18 @@ Edge cases follow ranx: a denominator below 1e-9 becomes 1e-9 (one hit, or all s
 normalises to 0 under min-max); a query a list has no hits for contributes nothing; rrf reads
 only ranks (a normalisation other than borda leaves them as they are; borda is refused). Ties in the
 fused score keep the order in which the chunks were first met (lists in the order given, each in
-rank order).
+rank order). One departure: ranx's combmax counts a chunk a list did not return as scoring
+-1e9 there, so a chunk whose scores are all below -1e9 (``max`` normalisation of a list of
+negative scores divides by 1e-9) fuses to -1e9, tied with every other such chunk; here it fuses
+to its best score, whatever its value.
+
+Weights (wsum) are finite numbers >= 0, at least one above 0: a negative weight would turn a
+list's order upside down, and nan or inf make every fused score nan or inf.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -94,8 +101,11 @@ def check_method(method: str, norm: str | None) -> None:
                          "use borda with combsum, combmnz, combmax or wsum, or rrf without norm")
 
 
-def check_weights(weights: Mapping[str, float] | None, names: Sequence[str]) -> list[float]:
-    """Every run's weight, in ``names`` order; a missing or unknown name is a UsageError."""
+def check_weights(weights: Mapping[str, object] | None, names: Sequence[str]) -> list[float]:
+    """Every run's weight, in ``names`` order. Each is a finite number >= 0 and at least one is
+    above 0 (a negative weight turns a list upside down, and nan or inf make every fused score
+    nan or inf); a missing or unknown name, or a weight that is not one, is a UsageError naming
+    it and its value."""
     if not weights:
         raise UsageError(f"wsum needs weights: give one per retriever ({', '.join(names)})")
     unknown = [n for n in weights if n not in names]
@@ -105,7 +115,16 @@ def check_weights(weights: Mapping[str, float] | None, names: Sequence[str]) -> 
     missing = [n for n in names if n not in weights]
     if missing:
         raise UsageError(f"wsum needs a weight for every retriever; missing: {', '.join(missing)}")
-    return [float(weights[n]) for n in names]
+    for n in names:
+        w = weights[n]
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) \
+                or w < 0:
+            raise UsageError(f"the weight of {n!r} must be a finite number >= 0, found {w!r}")
+    out = [float(weights[n]) for n in names]  # type: ignore[arg-type]  # numbers, checked above
+    if not any(out):
+        raise UsageError(f"the weights are all 0 ({', '.join(names)}): give at least one "
+                         "retriever a weight above 0")
+    return out
 
 
 def normalize(lists: list[Scores], norm: str) -> list[Scores]:
@@ -172,7 +191,7 @@ def _fuse_one(lists: list[Scores], method: str, k: int, weights: list[float]) ->
     elif method == "combmax":
         for hits in lists:
             for c, s in hits.items():
-                fused[c] = max(fused.get(c, -1e9), s)
+                fused[c] = max(fused[c], s) if c in fused else s  # no floor: any value
     else:
         order = dict.fromkeys(c for hits in lists for c in hits)
         for c in order:

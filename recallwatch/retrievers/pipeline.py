@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from recallwatch._redact import redact
+from recallwatch._usercode import check_timeout
 from recallwatch.errors import InputError, RecallwatchError, RetrieverError, UsageError
 from recallwatch.formats.fields import check_keys, line_of, shown
 from recallwatch.formats.structured import LINE_KEY, without_lines
@@ -34,12 +36,13 @@ from recallwatch.retrievers.fusion import (
 )
 from recallwatch.retrievers.rerank import Reranker, rerank_lists
 
-__all__ = ["FuseSpec", "Pipeline", "PipelineRun", "PipelineSpec", "RerankSpec", "load_pipeline"]
+__all__ = ["FuseSpec", "Pipeline", "PipelineRun", "PipelineSpec", "RerankSpec", "load_pipeline",
+           "single_retriever"]
 
 MAX_DEPTH = 10_000
 _KEYS = {"retrievers", "depth", "fuse", "rerank", "top_k"}
 _FUSE_KEYS = {"method", "k", "norm", "weights"}
-_RERANK_KEYS = {"python", "cross_encoder", "depth", "corpus", "batch_size"}
+_RERANK_KEYS = {"python", "cross_encoder", "depth", "corpus", "batch_size", "timeout"}
 
 
 @dataclass(frozen=True)
@@ -60,12 +63,17 @@ class RerankSpec:
     depth: int | None = None  # how many first-stage candidates are re-scored (default: all)
     corpus: Path | None = None  # chunk texts, when no retriever can give them
     batch_size: int = 32
+    timeout: float | None = None  # seconds per call of a python reranker (None: the default)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"python": self.python,
-                "cross_encoder": None if self.cross_encoder is None else str(self.cross_encoder),
-                "depth": self.depth, "corpus": None if self.corpus is None else str(self.corpus),
-                "batch_size": self.batch_size}
+        out: dict[str, Any] = {
+            "python": self.python,
+            "cross_encoder": None if self.cross_encoder is None else str(self.cross_encoder),
+            "depth": self.depth, "corpus": None if self.corpus is None else str(self.corpus),
+            "batch_size": self.batch_size}
+        if self.timeout is not None:  # only when set: a configuration's hash stays as it was
+            out["timeout"] = self.timeout
+        return out
 
 
 @dataclass(frozen=True)
@@ -121,6 +129,16 @@ def load_pipeline(path: Path) -> PipelineSpec:
                                      base_dir=p.resolve().parent)
 
 
+def single_retriever(spec: str) -> PipelineSpec:
+    """A retriever spec given where a store URI is (``--store python:my_search:search``): the
+    pipeline of that one retriever, named after its kind (``python``, ``bm25``, ``http``), as a
+    pipeline file holding only it would be; relative paths are read from the working folder."""
+    from recallwatch.retrievers import scheme_of
+
+    return PipelineSpec.from_mapping({"retrievers": {scheme_of(spec): spec}}, source=redact(spec),
+                                     base_dir=Path.cwd())
+
+
 def _whole(value: Any, source: str, line: int | None, name: str, lo: int, hi: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
         raise InputError(source=source, line=line, field=name,
@@ -156,6 +174,9 @@ def _retrievers(raw: Any, source: str, line: int | None
                              expected="a retriever spec (a store URI, bm25:CORPUS, "
                              "python:MODULE:ATTR, http(s)://…) or {spec: …, options}",
                              found=shown(spec))
+        if "timeout" in options.get(str(name), {}):
+            check_timeout(options[str(name)]["timeout"], field=f"retrievers.{name}.timeout",
+                          source=source, line=at)
         specs[str(name)] = spec
     return specs, options
 
@@ -184,18 +205,14 @@ def _fuse(raw: Any, names: list[str], source: str, line: int | None) -> FuseSpec
             w = raw.get("weights")
             if w is not None and not isinstance(w, Mapping):
                 raise UsageError("weights must be a mapping {retriever name: number}")
-            weights = {str(n): v for n, v in (w or {}).items() if n != LINE_KEY}
-            bad = [n for n, v in weights.items()
-                   if isinstance(v, bool) or not isinstance(v, (int, float))]
-            if bad:
-                raise UsageError(f"the weight of {bad[0]!r} must be a number, found "
-                                 f"{weights[bad[0]]!r}")
+            given = {str(n): v for n, v in (w or {}).items() if n != LINE_KEY}
             if method != "wsum":
                 raise UsageError(f"weights apply to wsum only, not to {method}")
-            check_weights(weights, names)
-            weights = {n: float(v) for n, v in weights.items()}
+            weights = dict(zip(names, check_weights(given, names)))
     except UsageError as exc:
-        raise InputError(str(exc), source=source, line=at, field="fuse") from None
+        field = "fuse.weights" if raw.get("weights") is not None else "fuse"
+        raise InputError(str(exc), source=source, line=line_of(raw.get("weights")) or at,
+                         field=field) from None
     k = _whole(raw.get("k", 60), source, at, "fuse.k", 0, 1_000_000)
     return FuseSpec(method, k, norm, weights)
 
@@ -221,12 +238,20 @@ def _rerank(raw: Any, source: str, base_dir: Path, depth: int) -> RerankSpec | N
     rdepth = raw.get("depth")
     if rdepth is not None:
         rdepth = _whole(rdepth, source, at, "rerank.depth", 1, depth)
+    timeout = raw.get("timeout")
+    if timeout is not None:
+        if py is None:
+            raise InputError(source=source, line=at, field="rerank.timeout",
+                             expected="no timeout for a cross_encoder (it bounds the calls "
+                             "into a python: reranker's code)", found=timeout)
+        timeout = check_timeout(timeout, field="rerank.timeout", source=source, line=at)
     corpus = raw.get("corpus")
     return RerankSpec(
         python=None if py is None else (py if py.startswith("python:") else f"python:{py}"),
         cross_encoder=None if ce is None else base_dir / ce,
         depth=rdepth, corpus=None if corpus is None else base_dir / corpus,
-        batch_size=_whole(raw.get("batch_size", 32), source, at, "rerank.batch_size", 1, 4096))
+        batch_size=_whole(raw.get("batch_size", 32), source, at, "rerank.batch_size", 1, 4096),
+        timeout=timeout)
 
 
 @dataclass
@@ -327,6 +352,7 @@ class Pipeline:
     def close(self) -> None:
         for r in self.retrievers.values():
             _close(r)
+        _close(self.reranker)
 
     def __enter__(self) -> Pipeline:
         return self
@@ -349,12 +375,16 @@ def _open_reranker(spec: RerankSpec | None, base_dir: Path) -> Reranker | None:
         from recallwatch.retrievers.rerank import CrossEncoderReranker
 
         return CrossEncoderReranker(spec.cross_encoder, spec.batch_size)
-    from recallwatch.retrievers.python import load_attribute
+    from recallwatch.retrievers.python import DEFAULT_TIMEOUT, load_attribute, user_code
     from recallwatch.retrievers.rerank import CallableReranker
 
     assert spec.python is not None
-    fn = load_attribute(spec.python, base_dir=base_dir, what="rerank")
+    guard = user_code(f"reranker {spec.python}", "its scores",
+                      DEFAULT_TIMEOUT if spec.timeout is None else spec.timeout,
+                      f"rerank: {{python: {spec.python.removeprefix('python:')}, "
+                      "timeout: SECONDS}")
+    fn = load_attribute(spec.python, base_dir=base_dir, what="rerank", guard=guard)
     if not callable(fn):
         raise UsageError(f"rerank: {spec.python} is a {type(fn).__name__}, not a function "
                          "f(query, [(id, text), …]) -> [score, …]")
-    return CallableReranker(fn, spec.python)
+    return CallableReranker(fn, spec.python, guard=guard)

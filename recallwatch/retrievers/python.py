@@ -11,6 +11,11 @@ ATTR names, in MODULE (imported from the working directory or the pipeline file'
 A document's chunk id is read from its metadata field ``id_field`` (default ``id``), its score
 from its own score or the metadata field ``score_field`` (default ``score``); a document without a
 score gets ``1 / rank``, so its list's order is kept. No framework is imported by recallwatch.
+
+Every call into the code (importing MODULE, building it from a factory, each query) goes through
+one user-code guard (:mod:`recallwatch._usercode`): what it prints goes to standard error,
+``sys.exit`` is an input error, not the end of the run, and a call may take ``timeout`` seconds
+(the option; :data:`DEFAULT_TIMEOUT` unless set). The same guard runs a ``python:`` reranker.
 """
 
 from __future__ import annotations
@@ -23,17 +28,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from recallwatch._usercode import UserCode, check_timeout
 from recallwatch.errors import RetrieverError, UsageError
-from recallwatch.retrievers.base import Hit, check_hits
+from recallwatch.retrievers.base import Hit, _q, check_hits
 
-__all__ = ["PythonRetriever", "load_attribute", "open_python"]
+__all__ = ["DEFAULT_TIMEOUT", "PythonRetriever", "load_attribute", "open_python", "user_code"]
 
-_OPTIONS = {"id_field", "score_field"}
+_OPTIONS = {"id_field", "score_field", "timeout"}
+DEFAULT_TIMEOUT = 60.0  # seconds a call into the user's code may take (import, build, a query)
 
 
-def load_attribute(spec: str, *, base_dir: Path, what: str) -> Any:
-    """The object ``python:MODULE:ATTR`` names; MODULE is imported from the working directory,
-    then ``base_dir``. A missing module or attribute is a UsageError naming both."""
+def load_attribute(spec: str, *, base_dir: Path, what: str, guard: UserCode) -> Any:
+    """The object ``python:MODULE:ATTR`` names; MODULE is imported (through ``guard``) from the
+    working directory, then ``base_dir``. A missing module or attribute is a UsageError naming
+    both."""
     _, _, rest = spec.partition(":")
     module_name, sep, attr = rest.rpartition(":")
     if not sep or not module_name or not attr:
@@ -42,13 +50,8 @@ def load_attribute(spec: str, *, base_dir: Path, what: str) -> Any:
     added = [d for d in (str(Path.cwd()), str(base_dir)) if d not in sys.path]
     sys.path[:0] = added
     try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise UsageError(f"{what}: cannot import module {module_name!r} of {spec!r} from the "
-                         f"working directory {Path.cwd()} or {base_dir}: {exc}") from None
-    except Exception as exc:  # the user's module failed while importing
-        raise RetrieverError(f"{what}: importing {module_name!r} raised "
-                             f"{type(exc).__name__}: {exc}") from None
+        module = guard.call(_import, module_name, spec, base_dir, what,
+                            during=f"while importing module {module_name!r}")
     finally:
         for d in added:
             if d in sys.path:
@@ -61,6 +64,23 @@ def load_attribute(spec: str, *, base_dir: Path, what: str) -> Any:
                              f"defines: {', '.join(public[:20]) or '<nothing public>'}")
         obj = getattr(obj, part)
     return obj
+
+
+def _import(module_name: str, spec: str, base_dir: Path, what: str) -> Any:
+    try:
+        return importlib.import_module(module_name)
+    except ImportError as exc:
+        also = "" if base_dir.resolve() == Path.cwd().resolve() else f" or {base_dir}"
+        raise UsageError(f"{what}: cannot import module {module_name!r} of {spec!r} from the "
+                         f"working directory {Path.cwd()}{also}: {exc}") from None
+
+
+def user_code(what: str, returns: str, timeout: float, setting: str) -> UserCode:
+    """The guard for a piece of the user's code (see :mod:`recallwatch._usercode`), whose
+    timeout ``setting`` (a pipeline file's key, as the message shows it) can be raised."""
+    return UserCode(what, returns, timeout,
+                    f"If it needs longer, raise its timeout (seconds; {DEFAULT_TIMEOUT:g} unless "
+                    f"set) in the pipeline file: {setting}")
 
 
 def _kind(obj: Any) -> str | None:
@@ -89,6 +109,7 @@ class PythonRetriever:
     name: str = "python"
     id_field: str = "id"
     score_field: str = "score"
+    guard: UserCode | None = None  # None: a guard with the default timeout
     kind: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -99,29 +120,32 @@ class PythonRetriever:
                 "is none of: a function f(query, k), an object with invoke (LangChain), "
                 "retrieve (LlamaIndex) or run (Haystack), or a factory returning one")
         self.kind = kind
+        if self.guard is None:
+            self.guard = _guard(self.name, self.spec, DEFAULT_TIMEOUT)
 
     def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         return [self._one(q, k) for q in queries]
 
     def _one(self, query: str, k: int) -> list[Hit]:
+        assert self.guard is not None  # set in __post_init__
+        raw = self.guard.call(self._ask, query, k, during=f"on query {_q(query)}")
         where = f"retriever {self.name!r} ({self.spec})"
-        try:
-            if self.kind == "call":
-                raw: Any = self.target(query, k)
-            elif self.kind == "invoke":
-                raw = self.target.invoke(query)
-            elif self.kind == "retrieve":
-                raw = self.target.retrieve(query)
-            else:
-                raw = self.target.run(query=query, top_k=k)
-        except RetrieverError:
-            raise
-        except Exception as exc:
-            raise RetrieverError(f"{where} raised {type(exc).__name__} on query {query[:60]!r}: "
-                                 f"{exc}") from None
         if self.kind != "call":
             raw = self._documents(raw, where, query)
         return check_hits(raw, where=where, query=query, k=k)
+
+    def _ask(self, query: str, k: int) -> Any:
+        if self.kind == "call":
+            return self.target(query, k)
+        if self.kind == "invoke":
+            return self.target.invoke(query)
+        if self.kind == "retrieve":
+            return self.target.retrieve(query)
+        return self.target.run(query=query, top_k=k)
+
+    def close(self) -> None:
+        if self.guard is not None:
+            self.guard.close()
 
     def _documents(self, raw: Any, where: str, query: str) -> list[tuple[Any, Any]]:
         if self.kind == "run":
@@ -161,13 +185,17 @@ def open_python(spec: str, *, name: str, base_dir: Path, embedder: str | None,
     if unknown:
         raise UsageError(f"retriever {name!r}: unknown option(s) {', '.join(unknown)}; "
                          f"valid: {', '.join(sorted(_OPTIONS))}")
-    what = f"retriever {name!r}"
-    target = load_attribute(spec, base_dir=base_dir, what=what)
+    timeout = (DEFAULT_TIMEOUT if "timeout" not in options else
+               check_timeout(options["timeout"], field=f"retrievers.{name}.timeout"))
+    guard = _guard(name, spec, timeout)
+    target = load_attribute(spec, base_dir=base_dir, what=f"retriever {name!r}", guard=guard)
     if _kind(target) is None and callable(target) and _positional(target) == 0:
-        try:  # a factory (a class or a function without arguments)
-            target = target()
-        except Exception as exc:
-            raise RetrieverError(f"{what}: calling {spec} to build the retriever raised "
-                                 f"{type(exc).__name__}: {exc}") from None
+        # a factory (a class or a function without arguments)
+        target = guard.call(target, during=f"while building the retriever ({spec}())")
     return PythonRetriever(target, spec, name, str(options.get("id_field", "id")),
-                           str(options.get("score_field", "score")))
+                           str(options.get("score_field", "score")), guard)
+
+
+def _guard(name: str, spec: str, timeout: float) -> UserCode:
+    return user_code(f"retriever {name!r} ({spec})", "its results", timeout,
+                     f"retrievers: {{{name}: {{spec: {spec}, timeout: SECONDS}}}}")

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from recallwatch._usercode import UserCode
 from recallwatch.errors import NotInstalledError, RetrieverError, UsageError
 from recallwatch.retrievers.base import Hit
 
@@ -35,17 +36,23 @@ class CallableReranker:
     fn: Callable[[str, list[tuple[str, str]]], Any]
     spec: str
     name: str = "reranker"
+    guard: UserCode | None = None  # None: guarded without a timeout
+
+    def __post_init__(self) -> None:
+        if self.guard is None:
+            self.guard = UserCode(f"reranker {self.spec}", "its scores")
 
     def score(self, query: str, docs: Sequence[tuple[str, str]]) -> list[float]:
-        try:
-            raw = self.fn(query, list(docs))
-        except Exception as exc:
-            raise RetrieverError(f"reranker {self.spec} raised {type(exc).__name__} on query "
-                                 f"{query[:60]!r}: {exc}") from None
+        assert self.guard is not None  # set in __post_init__
+        raw = self.guard.call(self.fn, query, list(docs), during=f"on query {query[:60]!r}")
         return _scores(raw, len(docs), self.spec, query)
 
     def describe(self) -> dict[str, Any]:
         return {"kind": "python", "spec": self.spec}
+
+    def close(self) -> None:
+        if self.guard is not None:
+            self.guard.close()
 
 
 @dataclass

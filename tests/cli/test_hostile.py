@@ -1,6 +1,8 @@
 """Hostile values against the commands added in the second wave (plan, monitor, online, groups,
-golden, label, policies, PostgreSQL URIs, history copy, Ray addresses): every one is refused with
-exit 2 and one located ``Error:`` line, never an internal error or a traceback.
+golden, label, policies, PostgreSQL URIs, history copy, Ray addresses) and against pipelines and
+experiment plans (weights and timeouts that are not ones, user code that calls ``sys.exit``,
+retriever specs where a command needs a store): every one is refused with exit 2 and one located
+``Error:`` line, never an internal error, a traceback or the exit code the user's code asked for.
 
 In-process (tests/clirun.py) and small, so it runs in the default suite."""
 
@@ -77,7 +79,79 @@ def _store(f: Files) -> str:
     return f"lancedb://{f['store']}?table=t"
 
 
+def _module(f: Files, name: str, code: str) -> str:
+    """A retriever module ``name`` in the test folder (importable from the pipeline's folder)."""
+    _write(f, f"{name}.py", code)
+    return name
+
+
+def _pipeline(f: Files, name: str, text: str) -> str:
+    return _write(f, f"{name}.yaml", text)
+
+
+def _gate_pipeline(f: Files, name: str, text: str) -> list[str]:
+    return ["gate", str(f["golden"]), "--pipeline", _pipeline(f, name, text), "--no-history",
+            "--format", "json"]
+
+
+def _wsum(weight: str) -> str:
+    return f"retrievers: {{a: 'bm25:x.jsonl', b: 'bm25:y.jsonl'}}\nfuse: {{method: wsum, " \
+           f"weights: {{a: 1, b: {weight}}}}}\n"
+
+
+def _user(f: Files, name: str, *, at_import: str = "", in_search: str = "return []") -> str:
+    """``python:NAME:search``, a module that runs ``at_import`` and whose search runs
+    ``in_search``."""
+    _module(f, name, f"import sys\n{at_import}\n\ndef search(q, k):\n    {in_search}\n")
+    return f"python:{name}:search"
+
+
+def _gate_user(f: Files, name: str, **code: str) -> list[str]:
+    return _gate_pipeline(f, name, f"retrievers: {{a: '{_user(f, name, **code)}'}}\n")
+
+
+def _plan(f: Files, name: str, fuse: str) -> list[str]:
+    _write(f, "plan_corpus.jsonl", '{"id": "c1", "text": "Uno."}\n')
+    plan = _write(f, f"{name}.yaml", f"golden: {f['golden'].name}\ncorpus: plan_corpus.jsonl\n"
+                  f"base: {{name: b, retrieval: {{fuse: {fuse}}}}}\n")
+    return ["experiment", plan, "--out", str(f["dir"] / f"{name}-out")]
+
+
 CASES: dict[str, Callable[[Files], list[str]]] = {
+    # pipelines: weights that are not weights, timeouts that are not timeouts
+    "pipeline wsum weight -1": lambda f: _gate_pipeline(f, "w1", _wsum("-1")),
+    "pipeline wsum weight .nan": lambda f: _gate_pipeline(f, "w2", _wsum(".nan")),
+    "pipeline wsum weight .inf": lambda f: _gate_pipeline(f, "w3", _wsum(".inf")),
+    "pipeline wsum weight -1/2": lambda f: _gate_pipeline(f, "w4", _wsum("-1/2")),
+    "pipeline wsum weights all 0": lambda f: _gate_pipeline(
+        f, "w5", _wsum("0").replace("a: 1", "a: 0")),
+    "pipeline timeout .nan": lambda f: _gate_pipeline(
+        f, "t1", "retrievers: {a: {spec: 'python:m:f', timeout: .nan}}\n"),
+    "pipeline timeout 0": lambda f: _gate_pipeline(
+        f, "t2", "retrievers: {a: {spec: 'python:m:f', timeout: 0}}\n"),
+    "pipeline rerank timeout -1": lambda f: _gate_pipeline(
+        f, "t3", "retrievers: {a: 'bm25:x.jsonl'}\nrerank: {python: 'm:f', timeout: -1}\n"),
+    "plan wsum weight .nan": lambda f: _plan(
+        f, "plan_nan", "{method: wsum, weights: {dense: .nan, bm25: 1}}"),
+    "plan wsum weight -1": lambda f: _plan(
+        f, "plan_neg", "{method: wsum, weights: {dense: -1, bm25: 2}}"),
+    # user code that tries to choose the exit code
+    "python: sys.exit(0) in search": lambda f: _gate_user(f, "hostile_exit0",
+                                                          in_search="sys.exit(0)"),
+    "python: SystemExit(5) in search": lambda f: _gate_user(f, "hostile_exit5",
+                                                            in_search="raise SystemExit(5)"),
+    "python: sys.exit(0) at import": lambda f: _gate_user(f, "hostile_imp0",
+                                                          at_import="sys.exit(0)"),
+    "python: BaseException in search": lambda f: _gate_user(f, "hostile_base",
+                                                            in_search="raise GeneratorExit"),
+    "--store python: sys.exit(0)": lambda f: ["gate", str(f["golden"]), "--store", _user(
+        f, "hostile_store0", in_search="sys.exit(0)"), "--no-history", "--format", "json"],
+    "label pool --store python: sys.exit(0)": lambda f: [
+        "label", "pool", str(f["golden"]), "--out", str(f["dir"] / "pool.jsonl"), "--store",
+        _user(f, "hostile_pool0", in_search="sys.exit(0)")],
+    "ops reindex --store python:": lambda f: ["ops", "reindex", "--store", "python:m:f"],
+    "ingest --store bm25:": lambda f: ["ingest", str(f["results"]), "--store", "bm25:c.jsonl"],
+
     # plan
     "plan --vectors inf": lambda f: ["bench", "plan", "--vectors", "inf", "--dim", "8"],
     "plan --vectors 1e999": lambda f: ["bench", "plan", "--vectors", "1e999", "--dim", "8"],

@@ -54,6 +54,13 @@ variants:
      "plan.yaml:5: field 'fuse': unknown fusion method 'rff'"),
     ("base: {name: b}\nvariants:\n  - {name: v, retrieval: {fuse: {method: wsum}}}\n",
      "plan.yaml:5: field 'fuse': "),
+    *((f"base: {{name: b}}\nvariants:\n  - {{name: v, retrieval: {{fuse: {{method: wsum, "
+       f"weights: {{dense: {w}, bm25: 2}}}}}}}}\n",
+       "plan.yaml:5: field 'fuse.weights': the weight of 'dense' must be a finite number >= 0, "
+       f"found {found}") for w, found in (("-1", "-1"), (".nan", "nan"), (".inf", "inf"))),
+    ("base: {name: b, retrieval: {fuse: {method: wsum, weights: {dense: 0, bm25: 0}}}}\n",
+     "plan.yaml:3: field 'fuse.weights': the weights are all 0 (dense, bm25): give at least one "
+     "retriever a weight above 0"),
     ("base: {name: b}\nvariants:\n  - {name: v, chunkin: {method: size}}\n",
      "plan.yaml:5: record 'v': field 'chunkin': unknown key (did you mean 'chunking'?)"),
     ("base: {name: b}\nvariants:\n  - {name: v, corpus: nope.jsonl}\n",

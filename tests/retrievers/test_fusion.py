@@ -10,7 +10,7 @@ import pytest
 
 from recallwatch.errors import UsageError
 from recallwatch.retrievers.base import Hit
-from recallwatch.retrievers.fusion import METHODS, NORMS, fuse
+from recallwatch.retrievers.fusion import METHODS, NORMS, fuse, normalize
 
 RANX_METHOD = {"rrf": "rrf", "combsum": "sum", "combmnz": "mnz", "combmax": "max",
                "wsum": "wsum"}
@@ -94,6 +94,12 @@ def test_ties_keep_the_order_chunks_were_first_met() -> None:
      r"unknown retriever\(s\) 'c'.*retrievers: a, b"),
     ({"method": "rrf", "weights": {"a": 1.0, "b": 1.0}}, r"weights apply to wsum only"),
     ({"method": "rrf", "norm": "borda"}, r"rrf reads only ranks"),
+    *(({"method": "wsum", "weights": {"a": 1.0, "b": w}},
+       rf"^the weight of 'b' must be a finite number >= 0, found {shown}$")
+      for w, shown in ((-1.0, "-1.0"), (float("nan"), "nan"), (float("inf"), "inf"),
+                       ("2", "'2'"), (True, "True"))),
+    ({"method": "wsum", "weights": {"a": 0, "b": 0.0}},
+     r"^the weights are all 0 \(a, b\): give at least one retriever a weight above 0$"),
 ])
 def test_bad_settings_say_what_is_valid(kwargs: dict[str, object], message: str) -> None:
     runs: dict[str, list[list[Hit]]] = {"a": [[("x", 1.0)]], "b": [[("y", 1.0)]]}
@@ -104,3 +110,53 @@ def test_bad_settings_say_what_is_valid(kwargs: dict[str, object], message: str)
 def test_runs_of_different_query_counts_are_refused() -> None:
     with pytest.raises(UsageError, match="different numbers of queries"):
         fuse({"a": [[("x", 1.0)]], "b": []}, method="rrf")
+
+
+# Lists whose (normalised) scores are far below -1e9: ``max`` normalisation divides a list of
+# negative scores by its floor of 1e-9 (-3 becomes -3e9), and raw scores may be anything.
+LOW: dict[str, list[list[Hit]]] = {
+    "a": [[("z", -1.0), ("x", -3.0), ("y", -4.0)], [("p", 2.0), ("q", 1.0)]],
+    "b": [[("y", -2.0), ("w", -6.0)], [("p", -1.0), ("r", -3.0)]],
+}
+
+
+def _best_present(runs: dict[str, list[list[Hit]]], norm: str | None) -> list[dict[str, float]]:
+    """combmax by its definition: each chunk's best score over the lists that returned it."""
+    out = []
+    for q in range(len(runs["a"])):
+        lists = [dict(runs[n][q]) for n in runs]
+        if norm is not None:
+            lists = normalize(lists, norm)
+        out.append({c: max(hits[c] for hits in lists if c in hits)
+                    for c in dict.fromkeys(c for hits in lists for c in hits)})
+    return out
+
+
+@pytest.mark.parametrize("norm", [None, "max"])
+def test_combmax_is_the_best_score_whatever_its_value(norm: str | None) -> None:
+    fused = fuse(LOW, method="combmax", norm=norm)
+    assert [dict(hits) for hits in fused] == _best_present(LOW, norm)
+    if norm == "max":  # -1e9, -3e9 and -6e9 apart, not three chunks tied at a floor of -1e9
+        assert [c for c, _ in fused[0]] == ["z", "y", "x", "w"]
+        assert [s for _, s in fused[0]] == pytest.approx([-1e9, -2e9, -3e9, -6e9])
+
+
+@pytest.mark.slow  # numba compiles ranx's kernels on first use: minutes on a busy machine
+@pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::UserWarning",
+                            "ignore:.*unsafe cast from uint64 to int64")
+@pytest.mark.parametrize("norm", [None, "max"])
+def test_combmax_departs_from_ranx_only_below_its_floor(norm: str | None) -> None:
+    """ranx counts a chunk a list did not return as -1e9 there, so it floors such a chunk at
+    -1e9; everywhere else the two agree."""
+    ranx = pytest.importorskip("ranx")
+    runs = [ranx.Run.from_dict({f"q{q}": dict(hits) for q, hits in enumerate(lists)}, name=n)
+            for n, lists in LOW.items()]
+    theirs = ranx.fuse(runs, norm=norm, method="max").to_dict()
+    mine = fuse(LOW, method="combmax", norm=norm)
+    for q, hits in enumerate(mine):
+        everywhere = set.intersection(*(set(dict(LOW[n][q])) for n in LOW))
+        assert theirs[f"q{q}"] == pytest.approx(
+            {c: s if c in everywhere else max(s, -1e9) for c, s in hits}, rel=1e-12)
+    if norm == "max":
+        assert dict(mine[0])["x"] == pytest.approx(-3e9)
+        assert theirs["q0"]["x"] == pytest.approx(-1e9)  # ranx's floor

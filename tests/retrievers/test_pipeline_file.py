@@ -57,7 +57,27 @@ def test_rrf_has_no_normalisation_by_default_and_comb_methods_min_max(tmp_path: 
     ("retrievers: {a: 'bm25:c', b: 'bm25:d'}\nfuse: {method: wsum}\n",
      r"field 'fuse': wsum needs weights: give one per retriever \(a, b\)"),
     ("retrievers: {a: 'bm25:c', b: 'bm25:d'}\nfuse: {method: wsum, weights: {a: 1, c: 1}}\n",
-     r"field 'fuse': weights name unknown retriever\(s\) 'c'"),
+     r"field 'fuse.weights': weights name unknown retriever\(s\) 'c'"),
+    *((f"retrievers: {{a: 'bm25:c', b: 'bm25:d'}}\n"
+       f"fuse: {{method: wsum, weights: {{a: 1, b: {w}}}}}\n",
+       rf"pipeline.yaml:2: field 'fuse.weights': the weight of 'b' must be a finite number >= 0, "
+       rf"found {found}")
+      for w, found in (("-1", "-1"), ("-0.5", r"-0\.5"), (".nan", "nan"), (".inf", "inf"),
+                       ("-.inf", "-inf"), ("'-1/2'", "'-1/2'"), ("true", "True"),
+                       ("null", "None"))),
+    ("retrievers: {a: 'bm25:c', b: 'bm25:d'}\nfuse: {method: wsum, weights: {a: 0, b: 0.0}}\n",
+     r"pipeline.yaml:2: field 'fuse.weights': the weights are all 0 \(a, b\): give at least one "
+     r"retriever a weight above 0"),
+    *((f"retrievers: {{a: {{spec: 'python:m:f', timeout: {t}}}}}\n",
+       rf"pipeline.yaml:1: field 'retrievers.a.timeout': expected a number of seconds from "
+       rf"0.001 to 86400 \(a day\), found {found}")
+      for t, found in (("0", "0"), ("-1", "-1"), (".nan", "nan"), (".inf", "inf"),
+                       ("1.0e+300", r"1e\+300"), ("'10s'", "'10s'"), ("true", "True"))),
+    ("retrievers: {a: 'bm25:c'}\nrerank: {cross_encoder: ce, timeout: 5}\n",
+     r"field 'rerank.timeout': expected no timeout for a cross_encoder"),
+    ("retrievers: {a: 'bm25:c'}\nrerank: {python: 'm:f', timeout: -5}\n",
+     r"field 'rerank.timeout': expected a number of seconds from 0.001 to 86400 \(a day\), "
+     r"found -5"),
     ("retrievers: {a: 'bm25:c', b: 'bm25:d'}\nfuse: {method: wsum, weights: {a: 1}}\n",
      r"missing: b"),
     ("retrievers: {a: 'bm25:c', b: 'bm25:d'}\n",

@@ -1,0 +1,141 @@
+"""A retriever spec where a store URI is (SPEC §6): ``gate``, ``label pool`` and ``ops
+calibrate-noise`` take ``--store bm25:…``, ``--store python:…`` or ``--store http(s)://…`` and
+search it as the pipeline of that one retriever, with the same results; every other command that
+takes ``--store`` needs a vector store itself and refuses a retriever, saying why."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer.main
+
+from recallwatch.cli import _options, app
+from tests.clirun import cli
+from tests.retrievers.conftest import TEXTS
+
+KEYWORDS = f"""
+TEXTS = {TEXTS!r}
+
+
+def search(query, k):
+    words = set(query.lower().split())
+    scored = sorted(((len(words & set(t.lower().split())), cid) for cid, t in TEXTS.items()),
+                    key=lambda s: (-s[0], s[1]))
+    return [(cid, float(n)) for n, cid in scored[:k]]
+"""
+
+# what differs between two runs of one search: when it ran, how long it took, and what the
+# source was called (the pipeline file's path, or the spec given to --store)
+_RUN = ("run_id", "created_at", "timings")
+
+
+def comparable(report: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in report.items() if k not in _RUN}
+    out["cost"] = {k: v for k, v in out["cost"].items() if not k.startswith("search_")}
+    out["store"] = {k: v for k, v in out["store"].items() if k != "pipeline"}
+    return out
+
+
+@pytest.fixture
+def here(kb: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A working folder holding the golden set, the corpus and a retriever module; every path
+    given on the command line is relative to it."""
+    for name in ("golden.yaml", "corpus.jsonl"):
+        (tmp_path / name).write_bytes((kb / name).read_bytes())
+    (tmp_path / "keywords_mod.py").write_text(textwrap.dedent(KEYWORDS), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.mark.parametrize(("spec", "name"), [("python:keywords_mod:search", "python"),
+                                            ("bm25:corpus.jsonl", "bm25")])
+def test_gate_store_retriever_is_its_one_retriever_pipeline(here: Path, spec: str,
+                                                            name: str) -> None:
+    code, out, err = cli("gate", "golden.yaml", "--store", spec, "--no-history", "--format",
+                         "json")
+    assert code in (0, 1), err
+    (here / "one.yaml").write_text(f"retrievers:\n  {name}: '{spec}'\n", encoding="utf-8")
+    code_p, out_p, err_p = cli("gate", "golden.yaml", "--pipeline", "one.yaml", "--no-history",
+                               "--format", "json")
+    assert (code_p, err_p) == (code, err)
+    by_store, by_file = json.loads(out), json.loads(out_p)
+    assert comparable(by_store) == comparable(by_file)
+    assert (by_store["store"]["pipeline"], by_file["store"]["pipeline"]) == (spec, "one.yaml")
+    assert by_store["config_hash"] == by_file["config_hash"]
+
+
+def test_gate_store_retriever_writes_its_run_files(here: Path) -> None:
+    code, _, err = cli("gate", "golden.yaml", "--store", "bm25:corpus.jsonl", "--no-history",
+                       "--runs-out", "runs")
+    assert code in (0, 1), err
+    assert sorted(p.name for p in (here / "runs").iterdir()) == ["bm25.run", "fused.run"]
+
+
+def test_label_pool_store_retriever_pools_its_one_retriever_pipeline(here: Path) -> None:
+    code, out, err = cli("label", "pool", "golden.yaml", "--out", "a.jsonl", "--store",
+                         "python:keywords_mod:search", "--depth", "3", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["systems"] == ["store"]
+    (here / "one.yaml").write_text("retrievers:\n  mine: python:keywords_mod:search\n",
+                                   encoding="utf-8")
+    code, _, err = cli("label", "pool", "golden.yaml", "--out", "b.jsonl", "--pipeline",
+                       "one.yaml", "--depth", "3")
+    assert code == 0, err
+
+    def pairs(name: str) -> list[tuple[str, str]]:
+        return [(i["query_id"], i["id"]) for i in map(json.loads, (here / name).read_text(
+            encoding="utf-8").splitlines())]
+
+    assert pairs("a.jsonl") == pairs("b.jsonl") != []
+    provenance = json.loads((here / "a.jsonl.provenance.json").read_text(encoding="utf-8"))
+    assert provenance["systems"]["store"]["retriever"] == "python:keywords_mod:search"
+
+
+def test_calibrate_noise_store_retriever_reads_the_gate_run(here: Path) -> None:
+    code, out, err = cli("ops", "calibrate-noise", "golden.yaml", "--store",
+                         "bm25:corpus.jsonl", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["run_id"]
+
+
+@pytest.mark.parametrize(("args", "why"), [
+    (["ingest", "corpus.jsonl"], "writes chunks and their vectors into it"),
+    (["ops", "reindex"], "rebuilds its index"),
+    (["golden", "check", "golden.yaml"], "resolves the labels against the chunks it holds (or "
+                                         "give the corpus file with --corpus)"),
+    (["history", "groups", "latest", "--by-chunk", "domain"], "reads its chunks' fields (or give "
+                                                              "the corpus file with --corpus)"),
+    (["reindex"], "rebuilds its index"),  # an old top-level name: the command it now is
+])
+@pytest.mark.parametrize("spec", ["python:keywords_mod:search", "bm25:corpus.jsonl",
+                                  "https://user:secret@search.example/q"])
+def test_a_command_that_needs_a_store_refuses_a_retriever_saying_why(
+        here: Path, args: list[str], why: str, spec: str) -> None:
+    code, out, err = cli(*args, "--store", spec)
+    command = "ops reindex" if args == ["reindex"] else " ".join(
+        a for a in args[:2] if not a.endswith((".jsonl", ".yaml")))
+    shown = spec.replace("user:secret", "user:***")
+    assert (code, out) == (2, "")
+    assert err.splitlines()[-1] == (
+        f"Error: --store {shown!r} is a retriever ({spec.partition(':')[0]}:), not a vector "
+        f"store, and `recallwatch {command}` needs a vector store: it {why}. A retriever is "
+        "accepted by --store of gate, label pool and ops calibrate-noise, and in a pipeline "
+        "file (--pipeline)")
+
+
+def test_every_command_with_store_says_whether_it_takes_a_retriever() -> None:
+    takes: set[str] = set()
+
+    def walk(path: str, cmd: Any) -> None:
+        if any("--store" in p.opts for p in cmd.params):
+            takes.add(path)
+        for name, sub in getattr(cmd, "commands", {}).items():
+            walk(f"{path} {name}".strip(), sub)
+
+    walk("", typer.main.get_command(app))
+    assert takes == {*_options.RETRIEVER_STORES, *_options.STORE_ONLY}
+    assert not set(_options.RETRIEVER_STORES) & set(_options.STORE_ONLY)
