@@ -121,6 +121,8 @@ STORE_ONLY = {
     "history groups": "reads its chunks' fields (or give the corpus file with --corpus)",
     "golden check": "resolves the labels against the chunks it holds (or give the corpus file "
                     "with --corpus)",
+    "golden qrels": "resolves content anchors against the chunks it holds (or give the corpus "
+                    "file with --corpus)",
     "bench quantize": "reads its vectors",
     "bench filtered": "writes its rows into it",
     "bench streaming": "writes its rows into it",

@@ -119,8 +119,11 @@ def test_a_retriever_that_never_returns_stops_the_command_after_its_timeout(
          "pipeline.yaml", "--no-history", "--format", "json"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert (done.returncode, done.stdout) == (2, "")
+    # an error during a search names the pipeline file first, as every retriever error does
+    where = "pipeline pipeline.yaml: " if during.startswith("on query") else ""
     assert done.stderr == (
-        f"Error: retriever 'mine' (python:hangs:search) did not return {during} within 0.2 s, "
+        f"Error: {where}retriever 'mine' (python:hangs:search) did not return {during} within "
+        "0.2 s, "
         "its timeout; it was left running and nothing more was asked of it. If it needs "
         "longer, raise its timeout (seconds; 60 unless set) in the pipeline file: retrievers: "
         "{mine: {spec: python:hangs:search, timeout: SECONDS}}\n")
