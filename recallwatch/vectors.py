@@ -9,6 +9,14 @@ anything is 0.
 
 **One tie rule.** Higher score first; equal scores by id ascending, so an exact answer is
 reproducible whatever order the rows were stored in.
+
+**The measures' tie order.** A run file carries no order of its own: trec_eval and `recallwatch
+eval` rank its results by score, and exactly equal scores by id *descending* (byte order). A list
+ranked by the rule above, or by fusion (which keeps the order it met the chunks in), scored as it
+stands and then written to a run file and evaluated would give two values of RR, nDCG or AP.
+:func:`measured_tie_order` reorders each run of consecutive equal scores by id descending and
+nothing else; every list recallwatch orders itself goes through it before the gate cuts or scores
+it (the store's choice of *which* tied items fill its top k is left as it is).
 """
 
 from __future__ import annotations
@@ -18,7 +26,16 @@ from typing import TypeVar
 
 import numpy as np
 
-__all__ = ["cosine_pairs", "cosine_scores", "normalise", "top_k", "top_k_positions", "top_k_rows"]
+__all__ = [
+    "cosine_pairs",
+    "cosine_scores",
+    "measured_tie_order",
+    "normalise",
+    "ties_as_measured",
+    "top_k",
+    "top_k_positions",
+    "top_k_rows",
+]
 
 _Id = TypeVar("_Id", str, int)
 _BLOCK = 16384  # rows converted to float64 at a time
@@ -105,3 +122,36 @@ def top_k_rows(scores: np.ndarray, k: int, ids: np.ndarray | None = None) -> np.
     order = np.lexsort((keys, -s.astype(np.float64)), axis=1)
     out: np.ndarray = order[:, :max(0, k)]
     return out
+
+
+def measured_tie_order(ids: Sequence[str], scores: Sequence[float] | np.ndarray
+                       ) -> list[int] | None:
+    """The positions of a ranked list with each run of consecutive, exactly equal scores ordered
+    by id descending (the measures' order, see the module docstring), or None when the list is
+    already so (the common case, found without a Python loop). Results whose scores differ keep
+    their places, so a list whose scores rise somewhere keeps its order there."""
+    values = np.asarray(scores, dtype=np.float64).reshape(-1)
+    if len(ids) != len(values):
+        raise ValueError(f"measured_tie_order: {len(ids)} ids but {len(values)} scores")
+    tied = np.flatnonzero(values[1:] == values[:-1])  # i: result i ties with result i + 1
+    if tied.size == 0:
+        return None
+    order = list(range(len(ids)))
+    changed = False
+    start = int(tied[0])
+    for here, after in zip(tied.tolist(), [*tied[1:].tolist(), -1]):
+        if after == here + 1:
+            continue  # the run of ties goes on
+        run = list(range(start, here + 2))
+        largest_first = sorted(run, key=ids.__getitem__, reverse=True)
+        if largest_first != run:
+            order[start:here + 2] = largest_first
+            changed = True
+        start = after
+    return order if changed else None
+
+
+def ties_as_measured(hits: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
+    """(id, score) pairs in rank order, their exact ties ordered by :func:`measured_tie_order`."""
+    order = measured_tie_order([cid for cid, _ in hits], [score for _, score in hits])
+    return list(hits) if order is None else [hits[i] for i in order]

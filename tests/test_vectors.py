@@ -1,7 +1,10 @@
 """The package's one home for vector maths: unit rows, cosine scores and exact top-k, with one
-precision rule (float64 inside, float32 out) and one tie rule (score, then id ascending)."""
+precision rule (float64 inside, float32 out) and one tie rule (score, then id ascending), and the
+order the measures give exact ties (id descending) for lists recallwatch scores."""
 
 from __future__ import annotations
+
+import random
 
 import numpy as np
 import pytest
@@ -9,7 +12,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from recallwatch.vectors import cosine_pairs, cosine_scores, normalise, top_k, top_k_rows
+from recallwatch.metrics import Qrels, Run, evaluate
+from recallwatch.vectors import (
+    cosine_pairs,
+    cosine_scores,
+    measured_tie_order,
+    normalise,
+    ties_as_measured,
+    top_k,
+    top_k_rows,
+)
 
 
 def test_normalise_gives_unit_float32_rows_and_keeps_zero_rows_zero() -> None:
@@ -104,3 +116,40 @@ def test_cosine_pairs_is_the_diagonal_of_cosine_scores() -> None:
     np.testing.assert_array_equal(cosine_pairs(a, b), np.diag(cosine_scores(a, b)))
     with pytest.raises(ValueError, match="differ"):
         cosine_pairs(a, b[:3])
+
+
+def test_measured_tie_order_reorders_only_exact_ties_by_id_descending() -> None:
+    ids = ["a", "c", "b", "x", "d", "f", "e"]
+    scores = [0.9, 0.5, 0.5, 0.4, 0.3, 0.3, 0.3]
+    order = measured_tie_order(ids, scores)
+    assert order is not None and [ids[i] for i in order] == ["a", "c", "b", "x", "f", "e", "d"]
+    assert ties_as_measured(list(zip(ids, scores))) == [
+        ("a", 0.9), ("c", 0.5), ("b", 0.5), ("x", 0.4), ("f", 0.3), ("e", 0.3), ("d", 0.3)]
+    # already so, no ties, or too short: nothing to do
+    assert measured_tie_order(["b", "a"], [1.0, 1.0]) is None
+    assert measured_tie_order(["a", "b"], [2.0, 1.0]) is None
+    assert measured_tie_order([], []) is None and measured_tie_order(["a"], [1.0]) is None
+    # a list whose scores rise keeps its order where they differ; equal scores apart stay apart
+    assert measured_tie_order(["a", "b", "c"], [0.1, 0.5, 0.1]) is None
+    # byte order of UTF-8, as trec_eval's strcmp: "é" (C3 A9) after "z" (7A)
+    assert ties_as_measured([("z", 1.0), ("é", 1.0)]) == [("é", 1.0), ("z", 1.0)]
+    with pytest.raises(ValueError, match="2 ids but 1 scores"):
+        measured_tie_order(["a", "b"], [1.0])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 0.25, 0.5, 1.0]), min_size=1, max_size=30),
+       st.randoms(use_true_random=False))
+def test_a_sorted_list_in_measured_tie_order_is_the_order_eval_ranks(
+        values: list[float], rnd: random.Random) -> None:
+    """A list sorted by score, whatever order its ties came in, ends in the order `eval` gives
+    the same results: its reciprocal rank of each document is the one the measures compute."""
+    ids = [f"d{i:02d}" for i in range(len(values))]
+    rnd.shuffle(ids)
+    hits = sorted(zip(ids, values), key=lambda h: -h[1])  # ties in a random order
+    ranked = ties_as_measured(hits)
+    run = Run.from_dict({"q": dict(hits)})
+    for doc, _ in hits:
+        res = evaluate(Qrels.from_dict({"q": {doc: 1}}), run, ["RR"])
+        rank = next(i for i, (cid, _) in enumerate(ranked, 1) if cid == doc)
+        assert float(res.per_query[res.measures[0]][0]) == 1.0 / rank

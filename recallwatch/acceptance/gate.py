@@ -30,6 +30,7 @@ from recallwatch.acceptance.retrieve import (
     Source,
     StoreSource,
     check_latency_sample,
+    ties_note,
 )
 from recallwatch.acceptance.score import score_queries
 from recallwatch.acceptance.verdict import aggregate, decide
@@ -97,6 +98,7 @@ class Gate:
         chunks = source.chunks(expected_ids)
         scored = score_queries(queries, retrieved, chunks, self.policy, self.golden.top_k,
                                self.judgments)
+        tied = ties_note(queries, retrieved)
         del retrieved  # the deep lists: scored, they are the largest per-query data
         # one read of every chunk the run shows; whole only where fact recall reads the text or
         # the permission check reads the chunks' acl
@@ -151,6 +153,7 @@ class Gate:
             warnings.append(f"waivers name queries not in the golden set: "
                             f"{', '.join(unknown_waivers)}")
         warnings += _unreachable(scored, self.policy.recall_floor)
+        warnings += tied
         generated = sum(q.extra.get("source") == "generated" for q in queries)
         if generated:
             warnings.append(

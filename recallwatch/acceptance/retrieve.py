@@ -24,8 +24,9 @@ from recallwatch.formats.golden import GoldenQuery
 from recallwatch.formats.policy import SearchSettings
 from recallwatch.formats.results import RankedList
 from recallwatch.stores.base import Chunk, Hits, SupportsAclFilter, SupportsIndexSize, VectorStore
+from recallwatch.vectors import measured_tie_order
 
-__all__ = ["ResultsSource", "Retrieved", "Source", "StoreSource"]
+__all__ = ["ResultsSource", "Retrieved", "Source", "StoreSource", "ties_note"]
 
 
 @dataclass
@@ -33,6 +34,19 @@ class Retrieved:
     ids: list[str]  # rank order, as deep as the search went
     scores: np.ndarray  # float64, aligned with ids
     expected_scores: dict[str, float]  # every expected chunk the source can score
+
+    def ties_as_measured(self) -> Retrieved:
+        """This list with its exactly tied scores ordered as the measures (and `recallwatch
+        eval`) order them: by id, descending (see :mod:`recallwatch.vectors`)."""
+        order = measured_tie_order(self.ids, self.scores)
+        if order is None:
+            return self
+        return Retrieved([self.ids[i] for i in order], self.scores[order], self.expected_scores)
+
+    def ties_unlike_measured(self) -> bool:
+        """Whether two results with exactly equal scores stand in another order than the
+        measures' (then `eval` on a run file of this list ranks them otherwise)."""
+        return measured_tie_order(self.ids, self.scores) is not None
 
 
 @dataclass
@@ -109,6 +123,23 @@ class Source(Protocol):
     def index_bytes(self) -> int | None: ...
 
 
+def ties_note(queries: Sequence[GoldenQuery], retrieved: Sequence[Retrieved]) -> list[str]:
+    """A warning when lists whose order is the user's system's (a results file, one `python:`
+    or `http:` retriever) hold exact ties in another order than the measures': the gate scores
+    them as returned, `recallwatch eval` on a run file of them would not."""
+    unlike = [q.id for q, r in zip(queries, retrieved) if r.ties_unlike_measured()]
+    if not unlike:
+        return []
+    n = len(unlike)
+    listed = ", ".join(unlike[:5]) + (" …" if n > 5 else "")
+    return [f"{n} quer{'y' if n == 1 else 'ies'} ({listed}) list{'s' if n == 1 else ''} "
+            "results with exactly equal "
+            "scores in another order than `recallwatch eval` ranks them (by id, descending, as "
+            "trec_eval does): the gate scores the order your system returned, and a run file of "
+            "the same results would give other RR, nDCG and AP values; give tied results "
+            "distinct scores, in your order, to make both agree"]
+
+
 def _absent(expected: Sequence[str], ids: Sequence[str]) -> list[str]:
     found = set(ids)
     return [c for c in expected if c not in found]
@@ -175,7 +206,9 @@ class StoreSource:
             out.append(Retrieved(ids, scores, exp_scores))
         if self.settings.boost:
             out = [self._boost(r) for r in out]
-        return out
+        # the order among exact ties is the adapter's convention (smaller id first), not the
+        # engine's: scored as the measures order ties, so `eval` of the same list agrees
+        return [r.ties_as_measured() for r in out]
 
     def _time_latency(self, vectors: np.ndarray, depth: int, budget: float) -> None:
         """Latency as a user's query meets it: one search call per query, on a sample spread

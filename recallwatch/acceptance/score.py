@@ -1,7 +1,9 @@
 """Per-query scoring: the gate's recall, quality scale and noise rule, plus rank metrics.
 
 Rank metrics (precision@K, RR, nDCG@K) come from recallwatch.metrics, the same kernels as
-``recallwatch eval``, fed with the store's own rank order (no re-sorting).
+``recallwatch eval``, fed with the ranked list as the source returned it (no re-sorting here: a
+store's and a pipeline's exact ties already come ordered as the measures order them, id
+descending; a results file's order is the user's; see docs/gate.md, "One ranking").
 """
 
 from __future__ import annotations

@@ -28,7 +28,11 @@ Semantics are trec_eval's with `-c`, for every measure trec_eval shares:
 
 - **Ranking.** Documents are ranked by score descending, ties broken by document id descending
   (byte order, as trec_eval's `strcmp`). The rank column of a run file is ignored. A run built
-  with `Run.from_ranked` keeps the caller's order instead.
+  with `Run.from_ranked` keeps the caller's order instead. The gate follows the same rule: the
+  lists recallwatch orders (a store's, a fusion's, a reranker's) have their exact ties ordered
+  by id descending before they are scored, so the gate's MRR and `recallwatch eval` of the run
+  files it writes (`--runs-out`) are the same numbers; a results file is scored in the order it
+  gives, and the gate warns when its ties stand otherwise ([gate.md](gate.md), "One ranking").
 - **Relevance.** A judged document is relevant when its grade is >= `rel` (default 1). Judged
   documents with grade <= 0 and unjudged documents count as retrieved non-relevant. |rel| is the
   number of judged relevant documents of a query, retrieved or not.

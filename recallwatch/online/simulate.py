@@ -112,14 +112,17 @@ def examination_by_rank(k: int, eta: float = 1.0) -> Array:
 
 
 def simulate_clicks(grades: Array, rng: np.random.Generator, *, user: UserModel = "pbm",
-                    examination: Array | None = None, persistence: float = 0.9) -> Array:
+                    examination: Array | None = None, persistence: float = 0.9,
+                    attractiveness: Array | None = None) -> Array:
     """Clicks of simulated users on lists of true grades int[B, K] (-1 = empty slot): bool[B, K].
 
+    ``attractiveness``: P(click | looked at) by grade 0–3 (default :data:`ATTRACTIVENESS`).
     Vectorised over the B impressions (the cascade user loops over the K ranks)."""
     grades = np.asarray(grades)
     b, k = grades.shape
     valid = grades >= 0
-    attract = np.where(valid, ATTRACTIVENESS[np.clip(grades, 0, 3)], 0.0)
+    by_grade = _attractiveness(attractiveness)
+    attract = np.where(valid, by_grade[np.clip(grades, 0, 3)], 0.0)
     if user == "pbm":
         exam = examination_by_rank(k) if examination is None else np.asarray(examination)[:k]
         return rng.random((b, k)) < attract * exam
@@ -138,6 +141,16 @@ def simulate_clicks(grades: Array, rng: np.random.Generator, *, user: UserModel 
         satisfied = clicked & (draws[1, :, r] < satisfy[:, r])
         active = active & ~satisfied & (draws[2, :, r] < persistence)
     return clicks
+
+
+def _attractiveness(values: Array | None) -> Array:
+    if values is None:
+        return ATTRACTIVENESS
+    out = np.asarray(values, dtype=np.float64)
+    if out.shape != (4,) or not np.all((out >= 0.0) & (out <= 1.0)):
+        raise UsageError(f"attractiveness: expected four probabilities (grades 0, 1, 2, 3), "
+                         f"found {values!r}")
+    return out
 
 
 @dataclass(frozen=True)
@@ -163,9 +176,10 @@ def _shown(collection: Collection, queries: Array, k: int, noise: float,
 def simulate_batches(collection: Collection, n_impressions: int, *, k: int = 10,
                      user: UserModel = "pbm", noise: float = 1.0, seed: int = 0,
                      batch_size: int = 100_000, persistence: float = 0.9,
-                     ) -> Iterator[EncodedBatch]:
+                     attractiveness: Array | None = None) -> Iterator[EncodedBatch]:
     """``n_impressions`` simulated impressions (uniform over queries) as encoded batches: a
-    generator, so ten million impressions never exist in memory at once."""
+    generator, so ten million impressions never exist in memory at once. ``attractiveness``
+    replaces :data:`ATTRACTIVENESS` (P(click | looked at) by grade)."""
     if k > collection.docs_per_query:
         raise UsageError(f"k={k} exceeds the {collection.docs_per_query} documents per query")
     rng = np.random.default_rng(seed)
@@ -176,20 +190,22 @@ def simulate_batches(collection: Collection, n_impressions: int, *, k: int = 10,
         queries = rng.integers(0, collection.n_queries, b)
         shown = _shown(collection, queries, k, noise, rng)
         grades = np.take_along_axis(collection.grades[queries], shown, axis=1)
-        clicks = simulate_clicks(grades, rng, user=user, persistence=persistence)
+        clicks = simulate_clicks(grades, rng, user=user, persistence=persistence,
+                                 attractiveness=attractiveness)
         yield EncodedBatch(queries, queries[:, None] * d + shown, clicks)
         done += b
 
 
 def simulate_log(collection: Collection, n_impressions: int, *, k: int = 10,
                  user: UserModel = "pbm", noise: float = 1.0, seed: int = 0,
-                 start: datetime | None = None) -> Iterator[dict[str, Any]]:
+                 start: datetime | None = None, attractiveness: Array | None = None,
+                 ) -> Iterator[dict[str, Any]]:
     """The same impressions as :func:`simulate_batches`, as interaction-log records (dicts
     ready for one JSON line each), one impression per second from ``start``."""
     t0 = start or datetime(2025, 1, 1, tzinfo=UTC)
     i = 0
     for batch in simulate_batches(collection, n_impressions, k=k, user=user, noise=noise,
-                                  seed=seed, batch_size=10_000):
+                                  seed=seed, batch_size=10_000, attractiveness=attractiveness):
         d = collection.docs_per_query
         for q, docs, clicks in zip(batch.queries.tolist(), batch.docs.tolist(),
                                    batch.clicks.tolist()):

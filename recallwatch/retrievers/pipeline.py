@@ -35,6 +35,7 @@ from recallwatch.retrievers.fusion import (
     fuse,
 )
 from recallwatch.retrievers.rerank import Reranker, rerank_lists
+from recallwatch.vectors import ties_as_measured
 
 __all__ = ["FuseSpec", "Pipeline", "PipelineRun", "PipelineSpec", "RerankSpec", "load_pipeline",
            "single_retriever"]
@@ -288,7 +289,14 @@ class Pipeline:
         return cls(spec, opened, reranker, base_dir)
 
     def search(self, queries: Sequence[str], k: int) -> PipelineRun:
-        """Each retriever at ``depth``, fused, reranked, and cut to ``min(k, top_k)``."""
+        """Each retriever at ``depth``, fused, reranked, and cut to ``min(k, top_k)``.
+
+        Where the order among exactly tied scores is the pipeline's own (a store's or BM25's
+        list, a fusion, a reranking), ties are ordered as the measures order them (id
+        descending, :func:`recallwatch.vectors.measured_tie_order`) before any cut, so the run
+        files written from these lists evaluate to the gate's numbers (fusion and reranking
+        order them so themselves). One ``python:`` or ``http:`` retriever's list is the user's
+        system's order and is kept as it answered."""
         depth = self.spec.depth
         try:
             per = {name: [hits[:depth] for hits in r.search(list(queries), depth)]
@@ -305,6 +313,8 @@ class Pipeline:
         f = self.spec.fuse
         if f is None:
             fused = next(iter(per.values()))
+            if self._orders_ties():
+                fused = [ties_as_measured(hits) for hits in fused]
         else:
             fused = [hits[:depth] for hits in
                      fuse(per, method=f.method, norm=f.norm, k=f.k, weights=f.weights)]
@@ -316,6 +326,15 @@ class Pipeline:
             final = rerank_lists(self.reranker, queries, candidates, texts)
         keep = min(k, self.spec.top_k) if self.spec.top_k else k
         return PipelineRun(per, fused, [hits[:keep] for hits in final])
+
+    def _orders_ties(self) -> bool:
+        """Whether the one retriever's order among tied scores is recallwatch's (a store's or
+        BM25's), not the user's code's or service's."""
+        from recallwatch.retrievers.bm25 import BM25Retriever
+        from recallwatch.retrievers.store import StoreRetriever
+
+        return all(isinstance(r, (StoreRetriever, BM25Retriever))
+                   for r in self.retrievers.values())
 
     def texts(self, ids: Sequence[str]) -> dict[str, str]:
         """The text of every chunk id: from the rerank corpus, else any retriever holding chunks

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from recallwatch._usercode import UserCode
 from recallwatch.errors import NotInstalledError, RetrieverError, UsageError
 from recallwatch.retrievers.base import Hit
+from recallwatch.vectors import ties_as_measured
 
 __all__ = ["CallableReranker", "CrossEncoderReranker", "Reranker", "rerank_lists"]
 
@@ -103,11 +104,11 @@ def _scores(raw: Any, n: int, where: str, query: str) -> list[float]:
 
 def rerank_lists(reranker: Reranker, queries: Sequence[str], candidates: Sequence[list[Hit]],
                  texts: dict[str, str]) -> list[list[Hit]]:
-    """Each query's candidates re-scored by ``reranker`` and sorted (ties keep the first
-    stage's order). ``texts`` holds every candidate's text."""
+    """Each query's candidates re-scored by ``reranker`` and sorted, equal scores by id
+    descending (as the measures rank them). ``texts`` holds every candidate's text."""
     out = []
     for query, hits in zip(queries, candidates):
         scores = reranker.score(query, [(cid, texts[cid]) for cid, _ in hits])
-        ranked = sorted(zip((cid for cid, _ in hits), scores), key=lambda h: -h[1])
-        out.append(ranked)
+        out.append(ties_as_measured(sorted(zip((cid for cid, _ in hits), scores),
+                                           key=lambda h: -h[1])))
     return out

@@ -14,6 +14,8 @@ from recallwatch.errors import UsageError
 from recallwatch.judgments.click_models import ClickCounter, ClickCounts, fit, wilson_interval
 from recallwatch.judgments.click_models import _counts as counts_module
 from recallwatch.judgments.click_models import _tails as tails_module
+from recallwatch.judgments.click_models._fit import examination_interval
+from recallwatch.judgments.judgments import judgments_from_fit
 from recallwatch.online.simulate import (
     examination_by_rank,
     make_collection,
@@ -219,6 +221,84 @@ def test_intervals_hold_the_estimate_and_match_known_values() -> None:
         f = fit(c, model)
         assert np.all(f.ci_low <= f.relevance + 1e-9) and np.all(f.relevance <= f.ci_high + 1e-9)
         assert np.all((f.ci_low >= 0) & (f.ci_high <= 1))
+
+
+# P(click | looked at) by grade: the best results are clicked almost every time they are seen
+NEAR_ONE = np.array([0.1, 0.4, 0.75, 0.99])
+
+
+@functools.cache
+def _near_one() -> tuple[ClickCounts, np.ndarray]:
+    """PBM users (position bias 1/r) on 150 queries × 10 results, about 400 impressions per
+    query; every result is shown in every impression, at a rank that varies with the ranker's
+    noise, and grade-3 results are clicked in 99 % of their looks."""
+    col = make_collection(150, 10, seed=3, bias_scale=3.0)
+    counter = ClickCounter(tails=True)
+    for b in simulate_batches(col, 60_000, k=10, seed=5, attractiveness=NEAR_ONE):
+        counter.add_encoded(b.queries, b.docs, b.clicks)
+    c = counter.counts()
+    return c, col.grades[c.pair_query, c.pair_doc - c.pair_query * col.docs_per_query]
+
+
+def _fisher_equivalent(f: object, c: ClickCounts) -> np.ndarray:
+    """The count PBM used to report: the Fisher information of α as Bernoulli trials,
+    Σ n γ (1 − α) / (1 − α γ), which vanishes as α nears 1."""
+    gamma = np.asarray(f.position_bias["examination_by_rank"])[c.cell_rank - 1]  # type: ignore[attr-defined]
+    a = np.clip(f.relevance[c.cell_pair], 1e-12, 1 - 1e-12)  # type: ignore[attr-defined]
+    return np.bincount(c.cell_pair, weights=c.cell_n * gamma * (1 - a) / (1 - a * gamma),
+                       minlength=c.n_pairs)
+
+
+@pytest.mark.parametrize("model", ["pbm", "ubm"])
+def test_the_most_attractive_results_are_labelled(model: str) -> None:
+    c, true = _near_one()
+    f = fit(c, model)
+    best = true == 3
+    # the log is the hard case: by the Fisher count, some of the best pairs were hardly examined
+    assert np.count_nonzero(_fisher_equivalent(fit(c, "pbm"), c)[best] < 5) >= 10
+    # counted from the fitted examination probabilities, every pair was looked at dozens of times
+    gamma = np.asarray(fit(c, "pbm").position_bias["examination_by_rank"])
+    looks = np.bincount(c.cell_pair, weights=c.cell_n * gamma[c.cell_rank - 1],
+                        minlength=c.n_pairs)
+    if model == "pbm":
+        assert np.allclose(f.effective_n, looks)
+    assert f.effective_n.min() > 20
+    judged = judgments_from_fit(f)
+    assert judged.unlabelled == 0 and judged.too_sparse == []
+    assert len(judged.judgments) == c.n_pairs
+    # and the labels order the pairs better than raw click-through rate does
+    tau = float(kendalltau(f.relevance, true).statistic)
+    ctr = float(kendalltau(fit(c, "dctr").relevance, true).statistic)
+    assert tau > ctr + 0.03, (tau, ctr)
+    # the intervals stay honest at the boundary: they hold the true attractiveness as often as
+    # they claim, the best pairs' (0.99) included
+    held = (f.ci_low <= NEAR_ONE[true]) & (NEAR_ONE[true] <= f.ci_high)
+    assert held.mean() >= 0.93 and held[best].mean() >= 0.93
+    assert np.all(f.ci_high[best] - f.ci_low[best] < 0.5)
+
+
+def test_the_cascade_family_counts_examinations_without_the_flaw() -> None:
+    """DBN counts expected examinations (its E-step), CM and SDBN count looks outright: none of
+    them derives the count from an information that vanishes near 1."""
+    c, true = _near_one()
+    dbn = judgments_from_fit(fit(c, "dbn"))
+    assert dbn.too_sparse == [] and dbn.unlabelled == 0
+    sdbn = fit(c, "sdbn")
+    assert np.array_equal(sdbn.effective_n, c.sdbn_examined)
+    assert np.all(sdbn.effective_n[true == 3] >= 5)
+
+
+def test_examination_interval_is_wilsons_when_every_look_is_certain() -> None:
+    relevance = np.array([0.0, 0.3, 0.75, 1.0, 0.5])
+    n = np.array([10.0, 10.0, 40.0, 25.0, 0.0])
+    low, high = examination_interval(relevance, n, n, 0.95)
+    w_low, w_high = wilson_interval(relevance * n, n, 0.95)
+    assert np.allclose(low, w_low) and np.allclose(high, w_high)
+    # looked at with probability 0.2 each time: wider than Wilson's on the same expected looks
+    # (a non-click is weaker evidence), and not collapsed at 1
+    low2, high2 = examination_interval(relevance, n, 0.2 * n, 0.95)
+    assert np.all(low2[:4] <= low[:4] + 1e-12) and low2[3] < 1.0 and high2[3] == 1.0
+    assert (low2[-1], high2[-1]) == (0.0, 1.0)
 
 
 def test_unknown_model_and_bad_settings() -> None:

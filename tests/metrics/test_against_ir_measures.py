@@ -104,3 +104,32 @@ def test_untied_keeps_the_order_recallwatch_gives_ties() -> None:
     # on into the next query: c's three followers and r's first document (x, also 1.0)
     tied = _reference(qrels, run, ["RBP(p=0.5)"])[("RBP(p=0.5)", "q")]
     assert tied == pytest.approx(0.5 * (0.5 + 0.25 + 0.125 + 1) / 4)
+
+
+def test_graded_rbp_by_hand_with_grades_up_to_5_and_minus_1() -> None:
+    """Graded RBP on one ranking, computed by hand: the gain is the grade (ir_measures'
+    definition; Moffat & Zobel's relevance in [0, 1] is the grade over the largest grade), a
+    grade of 0 or -1 adds nothing, and the tie between a and b is ordered as every measure
+    orders it: by document id descending, so b (-1) takes rank 1 and a (5) rank 2."""
+    qrels = {"q": {"a": 5, "b": -1, "c": 0, "d": 3, "f": 1, "g": 4}}
+    run = {"q": {"a": 0.9, "b": 0.9, "c": 0.8, "d": 0.7, "e": 0.6, "f": 0.5}}
+    # ranks: b 1, a 2, c 3, d 4, e 5 (unjudged), f 6; g (grade 4) never retrieved
+    by_hand = 0.2 * (5 * 0.8 ** 1 + 3 * 0.8 ** 3 + 1 * 0.8 ** 5)
+    assert by_hand == pytest.approx(1.172736, abs=1e-12)
+    res = evaluate(Qrels.from_dict(qrels), Run.from_dict(run),
+                   ["RBP", "RBP@3", "RBP(rel=2)", "RBP(p=0.5)"])
+    values = {str(m): float(res.per_query[m][0]) for m in res.measures}
+    assert values == pytest.approx({
+        "RBP": 1.172736,
+        "RBP@3": 0.2 * 5 * 0.8,  # a alone within the top 3
+        "RBP(rel=2)": 0.2 * (0.8 + 0.8 ** 3),  # binary: a and d count 1 each
+        "RBP(p=0.5)": 0.5 * (5 * 0.5 + 3 * 0.5 ** 3 + 1 * 0.5 ** 5),
+    }, abs=1e-12)
+    # trectools (what ir_measures calls) implements the same definition: given the same ranking
+    # without the tie, it gives the same value
+    key = (str(ir_measures.parse_measure("RBP(p=0.8)")), "q")
+    assert _reference(qrels, untied(run), ["RBP(p=0.8)"])[key] == pytest.approx(by_hand, abs=1e-12)
+    # on the tied run it gives a and b the mean weight of ranks 1 and 2 instead (Moffat's
+    # rbp_eval does the same): 5 * 0.2 * (1 + 0.8) / 2 for a, hence the gap between the two
+    averaged = 0.2 * (5 * (1 + 0.8) / 2 + 3 * 0.8 ** 3 + 1 * 0.8 ** 5)
+    assert _reference(qrels, run, ["RBP(p=0.8)"])[key] == pytest.approx(averaged, abs=1e-12)

@@ -77,11 +77,24 @@ def test_rrf_is_the_sum_of_reciprocal_ranks() -> None:
     assert fused == pytest.approx({"x": 1 / 11, "y": 1 / 12, "z": 1 / 13 + 1 / 11, "w": 1 / 12})
 
 
-def test_ties_keep_the_order_chunks_were_first_met() -> None:
+def test_ties_are_ordered_by_id_descending_as_the_measures_rank_them() -> None:
     a: list[list[Hit]] = [[("x", 1.0), ("y", 1.0)]]
     b: list[list[Hit]] = [[("y", 1.0), ("x", 1.0)]]
-    assert [c for c, _ in fuse({"a": a, "b": b}, method="combsum")[0]] == ["x", "y"]
+    assert [c for c, _ in fuse({"a": a, "b": b}, method="combsum")[0]] == ["y", "x"]
     assert [c for c, _ in fuse({"b": b, "a": a}, method="combsum")[0]] == ["y", "x"]
+    # rrf: rank 1 in one list and 2 in the other, and the reverse, is an exact tie
+    c: list[list[Hit]] = [[("x", 0.9), ("y", 0.8), ("z", 0.1)]]
+    d: list[list[Hit]] = [[("y", 5.0), ("x", 4.0)]]
+    fused = fuse({"c": c, "d": d}, method="rrf", k=60)[0]
+    assert [cid for cid, _ in fused] == ["y", "x", "z"] and fused[0][1] == fused[1][1]
+
+
+def test_combmax_keeps_scores_below_minus_a_billion() -> None:
+    """zmuv, or raw scores without a norm, may be very negative: the best score wins whatever it
+    is (there used to be a floor at -1e9)."""
+    a: list[list[Hit]] = [[("x", -5e9), ("y", -7e9)]]
+    b: list[list[Hit]] = [[("y", -2e9)]]
+    assert fuse({"a": a, "b": b}, method="combmax") == [[("y", -2e9), ("x", -5e9)]]
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [

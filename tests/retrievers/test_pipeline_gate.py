@@ -4,6 +4,7 @@ gate judges, the stages are reported, the run files are the pipeline's own lists
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -45,7 +46,11 @@ def test_the_gate_judges_the_fused_lists_and_writes_every_run(kb: Path, tmp_path
         lists = {"dense": dense.search(texts, 6), "keyword": keyword.search(texts, 6)}
     finally:
         dense.close()  # type: ignore[attr-defined]
+    # rrf ties often (rank 1 in one list and 2 in the other, and the reverse): tied chunks come
+    # ordered as the measures rank them, id descending, so fused.run evaluates as it was judged
     fused = fuse(lists, method="rrf", k=60)
+    tied = [(a, b) for hits in fused for a, b in pairwise(hits) if a[1] == b[1]]
+    assert tied and all(a[0] > b[0] for a, b in tied)
     by_id = {q["id"]: q for q in result["queries"]}
     for (qid, _, expected), hits in zip(QUERIES, fused):
         q = by_id[qid]

@@ -14,6 +14,12 @@ Only the product α·γ is identified, so the first context (rank 1, no click ab
 γ = 1: the top result is always seen, and α is the click probability of an examined result.
 Every iteration is a handful of ``bincount`` calls over the cells; the log-likelihood
 ``Σ c log(αγ) + (n − c) log(1 − αγ)`` never decreases (a property of EM the tests check).
+
+How often a pair was looked at is counted from the fitted examination probabilities: ``Σ n γ``
+over the pair's cells, the expected number of examinations. (An earlier version turned the Fisher
+information of α into an equivalent number of Bernoulli trials, ``Σ n γ (1 − α) / (1 − α γ)``:
+that count vanishes as α nears 1, so the most attractive results, clicked in most of their looks,
+were reported as hardly examined and left unlabelled.)
 """
 
 from __future__ import annotations
@@ -35,7 +41,9 @@ _EPS = 1e-12
 class EMResult:
     alpha: Array  # float64[P]
     gamma: Array  # float64[E]
-    effective_n: Array  # float64[P]
+    # expected examinations of each pair, Σ n γ over its cells, and Σ n γ² (for the interval)
+    examinations: Array  # float64[P]
+    examinations_sq: Array  # float64[P]
     iterations: int
     converged: bool
     seconds: float
@@ -119,14 +127,12 @@ def fit_examination_model(
     run = squarem(step, loglik, theta, max_iter=max_iter, tol=tol, project=project)
     theta, trace, evaluations, converged = run.theta, run.trace, run.evaluations, run.converged
     alpha, gamma = theta[:n_pairs], theta[n_pairs:]
-    # Fisher information of α (γ taken as known) as an equivalent number of Bernoulli trials:
-    # I(α) α (1 − α) = Σ n γ (1 − α) / (1 − α γ); for DCTR (γ = 1) it is the impressions.
-    a = np.clip(alpha[pair], _EPS, 1.0 - _EPS)
-    g = gamma[context]
-    effective = np.bincount(pair, weights=n * g * (1.0 - a) / np.maximum(1.0 - a * g, _EPS),
-                            minlength=n_pairs)
-    return EMResult(alpha.copy(), gamma.copy(), effective, evaluations, converged,
-                    time.perf_counter() - start, trace)
+    # each impression of a cell counts as γ of an examination: expected looks, whatever α is
+    looks = n * gamma[context]
+    examinations = np.bincount(pair, weights=looks, minlength=n_pairs)
+    examinations_sq = np.bincount(pair, weights=looks * gamma[context], minlength=n_pairs)
+    return EMResult(alpha.copy(), gamma.copy(), examinations, examinations_sq, evaluations,
+                    converged, time.perf_counter() - start, trace)
 
 
 def _log_likelihood(p: Array, c: Array, miss: Array) -> float:

@@ -11,7 +11,7 @@ import numpy as np
 
 from recallwatch.judgments.click_models._counts import ClickCounts
 from recallwatch.judgments.click_models._em import fit_examination_model
-from recallwatch.judgments.click_models._fit import ClickModelFit, wilson_interval
+from recallwatch.judgments.click_models._fit import ClickModelFit, examination_interval
 
 __all__ = ["fit"]
 
@@ -26,11 +26,11 @@ def fit(counts: ClickCounts, *, level: float = 0.95, max_iter: int = 1000,
     c = np.bincount(inverse, weights=counts.cell_c)
     em = fit_examination_model(cells // r, cells % r, n, c, n_pairs=counts.n_pairs,
                                n_contexts=r, max_iter=max_iter, tol=tol, prior=prior)
-    low, high = wilson_interval(em.alpha * em.effective_n, em.effective_n, level)
+    low, high = examination_interval(em.alpha, em.examinations, em.examinations_sq, level)
     seen = np.bincount(cells % r, weights=n, minlength=r) > 0
     last = int(np.flatnonzero(seen)[-1]) + 1 if seen.any() else 0
     return ClickModelFit(
-        model="pbm", counts=counts, relevance=em.alpha, effective_n=em.effective_n,
+        model="pbm", counts=counts, relevance=em.alpha, effective_n=em.examinations,
         ci_low=low, ci_high=high, level=level, iterations=em.iterations,
         converged=em.converged, seconds=em.seconds,
         log_likelihood=em.log_likelihood_trace[-1], log_likelihood_trace=em.log_likelihood_trace,

@@ -12,7 +12,7 @@ import numpy as np
 
 from recallwatch.judgments.click_models._counts import ClickCounts
 from recallwatch.judgments.click_models._em import fit_examination_model
-from recallwatch.judgments.click_models._fit import ClickModelFit, wilson_interval
+from recallwatch.judgments.click_models._fit import ClickModelFit, examination_interval
 
 __all__ = ["fit"]
 
@@ -26,14 +26,14 @@ def fit(counts: ClickCounts, *, level: float = 0.95, max_iter: int = 1000,
     em = fit_examination_model(counts.cell_pair, slot, counts.cell_n, counts.cell_c,
                                n_pairs=counts.n_pairs, n_contexts=n_contexts,
                                max_iter=max_iter, tol=tol, prior=prior)
-    low, high = wilson_interval(em.alpha * em.effective_n, em.effective_n, level)
+    low, high = examination_interval(em.alpha, em.examinations, em.examinations_sq, level)
     seen = np.bincount(slot, weights=counts.cell_n, minlength=n_contexts) > 0
     table = [
         {"rank": int(rk), "previous_click": int(prev), "examination": round(float(em.gamma[s]), 6)}
         for s, rk, prev in _contexts(r) if seen[s]
     ]
     return ClickModelFit(
-        model="ubm", counts=counts, relevance=em.alpha, effective_n=em.effective_n,
+        model="ubm", counts=counts, relevance=em.alpha, effective_n=em.examinations,
         ci_low=low, ci_high=high, level=level, iterations=em.iterations,
         converged=em.converged, seconds=em.seconds,
         log_likelihood=em.log_likelihood_trace[-1], log_likelihood_trace=em.log_likelihood_trace,
