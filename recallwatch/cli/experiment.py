@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from recallwatch.cli._common import emit
+from recallwatch.cli._common import emit, emit_json
 from recallwatch.cli._options import (
     EngineChoice,
     EngineOption,
     HistoryOrNone,
     RayAddress,
     RayWorkers,
+    TableJson,
+    TableJsonFormat,
 )
 
 
@@ -24,6 +27,10 @@ def experiment(
     out: Annotated[Path, typer.Option(
         "--out", help="Directory for results.json, results.md, report.html and the cache of "
         "built variants.")],
+    force: Annotated[bool, typer.Option(
+        "--force", help="Replace the results of another plan's experiment in --out (a rerun "
+        "of the same plan file replaces its own without it).")] = False,
+    fmt: TableJsonFormat = TableJson.table,
     engine: EngineOption = EngineChoice.local,
     address: RayAddress = None,
     workers: RayWorkers = None,
@@ -51,25 +58,32 @@ def experiment(
     plan or input.
     """
     from recallwatch.experiment import load_plan, run_experiment, write_outputs
+    from recallwatch.experiment.folder import claim
+    from recallwatch.experiment.output import to_text
 
     loaded = load_plan(plan)
     if history is not None:  # a wrong location is said before the experiment runs, not after
         from recallwatch.history import History
 
         History(history).close()
-    result = run_experiment(loaded, out, engine=engine.value, address=address, workers=workers)
-    paths = write_outputs(result, out)
-    from recallwatch.experiment.output import to_text
-
-    emit(to_text(result))
+    # the folder is held from the first build to the last file written
+    with claim(out, loaded, replace=force) as folder:
+        result = run_experiment(loaded, folder, engine=engine.value, address=address,
+                                workers=workers, replace=force,
+                                progress=fmt is TableJson.table and sys.stderr.isatty())
+        paths = write_outputs(result, folder)
+    if fmt is TableJson.json:
+        emit_json(result.to_dict())
+    else:
+        emit(to_text(result))
     for path in paths:
-        typer.echo(f"wrote {path}", err=True)
+        typer.echo(f"wrote {out / path.name}", err=True)  # as the user named the folder
     if history is not None:
         from recallwatch.history import History, record_experiment
 
         with History(history) as h:
-            number = record_experiment(h, (out / "results.json").read_text(encoding="utf-8"),
-                                       out_dir=str(out.resolve()))
+            number = record_experiment(h, (folder / "results.json").read_text(encoding="utf-8"),
+                                       out_dir=str(folder.resolve()))
             typer.echo(f"recorded experiment {number} in {h.location}", err=True)
 
 
