@@ -56,11 +56,11 @@ def _usable(out: Path) -> Path:
     """DIR as an absolute path, created if missing; a file or a folder that cannot be made is a
     UsageError saying which."""
     folder = out.absolute()
-    if folder.exists() and not folder.is_dir():
-        raise UsageError(f"the experiment's output folder {folder} is a file, not a folder "
-                         "(give --out a folder: it is created when missing)")
     try:
         folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:  # a file is there (exist_ok covers a folder)
+        raise UsageError(f"the experiment's output folder {folder} is a file, not a folder "
+                         "(give --out a folder: it is created when missing)") from None
     except OSError as exc:
         where = "" if exc.filename in (None, str(folder)) else f" ({exc.filename})"
         raise UsageError(f"cannot create the experiment's output folder {folder}: "
