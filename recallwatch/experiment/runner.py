@@ -173,17 +173,17 @@ class _Work:
             build_index, [(self.plan, v, self.cache, by_corpus[self.keys[v.name][0]],
                            show_progress) for v in indexes],
             [f"index of {v.name} ({v.embedder})" for v in indexes]), strict=True))
-        first = {id(b): v.name for b, v in [*((by_corpus[self.keys[v.name][0]], v)
-                                              for v in corpora),
-                                             *((by_index[self.keys[v.name][1]], v)
-                                               for v in indexes)]}
+        builder: dict[tuple[str, str | None], str] = {
+            **{("corpus", self.keys[v.name][0]): v.name for v in corpora},
+            **{("index", self.keys[v.name][1]): v.name for v in indexes}}
         out = {}
         for v in self.plan.all():
             corpus_key, index_key = self.keys[v.name]
-            b = by_index[index_key] if index_key is not None else by_corpus[corpus_key]
-            mine = [kind for kind, made in (("corpus", by_corpus[corpus_key]),
-                                            ("index", b if index_key else None))
-                    if made is not None and kind in made.built and first[id(made)] == v.name]
+            corpus = by_corpus[corpus_key]
+            b = corpus if index_key is None else by_index[index_key]
+            mine = [kind for kind, key, made in (("corpus", corpus_key, corpus),
+                                                 ("index", index_key, b))
+                    if kind in made.built and builder.get((kind, key)) == v.name]
             out[v.name] = replace(b, built=tuple(mine))
         return out
 
