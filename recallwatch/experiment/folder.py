@@ -56,6 +56,11 @@ def _usable(out: Path) -> Path:
     """DIR as an absolute path, created if missing; a file or a folder that cannot be made is a
     UsageError saying which."""
     folder = out.absolute()
+    try:  # the path goes into store URIs, pipeline specs and results.json, all UTF-8
+        str(folder).encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(f"the experiment's output folder {str(folder)!r} has a name that is not "
+                         "UTF-8 text (give --out a folder named in UTF-8)") from None
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except FileExistsError:  # a file is there (exist_ok covers a folder)

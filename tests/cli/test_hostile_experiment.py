@@ -45,6 +45,9 @@ CASES: dict[str, Case] = {
         ["experiment", _plan(d), "--out", str(d / ("x" * 300))],
         f"Error: cannot create the experiment's output folder {d / ('x' * 300)}: "
         "File name too long"),
+    "--out not UTF-8": lambda d: (
+        ["experiment", _plan(d), "--out", str(d / "bad\udcffname")],
+        "Error: the experiment's output folder "),
     "--out/results.json is a folder": lambda d: (
         ["experiment", _plan(d), "--out", _out_with(d, "results.json", Path.mkdir)],
         f"Error: {d / 'out' / 'results.json'} is not a file: the experiment writes its "
