@@ -9,7 +9,8 @@ outputs, index files) goes through here:
   matplotlib, pyarrow, faiss);
 * :func:`atomic_dir` builds a set of files in a temporary directory and puts it in place whole;
 * :func:`file_lock` is the lock of a read-modify-write that other processes may do at once
-  (store metadata, a judgments file that two judges' pages write);
+  (store metadata, a judgments file that two judges' pages write), or, without waiting, of a
+  folder one process at a time may use (an experiment's output folder);
 * :func:`open_input`, :func:`capped_lines` and :func:`read_capped` are how every reader of a user
   file reads it: each line at most :func:`line_cap` bytes (16 MB), a file read whole at most
   :func:`file_cap` bytes (128 MB), both raised by an environment variable, so an endless input
@@ -37,8 +38,8 @@ from pathlib import Path
 from typing import IO
 
 __all__ = ["FILE_CAP_VARIABLE", "LINE_CAP_VARIABLE", "LineLimit", "atomic_dir", "atomic_path",
-           "capped_lines", "file_cap", "file_lock", "line_cap", "line_too_long", "open_input",
-           "read_capped", "read_lines_whole", "write_atomic"]
+           "capped_lines", "file_cap", "file_lock", "line_cap", "line_too_long", "lock_holder",
+           "open_input", "read_capped", "read_lines_whole", "write_atomic"]
 
 
 def _sibling(target: Path, kind: str) -> Path:
@@ -172,24 +173,24 @@ os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 @contextmanager
-def file_lock(path: Path) -> Iterator[None]:
+def file_lock(path: Path, *, wait: bool = True) -> Iterator[None]:
     """Hold an exclusive lock on ``path`` (created, with its directory, if missing): against
     other processes through ``flock``, against other threads of this process through a thread
     lock. Re-entrant within a thread, whichever object asks: a second ``flock`` on another
-    descriptor of the same file would wait for the first forever."""
+    descriptor of the same file would wait for the first forever.
+
+    The operating system releases the lock when its process ends, however it ends (a kill
+    included), so a lock left by a dead process never blocks. With ``wait=False`` a lock held
+    elsewhere raises :class:`BlockingIOError` at once instead of waiting, and the holder writes
+    its process id into the file for :func:`lock_holder` to read."""
     key = str(path.absolute())
     with _HELD_GUARD:
         held = _HELD.setdefault(key, _Held())
-    with held.lock:
+    if not held.lock.acquire(blocking=wait):
+        raise BlockingIOError(errno.EWOULDBLOCK, "held by another thread", str(path))
+    try:
         if held.depth == 0:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            handle = open(path, "a")  # noqa: SIM115 - held across the yield, closed below
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX)
-            except BaseException:
-                handle.close()
-                raise
-            held.handle = handle
+            held.handle = _flock(path, wait)
         held.depth += 1
         try:
             yield
@@ -199,6 +200,33 @@ def file_lock(path: Path) -> Iterator[None]:
                 fcntl.flock(held.handle, fcntl.LOCK_UN)
                 held.handle.close()
                 held.handle = None
+    finally:
+        held.lock.release()
+
+
+def _flock(path: Path, wait: bool) -> IO[str]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = open(path, "a")  # noqa: SIM115 - held by the caller, closed when released
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if not wait:  # who holds it, for the message of the one that does not wait
+            handle.truncate(0)
+            handle.write(f"{os.getpid()}\n")
+            handle.flush()
+    except BaseException:
+        handle.close()
+        raise
+    return handle
+
+
+def lock_holder(path: Path) -> int | None:
+    """The process id the holder of a ``file_lock(path, wait=False)`` wrote, when it can be
+    read."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() and len(text) < 12 else None
 
 
 # Reading user files within bounds: an endless input (/dev/zero, a pipe, a small gzip that

@@ -94,8 +94,10 @@ def test_the_guide_golden_set_is_the_example_file() -> None:
 
 def test_from_thirty_chunks_and_eight_questions_to_a_calibrated_accept(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "examples").symlink_to(ROOT / "examples", target_is_directory=True)
-    monkeypatch.chdir(tmp_path)
+    home = tmp_path / "my handbook"  # not the checkout, and a space in its name
+    home.mkdir()
+    (home / "examples").symlink_to(ROOT / "examples", target_is_directory=True)
+    monkeypatch.chdir(home)
     events = sorted([(s.line, "step", s) for s in STEPS] + [(n, "file", (name, text))
                                                              for n, name, text in FILES],
                     key=lambda e: e[0])
@@ -103,13 +105,13 @@ def test_from_thirty_chunks_and_eight_questions_to_a_calibrated_accept(
     for line, kind, item in events:
         if kind == "file":
             name, text = item  # type: ignore[misc]
-            (tmp_path / name).write_text(text, encoding="utf-8")
+            (home / name).write_text(text, encoding="utf-8")
             continue
         step: Step = item  # type: ignore[assignment]
         if step.key == JUDGING_PAGE:
-            _judge(tmp_path)
+            _judge(home)
             continue
-        code, output = _run(step, tmp_path)
+        code, output = _run(step, home)
         outputs.append(output)
         flat = " ".join(output.split())
         missing = [p for p in _promised(step) if " ".join(p.split()) not in flat]

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from recallwatch.cli._common import emit
+from recallwatch.cli._common import emit, emit_json
 from recallwatch.cli._options import (
     EngineChoice,
     EngineOption,
     HistoryOrNone,
     RayAddress,
     RayWorkers,
+    TableJson,
+    TableJsonFormat,
 )
 
 
@@ -24,6 +27,10 @@ def experiment(
     out: Annotated[Path, typer.Option(
         "--out", help="Directory for results.json, results.md, report.html and the cache of "
         "built variants.")],
+    force: Annotated[bool, typer.Option(
+        "--force", help="Replace the results of another plan's experiment in --out (a rerun "
+        "of the same plan file replaces its own without it).")] = False,
+    fmt: TableJsonFormat = TableJson.table,
     engine: EngineOption = EngineChoice.local,
     address: RayAddress = None,
     workers: RayWorkers = None,
@@ -35,7 +42,14 @@ def experiment(
     by paragraph; content anchors in the golden set resolve on every chunking), the embedder,
     retrieval (dense, bm25, or both fused), a reranker, the LanceDB index settings, or a corpus
     variant file (e.g. tables with written descriptions). Each variant is built once and cached
-    in DIR/cache by the hash of what it is made of: a rerun builds only what changed.
+    in DIR/cache by the hash of what it is made of: a rerun builds only what changed. A cached
+    build is checked against the record of what it was (the chunks' SHA-256; the index files'
+    SHA-256, rows and version) and built again, with a note, when it differs.
+
+    PLAN and DIR are relative to the working folder, the paths inside the plan to the plan. One
+    experiment at a time uses DIR (another one is refused, naming its pid); DIR's results of
+    another plan file are replaced only with --force. On a terminal the steps are shown on
+    stderr (which variant, step n of N, the time left); never in a pipe or with --format json.
 
     For each variant: the gate's verdict, mean quality, recall@K, nDCG@K, MRR, fact recall@K
     (the share of quoted facts that reached the top K), the ingest time, the store's bytes on
@@ -44,32 +58,41 @@ def experiment(
     split in the golden set the winner is chosen on tune and confirmed on test; without one it
     is chosen and judged on the same queries, and a warning says so.
 
-    Prints the table; writes DIR/results.json, DIR/results.md (the table in Markdown) and
-    DIR/report.html (with the quality-vs-cost frontier). With --history, the results are also
-    recorded in the run history, where `recallwatch ops serve` lists them on its experiments page
-    (a team's shared history shows every member's experiments). Exit 0 when it ran, 2 on a bad
-    plan or input.
+    Prints the table (--format json: results.json's record); writes DIR/results.json,
+    DIR/results.md (the table in Markdown) and DIR/report.html (with the quality-vs-cost
+    frontier). With --history, the results are also recorded in the run history, where
+    `recallwatch ops serve` lists them on its experiments page (a team's shared history shows
+    every member's experiments). Exit 0 when it ran, 2 on a bad plan or input (or DIR in use),
+    130 when interrupted: the message says which builds the cache kept, and the same experiment
+    run again reuses them.
     """
     from recallwatch.experiment import load_plan, run_experiment, write_outputs
+    from recallwatch.experiment.folder import claim
+    from recallwatch.experiment.output import to_text
 
     loaded = load_plan(plan)
     if history is not None:  # a wrong location is said before the experiment runs, not after
         from recallwatch.history import History
 
         History(history).close()
-    result = run_experiment(loaded, out, engine=engine.value, address=address, workers=workers)
-    paths = write_outputs(result, out)
-    from recallwatch.experiment.output import to_text
-
-    emit(to_text(result))
+    # the folder is held from the first build to the last file written
+    with claim(out, loaded, replace=force) as folder:
+        result = run_experiment(loaded, folder, engine=engine.value, address=address,
+                                workers=workers, replace=force,
+                                progress=fmt is TableJson.table and sys.stderr.isatty())
+        paths = write_outputs(result, folder)
+    if fmt is TableJson.json:
+        emit_json(result.to_dict())
+    else:
+        emit(to_text(result))
     for path in paths:
-        typer.echo(f"wrote {path}", err=True)
+        typer.echo(f"wrote {out / path.name}", err=True)  # as the user named the folder
     if history is not None:
         from recallwatch.history import History, record_experiment
 
         with History(history) as h:
-            number = record_experiment(h, (out / "results.json").read_text(encoding="utf-8"),
-                                       out_dir=str(out.resolve()))
+            number = record_experiment(h, (folder / "results.json").read_text(encoding="utf-8"),
+                                       out_dir=str(folder.resolve()))
             typer.echo(f"recorded experiment {number} in {h.location}", err=True)
 
 

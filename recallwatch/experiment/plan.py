@@ -37,6 +37,7 @@ _VARIANT_KEYS = {"name", "chunking", "embedder", "retrieval", "rerank", "index",
 INDEX_KEYS = ("index_type", "index_threshold", "nprobes", "ef", "refine_factor")
 _BUILD_KEYS = ("index_type", "index_threshold")  # the rest only change how it is searched
 DEFAULT_EMBEDDER = "use-multilingual"
+_API_ONLY_EMBEDDERS = {"callable"}  # built from a Python function, never from a spec
 
 
 @dataclass(frozen=True)
@@ -168,7 +169,7 @@ def _variant(raw: Any, base: VariantSpec, base_dir: Path, src: str, where: str) 
         if not isinstance(e, str) or not e.strip():
             raise InputError(source=src, line=line, record=name, field="embedder",
                              expected="an embedder spec, e.g. use-multilingual", found=shown(e))
-        changes["embedder"] = e.strip()
+        changes["embedder"] = _embedder(e.strip(), src, line, name)
     if "retrieval" in raw:
         changes.update(_retrieval(raw["retrieval"], src, line, name))
     if "rerank" in raw:
@@ -206,6 +207,23 @@ def _check_pipeline(variant: VariantSpec, raw: dict[str, Any], src: str, base_di
     if rerank is not None:
         data["rerank"] = rerank
     PipelineSpec.from_mapping(data, source=src, base_dir=base_dir)
+
+
+def _embedder(spec: str, src: str, line: int | None, name: str) -> str:
+    """The spec, when it names a registered embedder (checked on every variant, also one that
+    retrieves with BM25 alone, so that a typo is found before anything is built)."""
+    from recallwatch._registry import suggest
+    from recallwatch.embedders import EMBEDDERS, split_spec
+
+    valid = [n for n in EMBEDDERS.names() if n not in _API_ONLY_EMBEDDERS]
+    given = split_spec(spec)[0]
+    if given not in valid:
+        close = suggest(given, valid).strip()
+        raise InputError(source=src, line=line, record=name, field="embedder",
+                         expected=f"an embedder name: {', '.join(valid)} (options after '?', "
+                         "e.g. sentence-transformers?path=DIR)", found=spec,
+                         hint=f"{close + ' ' if close else ''}docs/embedders.md lists them")
+    return spec
 
 
 def _retrieval(raw: Any, src: str, line: int | None, name: str) -> dict[str, Any]:

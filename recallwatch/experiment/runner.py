@@ -17,8 +17,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from recallwatch.experiment.build import Build, build_keys, build_variant
+from recallwatch._progress import Step
+from recallwatch.errors import Interrupted
+from recallwatch.experiment.build import Build, build_corpus, build_index, build_keys
+from recallwatch.experiment.checks import check_golden_ids
 from recallwatch.experiment.evaluate import METRICS, VariantOutcome, evaluate_variant
+from recallwatch.experiment.folder import claim, plan_path
 from recallwatch.experiment.plan import Plan, VariantSpec
 
 __all__ = ["SCHEMA", "ExperimentResult", "run_experiment"]
@@ -95,7 +99,8 @@ class ExperimentResult:
             if "tune" in o.parts:
                 record["metrics_tune"] = o.parts["tune"].metrics
             variants.append(record)
-        return {"schema": SCHEMA, "plan": str(self.plan.source), "variants": variants,
+        return {"schema": SCHEMA, "plan": str(self.plan.source),
+                "plan_path": plan_path(self.plan), "variants": variants,
                 "base": self.base, "winner": self.winner, "chosen_on": self.chosen_on,
                 "judged_on": self.judged_on, "confirmed": self.confirmed,
                 "cache": {"built": self.built, "reused": self.reused},
@@ -103,37 +108,84 @@ class ExperimentResult:
 
 
 def run_experiment(plan: Plan, out: Path, *, engine: str = "local", address: str | None = None,
-                   workers: int | None = None) -> ExperimentResult:
-    """Build, judge and compare every variant of ``plan``; caches under ``out/cache``."""
+                   workers: int | None = None, replace: bool = False,
+                   progress: bool = False) -> ExperimentResult:
+    """Build, judge and compare every variant of ``plan``; caches under ``out/cache``.
+
+    ``out`` (relative to the working folder) is held for the run: another experiment on it is
+    refused, and so are another plan's results there unless ``replace``
+    (:func:`recallwatch.experiment.folder.claim`). ``progress`` draws the steps on stderr."""
+    from recallwatch._progress import steps
     from recallwatch.scale import engine_session
 
-    cache = out / "cache"
-    cache.mkdir(parents=True, exist_ok=True)
-    specs = plan.all()
-    with engine_session(engine, address, workers) as on_ray:  # type: ignore[arg-type]
-        run = _ray_map if on_ray else _local_map
-        # corpora first, then indexes (each key once), so no two tasks build the same folder
-        corpora = _first_of(specs, lambda v: build_keys(plan, v)[0])
-        done = run(_build_corpus, [(plan, v, cache) for v in corpora])
-        indexes = _first_of([v for v in specs if v.dense], lambda v: str(build_keys(plan, v)[1]))
-        done += run(build_variant, [(plan, v, cache) for v in indexes])
-        outcomes = run(_build_and_evaluate, [(plan, v, cache) for v in specs])
-    built: dict[str, list[str]] = {"corpus": [], "index": []}
-    reused: dict[str, list[str]] = {"corpus": [], "index": []}
-    made = {k for b in done for k in _made(b)}
-    for v in specs:
-        corpus_key, index_key = build_keys(plan, v)
-        for kind, key in (("corpus", corpus_key), ("index", index_key)):
-            if key is None:
-                continue
-            (built if key in made else reused)[kind].append(v.name)
-            made.discard(key)  # a later variant with the same key shares the build
-    return _judge(plan, outcomes, built, reused)
+    with claim(out, plan, replace=replace) as folder:
+        cache = folder / "cache"
+        cache.mkdir(exist_ok=True)
+        specs = plan.all()
+        keys = {v.name: build_keys(plan, v) for v in specs}
+        corpora = _first_of(specs, lambda v: keys[v.name][0])
+        indexes = _first_of([v for v in specs if v.dense], lambda v: str(keys[v.name][1]))
+        session = engine_session(engine, address, workers)  # type: ignore[arg-type]
+        shown = steps(len(corpora) + len(indexes) + len(specs), "experiment", enabled=progress)
+        try:
+            with session as on_ray, shown as step:
+                work = _Work(plan, cache, keys, _ray_map if on_ray else _local_map, step)
+                builds = work.build(corpora, indexes, progress and not on_ray)
+                outcomes = work.run(evaluate_variant, [(plan, v, builds[v.name]) for v in specs],
+                                    [f"judging {v.name}" for v in specs])
+        except (KeyboardInterrupt, Interrupted):
+            raise Interrupted(_kept(plan, folder, keys)) from None
+    built = {kind: [v.name for v in specs if kind in builds[v.name].built]
+             for kind in ("corpus", "index")}
+    reused = {kind: [v.name for v in specs if kind not in builds[v.name].built
+                     and (kind == "corpus" or v.dense)] for kind in ("corpus", "index")}
+    result = _judge(plan, outcomes, built, reused)
+    notes = {n: None for v in specs for n in builds[v.name].notes}
+    result.warnings[:0] = list(notes)  # the cache entries rebuilt, first
+    return result
 
 
-def _made(b: Build) -> list[str]:
-    return [key for kind, key in (("corpus", b.corpus_key), ("index", b.index_key))
-            if kind in b.built and key is not None]
+@dataclass
+class _Work:
+    """One run's builds and judgings, in the order that lets no two tasks build one folder:
+    the corpora (each key once), then the indexes, then every variant judged."""
+
+    plan: Plan
+    cache: Path
+    keys: dict[str, tuple[str, str | None]]  # variant -> (corpus key, index key)
+    map: Callable[..., list[Any]]  # _local_map or _ray_map
+    step: Step
+
+    def run(self, fn: Callable[..., _T], args: list[tuple[Any, ...]], labels: list[str]
+            ) -> list[_T]:
+        return list(self.map(fn, args, labels, self.step))
+
+    def build(self, corpora: list[VariantSpec], indexes: list[VariantSpec],
+              show_progress: bool) -> dict[str, Build]:
+        """Each variant's build; ``built`` names what was built for it (the first variant with
+        a key builds it, the others share it)."""
+        by_corpus = dict(zip([self.keys[v.name][0] for v in corpora], self.run(
+            build_corpus, [(self.plan, v, self.cache) for v in corpora],
+            [f"chunks of {v.name}" + ("" if v.chunking is None else " (re-chunking)")
+             for v in corpora]), strict=True))
+        check_golden_ids(self.plan, self.keys, by_corpus)
+        by_index = dict(zip([self.keys[v.name][1] for v in indexes], self.run(
+            build_index, [(self.plan, v, self.cache, by_corpus[self.keys[v.name][0]],
+                           show_progress) for v in indexes],
+            [f"index of {v.name} ({v.embedder})" for v in indexes]), strict=True))
+        builder: dict[tuple[str, str | None], str] = {
+            **{("corpus", self.keys[v.name][0]): v.name for v in corpora},
+            **{("index", self.keys[v.name][1]): v.name for v in indexes}}
+        out = {}
+        for v in self.plan.all():
+            corpus_key, index_key = self.keys[v.name]
+            corpus = by_corpus[corpus_key]
+            b = corpus if index_key is None else by_index[index_key]
+            mine = [kind for kind, key, made in (("corpus", corpus_key, corpus),
+                                                 ("index", index_key, b))
+                    if kind in made.built and builder.get((kind, key)) == v.name]
+            out[v.name] = replace(b, built=tuple(mine))
+        return out
 
 
 def _first_of(specs: Sequence[VariantSpec], key: Callable[[VariantSpec], str]
@@ -144,24 +196,43 @@ def _first_of(specs: Sequence[VariantSpec], key: Callable[[VariantSpec], str]
     return list(seen.values())
 
 
-def _build_corpus(plan: Plan, variant: VariantSpec, cache: Path) -> Build:
-    return build_variant(plan, replace(variant, retrieval="bm25", fuse=None), cache)
+def _local_map(fn: Callable[..., _T], args: list[tuple[Any, ...]], labels: list[str],
+               step: Step) -> list[_T]:
+    out = []
+    for a, label in zip(args, labels, strict=True):
+        step(label)
+        out.append(fn(*a))
+    return out
 
 
-def _build_and_evaluate(plan: Plan, variant: VariantSpec, cache: Path) -> VariantOutcome:
-    return evaluate_variant(plan, variant, build_variant(plan, variant, cache))
-
-
-def _local_map(fn: Callable[..., _T], args: list[tuple[Any, ...]]) -> list[_T]:
-    return [fn(*a) for a in args]
-
-
-def _ray_map(fn: Callable[..., _T], args: list[tuple[Any, ...]]) -> list[_T]:
+def _ray_map(fn: Callable[..., _T], args: list[tuple[Any, ...]], labels: list[str],
+             step: Step) -> list[_T]:
     from recallwatch.scale.ray_engine import require_ray
 
     ray = require_ray()
     task = ray.remote(num_cpus=1)(fn)
-    return list(ray.get([task.remote(*a) for a in args]))
+    refs = [task.remote(*a) for a in args]
+    label_of = dict(zip(refs, labels, strict=True))
+    pending = list(refs)
+    while pending:
+        done, pending = ray.wait(pending, num_returns=1)
+        step(f"{label_of[done[0]]}, done on Ray")
+    return list(ray.get(refs))
+
+
+def _kept(plan: Plan, folder: Path, keys: dict[str, tuple[str, str | None]]) -> str:
+    """What an interrupted experiment leaves, and how to finish it."""
+    cache = folder / "cache"
+    corpora = {c for c, _ in keys.values()}
+    indexes = {i for _, i in keys.values() if i is not None}
+    kept = [sum((cache / f"{kind}-{k[:16]}" / "done.json").is_file() for k in group)
+            for kind, group in (("corpus", corpora), ("index", indexes))]
+    return (f"experiment interrupted before its results were written: {cache} keeps "
+            f"{kept[0]} of the plan's {len(corpora)} chunk builds and {kept[1]} of its "
+            f"{len(indexes)} index builds, each complete (a build cut short is built again); "
+            f"any earlier results in {folder} are as they were. Run the same experiment again "
+            f"(plan {plan.source}, the same output folder) to finish it: the builds kept are "
+            "reused")
 
 
 def _judge(plan: Plan, outcomes: list[VariantOutcome], built: dict[str, list[str]],

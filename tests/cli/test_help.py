@@ -51,6 +51,8 @@ HOMONYMS = {
              "interaction log whose live signals are alarmed on (monitor)",
     "--model": "the click model to fit (online clicks) vs the LLM's name at its endpoint "
                "(online judge)",
+    "--force": "overwrite the templates (init) vs replace another plan's results in the "
+               "output folder (experiment)",
 }
 
 

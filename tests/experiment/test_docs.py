@@ -39,12 +39,21 @@ def test_the_docs_plan_is_the_example_plan() -> None:
 
 
 @pytest.mark.slow  # three ingestions of the example and ten variants judged (about 2 minutes)
-def test_the_docs_output_is_what_the_plan_gives(tmp_path: Path) -> None:
-    code, stdout, stderr = cli("experiment", str(PLAN), "--out", str(tmp_path))
+def test_the_docs_output_is_what_the_plan_gives(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command exactly as written, from a folder that is not the checkout (with a space in
+    its name), the example linked into it: the paths are relative to that folder."""
+    home = tmp_path / "my experiments"
+    home.mkdir()
+    (home / "examples").symlink_to(ROOT / "examples", target_is_directory=True)
+    monkeypatch.chdir(home)
+    command = "recallwatch experiment examples/kb/experiment.yaml --out exp"
+    assert f"```sh\n{command}\n```" in DOC
+    code, stdout, stderr = cli(*command.split()[1:])
     assert code == 0, stderr
     shown = DOC.split("## The run", 1)[1].split("## The winner", 1)[0]
     assert _rows(stdout) == _rows(shown)
-    results = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    results = json.loads((home / "exp" / "results.json").read_text(encoding="utf-8"))
     assert results["chosen_on"] == "tune" and results["confirmed"] is True
     assert f"`{results['winner']}`" in DOC.split("## The winner", 1)[1]
     assert "corpus builds: 3 built, 7 from the cache" in stdout

@@ -1,0 +1,96 @@
+"""`recallwatch experiment` shows its progress on a terminal — which variant, step n of N, what
+it does, the embedding's own bar and the time left once it can be estimated — and nothing of it
+in a pipe or with --format json.
+
+The terminal is a real pseudo-terminal (``pty``) given to the command as its stderr."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.experiment.conftest import small_kb, write_plan
+
+
+def _run(args: list[str], folder: Path, *, terminal: bool) -> tuple[int, str, str]:
+    """The command in a fresh Python, its stderr a terminal (or a pipe): exit code, stdout,
+    stderr as the terminal received it."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "COLUMNS": "200",
+           "TERM": "xterm"}
+    stdout = folder / "stdout.txt"
+    argv = [sys.executable, "-m", "recallwatch", *args]
+    with stdout.open("wb") as out:
+        if not terminal:
+            done = subprocess.run(argv, stdout=out, stderr=subprocess.PIPE, env=env, cwd=folder,
+                                  timeout=600, check=False)
+            return done.returncode, stdout.read_text(encoding="utf-8"), done.stderr.decode()
+        main, other = pty.openpty()
+        with subprocess.Popen(argv, stdout=out, stderr=other, env=env, cwd=folder) as proc:
+            os.close(other)
+            received = bytearray()
+            while True:
+                try:
+                    block = os.read(main, 1 << 16)
+                except OSError:  # the command has ended and closed its side
+                    break
+                if not block:
+                    break
+                received += block
+            os.close(main)
+            code = proc.wait(timeout=600)
+    return code, stdout.read_text(encoding="utf-8"), received.decode("utf-8", "replace")
+
+
+@pytest.fixture(scope="module")
+def kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("progress kb")
+    small_kb(folder)
+    write_plan(folder, "{name: keyword, retrieval: bm25}", ["{name: dense, retrieval: dense}"])
+    return folder
+
+
+@pytest.fixture(scope="module")
+def on_a_terminal(kb: Path) -> tuple[int, str, str]:
+    return _run(["experiment", "plan.yaml", "--out", "out"], kb, terminal=True)
+
+
+def test_on_a_terminal_each_step_is_shown(on_a_terminal: tuple[int, str, str]) -> None:
+    code, stdout, stderr = on_a_terminal
+    assert code == 0, stderr
+    steps = ["experiment, step 1 of 4: chunks of keyword",
+             "experiment, step 2 of 4: index of dense (use-multilingual)",
+             "experiment, step 3 of 4: judging keyword",
+             "experiment, step 4 of 4: judging dense"]
+    at = [stderr.find(s) for s in steps]
+    assert -1 not in at and at == sorted(at), stderr[-3000:]
+    assert "ingesting into lancedb://" in stderr  # the embedding's own bar, under its step
+    assert "-:--:--" in stderr  # the time-left column, unknown until steps are done
+    assert "winner:" in stdout and "experiment, step" not in stdout
+
+
+def test_in_a_pipe_nothing_but_what_was_written(kb: Path,
+                                                on_a_terminal: tuple[int, str, str]) -> None:
+    code, stdout, stderr = _run(["experiment", "plan.yaml", "--out", "out"], kb, terminal=False)
+    assert code == 0, stderr
+    assert stderr == "".join(f"wrote out/{name}\n"
+                             for name in ("results.json", "results.md", "report.html"))
+    assert "winner:" in stdout
+
+
+def test_with_format_json_the_terminal_shows_no_progress(
+        kb: Path, on_a_terminal: tuple[int, str, str]) -> None:
+    code, stdout, stderr = _run(["experiment", "plan.yaml", "--out", "out", "--format", "json"],
+                                kb, terminal=True)
+    assert code == 0, stderr
+    assert "experiment, step" not in stderr and "\x1b[" not in stderr
+    assert stderr.replace("\r\n", "\n") == "".join(
+        f"wrote out/{name}\n" for name in ("results.json", "results.md", "report.html"))
+    results = json.loads(stdout)
+    saved = json.loads((kb / "out" / "results.json").read_text(encoding="utf-8"))
+    assert results == saved
