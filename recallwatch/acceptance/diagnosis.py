@@ -80,6 +80,69 @@ class DiagnosisContext:
     holders: Mapping[str, tuple[str, str]] = field(default_factory=dict)  # (in words, quote)
 
 
+# A line that is whole although it does not end a sentence: code, a call signature, a doctest
+# prompt or its output, a list item, a heading, a URL.
+_WHOLE_LINE = re.compile(
+    r"^(\s{2,}|\t|>>>|\.\.\.|[-*•]\s|\d+[.)]\s|#|@|```|def\s|class\s|https?://)"
+    r"|\s=\s|==|->|\(\)|`|^[\w.]+\(")
+
+
+def _ends_whole(text: str) -> bool:
+    """Whether ``text`` ends where a reader would expect it to: a sentence, or a line of code, a
+    signature, a list item or a doctest (whose last line is its output, after a ``>>>`` line)."""
+    if not text or text.endswith(_SENTENCE_END):
+        return True
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    last = lines[-1] if lines else ""
+    doctest = len(lines) >= 2 and lines[-2].lstrip().startswith((">>>", "..."))
+    return doctest or bool(_WHOLE_LINE.search(last))
+
+
+def _starts_whole(text: str) -> bool:
+    """Whether ``text`` starts as a reader would expect a passage to: a capital, a digit or
+    symbol, or code (``perf_counter() -> float``, ``>>> x``, a list item)."""
+    first = text.splitlines()[0] if text else ""
+    return not first or not first[0].islower() or bool(_WHOLE_LINE.search(first))
+
+
+def _neighbours(chunk: Chunk, ctx: DiagnosisContext) -> tuple[Chunk | None, Chunk | None]:
+    """The chunks before and after ``chunk`` in its document (the store's order)."""
+    doc = ctx.siblings.get(chunk.doc_id or "", [])
+    at = next((i for i, c in enumerate(doc) if c.id == chunk.id), None)
+    if at is None:
+        return None, None
+    return (doc[at - 1] if at > 0 else None), (doc[at + 1] if at + 1 < len(doc) else None)
+
+
+def cut_signs(chunk: Chunk, ctx: DiagnosisContext) -> tuple[list[str], list[str]]:
+    """Where the chunk's text looks cut: (evidence, hints). Evidence is a cut its document
+    shows: the text ends mid-sentence and the document's next chunk carries on mid-sentence
+    (or the mirror at its start). A mid-sentence edge with no such neighbour is only a hint:
+    code, signatures, lists and doctests end and start as they like."""
+    text = chunk.text.strip()
+    before, after = _neighbours(chunk, ctx)
+    evidence: list[str] = []
+    hints: list[str] = []
+    if not _ends_whole(text):
+        nxt = (after.text.strip() if after is not None else "")
+        if nxt and not _starts_whole(nxt):
+            evidence.append(f"cut mid-sentence: …{text[-40:]!r} carries on in the next chunk "
+                            f"of document {chunk.doc_id}, {after.id if after else ''}: "
+                            f"{nxt[:40]!r}…")
+        else:
+            hints.append(f"ends mid-sentence (…{text[-40:]!r}), but no next chunk of its "
+                         "document shows the text was cut")
+    if not _starts_whole(text):
+        prev = (before.text.strip() if before is not None else "")
+        if prev and not _ends_whole(prev):
+            evidence.append(f"starts mid-sentence: {text[:40]!r}…, continuing the previous "
+                            f"chunk of document {chunk.doc_id}, {before.id if before else ''}")
+        else:
+            hints.append(f"starts mid-sentence ({text[:40]!r}…), but the previous chunk of its "
+                         "document ends whole")
+    return evidence, hints
+
+
 def chunking_findings(chunk: Chunk, ctx: DiagnosisContext) -> list[str]:
     found = []
     text = chunk.text.strip()
@@ -93,10 +156,8 @@ def chunking_findings(chunk: Chunk, ctx: DiagnosisContext) -> list[str]:
             if not has_separator and first and numeric_first >= max(1, len(first) // 2):
                 found.append("table rows without a header: the first row is data "
                              f"({' | '.join(first[:4])})")
-    elif text and not text.endswith(_SENTENCE_END):
-        found.append(f"ends mid-sentence: …{text[-40:]!r}")
-    if text and text[0].islower():
-        found.append(f"starts mid-sentence: {text[:40]!r}…")
+    else:
+        found += cut_signs(chunk, ctx)[0]
     others = [c for c in ctx.siblings.get(chunk.doc_id or "", []) if c.id != chunk.id]
     if len(others) >= 2:
         median = statistics.median(len(c.text) for c in others)
@@ -218,12 +279,17 @@ def diagnose(q: QueryResult, ctx: DiagnosisContext) -> tuple[Diagnosis, ...]:
         first = next(((s, c, f) for s, c, f in steps if f), None)
         if first is None:
             gap = evidence["gap_to_kth"]
+            hints = [] if _is_tabular(chunk) else cut_signs(chunk, ctx)[1]
+            if hints:  # not evidence enough to name chunking: said as what else may fit
+                evidence["also"] = {"chunking": hints}
             out.append(Diagnosis(
                 4, "embedding", hit.id,
                 f"{hit.id} looks well formed, described and labelled, yet is buried {where}"
                 + (f", {gap:.3f} below the K-th result" if gap is not None else "")
                 + ": make its description more concrete, in the users' words, or revisit the "
-                "representation field",
+                "representation field"
+                + (f" (also possible, not certain: chunking — {'; '.join(hints)})"
+                   if hints else ""),
                 evidence,
             ))
             continue

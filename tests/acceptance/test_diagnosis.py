@@ -40,10 +40,42 @@ def test_table_without_header_is_chunking() -> None:
     assert d.evidence["also"]["description"]  # it also lacks prose: reported, but step 1 first
 
 
-def test_prose_cut_mid_sentence_is_chunking() -> None:
+def test_prose_cut_mid_sentence_is_chunking_when_its_next_chunk_carries_on() -> None:
+    cut = Chunk(id="p", text=PROSE[:-60], doc_id="d1", domain="legal")
+    rest = Chunk(id="p2", text=PROSE[-60:].strip(), doc_id="d1", domain="legal")
+    d = diagnose_one(cut, siblings=(rest,))
+    assert d.cause == "chunking" and "cut mid-sentence" in d.summary
+    assert "carries on in the next chunk of document d1, p2" in d.summary
+
+
+def test_a_mid_sentence_end_without_a_next_chunk_is_only_a_hint() -> None:
+    # nothing shows the text was cut: the cause named is embedding, chunking said as possible
     cut = Chunk(id="p", text=PROSE[:-60], doc_id="d1", domain="legal")
     d = diagnose_one(cut)
-    assert d.cause == "chunking" and "ends mid-sentence" in d.summary
+    assert d.cause == "embedding"
+    assert "also possible, not certain: chunking — ends mid-sentence" in d.summary
+    assert d.evidence["also"]["chunking"]
+
+
+CODE_DOCS = {
+    "perf_counter": "perf_counter() -> float\n\nPerformance counter for benchmarking.",
+    "stdev": ("Return the square root of the sample variance. See variance for the arguments "
+              "and other details of how the spread of the data is measured.\n\n"
+              ">>> stdev([1.5, 2.5, 2.5, 2.75, 3.25, 4.75])\n1.0810874155219827"),
+    "listing": "The options are:\n- strict\n- lenient",
+    "code": "Example:\n    with open(path) as f:\n        data = json.load(f)",
+}
+
+
+def test_code_signatures_lists_and_doctests_are_whole() -> None:
+    # a signature line, a doctest ending with its output, a list, a code block: none is a cut,
+    # so the diagnosis names embedding with no chunking hint
+    for cid, text in CODE_DOCS.items():
+        chunk = Chunk(id=cid, text=text, doc_id=cid, domain="legal")
+        nxt = Chunk(id=f"{cid}_2", text="and then it continues", doc_id=cid, domain="legal")
+        d = diagnose_one(chunk, siblings=(nxt,))
+        assert d.cause == "embedding", (cid, d.summary)
+        assert "also possible" not in d.summary, cid
 
 
 def test_length_outlier_against_its_document_is_chunking() -> None:
