@@ -23,23 +23,18 @@ the comb methods and wsum first normalise each list, per query:
   leftover points, ``0.5 - (n - 1) / (2 * candidates)``.
 
 Edge cases follow ranx: a denominator below 1e-9 becomes 1e-9 (one hit, or all scores equal,
-normalises to 0 under min-max); a query a list has no hits for contributes nothing; rrf reads
-only ranks (a normalisation other than borda leaves them as they are; borda is refused). Ties in the
-<<<<<<< HEAD
-fused score keep the order in which the chunks were first met (lists in the order given, each in
-rank order). One departure: ranx's combmax counts a chunk a list did not return as scoring
--1e9 there, so a chunk whose scores are all below -1e9 (``max`` normalisation of a list of
-negative scores divides by 1e-9) fuses to -1e9, tied with every other such chunk; here it fuses
+normalises to 0 under min-max); a query a list has no hits for contributes nothing; rrf reads only
+ranks (a normalisation other than borda leaves them as they are; borda is refused). Ties in the
+fused score (frequent with rrf: rank 1 in one list and 2 in the other, and the reverse) are ordered
+by chunk id, descending, as the measures and trec_eval rank a run file
+(:func:`recallwatch.vectors.measured_tie_order`): a fused list scored as it stands and its run file
+evaluated give the same numbers. One departure: ranx's combmax counts a chunk a list did not return
+as scoring -1e9 there, so a chunk whose scores are all below -1e9 (``max`` normalisation of a list
+of negative scores divides by 1e-9) fuses to -1e9, tied with every other such chunk; here it fuses
 to its best score, whatever its value.
 
 Weights (wsum) are finite numbers >= 0, at least one above 0: a negative weight would turn a
 list's order upside down, and nan or inf make every fused score nan or inf.
-=======
-fused score (frequent with rrf: rank 1 in one list and 2 in the other, and the reverse) are ordered
-by chunk id, descending, as the measures and trec_eval rank a run file
-(:func:`recallwatch.vectors.measured_tie_order`): a fused list scored as it stands and its run file
-evaluated give the same numbers.
->>>>>>> numbers
 """
 
 from __future__ import annotations
@@ -199,11 +194,7 @@ def _fuse_one(lists: list[Scores], method: str, k: int, weights: list[float]) ->
     elif method == "combmax":
         for hits in lists:
             for c, s in hits.items():
-<<<<<<< HEAD
                 fused[c] = max(fused[c], s) if c in fused else s  # no floor: any value
-=======
-                fused[c] = max(fused[c], s) if c in fused else s  # no floor: any score may win
->>>>>>> numbers
     else:
         order = dict.fromkeys(c for hits in lists for c in hits)
         for c in order:
