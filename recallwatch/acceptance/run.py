@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
 
 from recallwatch.acceptance.gate import Gate, Part, results_source, store_source
 from recallwatch.acceptance.model import GateResult
@@ -70,6 +70,10 @@ class SourceSpec:
         return cls("results", text)
 
 
+# A source ready to open: named by where it is, opened, or results as ranked lists.
+Resolved: TypeAlias = SourceSpec | VectorStore | Pipeline | dict[str, RankedList]
+
+
 @dataclass(frozen=True)
 class SearchOptions:
     """How the source is searched and which queries are judged."""
@@ -107,7 +111,7 @@ class Outputs:
 
 def gate(
     golden: GoldenSet | PathIn,
-    source: SourceSpec | PathIn | VectorStore | Pipeline | Mapping[str, RankedList],
+    source: SourceSpec | PathIn | VectorStore | Pipeline | Mapping[str, Any] | Any,
     policy: Policy | PathIn | None = None,
     history: PathIn | None = None,
     *,
@@ -130,9 +134,11 @@ def gate(
 
     ``golden`` and ``policy`` are loaded objects or files (no policy: the default thresholds).
     ``source`` is a store URI, a pipeline file (``.yaml``), a results file, a
-    :class:`SourceSpec`, or one opened: a store, a :class:`Pipeline`, or results in memory
-    (query id -> :class:`RankedList`). With ``history`` (a SQLite path or a PostgreSQL URI) the
-    run is compared with the earlier ones and recorded. ``report`` (a directory) and ``junit``
+    :class:`SourceSpec`, or one opened: a store, a :class:`Pipeline`, or results in memory (a
+    :class:`Run`, a ``{query_id: {chunk_id: score}}`` dict, a pandas or polars DataFrame with
+    columns ``query_id``, ``doc_id``, ``score``, or query id -> :class:`RankedList`). With
+    ``history`` (a SQLite path or a PostgreSQL URI) the run is compared with the earlier ones
+    and recorded. ``report`` (a directory) and ``junit``
     (a file) receive the reports; ``runs_out`` a pipeline's TREC run files. The result's
     ``to_dict()`` is the ``--format json`` object."""
     return GateRun(
@@ -159,30 +165,30 @@ class GateRun:
     """One gate run, as a chain of named steps (see the module's docstring)."""
 
     golden: GoldenSet | PathIn
-    source: SourceSpec | PathIn | VectorStore | Pipeline | Mapping[str, RankedList]
+    source: SourceSpec | PathIn | VectorStore | Pipeline | Mapping[str, Any] | Any
     policy: Policy | PathIn | None = None
     search: SearchOptions = field(default_factory=SearchOptions)
     evidence: Evidence = field(default_factory=Evidence)
     outputs: Outputs = field(default_factory=Outputs)
 
     def run(self) -> GateResult:
-        spec = self._check()
+        source = self._check()
         judged = self._judged()
         from recallwatch.scale import engine_session
 
         s = self.search
         with engine_session(s.engine, s.address, s.workers) as on_ray:
             golden, policy = _golden(self.golden), _policy(self.policy)
-            with self._open(spec, policy, on_ray) as opened:
+            with self._open(source, policy, on_ray) as opened:
                 result = self._gate(opened, golden, policy, judged)
                 result = self._add_evidence(result, opened, golden, policy, judged)
                 result = self._record(result, opened)
         self._write(result)
         return result
 
-    def _check(self) -> SourceSpec | None:
+    def _check(self) -> Resolved:
         """Refuse contradicting parameters and unusable output paths before anything is read
-        or recorded. Returns the source's spec when it is named by where it is."""
+        or recorded. Returns the source resolved (see :func:`_resolved`)."""
         from recallwatch.report import check_report_dir, check_report_file
 
         out, s = self.outputs, self.search
@@ -190,9 +196,9 @@ class GateRun:
             check_report_dir(Path(out.report), "report=")
         if out.junit is not None:
             check_report_file(Path(out.junit), "junit=")
-        spec = self._spec()
-        is_pipeline = isinstance(self.source, Pipeline) or (
-            spec is not None and spec.kind == "pipeline")
+        source = _resolved(self.source)
+        is_pipeline = isinstance(source, Pipeline) or (
+            isinstance(source, SourceSpec) and source.kind == "pipeline")
         if (out.runs_out is not None or s.tune_weights) and not is_pipeline:
             raise UsageError(f"{'runs_out=' if out.runs_out is not None else 'tune_weights=True'} "
                              "works on a pipeline: give the source as a pipeline file or an "
@@ -202,18 +208,7 @@ class GateRun:
                              f"gate judges the test queries; part={s.part} would judge "
                              "queries the weights were fitted to")
         check_latency_sample(s.latency_sample)
-        return spec
-
-    def _spec(self) -> SourceSpec | None:
-        if isinstance(self.source, SourceSpec):
-            return self.source
-        if isinstance(self.source, str | Path):
-            return SourceSpec.of(self.source)
-        if isinstance(self.source, VectorStore | Pipeline | Mapping):
-            return None
-        raise UsageError(
-            f"source= must be a store URI, a results file, a pipeline file, an opened store, a "
-            f"Pipeline or results (query id -> RankedList); found {type(self.source).__name__}")
+        return source
 
     def _judged(self) -> Mapping[tuple[str, str], int] | None:
         """The judgments as (query id, chunk id) -> grade; files are read now, so a bad one fails
@@ -228,39 +223,39 @@ class GateRun:
         return judged_pairs(given)
 
     @contextmanager
-    def _open(self, spec: SourceSpec | None, policy: Policy, on_ray: bool
-              ) -> Iterator[_Opened]:
+    def _open(self, source: Resolved, policy: Policy, on_ray: bool) -> Iterator[_Opened]:
         """The source opened for the run, closed after it (only what was opened here)."""
         s = self.search
+        named = source if isinstance(source, SourceSpec) else None
         # the corpus first (as the source's own files): a bad one fails before a store opens
-        corpus = {} if spec is not None and spec.kind == "store" else _corpus(s.corpus)
-        if spec is not None and spec.kind == "store":
+        corpus = {} if named is not None and named.kind == "store" else _corpus(s.corpus)
+        if named is not None and named.kind == "store":
             from recallwatch.stores import open_store
 
-            store = open_store(spec.where)
+            store = open_store(named.where)
             try:
-                yield _Opened(self._store_source(store, policy, spec.where, on_ray), store)
+                yield _Opened(self._store_source(store, policy, named.where, on_ray), store)
             finally:
                 store.close()
-        elif spec is not None and spec.kind == "pipeline":
+        elif named is not None and named.kind == "pipeline":
             from recallwatch.retrievers.pipeline import load_pipeline
 
-            path = Path(spec.where)
+            path = Path(named.where)
             embedder = s.embedder if isinstance(s.embedder, str) or s.embedder is None else None
             with Pipeline.from_spec(load_pipeline(path), base_dir=path.resolve().parent,
                                     embedder=embedder) as opened:
                 yield self._pipeline(opened, corpus, str(path))
-        elif spec is not None:
+        elif named is not None:
             from recallwatch.formats.results import load_results
 
-            yield _Opened(results_source(load_results(spec.where), policy, corpus=corpus,
-                                         name=spec.where))
-        elif isinstance(self.source, Pipeline):
-            yield self._pipeline(self.source, corpus, "<pipeline>")
-        elif isinstance(self.source, VectorStore):
-            yield _Opened(self._store_source(self.source, policy, None, False), self.source)
-        elif isinstance(self.source, Mapping):
-            yield _Opened(results_source(self.source, policy, corpus=corpus))
+            yield _Opened(results_source(load_results(named.where), policy, corpus=corpus,
+                                         name=named.where))
+        elif isinstance(source, Pipeline):
+            yield self._pipeline(source, corpus, "<pipeline>")
+        elif isinstance(source, VectorStore):
+            yield _Opened(self._store_source(source, policy, None, False), source)
+        elif isinstance(source, dict):
+            yield _Opened(results_source(source, policy, corpus=corpus))
 
     def _store_source(self, store: VectorStore, policy: Policy, uri: str | None,
                       on_ray: bool) -> Source:
@@ -374,6 +369,40 @@ class GateRun:
             write_report_set(result, self.outputs.report, "report=")
         if self.outputs.junit is not None:
             write_junit(result, self.outputs.junit, "junit=")
+
+
+def _resolved(source: object) -> Resolved:
+    """A source named by where it is as its :class:`SourceSpec`; a store or a pipeline as it
+    is; results in memory as ranked lists."""
+    if isinstance(source, SourceSpec):
+        return source
+    if isinstance(source, str | Path):
+        return SourceSpec.of(source)
+    if isinstance(source, VectorStore | Pipeline):
+        return source
+    try:
+        return _ranked(source)
+    except UsageError:
+        raise UsageError(
+            "source: expected a store URI, a results file, a pipeline file (.yaml), an opened "
+            "store or Pipeline, or results: a Run, a {query_id: {chunk_id: score}} dict or a "
+            "DataFrame with columns query_id, doc_id and score; found "
+            f"{type(source).__name__}") from None
+
+
+def _ranked(results: object) -> dict[str, RankedList]:
+    """Results in memory as ranked lists: query id -> RankedList as given, or any run shape
+    :meth:`Run.of` takes (each query's chunks in rank order)."""
+    import numpy as np
+
+    from recallwatch.metrics import Run
+
+    if isinstance(results, Mapping) and all(isinstance(v, RankedList)
+                                            for v in results.values()):
+        return dict(results)
+    run = results if isinstance(results, Run) else Run.of(results)
+    return {qid: RankedList(list(hits), np.fromiter(hits.values(), dtype=np.float64))
+            for qid, hits in run.to_dict().items()}
 
 
 def _golden(golden: GoldenSet | PathIn) -> GoldenSet:

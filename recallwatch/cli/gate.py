@@ -34,7 +34,8 @@ ReportDir = Annotated[Path | None, typer.Option(
     "--report", help="Also write report.json, report.md, junit.xml and report.html into "
     "this directory (all four or none; an earlier set there is replaced).")]
 GateCorpus = Annotated[Path | None, typer.Option(
-    "--corpus", help="With --results: the corpus file, for Gold labels and diagnosis.")]
+    "--corpus", help="With --results: the corpus file, for Gold labels and diagnosis "
+    "(or irds:DATASET_ID, beir:DIR: a public collection's documents).")]
 RunDate = Annotated[str | None, typer.Option(
     "--run-date", help="Judge validity windows on this day (YYYY-MM-DD; default: the "
     "golden set's as_of, else today).")]

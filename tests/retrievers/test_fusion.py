@@ -11,6 +11,7 @@ import pytest
 from recallwatch.errors import UsageError
 from recallwatch.retrievers.base import Hit
 from recallwatch.retrievers.fusion import METHODS, NORMS, fuse
+from tests.reference import reference_library
 
 RANX_METHOD = {"rrf": "rrf", "combsum": "sum", "combmnz": "mnz", "combmax": "max",
                "wsum": "wsum"}
@@ -40,7 +41,7 @@ def random_runs(seed: int, queries: int = 8, *,
                             "ignore:.*unsafe cast from uint64 to int64")
 @pytest.mark.parametrize("seed", [1, 2])
 def test_every_method_and_norm_equals_ranx(seed: int) -> None:
-    ranx = pytest.importorskip("ranx")
+    ranx = reference_library("ranx")
     for method in METHODS:
         for norm in [None, *NORMS]:
             # ranx's zmuv fails on a list without hits (the mean of nothing) inside a parallel
