@@ -132,15 +132,16 @@ def gate(
 ) -> GateResult:
     """Run the golden set against ``source`` and answer ACCEPT or STOP, as ``recallwatch gate``.
 
-    ``golden`` and ``policy`` are loaded objects or files (no policy: the default thresholds).
-    ``source`` is a store URI, a pipeline file (``.yaml``), a results file, a
+    ``golden`` and ``policy`` are loaded objects or files (no policy: the default thresholds;
+    a golden set may be ``irds:ID`` or ``beir:DIR``). ``source`` is a store URI, a pipeline file
+    (``.yaml``), a results file (``.jsonl``), a run file (TREC, Parquet or Arrow), a
     :class:`SourceSpec`, or one opened: a store, a :class:`Pipeline`, or results in memory (a
     :class:`Run`, a ``{query_id: {chunk_id: score}}`` dict, a pandas or polars DataFrame with
     columns ``query_id``, ``doc_id``, ``score``, or query id -> :class:`RankedList`). With
     ``history`` (a SQLite path or a PostgreSQL URI) the run is compared with the earlier ones
-    and recorded. ``report`` (a directory) and ``junit``
-    (a file) receive the reports; ``runs_out`` a pipeline's TREC run files. The result's
-    ``to_dict()`` is the ``--format json`` object."""
+    and recorded. ``report`` (a directory) and ``junit`` (a file) receive the reports;
+    ``runs_out`` a pipeline's TREC run files. The result's ``to_dict()`` is the ``--format
+    json`` object, ``to_frame()`` a row per query."""
     return GateRun(
         golden, source, policy,
         SearchOptions(embedder, corpus, latency_sample, part, run_date, tune_weights, engine,
@@ -377,7 +378,12 @@ def _resolved(source: object) -> Resolved:
     if isinstance(source, SourceSpec):
         return source
     if isinstance(source, str | Path):
-        return SourceSpec.of(source)
+        spec = SourceSpec.of(source)
+        if spec.kind == "results" and not _is_results_file(spec.where):
+            from recallwatch.metrics import Run
+
+            return _ranked(Run.read(spec.where))  # a run file: TREC, Parquet or Arrow
+        return spec
     if isinstance(source, VectorStore | Pipeline):
         return source
     try:
@@ -388,6 +394,11 @@ def _resolved(source: object) -> Resolved:
             "store or Pipeline, or results: a Run, a {query_id: {chunk_id: score}} dict or a "
             "DataFrame with columns query_id, doc_id and score; found "
             f"{type(source).__name__}") from None
+
+
+def _is_results_file(path: str) -> bool:
+    """A results file (JSON Lines) by its name; any other file is read as a run file."""
+    return path.lower().endswith((".jsonl", ".json", ".ndjson", ".jsonl.gz"))
 
 
 def _ranked(results: object) -> dict[str, RankedList]:

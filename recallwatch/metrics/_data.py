@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from os import PathLike
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 from recallwatch.errors import InputError, UsageError
 from recallwatch.formats import trec
 from recallwatch.formats.arrow import from_numpy, to_numpy
+from recallwatch.formats.frames import Frame, to_frame
 from recallwatch.metrics._keys import PAD, Blocks, DocKeys, mix, query_blocks
 from recallwatch.metrics._tables import (
     COLUMNAR,
@@ -34,7 +35,6 @@ from recallwatch.metrics._tables import (
 __all__ = ["Frame", "Qrels", "Run"]
 
 Array = np.ndarray[Any, Any]
-Frame = Literal["pandas", "polars"]
 
 _EXPECTED = ("expected {what}: a {{query_id: {{doc_id: {value}}}}} dict, a pandas or polars "
              "DataFrame with columns query_id, doc_id and {value}, a {file} file's path"
@@ -47,24 +47,6 @@ def _is_frame(value: Any) -> bool:
     return isinstance(value, pa.Table) or (module in ("pandas", "polars")
                                            and hasattr(value, "columns"))
 
-
-def _frame(table: pa.Table, library: Frame) -> Any:
-    """An Arrow table as a pandas or polars DataFrame."""
-    from recallwatch.errors import NotInstalledError
-
-    if library == "pandas":
-        try:
-            import pandas  # noqa: F401
-        except ImportError:
-            raise NotInstalledError("pandas", "frames") from None
-        return table.to_pandas()
-    if library == "polars":
-        try:
-            import polars as pl
-        except ImportError:
-            raise NotInstalledError("polars", "frames") from None
-        return pl.from_arrow(table)
-    raise UsageError(f"unknown DataFrame library {library!r}; valid: pandas, polars")
 
 
 def _encode(strings: pa.Array) -> tuple[Array, pa.Array]:
@@ -278,7 +260,7 @@ class Qrels(_Entries):
 
     def to_frame(self, library: Frame = "pandas") -> Any:
         """A DataFrame with columns ``query_id``, ``doc_id`` and ``relevance``."""
-        return _frame(pa.table({"query_id": self.query_ids, "doc_id": self.doc_ids,
+        return to_frame(pa.table({"query_id": self.query_ids, "doc_id": self.doc_ids,
                                 "relevance": from_numpy(self.grades)}), library)
 
     @classmethod
@@ -461,7 +443,7 @@ class Run(_Entries):
         rank = np.arange(len(order), dtype=np.int64) - np.repeat(
             starts, np.diff(np.r_[starts, len(order)])) + 1
         taken = from_numpy(order)
-        return _frame(pa.table({"query_id": self.query_ids.take(taken),
+        return to_frame(pa.table({"query_id": self.query_ids.take(taken),
                                 "doc_id": self.doc_ids.take(taken),
                                 "score": from_numpy(self.scores[order]),
                                 "rank": from_numpy(rank)}), library)

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from recallwatch.errors import UsageError
-from recallwatch.metrics._data import Frame, Qrels, Run
+from recallwatch.formats.frames import Frame
+from recallwatch.metrics._data import Qrels, Run
 from recallwatch.metrics._measure import Measure, combine, parse_measure
 from recallwatch.metrics._ranking import Ranking, rank_run
 
@@ -127,12 +128,12 @@ class EvalResult:
         the means are :attr:`aggregate`."""
         import pyarrow as pa
 
-        from recallwatch.metrics._data import _frame
+        from recallwatch.formats.frames import to_frame
 
         columns: dict[str, Any] = {"query_id": pa.array(self.query_ids, pa.string())}
         for label, m in zip(self.labels, self.measures, strict=True):
             columns[label] = pa.array(self.per_query[m])
-        return _frame(pa.table(columns), library)
+        return to_frame(pa.table(columns), library)
 
     def _repr_html_(self) -> str:
         """The means as a table, for Jupyter."""

@@ -14,15 +14,16 @@ import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from os import PathLike
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from recallwatch._terminal import table_lines
-from recallwatch.errors import InputError, NotInstalledError, UsageError
+from recallwatch.errors import InputError, UsageError
 from recallwatch.stats._paired import TestName, paired_differences, test_differences
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
+    from recallwatch.formats.frames import Frame
     from recallwatch.metrics import Measure, Qrels, Run, SubtopicQrels
 
 __all__ = ["MultiComparison", "PairTest", "compare_many", "compare_many_scores", "compare_runs",
@@ -31,7 +32,6 @@ __all__ = ["MultiComparison", "PairTest", "compare_many", "compare_many_scores",
 #: Version of the shape returned by :meth:`MultiComparison.to_dict`.
 SCHEMA = "recallwatch.compare-many/1"
 
-Frame = Literal["pandas", "polars"]
 
 
 class ManyOptions(TypedDict, total=False):
@@ -141,20 +141,9 @@ class MultiComparison:
     def to_frame(self, library: Frame = "pandas") -> Any:
         """The table as a pandas or polars DataFrame: one row per run, each measure's mean and a
         ``MEASURE beats`` column with the letters of the runs it beats significantly."""
-        rows = self.rows()
-        if library == "pandas":
-            try:
-                import pandas as pd
-            except ImportError:
-                raise NotInstalledError("pandas", "frames") from None
-            return pd.DataFrame(rows)
-        if library == "polars":
-            try:
-                import polars as pl
-            except ImportError:
-                raise NotInstalledError("polars", "frames") from None
-            return pl.DataFrame(rows)
-        raise UsageError(f"unknown DataFrame library {library!r}; valid: pandas, polars")
+        from recallwatch.formats.frames import to_frame
+
+        return to_frame(self.rows(), library)
 
     def _repr_html_(self) -> str:
         """The table for Jupyter: one row per run, each mean with the letters of the runs it
