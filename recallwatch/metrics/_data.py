@@ -6,12 +6,12 @@ evaluation never meets a duplicate document or a non-numeric value.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from os import PathLike
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -35,10 +35,24 @@ from recallwatch.metrics._tables import (
 __all__ = ["Frame", "Qrels", "Run"]
 
 Array = np.ndarray[Any, Any]
+T = TypeVar("T")
 
 _EXPECTED = ("expected {what}: a {{query_id: {{doc_id: {value}}}}} dict, a pandas or polars "
              "DataFrame with columns query_id, doc_id and {value}, a {file} file's path"
              "{extra} or a {cls}; found {found}")
+
+
+def _shaped(value: Any, read: Callable[[Any], T], from_dict: Callable[[Any], T],
+            from_frame: Callable[[Any], T], expected: str) -> T:
+    """Qrels or a run from a path, a nested mapping or a frame; anything else is refused with
+    ``expected``."""
+    if isinstance(value, str | PathLike):
+        return read(value)
+    if isinstance(value, Mapping):
+        return from_dict(value)
+    if _is_frame(value):
+        return from_frame(value)
+    raise UsageError(expected)
 
 
 def _is_frame(value: Any) -> bool:
@@ -240,15 +254,9 @@ class Qrels(_Entries):
         ``irds:DATASET_ID`` / ``beir:DIR[#split]``."""
         if isinstance(qrels, Qrels):
             return qrels
-        if isinstance(qrels, str | PathLike):
-            return cls.read(qrels)
-        if isinstance(qrels, Mapping):
-            return cls.from_dict(qrels)
-        if _is_frame(qrels):
-            return cls.from_frame(qrels)
-        raise UsageError(_EXPECTED.format(what="qrels", value="relevance", file="TREC qrels",
-                                          extra=", irds:DATASET_ID, beir:DIR", cls="Qrels",
-                                          found=type(qrels).__name__))
+        return _shaped(qrels, cls.read, cls.from_dict, cls.from_frame, _EXPECTED.format(
+            what="qrels", value="relevance", file="TREC qrels",
+            extra=", irds:DATASET_ID, beir:DIR", cls="Qrels", found=type(qrels).__name__))
 
     def to_dict(self) -> dict[str, dict[str, int]]:
         """``{query_id: {doc_id: grade}}``, in the order the judgments were given."""
@@ -399,14 +407,9 @@ class Run(_Entries):
         ``doc_id`` and ``score``, or a run file's path (TREC, Parquet or Arrow)."""
         if isinstance(run, Run):
             return run
-        if isinstance(run, str | PathLike):
-            return cls.read(run)
-        if isinstance(run, Mapping):
-            return cls.from_dict(run)
-        if _is_frame(run):
-            return cls.from_frame(run)
-        raise UsageError(_EXPECTED.format(what="a run", value="score", file="TREC run",
-                                          extra="", cls="Run", found=type(run).__name__))
+        return _shaped(run, cls.read, cls.from_dict, cls.from_frame, _EXPECTED.format(
+            what="a run", value="score", file="TREC run", extra="", cls="Run",
+            found=type(run).__name__))
 
     def rank_order(self) -> Array:
         """The rows in rank order: queries in the order they first appear, each query's

@@ -200,3 +200,16 @@ def test_a_bad_beir_spec_says_what_is_expected(beir: Path, spec: str, message: s
     with pytest.raises(InputError) as raised:
         rw.evaluate(spec.format(dir=beir), RUN, ["P@5"])
     assert str(raised.value) == message.format(dir=beir)
+
+
+def test_a_beir_folder_is_ingested_and_gated_in_one_line_each(beir: Path, tmp_path: Path) -> None:
+    uri = f"lancedb://{tmp_path}/store?table=chunks"
+    code, out, err = cli("ingest", f"beir:{beir}", "--store", uri)
+    assert code == 0, err
+    assert "read 4: accepted 4 (added 4, updated 0, unchanged 0), rejected 0" in out
+    code, out, err = cli("gate", f"beir:{beir}", "--store", uri, "--no-history", "--format",
+                         "json")
+    assert code in (0, 1), err
+    report = json.loads(out)
+    assert report["dataset"]["name"] == f"beir:{beir}"
+    assert [q["id"] for q in report["queries"]] == ["q1", "q2"]
