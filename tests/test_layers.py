@@ -63,6 +63,9 @@ LAYERS: dict[str, int] = {
     "recallwatch.scale": 11,  # the heavy steps (ops, bench, suite) on Ray
     "recallwatch.experiment": 11,  # variants of a pipeline built, judged and compared
     "recallwatch.web": 12,
+    # the gate whole (open, run, judged@K, stale-set check, history, reports): what the CLI and
+    # recallwatch.gate call; above the history and the judgments it records and reads
+    "recallwatch.acceptance.run": 12,
     # 13 interfaces: the CLI, the package's public API, and the pytest plugin (it lives in suite
     # because its entry point in pyproject.toml is a contract)
     "recallwatch.cli": 13,

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from recallwatch.formats.frames import Frame
 
 __all__ = [
     "CAUSE_ORDER",
@@ -334,6 +337,40 @@ class GateResult:
         if s["unassigned"]:
             line += f", nor the {s['unassigned']} without a split"
         return line + ")"
+
+    def to_frame(self, library: Frame = "pandas") -> Any:
+        """One row per scored query (pandas or polars): its id, domain, whether it passed and
+        which rules it failed, its figures, and the cause the diagnosis named first."""
+        from recallwatch.formats.frames import to_frame
+
+        return to_frame([{
+            "query_id": q.id, "domain": q.domain, "passed": q.passed,
+            "failed_rules": ",".join(q.failed_rules), "recall": q.recall, "quality": q.quality,
+            "noise": q.noise, "precision": q.precision, "rr": q.rr, "ndcg": q.ndcg,
+            "cause": q.diagnosis[0].cause if q.diagnosis else None,
+        } for q in self.queries], library)
+
+    def _repr_html_(self) -> str:
+        """The verdict, its reasons, the means and each failing query with its diagnosis, for
+        Jupyter (the full report with its plots: ``recallwatch.report.write_report_set``)."""
+        from html import escape
+
+        a = self.aggregate
+        means = (f"{a.n_queries} queries: mean quality {a.mean_quality:.1f}, recall "
+                 f"{a.mean_recall:.3f}, nDCG {a.mean_ndcg:.3f}, MRR {a.mrr:.3f}; "
+                 f"{a.failed_queries} failed")
+        reasons = "".join(f"<li>[{escape(r.rule)}] {escape(r.message)}</li>"
+                          for r in self.reasons)
+        rows = "".join(
+            f"<tr><td>{escape(q.id)}</td><td>{q.recall:.3f}</td><td>{q.quality:.0f}</td>"
+            f"<td>{escape(', '.join(q.failed_rules))}</td>"
+            f"<td>{escape('; '.join(d.line() for d in q.diagnosis))}</td></tr>"
+            for q in self.failing())
+        table = ("<table><thead><tr><th>query</th><th>recall</th><th>quality</th>"
+                 f"<th>failed rules</th><th>diagnosis</th></tr></thead><tbody>{rows}</tbody>"
+                 "</table>") if rows else ""
+        return (f"<div><strong>{escape(self.verdict)}</strong> — {escape(means)}"
+                f"{'<ul>' + reasons + '</ul>' if reasons else ''}{table}</div>")
 
     def to_dict(self) -> dict[str, Any]:
         """The gate's JSON object (its documented keys, plus additions; never renames)."""

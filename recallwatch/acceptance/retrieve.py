@@ -99,7 +99,7 @@ def spread_order(m: int) -> list[int]:
 
 def check_latency_sample(n: int | None) -> None:
     if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
-        raise InputError(field="--latency-sample",
+        raise InputError(field="latency_sample=",
                          expected="a number of queries, 0 or more (0 skips the latency sample)",
                          found=n, hint="leave it out for the default (at most 100 queries, "
                          "within 10 % of the retrieval time)")

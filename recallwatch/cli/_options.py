@@ -191,7 +191,9 @@ ResultsFile = Annotated[Path | None, typer.Option(
     "--results", help="Results file (JSONL) from any external search system, instead of "
     "--store.")]
 
-_GOLDEN_HELP = "Golden set file (YAML, JSON or JSONL): queries and the chunks each must find."
+_GOLDEN_HELP = ("Golden set file (YAML, JSON or JSONL): queries and the chunks each must find; "
+                "or a public collection (irds:DATASET_ID, beir:DIR[#split]): its queries, each "
+                "expecting the documents judged relevant.")
 GoldenArg = Annotated[Path, typer.Argument(help=_GOLDEN_HELP)]
 GoldenOption = Annotated[Path | None, typer.Option("--golden", help=_GOLDEN_HELP)]
 

@@ -40,7 +40,8 @@ class CIChoice(str, Enum):
 
 def compare(
     qrels: Annotated[Path, typer.Argument(
-        help="TREC qrels file (qid 0 docid rel), optionally gzip.")],
+        help="TREC qrels file (qid 0 docid rel), optionally gzip; or a public collection's "
+        "judgments: irds:DATASET_ID (ir_datasets) or beir:DIR[#split].")],
     run_a: Annotated[Path, typer.Argument(
         help="Run A, the baseline (TREC run file, or Parquet/Arrow).")],
     run_b: Annotated[Path, typer.Argument(

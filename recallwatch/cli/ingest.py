@@ -40,7 +40,8 @@ EXIT_REJECTED = 1
 
 def ingest(
     corpus: Annotated[Path, typer.Argument(
-        help="Corpus file: .jsonl, .jsonl.gz or .parquet.")],
+        help="Corpus file: .jsonl, .jsonl.gz or .parquet; or a public collection's documents "
+        "(irds:DATASET_ID, beir:DIR), one chunk each.")],
     store: StoreURI,
     embedder: EmbedderSpec = None,
     batch_size: Annotated[int, typer.Option(

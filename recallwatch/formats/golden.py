@@ -192,7 +192,14 @@ def load_golden(path: str | Path, *, unlabelled: bool = False) -> GoldenSet:
     """Read a golden dataset from YAML, JSON or JSONL, validating every record.
 
     ``unlabelled=True`` accepts queries whose ``expected`` list is still empty (a set sampled
-    from a log, before judging); the gate never reads a set that way."""
+    from a log, before judging); the gate never reads a set that way. ``irds:DATASET_ID`` or
+    ``beir:DIR[#split]`` is a public collection's queries, each expecting the documents judged
+    relevant (see :mod:`recallwatch.formats.collections`)."""
+    from recallwatch.formats.collections import golden_data, is_collection, open_collection
+
+    if is_collection(path):
+        collection = open_collection(path)
+        return _parse(golden_data(collection), Path(collection.name), unlabelled)
     p = Path(path)
     data = load_structured(p)
     if isinstance(data, list):  # JSONL (or a bare list): records are queries, name from the file

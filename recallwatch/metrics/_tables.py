@@ -22,7 +22,18 @@ __all__ = ["COLUMNAR", "columnar_batches", "columns", "flatten", "floats", "inte
 Array = np.ndarray[Any, Any]
 
 
-def flatten(nested: Mapping[str, Mapping[str, Any]]) -> tuple[pa.Array, pa.Array, list[Any]]:
+def flatten(nested: Mapping[str, Mapping[str, Any]], value: str = "score"
+            ) -> tuple[pa.Array, pa.Array, list[Any]]:
+    """``{query_id: {doc_id: value}}`` as three columns; anything else is an InputError that
+    says what was expected."""
+    if not isinstance(nested, Mapping):
+        raise InputError(expected=f"a mapping {{query_id: {{doc_id: {value}}}}}",
+                         found=f"<{type(nested).__name__}>")
+    for qid, docs in nested.items():
+        if not isinstance(docs, Mapping):
+            raise InputError(record=str(qid), expected=f"a mapping {{doc_id: {value}}}",
+                             found=f"<{type(docs).__name__}>",
+                             hint=f"write {{query_id: {{doc_id: {value}, ...}}, ...}}")
     lengths = [len(docs) for docs in nested.values()]
     qids = string_column([q for q, n in zip(nested, lengths, strict=True) for _ in range(n)],
                          "query id")

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -49,7 +50,10 @@ from recallwatch.errors import UsageError
 from recallwatch.retrievers.base import Hit
 from recallwatch.vectors import ties_as_measured
 
-__all__ = ["METHODS", "NORMS", "SCORE_METHODS", "fuse", "normalize"]
+if TYPE_CHECKING:
+    from recallwatch.metrics import Run
+
+__all__ = ["METHODS", "NORMS", "SCORE_METHODS", "fuse", "fuse_runs", "normalize"]
 
 METHODS = ("rrf", "combsum", "combmnz", "combmax", "wsum")
 SCORE_METHODS = ("combsum", "combmnz", "combmax", "wsum")  # those that read scores: normalised
@@ -89,6 +93,51 @@ def fuse(runs: Mapping[str, Sequence[Sequence[Hit]]], *, method: str, norm: str 
             lists = normalize(lists, norm)
         out.append(_fuse_one(lists, method, k, w))
     return out
+
+
+def fuse_runs(runs: Sequence[Any] | Mapping[str, Any], *, method: str = "rrf",
+              norm: str | None = "default", k: int = 60,
+              weights: Sequence[float] | Mapping[str, float] | None = None) -> Run:
+    """Runs in, one run out: :func:`fuse` per query, with a pipeline file's methods,
+    normalisations and defaults (``norm``: min-max for the comb methods and wsum, none for rrf;
+    None: none). ``runs``: a list of runs, or a mapping name -> run (each a :class:`Run`, a
+    ``{query_id: {doc_id: score}}`` dict, a DataFrame or a run file's path); ``weights``
+    (wsum): one per run, in order, or by name. A query some runs lack takes what the others
+    give; the fused run keeps each query's fused order (ties: the order first met)."""
+    from recallwatch.metrics import Run
+
+    named = _named_runs(runs)
+    if norm == "default":
+        norm = "min-max" if method in SCORE_METHODS else None
+    if weights is not None and not isinstance(weights, Mapping):
+        if isinstance(weights, str) or len(weights) != len(named):
+            raise UsageError(f"weights: expected one per run ({len(named)}), in order, or a "
+                             f"mapping by name ({', '.join(named)}); found {weights!r}")
+        weights = dict(zip(named, weights, strict=True))
+    ranked = {name: run.to_dict() for name, run in named.items()}
+    queries = list(dict.fromkeys(q for lists in ranked.values() for q in lists))
+    per_query = {name: [list(lists.get(q, {}).items()) for q in queries]
+                 for name, lists in ranked.items()}
+    fused = fuse(per_query, method=method, norm=norm, k=k, weights=weights)
+    ids = {q: [c for c, _ in hits] for q, hits in zip(queries, fused, strict=True)}
+    scores = [s for hits in fused for _, s in hits]
+    return Run.from_ranked(ids, scores=scores)
+
+
+def _named_runs(runs: Sequence[Any] | Mapping[str, Any]) -> dict[str, Run]:
+    """Each run by name: the mapping's keys, else 1, 2, … in the order given."""
+    from recallwatch.metrics import Run
+
+    if isinstance(runs, Mapping):
+        named = {str(name): Run.of(run) for name, run in runs.items()}
+    elif isinstance(runs, Sequence) and not isinstance(runs, str):
+        named = {str(i): Run.of(run) for i, run in enumerate(runs, start=1)}
+    else:
+        raise UsageError(f"runs: expected a list of runs or a mapping name -> run; found "
+                         f"{type(runs).__name__}")
+    if not named:
+        raise UsageError("runs: give at least one run to fuse")
+    return named
 
 
 def check_method(method: str, norm: str | None) -> None:

@@ -3,13 +3,19 @@
 Everything works on paired per-query score arrays (``a[i]`` and ``b[i]`` are the same query under
 systems A and B) and is two-sided; randomness is seeded, so the same inputs give the same
 numbers. :func:`compare` runs the whole A/B comparison from qrels and two runs; :func:`compare_many`
-runs several.
+runs several; :func:`compare_runs` (``recallwatch.compare``) takes them in any shape.
 """
 
 from recallwatch.stats._bootstrap import CIMethod, ConfidenceInterval, bootstrap_ci
 from recallwatch.stats._compare import Comparison, MeasureComparison, compare, compare_scores
 from recallwatch.stats._holm import holm
-from recallwatch.stats._multi import MultiComparison, PairTest, compare_many, compare_many_scores
+from recallwatch.stats._multi import (
+    MultiComparison,
+    PairTest,
+    compare_many,
+    compare_many_scores,
+    compare_runs,
+)
 from recallwatch.stats._paired import Method, TestName, TestResult, paired_test
 from recallwatch.stats._power import paired_t_power, queries_needed, queries_needed_from
 
@@ -27,6 +33,7 @@ __all__ = [
     "compare",
     "compare_many",
     "compare_many_scores",
+    "compare_runs",
     "compare_scores",
     "holm",
     "paired_t_power",

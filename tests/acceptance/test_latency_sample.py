@@ -137,7 +137,7 @@ def test_the_automatic_sample_keeps_within_its_share_of_the_retrieval(store: Lan
 
 
 def test_bad_sample_settings_are_refused(store: LanceStore, tmp_path: Path) -> None:
-    with pytest.raises(InputError, match=r"--latency-sample.*0 or more"):
+    with pytest.raises(InputError, match=r"latency_sample=.*0 or more"):
         run_gate(_golden(3), store=store, embedder=EMBEDDER, latency_sample=-1)
     capped = parse_policy({"max_latency_p99_ms": 50}, tmp_path / "policy.yaml")
     with pytest.raises(UsageError, match="max_latency_p99_ms 50"):

@@ -27,6 +27,7 @@ from recallwatch.formats.results import RankedList
 from recallwatch.history import History, record_gate_run
 from recallwatch.report.junit import to_junit
 from recallwatch.report.markdown import to_markdown
+from tests.reference import reference_library
 
 from .helpers import ranked
 
@@ -146,7 +147,7 @@ def test_measures_from_ranks_agree_with_the_gates_own(kb: GoldenSet) -> None:
 
 
 def test_measures_from_ranks_agree_with_pytrec_eval(kb: GoldenSet) -> None:
-    pytrec_eval = pytest.importorskip("pytrec_eval")
+    pytrec_eval = reference_library("pytrec_eval")
     results = _results(kb, {q.id for q in kb.queries[::3]})
     result = run_gate(kb, results=results)
     values = measure_values(result.queries, ["AP", "R@5", "nDCG@3"])
@@ -161,7 +162,7 @@ def test_measures_from_ranks_agree_with_pytrec_eval(kb: GoldenSet) -> None:
 
 def test_standard_set_measures_from_ranks_agree_with_pytrec_eval(kb: GoldenSet) -> None:
     # the gate's extra metrics include trec_eval's standard set where a golden set determines it
-    pytrec_eval = pytest.importorskip("pytrec_eval")
+    pytrec_eval = reference_library("pytrec_eval")
     results = _results(kb, {q.id for q in kb.queries[::3]})
     result = run_gate(kb, results=results)
     names = ["GMAP", "IPrec@0.5", "IPrec@1.0", "SetR", "NumRelRet", "RBP(p=0.9)"]

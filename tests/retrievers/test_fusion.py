@@ -11,6 +11,7 @@ import pytest
 from recallwatch.errors import UsageError
 from recallwatch.retrievers.base import Hit
 from recallwatch.retrievers.fusion import METHODS, NORMS, fuse, normalize
+from tests.reference import reference_library
 
 RANX_METHOD = {"rrf": "rrf", "combsum": "sum", "combmnz": "mnz", "combmax": "max",
                "wsum": "wsum"}
@@ -40,7 +41,7 @@ def random_runs(seed: int, queries: int = 8, *,
                             "ignore:.*unsafe cast from uint64 to int64")
 @pytest.mark.parametrize("seed", [1, 2])
 def test_every_method_and_norm_equals_ranx(seed: int) -> None:
-    ranx = pytest.importorskip("ranx")
+    ranx = reference_library("ranx")
     for method in METHODS:
         for norm in [None, *NORMS]:
             # ranx's zmuv fails on a list without hits (the mean of nothing) inside a parallel
@@ -161,7 +162,7 @@ def test_combmax_is_the_best_score_whatever_its_value(norm: str | None) -> None:
 def test_combmax_departs_from_ranx_only_below_its_floor(norm: str | None) -> None:
     """ranx counts a chunk a list did not return as -1e9 there, so it floors such a chunk at
     -1e9; everywhere else the two agree."""
-    ranx = pytest.importorskip("ranx")
+    ranx = reference_library("ranx")
     runs = [ranx.Run.from_dict({f"q{q}": dict(hits) for q, hits in enumerate(lists)}, name=n)
             for n, lists in LOW.items()]
     theirs = ranx.fuse(runs, norm=norm, method="max").to_dict()

@@ -139,14 +139,20 @@ def calibrate_threshold(
 def _gate_result(golden: Path, store: str | None, results: Path | None,
                  policy: Path | None, split: SplitPart,
                  judgments: dict[tuple[str, str], int] | None = None) -> GateResult:
-    from recallwatch.acceptance.gate import gate_from_files
+    from recallwatch.acceptance.run import SourceSpec, gate
+    from recallwatch.errors import UsageError
     from recallwatch.formats.golden import load_golden
     from recallwatch.ops.calibrate import tuning_part
 
+    if (store is None) == (results is None):
+        raise UsageError("give exactly one of --store URI or --results FILE")
     # Refuse `test` (and a split without tune queries) before anything is searched.
-    has_split = tuning_part(load_golden(golden), split.value).has_split
-    return gate_from_files(golden, store=store, results=results, policy=policy,
-                           part="tune" if has_split else "auto", judgments=judgments)
+    golden_set = load_golden(golden)
+    has_split = tuning_part(golden_set, split.value).has_split
+    source = SourceSpec("store", store) if store is not None else SourceSpec("results",
+                                                                             str(results))
+    return gate(golden_set, source, policy, part="tune" if has_split else "auto",
+                judgments=judgments)
 
 
 def calibrate_noise(
