@@ -17,6 +17,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Literal
 
+from recallwatch._files import check_output_dir
 from recallwatch._hashing import canonical_hash
 from recallwatch.acceptance.anchors import QueryAnchors, resolve_queries
 from recallwatch.acceptance.cost import measure_cost
@@ -333,6 +334,8 @@ def gate_from_files(
         raise UsageError(f"{'--runs-out' if runs_out is not None else '--tune-weights'} works "
                          "on a pipeline: give it with --pipeline FILE")
     check_latency_sample(latency_sample)  # before any file is read
+    if runs_out is not None:
+        check_output_dir(runs_out, "--runs-out")
     golden_set, pol = load_golden(golden), load_policy(policy)
     if pipeline is not None:
         return gate_pipeline(golden_set, Path(pipeline), policy=pol, embedder=embedder,

@@ -43,12 +43,13 @@ def generate(
     and `recallwatch history groups --by source --golden FILE` reports them apart. Review every one
     before the gate relies on it.
     """
-    from recallwatch._files import write_atomic
+    from recallwatch._files import check_output_file, write_atomic
     from recallwatch.errors import JudgeError
     from recallwatch.formats.corpus import read_corpus
     from recallwatch.judgments.generate import generate_questions, golden_yaml, sample_chunks
     from recallwatch.judgments.llm_judge import ChatClient
 
+    check_output_file(out, "--out", example="golden.yaml")  # before any request is paid for
     client = ChatClient(llm, model, api_key_env=api_key_env, max_tokens=200 * per_chunk)
     picked = sample_chunks(read_corpus(corpus).chunks, sample, seed)
     made = generate_questions(client, picked, per_chunk)

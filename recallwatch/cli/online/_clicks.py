@@ -40,6 +40,7 @@ def run_clicks(log: Path, *, model: str, min_impressions: int, min_examinations:
                prior: str, cuts: list[float], out: Path | None, qrels: Path | None,
                max_rank: int, as_json: bool) -> None:
     from recallwatch import __version__
+    from recallwatch._files import check_output_file
     from recallwatch.judgments.click_models import CLICK_MODELS, ClickCounter, fit
     from recallwatch.judgments.click_models.prior import PriorChoice, choose_prior, fitted_mean
     from recallwatch.judgments.judgments import (
@@ -50,22 +51,27 @@ def run_clicks(log: Path, *, model: str, min_impressions: int, min_examinations:
         write_judged_qrels,
     )
     from recallwatch.online import InteractionLog
+    from recallwatch.online.log import trec_ids
 
     CLICK_MODELS.get(model)  # an unknown name fails before the log is read
     strength = _prior(prior)
     cut_points = list(check_cuts(cuts))
+    if out is not None:
+        check_output_file(out, "--out", example="clicks.qrels")
     human = None if qrels is None else read_qrels_grades(qrels)
     source = InteractionLog(log)
+    # with --out every id must fit a qrels file: refused at its line as the log is read
+    impressions = source if out is None else trec_ids(source, str(log))
     tails = model == "dbn"
     counter = ClickCounter(max_rank=max_rank, tails=tails)
     choice: PriorChoice | None = None
     if strength is None:  # auto: every fifth impression held out to choose the strength
         train = ClickCounter(max_rank=max_rank, tails=tails)
         held = ClickCounter(max_rank=max_rank, tails=tails)
-        counter.add(_split(source, train, held))
+        counter.add(_split(impressions, train, held))
         choice = choose_prior(train.counts(), held.counts(), model)
     else:
-        counter.add(source)
+        counter.add(impressions)
     counts = counter.counts()
     if strength is not None and strength > 0.0:
         choice = PriorChoice(strength, fitted_mean(fit(counts, model)))

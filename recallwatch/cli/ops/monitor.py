@@ -158,9 +158,11 @@ def probes(
 ) -> None:
     """Build a versioned probe set from the queries of a golden set (--golden) and/or a random
     sample of logged queries (--queries, --sample, drawn with --seed)."""
+    from recallwatch._files import check_output_file
     from recallwatch.formats.golden import load_golden
     from recallwatch.ops.probes import build_probes, write_probes
 
+    check_output_file(out, "OUT", example="probes.json")
     built = build_probes(golden=None if golden is None else load_golden(golden),
                          logged=() if queries is None else queries,
                          sample=sample, seed=seed, name=name, version=version)
