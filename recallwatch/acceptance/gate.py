@@ -297,7 +297,8 @@ def run_gate(
                 hint="filter in the system that wrote the results and remove search.filter, or "
                 "give --corpus FILE to check failures against the filter",
             )
-        source = ResultsSource(results, corpus or {}, str(results_name))
+        source = ResultsSource(results, corpus or {}, str(results_name),
+                               golden_ids=frozenset(q.id for q in golden.queries))
     return Gate(golden, policy, run_date, part, judgments).run(source)
 
 

@@ -310,8 +310,12 @@ def test_a_domain_with_too_few_healthy_queries_keeps_the_default_and_is_named() 
     assert cal.too_few == {"B": 2}
     summary = cal.summary()
     assert "used: A 6 (6 queries)" in summary
-    assert ("too few healthy queries, not calibrated (they keep the default 0.30): B 2"
-            in summary)
+    # B takes the snippet's default, calibrated from all 8 healthy queries: the line says
+    # which value that is, the value the snippet then prints
+    assert cal.overall is not None and cal.default_ceiling == cal.overall.suggested
+    assert ("too few healthy queries, not calibrated (they take the default ceiling below, "
+            f"{cal.overall.suggested:.2f}): B 2" in summary)
+    assert f"  default: {cal.overall.suggested:.2f}\n" in cal.policy_yaml()
     assert "B:" not in cal.policy_yaml().split("per_domain:")[1]
     # with fewer healthy queries in all than needed, the default is not calibrated either
     small = calibrate_noise(_run({"b1": ("B", 1), "b2": ("B", 2)}))
