@@ -22,6 +22,7 @@ from recallwatch.formats.policy import Policy, load_policy
 from recallwatch.formats.results import RankedList
 from recallwatch.ops.calibrate import (
     THRESHOLD_META_KEY,
+    ThresholdCalibration,
     calibrate_noise,
     calibrate_threshold,
     choose,
@@ -353,3 +354,24 @@ def test_noise_calibration_needs_a_healthy_query() -> None:
         calibrate_noise(result)
     with pytest.raises(InputError, match="margin"):
         calibrate_noise(_run({"a": ("A", 1)}), margin=-1)
+
+
+def test_a_threshold_that_misses_its_target_or_covers_too_little_is_refused() -> None:
+    def point(target: str, value: float, precision: float, coverage: float,
+              reached: bool) -> ThresholdCalibration:
+        return ThresholdCalibration(0.4, target, value, precision, coverage,  # type: ignore[arg-type]
+                                    reached, 10, 10, ())
+
+    assert point("precision", 0.95, 0.97, 0.8, True).refusal(0.5) is None
+    missed = point("precision", 0.95, 0.436, 0.9, False).refusal(0.5)
+    assert missed == ("NOT stored: precision 0.436 misses the target 0.95, and no threshold "
+                      "reaches it on these queries; ask for what the search can reach "
+                      "(--target-precision 0.436 or lower), or improve the search and calibrate "
+                      "again")
+    assert point("precision", 0.95, 0.436, 0.9, False).refusal(0.0) == missed  # not waived
+    assert point("coverage", 0.9, 0.8, 0.6, False).refusal(0.5).startswith(  # type: ignore[union-attr]
+        "NOT stored: coverage 0.600 misses the target 0.9")
+    low = point("precision", 0.95, 0.97, 0.05, True).refusal(0.5)
+    assert low is not None and low.startswith("NOT stored: coverage 0.050 is under "
+                                              "--min-coverage 0.5")
+    assert point("precision", 0.95, 0.97, 0.05, True).refusal(0.0) is None
