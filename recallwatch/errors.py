@@ -21,7 +21,6 @@ The library raises these; only the CLI turns them into ``Error: …`` and an exi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from os import PathLike
 
 __all__ = [
@@ -37,7 +36,6 @@ __all__ = [
     "RetrieverError",
     "StoreError",
     "UsageError",
-    "listed",
 ]
 
 
@@ -61,13 +59,6 @@ def _shown(value: object, *, described: bool = False) -> str:
     if len(text) > _SHOWN:
         text, note = f"{text[:_HEAD]}…{text[-_TAIL:]}", f" ({len(text):,} characters)"
     return (text if bare else repr(text)) + note
-
-
-def listed(items: Sequence[str], limit: int, sep: str = ", ") -> str:
-    """The first ``limit`` of ``items`` joined by ``sep``, and how many more there are: a
-    message names a few and counts the rest (``a, b, c and 18 more``)."""
-    shown = sep.join(items[:limit])
-    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
 class InputError(RecallwatchError, ValueError):

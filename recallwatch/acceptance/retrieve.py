@@ -12,7 +12,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from recallwatch._blas import blas_threads
-from recallwatch._registry import suggest
+from recallwatch._registry import listed, suggest
 from recallwatch.embedders.base import (
     FINGERPRINT_META_KEY,
     Embedder,
@@ -20,7 +20,7 @@ from recallwatch.embedders.base import (
     check_fingerprint,
     fingerprint_of,
 )
-from recallwatch.errors import DatasetError, InputError, listed
+from recallwatch.errors import DatasetError, InputError
 from recallwatch.formats.golden import GoldenQuery
 from recallwatch.formats.policy import SearchSettings
 from recallwatch.formats.results import RankedList

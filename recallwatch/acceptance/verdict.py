@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from recallwatch._registry import listed
 from recallwatch.acceptance.model import Aggregate, QueryResult, Reason, Verdict
-from recallwatch.errors import listed
 from recallwatch.formats.policy import Policy
 
 __all__ = ["aggregate", "decide"]
