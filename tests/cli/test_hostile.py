@@ -354,6 +354,10 @@ EXACT: dict[str, tuple[Callable[[Files], list[str]], Callable[[Files], str]]] = 
         lambda f: ["ops", "probes", _folder(f), "--golden", str(f["golden"])],
         lambda f: f"{_folder(f)}: expected a file name, found <a directory> (OUT names the file "
                   "to write, e.g. probes.json)"),
+    "history copy into a folder": (
+        lambda f: ["history", "copy", str(f["db"]), _folder(f)],
+        lambda f: f"{_folder(f)}: expected a run history file, found a directory (name a file "
+                  f"in it, e.g. {f['dir'] / 'a-folder' / 'history.db'})"),
     # a file given where a folder is written
     "bench quantize --out FILE": (
         lambda f: ["bench", "quantize", "--synthetic", "60x4", "--sample", "5", "--out", _file(f)],
