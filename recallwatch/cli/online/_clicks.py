@@ -4,6 +4,7 @@ kept apart from the command's options in ``online_cmd``."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +14,7 @@ if TYPE_CHECKING:
     from recallwatch.judgments.click_models import ClickCounts, ClickModelFit
     from recallwatch.judgments.click_models.prior import PriorChoice
     from recallwatch.judgments.judgments import JudgmentSet
-    from recallwatch.online.log import Impression
+    from recallwatch.online.log import Impression, InteractionLog
 
 __all__ = ["run_clicks"]
 
@@ -40,7 +41,6 @@ def run_clicks(log: Path, *, model: str, min_impressions: int, min_examinations:
                prior: str, cuts: list[float], out: Path | None, qrels: Path | None,
                max_rank: int, as_json: bool) -> None:
     from recallwatch import __version__
-    from recallwatch._files import check_output_file
     from recallwatch.judgments.click_models import CLICK_MODELS, ClickCounter, fit
     from recallwatch.judgments.click_models.prior import PriorChoice, choose_prior, fitted_mean
     from recallwatch.judgments.judgments import (
@@ -50,18 +50,12 @@ def run_clicks(log: Path, *, model: str, min_impressions: int, min_examinations:
         read_qrels_grades,
         write_judged_qrels,
     )
-    from recallwatch.online import InteractionLog
-    from recallwatch.online.log import trec_ids
 
     CLICK_MODELS.get(model)  # an unknown name fails before the log is read
     strength = _prior(prior)
     cut_points = list(check_cuts(cuts))
-    if out is not None:
-        check_output_file(out, "--out", example="clicks.qrels")
+    source, impressions = _opened(log, out)
     human = None if qrels is None else read_qrels_grades(qrels)
-    source = InteractionLog(log)
-    # with --out every id must fit a qrels file: refused at its line as the log is read
-    impressions = source if out is None else trec_ids(source, str(log))
     tails = model == "dbn"
     counter = ClickCounter(max_rank=max_rank, tails=tails)
     choice: PriorChoice | None = None
@@ -123,6 +117,21 @@ def run_clicks(log: Path, *, model: str, min_impressions: int, min_examinations:
                  f"{kappa}{ci}, same grade {measured.exact:.0%}")
     if out is not None:
         emit(f"wrote {out} ({len(judged.judgments)} labels) and {sidecar}")
+
+
+def _opened(log: Path, out: Path | None) -> tuple[InteractionLog, Iterable[Impression]]:
+    """The log, and its impressions as the counters read them: with --out (checked to be a file
+    name first) every id must fit a qrels file, refused at its line as the log is read."""
+    from recallwatch._files import check_output_file
+    from recallwatch.online import InteractionLog
+    from recallwatch.online.log import trec_ids
+
+    if out is None:
+        source = InteractionLog(log)
+        return source, source
+    check_output_file(out, "--out", example="clicks.qrels")
+    source = InteractionLog(log)
+    return source, trec_ids(source, str(log))
 
 
 def _split(log: Any, train: Any, held: Any) -> Any:
