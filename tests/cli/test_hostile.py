@@ -269,6 +269,11 @@ EXACT: dict[str, tuple[Callable[[Files], list[str]], Callable[[Files], str]]] = 
                    "--budget-days", "1e300", "--no-history"],
         lambda f: "field '--budget-days': expected a number of days above 0, at most 999,999, "
                   f"found 1e+300 {SPAN}"),
+    "ingest --reindex-window-hours 1e300": (
+        lambda f: ["ingest", str(f["golden"]), "--store", f"lancedb://{f['dir']}/never?table=t",
+                   "--reindex-window-hours", "1e300"],
+        lambda f: "field '--reindex-window-hours': expected a number of hours from 0 to "
+                  f"23,999,976, found 1e+300 {SPAN}"),
     "init on a file": (
         lambda f: ["init", _file(f)],
         lambda f: f"{_file(f)}: expected a folder to write golden.yaml and policy.yaml into, "
@@ -390,6 +395,7 @@ def test_hostile_input_gets_exactly_this_message(case: str, files: Files) -> Non
     code, out, err = cli(*args(files))
     assert (code, err) == (2, f"Error: {message(files)}\n"), out
     assert not (files["dir"] / "outside.yaml").exists()  # nothing written through a link
+    assert not (files["dir"] / "never").exists()  # no store created for a refused ingest
     assert list((files["dir"] / "a-folder").iterdir()) == []
 
 
