@@ -44,9 +44,9 @@ from typing import IO
 from recallwatch.errors import InputError
 
 __all__ = ["FILE_CAP_VARIABLE", "LINE_CAP_VARIABLE", "LineLimit", "atomic_dir", "atomic_path",
-           "cannot_write", "capped_lines", "check_output_dir", "check_output_file", "file_cap",
-           "file_lock", "line_cap", "line_too_long", "open_input", "output_dir", "read_capped",
-           "read_lines_whole", "write_atomic"]
+           "cannot_write", "capped_lines", "check_output_dir", "check_output_file",
+           "check_writable", "file_cap", "file_lock", "line_cap", "line_too_long", "open_input",
+           "output_dir", "read_capped", "read_lines_whole", "write_atomic"]
 
 
 def _sibling(target: Path, kind: str) -> Path:
@@ -122,6 +122,23 @@ def output_dir(path: str | os.PathLike[str], option: str | None = None) -> Path:
     except OSError as exc:
         raise cannot_write(target, exc, "the directory") from None
     return target
+
+
+def check_writable(path: str | os.PathLike[str], option: str | None = None) -> None:
+    """:func:`check_output_file`, and a try that the file can be replaced there: a file is
+    created and removed beside it, and an existing one opened to append (nothing is written).
+    For a writer that saves later, such as a server: it refuses a read-only place before it
+    starts, not at its first save."""
+    target = Path(path)
+    check_output_file(target, option)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _new_file(target).unlink()
+        if target.exists():
+            with open(target, "ab"):
+                pass
+    except OSError as exc:
+        raise cannot_write(target, exc) from None
 
 
 def cannot_write(path: str | os.PathLike[str], exc: OSError, what: str = "the file"

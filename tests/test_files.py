@@ -16,6 +16,7 @@ from recallwatch._files import (
     atomic_path,
     check_output_dir,
     check_output_file,
+    check_writable,
     output_dir,
     write_atomic,
 )
@@ -145,7 +146,18 @@ def test_a_read_only_folder_is_a_located_error_and_nothing_is_left(tmp_path: Pat
             output_dir(folder / "sub")
         assert str(refused.value) == (f"{folder / 'sub'}: cannot write the directory: "
                                       "permission denied (choose a path you may write to)")
+        with pytest.raises(InputError) as refused:
+            check_writable(folder / "later.jsonl", "--out")
+        assert str(refused.value) == (f"{folder / 'later.jsonl'}: cannot write the file: "
+                                      "permission denied (choose a path you may write to)")
     assert list(folder.iterdir()) == []
+    kept = folder / "kept.jsonl"
+    kept.write_text("a line\n")
+    check_writable(kept)  # a writable place: nothing changes
+    assert kept.read_text() == "a line\n" and sorted(p.name for p in folder.iterdir()) == [
+        "kept.jsonl"]
+    with read_only(kept), pytest.raises(InputError, match="cannot write the file: permission"):
+        check_writable(kept)
 
 
 def test_a_symbolic_link_is_replaced_never_written_through(tmp_path: Path) -> None:

@@ -422,3 +422,10 @@ def test_a_read_only_history_and_folder_are_located_errors(files: Files, tmp_pat
         assert (code, err) == (2, f"Error: {folder / 'sub'}: cannot write the folder: "
                                   "permission denied (choose a path you may write to)\n")
     assert list(folder.iterdir()) == []
+    queue = folder / "queue.jsonl"
+    queue.write_text(json.dumps({"query_id": "q1", "query": "q", "id": "c1", "text": "t"})
+                     + "\n", encoding="utf-8")
+    with read_only(folder):  # the judging page refuses before it serves, not at the first grade
+        code, _, err = cli("label", "serve", str(queue), "--judge", "ana", "--port", "0")
+    assert (code, err) == (2, f"Error: {folder / 'queue.ana.judgments.jsonl'}: cannot write the "
+                              "file: permission denied (choose a path you may write to)\n")

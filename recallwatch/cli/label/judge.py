@@ -104,6 +104,7 @@ def serve(
     import getpass
     import secrets
 
+    from recallwatch._files import check_writable
     from recallwatch.cli.ops.serve import _listen
     from recallwatch.errors import NotInstalledError
 
@@ -115,6 +116,7 @@ def serve(
         raise NotInstalledError(f"{exc.name} (needed by the judging page)", "web") from None
     name = judge or getpass.getuser()
     target = out or queue.with_name(f"{queue.name.removesuffix('.jsonl')}.{name}.judgments.jsonl")
+    check_writable(target, "--out")  # a read-only place is refused now, not at the first grade
     token = secrets.token_urlsafe(24)
     web_app = create_judge_app(queue, target, judge=name, token=token)
     sock = _listen("127.0.0.1", port)
