@@ -38,6 +38,7 @@ LAYERS: dict[str, int] = {
     "recallwatch._progress": 0,
     "recallwatch._files": 0,
     "recallwatch._hashing": 0,
+    "recallwatch._durations": 0,
     "recallwatch._redact": 0,
     "recallwatch.records": 0,
     "recallwatch.vectors": 0,

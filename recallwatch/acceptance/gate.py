@@ -354,7 +354,8 @@ def store_source(store: VectorStore, policy: Policy, *, embedder: Embedder | Non
 
 def results_source(results: Mapping[str, RankedList], policy: Policy, *,
                    corpus: Mapping[str, Chunk] | None = None,
-                   name: str | Path = "<results>") -> ResultsSource:
+                   name: str | Path = "<results>",
+                   golden_ids: frozenset[str] = frozenset()) -> ResultsSource:
     """Ranked lists from any other system as the gate's source; ``corpus`` (chunk id -> chunk)
     gives their metadata, for Gold labels, diagnosis and the policy's search.filter."""
     if policy.search.filter and not corpus:
@@ -364,7 +365,7 @@ def results_source(results: Mapping[str, RankedList], policy: Policy, *,
             hint="filter in the system that wrote the results and remove search.filter, or "
             "give corpus=FILE to check failures against the filter",
         )
-    return ResultsSource(dict(results), dict(corpus or {}), str(name))
+    return ResultsSource(dict(results), dict(corpus or {}), str(name), golden_ids=golden_ids)
 
 
 def run_gate(
@@ -394,5 +395,6 @@ def run_gate(
         local = store_source(store, policy, embedder=embedder, latency_sample=latency_sample)
         source = local if fan_out is None else fan_out(local)
     else:
-        source = results_source(results or {}, policy, corpus=corpus, name=results_name)
+        source = results_source(results or {}, policy, corpus=corpus, name=results_name,
+                                golden_ids=frozenset(q.id for q in golden.queries))
     return Gate(golden, policy, run_date, part, judgments).run(source)

@@ -5,13 +5,14 @@ every expected chunk (so the noise threshold always exists)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
 from recallwatch._blas import blas_threads
+from recallwatch._registry import listed, suggest
 from recallwatch.embedders.base import (
     FINGERPRINT_META_KEY,
     Embedder,
@@ -333,17 +334,14 @@ class ResultsSource:
     corpus: dict[str, Chunk] = field(default_factory=dict)
     source_name: str = "<results>"
     timings: Timings = field(default_factory=Timings)
+    # every query id of the golden set (its other split part too): a results line for another
+    # id is named when a golden query has none (a typo, or a line of another golden set)
+    golden_ids: frozenset[str] = frozenset()
 
     def retrieve(self, queries: Sequence[GoldenQuery], depth: int) -> list[Retrieved]:
         absent = [q.id for q in queries if q.id not in self.results]
         if absent:
-            raise InputError(
-                f"no results line for {len(absent)} golden "
-                f"quer{'y' if len(absent) == 1 else 'ies'}:"
-                f" {', '.join(absent[:10])}{' …' if len(absent) > 10 else ''}",
-                source=self.source_name,
-                hint='write {"query_id": ID, "results": []} for a query that returned nothing',
-            )
+            raise self._absent(absent, self.golden_ids or {q.id for q in queries})
         if self.corpus:
             expected = list(dict.fromkeys(c for q in queries for c in q.expected))
             missing = [c for c in expected if c not in self.corpus]
@@ -358,6 +356,19 @@ class ResultsSource:
             exp = {c: float(s) for c, s in zip(ids, scores) if c in wanted}
             out.append(Retrieved(list(ids), np.asarray(scores, dtype=np.float64), exp))
         return out
+
+    def _absent(self, absent: list[str], golden: Collection[str]) -> InputError:
+        unknown = [qid for qid in self.results if qid not in golden]
+        named = ""
+        if unknown:
+            named = ("; its lines for query ids the golden set does not have: "
+                     + listed([f"{qid!r}{suggest(qid, absent)}" for qid in unknown], 10))
+        return InputError(
+            f"no results line for {len(absent)} golden "
+            f"quer{'y' if len(absent) == 1 else 'ies'}: {listed(absent, 10)}{named}",
+            source=self.source_name,
+            hint='write {"query_id": ID, "results": []} for a query that returned nothing'
+            + (", and give each line the id of its golden query" if unknown else ""))
 
     def chunks(self, ids: Sequence[str]) -> dict[str, Chunk]:
         return {c: self.corpus[c] for c in ids if c in self.corpus}

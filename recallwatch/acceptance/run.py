@@ -28,6 +28,7 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
 
+from recallwatch._files import check_output_dir
 from recallwatch.acceptance.gate import Gate, Part, results_source, store_source
 from recallwatch.acceptance.model import GateResult
 from recallwatch.acceptance.retrieve import Source, check_latency_sample
@@ -185,7 +186,7 @@ class GateRun:
         s = self.search
         with engine_session(s.engine, s.address, s.workers) as on_ray:
             golden, policy = _golden(self.golden), _policy(self.policy)
-            with self._open(source, policy, on_ray) as opened:
+            with self._open(source, policy, on_ray, golden) as opened:
                 result = self._gate(opened, golden, policy, judged)
                 result = self._add_evidence(result, opened, golden, policy, judged)
                 result = self._record(result, opened)
@@ -214,6 +215,8 @@ class GateRun:
                              f"gate judges the test queries; part={s.part} would judge "
                              "queries the weights were fitted to")
         check_latency_sample(s.latency_sample)
+        if out.runs_out is not None:
+            check_output_dir(out.runs_out, "runs_out=")
         return source
 
     def _judged(self) -> Mapping[tuple[str, str], int] | None:
@@ -229,9 +232,11 @@ class GateRun:
         return judged_pairs(given)
 
     @contextmanager
-    def _open(self, source: Resolved, policy: Policy, on_ray: bool) -> Iterator[_Opened]:
+    def _open(self, source: Resolved, policy: Policy, on_ray: bool,
+              golden: GoldenSet) -> Iterator[_Opened]:
         """The source opened for the run, closed after it (only what was opened here)."""
         s = self.search
+        ids = frozenset(q.id for q in golden.queries)  # a results line of another id is named
         named = source if isinstance(source, SourceSpec) else None
         # the corpus first (as the source's own files): a bad one fails before a store opens
         corpus = {} if named is not None and named.kind == "store" else _corpus(s.corpus)
@@ -258,13 +263,13 @@ class GateRun:
             from recallwatch.formats.results import load_results
 
             yield _Opened(results_source(load_results(named.where), policy, corpus=corpus,
-                                         name=named.where))
+                                         name=named.where, golden_ids=ids))
         elif isinstance(source, Pipeline):
             yield self._pipeline(source, corpus, "<pipeline>")
         elif isinstance(source, VectorStore):
             yield _Opened(self._store_source(source, policy, None, False), source)
         elif isinstance(source, dict):
-            yield _Opened(results_source(source, policy, corpus=corpus))
+            yield _Opened(results_source(source, policy, corpus=corpus, golden_ids=ids))
 
     def _store_source(self, store: VectorStore, policy: Policy, uri: str | None,
                       on_ray: bool) -> Source:

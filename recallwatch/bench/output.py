@@ -17,13 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from recallwatch._files import atomic_path, write_atomic
+from recallwatch._files import atomic_path, output_dir, write_atomic
 from recallwatch.bench.frontier import fastest_at, pareto_mask
 from recallwatch.bench.sweep import SCHEMA_VERSION, ConfigResult, SweepResult
 from recallwatch.bench.tradeoffs import COSTS, cost_curve, plot_cost
 
-__all__ = ["Answers", "answers", "plot_frontier", "render_table", "sweep_to_dict",
-           "write_outputs"]
+__all__ = ["Answers", "answers", "plot_frontier", "render_table", "sweep_to_dict", "write_outputs",
+           "write_report_pair"]
 
 
 @dataclass(frozen=True)
@@ -190,8 +190,7 @@ def write_outputs(sweep: SweepResult, out_dir: str | Path) -> list[Path]:
     """results.json, results.csv, frontier.png (recall against QPS), build_time.png and
     index_size.png (recall against build time and index size) in ``out_dir``, each written
     atomically."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_dir(out_dir, "--out")
     written = []
     for name, text in (("results.json", json.dumps(sweep_to_dict(sweep), indent=2, default=str)),
                        ("results.csv", sweep_to_csv(sweep))):
@@ -206,3 +205,15 @@ def write_outputs(sweep: SweepResult, out_dir: str | Path) -> list[Path]:
                 plot_cost(sweep, cost, tmp)
             written.append(out / name)
     return written
+
+
+def write_report_pair(out_dir: str | Path, name: str, doc: dict[str, Any], markdown: str
+                      ) -> list[Path]:
+    """``NAME.json`` (``doc``) and ``NAME.md`` (``markdown``) in ``out_dir`` (created when
+    missing), each written whole; the benchmarks that write one result and its table use it."""
+    out = output_dir(out_dir, "--out")
+    files = {out / f"{name}.json": json.dumps(doc, indent=2, default=str) + "\n",
+             out / f"{name}.md": markdown if markdown.endswith("\n") else markdown + "\n"}
+    for path, text in files.items():
+        write_atomic(path, text)
+    return list(files)

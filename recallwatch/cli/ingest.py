@@ -86,12 +86,14 @@ def ingest(
     promotable until resolved), 2 usage or input error, 130 interrupted (Ctrl-C): the message
     says how many chunks were committed; the same ingest again finishes the job.
     """
+    from recallwatch._durations import span
     from recallwatch.embedders import DEFAULT_EMBEDDER, embedder_from_spec
     from recallwatch.embedders.base import SPEC_META_KEY
     from recallwatch.ops.ingest import ingest as run_ingest
     from recallwatch.scale import engine_session
     from recallwatch.stores import open_store
 
+    span(window, "hours", "--reindex-window-hours")  # before the store is created
     opened: list[History] = []
 
     def rebuild_history() -> History | None:  # opened only when an index rebuild is recorded

@@ -249,9 +249,10 @@ def _judge(plan: Plan, outcomes: list[VariantOutcome], built: dict[str, list[str
         m = o.parts[chosen_on].metrics
         return tuple(-(m[k] or 0.0) for k in ("mean_quality", "mean_ndcg", "mrr"))
 
-    warnings += _judged_warning(outcomes, judged_on)
     order = {o.name: i for i, o in enumerate(outcomes)}
-    winner = min(outcomes, key=lambda o: (*rank(o), order[o.name])).name
+    ranked = [o.name for o in sorted(outcomes, key=lambda o: (*rank(o), order[o.name]))]
+    warnings += _judged_warning(outcomes, judged_on, ranked)
+    winner = ranked[0]
     vs_base = _vs_base(outcomes, judged_on)
     confirmed = None
     if split:
@@ -261,9 +262,11 @@ def _judge(plan: Plan, outcomes: list[VariantOutcome], built: dict[str, list[str
                             built, reused, warnings)
 
 
-def _judged_warning(outcomes: list[VariantOutcome], part: str) -> list[str]:
+def _judged_warning(outcomes: list[VariantOutcome], part: str, ranked: list[str]) -> list[str]:
     """A warning when judged@K differs much between variants: a variant whose top K holds
-    chunks nobody labelled is scored as if they were wrong, so it may look worse than it is."""
+    chunks nobody labelled is scored as if they were wrong, so its scores are lower bounds. Each
+    little-judged variant is named with the place it took in the ranking (``ranked``, best
+    first): one ranked low may deserve better; one ranked top did so even with that handicap."""
     shares = {o.name: o.parts[part].metrics.get("judged_at_k") for o in outcomes}
     known = {n: float(s) for n, s in shares.items() if s is not None}
     if len(known) < 2:
@@ -272,14 +275,22 @@ def _judged_warning(outcomes: list[VariantOutcome], part: str) -> list[str]:
     high = max(known, key=lambda n: known[n])
     if known[high] - known[low] <= JUDGED_SPREAD:
         return []
-    under = [n for n, s in known.items() if known[high] - s > JUDGED_SPREAD]
+    under = [n for n in ranked if n in known and known[high] - known[n] > JUDGED_SPREAD]
+    places = "; ".join(
+        f"{n} ranked {_ordinal(ranked.index(n) + 1)} of {len(ranked)}"
+        + (" even so" if ranked.index(n) == 0 else ", and may deserve better") for n in under)
     return [f"judged@K (the share of each variant's top K that is labelled: an expected chunk, "
             f"a chunk holding a quoted fact, or a judged pair) differs between variants: "
             f"{known[high]:.2f} for {high} but {known[low]:.2f} for {low}. The scores count an "
-            f"unlabelled result as not relevant, so {', '.join(under)} may rank low only "
-            "because nobody judged what it finds: pool its results (`recallwatch label pool "
-            "--pipeline`), judge them, and give the judgments to the plan (`judgments:`) before "
-            "trusting the ranking"]
+            f"unlabelled result as not relevant, so those of a little-judged variant are lower "
+            f"bounds: {places}. Pool their results (`recallwatch label pool --pipeline`), judge "
+            "them, and give the judgments to the plan (`judgments:`) before trusting the "
+            "ranking"]
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 def _vs_base(outcomes: list[VariantOutcome], part: str) -> dict[str, dict[str, dict[str, Any]]]:

@@ -30,7 +30,7 @@ from recallwatch.history._experiments import (
     recorded_experiments,
     results_digest,
 )
-from recallwatch.history._prune import PruneReport, prune_history
+from recallwatch.history._prune import PruneReport, nothing_to_prune, prune_history
 from recallwatch.history._record import (
     baselines,
     compare_with_baselines,
@@ -63,6 +63,7 @@ __all__ = [
     "experiment_results",
     "ingested_since",
     "is_postgresql",
+    "nothing_to_prune",
     "prune_history",
     "record_experiment",
     "record_gate_run",

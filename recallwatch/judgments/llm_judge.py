@@ -157,9 +157,11 @@ class JudgePair:
     line: int | None = None
 
 
-def read_pairs(path: str | PathLike[str]) -> list[JudgePair]:
-    """(query, passage) pairs to grade, JSONL: ``{"query_id", "query", "id", "text"}``."""
-    from recallwatch.formats.fields import line_of
+def read_pairs(path: str | PathLike[str], *, trec_ids: bool = False) -> list[JudgePair]:
+    """(query, passage) pairs to grade, JSONL: ``{"query_id", "query", "id", "text"}``.
+    ``trec_ids``: the labels go to a TREC file, so an id holding whitespace is refused at its
+    line."""
+    from recallwatch.formats.fields import check_trec_id, line_of
     from recallwatch.formats.structured import iter_jsonl
 
     pairs = []
@@ -173,6 +175,8 @@ def read_pairs(path: str | PathLike[str]) -> list[JudgePair]:
                 raise InputError(source=path, line=line, field=key,
                                  expected="a non-empty string",
                                  found="<nothing>" if value is None else value)
+            if trec_ids and key in ("query_id", "id"):
+                check_trec_id(value, key, source=path, line=line)
             values[key] = value
         key2 = (values["query_id"], values["id"])
         if key2 in seen:

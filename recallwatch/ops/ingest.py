@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from recallwatch._durations import span
 from recallwatch._progress import progress
 from recallwatch._redact import redact
 from recallwatch.embedders.base import (
@@ -200,6 +201,7 @@ def ingest(
     if precomputed and (vectors is not None or isinstance(corpus, Corpus)):
         raise UsageError("precomputed reads the vectors of a corpus file: give the file, and "
                          "no vectors")
+    rebuild_window = span(rebuild_window_hours, "hours", "--reindex-window-hours")
     t_start = time.perf_counter()
     started = _now()
     fingerprint = fingerprint_of(embedder) if precomputed else None  # the vectors' dimension
@@ -304,7 +306,7 @@ def ingest(
     t_index = 0.0
     if todo:
         t0 = time.perf_counter()
-        report.index_rebuild = _rebuild_if_needed(store, verify_floor, rebuild_window_hours,
+        report.index_rebuild = _rebuild_if_needed(store, verify_floor, rebuild_window,
                                                   history)
         t_index = time.perf_counter() - t0
         report.version = store.current_version()
@@ -328,7 +330,7 @@ def _kept(store: str, committed: int, todo: int, commits: int, groups: int) -> s
             "again to finish: the chunks already committed are skipped")
 
 
-def _rebuild_if_needed(store: VectorStore, floor: float, window_hours: float,
+def _rebuild_if_needed(store: VectorStore, floor: float, window: timedelta,
                        history: History | Callable[[], History | None] | None
                        ) -> dict[str, Any] | None:
     from recallwatch.ops.autoreindex import auto_reindex, index_needs_rebuild, row_probes
@@ -339,7 +341,7 @@ def _rebuild_if_needed(store: VectorStore, floor: float, window_hours: float,
         return None
     hist = history() if callable(history) else history
     done = auto_reindex(store, probes, trigger="ingest", why=why, floor=floor,
-                        window=timedelta(hours=window_hours), history=hist)
+                        window=window, history=hist)
     return {**done.to_dict(), "summary": done.summary()}
 
 

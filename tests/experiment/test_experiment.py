@@ -231,9 +231,34 @@ def test_judgments_count_and_a_judged_at_k_gap_is_warned(tmp_path: Path) -> None
     assert before["variants"][0]["metrics"]["judged_at_k"] < 1.0
     warned = [w for w in after["warnings"] if w.startswith("judged@K")]
     assert len(warned) == 1
-    assert (f"1.00 for bm25 but {judged['sentences']:.2f} for sentences" in warned[0]
-            and "so sentences may rank low only because nobody judged" in warned[0])
+    assert f"1.00 for bm25 but {judged['sentences']:.2f} for sentences" in warned[0]
+    # the warning says where the little-judged variant ranked, as the results rank it
+    ranked = sorted(after["variants"], key=lambda v: (
+        *(-(v["metrics"][m] or 0.0) for m in ("mean_quality", "mean_ndcg", "mrr")),
+        after["variants"].index(v)))
+    place = [v["name"] for v in ranked].index("sentences") + 1
+    said = ("sentences ranked 1st of 2 even so" if place == 1
+            else "sentences ranked 2nd of 2, and may deserve better")
+    assert f"so those of a little-judged variant are lower bounds: {said}. " in warned[0]
+    assert ranked[0]["name"] == after["winner"]
     assert "judged@K (the share of each variant's top K" in stdout
+
+
+def test_the_judged_at_k_warning_names_the_place_each_little_judged_variant_took() -> None:
+    from recallwatch.experiment.evaluate import PartResult, VariantOutcome
+    from recallwatch.experiment.runner import _judged_warning
+
+    def outcome(name: str, judged: float) -> VariantOutcome:
+        part = PartResult("ACCEPT", {"judged_at_k": judged}, {}, 0, None, None)
+        return VariantOutcome(name, {}, {}, {"all": part}, None, None, 0.0)
+
+    variants = [outcome("base", 1.0), outcome("bm25", 0.5), outcome("hybrid", 0.6)]
+    (warned,) = _judged_warning(variants, "all", ["bm25", "base", "hybrid"])
+    assert ("lower bounds: bm25 ranked 1st of 3 even so; hybrid ranked 3rd of 3, and may "
+            "deserve better. Pool their results") in warned
+    assert "may rank low" not in warned
+    assert _judged_warning([variants[0], outcome("close", 0.85)], "all", ["base", "close"]) \
+        == []
 
 
 def test_a_bad_judgments_file_is_refused_before_anything_is_built(tmp_path: Path) -> None:

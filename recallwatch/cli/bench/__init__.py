@@ -74,12 +74,16 @@ def bench(
     and the same frontier as one process, with the timings of the workers."""
     from dataclasses import replace
 
+    from recallwatch._files import check_output_dir
     from recallwatch.bench.output import render_table, sweep_to_dict, write_outputs
     from recallwatch.bench.sweep import ConfigResult, load_sweep, run_sweep
 
     config = load_sweep(sweep)
     if threads is not None:
         config = replace(config, threads=threads)
+    target = out or (None if config.out is None else Path(config.base_dir) / config.out)
+    if target is not None:
+        check_output_dir(target, "--out" if out is not None else f"{sweep}: out")
 
     def progress(r: ConfigResult) -> None:
         if not quiet:
@@ -95,7 +99,6 @@ def bench(
             result = sweep_on_ray(config, on_result=progress, workers=workers)
         else:
             result = run_sweep(config, on_result=progress)
-    target = out or (None if config.out is None else Path(config.base_dir) / config.out)
     if fmt is TableJson.json:
         emit(json.dumps(sweep_to_dict(result), indent=2, default=str))
     else:
@@ -138,6 +141,7 @@ def quantize(
 
     --seed draws the held-out queries (or the synthetic data); with --out it writes
     quantization.json and quantization.md there."""
+    from recallwatch._files import check_output_dir
     from recallwatch.bench.datasets import dataset_from_spec
     from recallwatch.bench.exact_knn import ground_truth
     from recallwatch.bench.quantize import quantization_study
@@ -145,6 +149,8 @@ def quantize(
 
     if sum(x is not None for x in (base, synthetic, store)) != 1:
         raise UsageError("give exactly one of BASE, --synthetic NxD or --store URI")
+    if out is not None:
+        check_output_dir(out, "--out")
     try:
         rs = [int(v) for v in depths.split(",") if v.strip()]
     except ValueError:
@@ -191,10 +197,10 @@ def quantize(
                   for p in study.rescoring]
         emit("\n".join(lines))
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "quantization.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-        (out / "quantization.md").write_text(markdown, encoding="utf-8")
-        typer.echo(f"wrote {out / 'quantization.json'}, {out / 'quantization.md'}", err=True)
+        from recallwatch.bench.output import write_report_pair
+
+        written = write_report_pair(out, "quantization", doc, markdown)
+        typer.echo(f"wrote {', '.join(str(p) for p in written)}", err=True)
 
 
 # Below ~39 vectors per IVF list (128 lists) faiss warns that k-means has too few to train on;
@@ -211,8 +217,10 @@ def reference(out: RequiredOutDir, n: ReferenceSize = 20_000) -> None:
     by depth k, latency against collection size, drift and reindex, quantization and binary
     rescoring, written into --out with experiments.json (the configuration of every number).
     Each file is printed with the size it was made at."""
+    from recallwatch._files import check_output_dir
     from recallwatch.bench.reference import ExperimentConfig, figure_sizes, run_experiments
 
+    check_output_dir(out, "--out")
     cfg = ExperimentConfig(n=n)
     result = run_experiments(out, cfg)
     sizes = figure_sizes(cfg)

@@ -135,6 +135,7 @@ def migrate(
     """
     from contextlib import ExitStack
 
+    from recallwatch._files import check_output_file
     from recallwatch.acceptance.golden_labels import (
         load_chunks,
         migrate_labels,
@@ -143,6 +144,7 @@ def migrate(
     )
     from recallwatch.formats.golden import load_golden
 
+    check_output_file(out, "--out", example="golden.yaml")
     golden_set = load_golden(golden)
     with ExitStack() as stack:
         old_chunks = stack.enter_context(load_chunks(old))
