@@ -60,6 +60,13 @@ class SourceSpec:
     kind: SourceKind
     where: str
 
+    def __post_init__(self) -> None:
+        # a retriever spec given where a store URI is (SPEC: wherever a store URI is accepted)
+        from recallwatch.retrievers import is_retriever_spec
+
+        if self.kind == "store" and is_retriever_spec(self.where):
+            object.__setattr__(self, "kind", "retriever")
+
     @classmethod
     def of(cls, where: PathIn) -> SourceSpec:
         """A store URI (``scheme://…``), a pipeline file (``.yaml``/``.yml``) or a results

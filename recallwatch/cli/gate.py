@@ -107,9 +107,11 @@ def gate(
              if where is not None]
     if len(given) != 1:
         raise UsageError("give exactly one of --store URI or --results FILE (or --pipeline FILE)")
-    if (runs_out is not None or tune_weights) and pipeline is None:
+    if (runs_out is not None or tune_weights) and given[0].kind not in ("pipeline",
+                                                                         "retriever"):
         raise UsageError(f"{'--runs-out' if runs_out is not None else '--tune-weights'} works "
-                         "on a pipeline: give it with --pipeline FILE")
+                         "on a pipeline: give it with --pipeline FILE (or a retriever spec "
+                         "with --store)")
     day = None
     if run_date is not None:
         try:
