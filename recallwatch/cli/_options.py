@@ -212,7 +212,7 @@ ProbesFile = Annotated[Path, typer.Option(
 DatasetName = Annotated[str | None, typer.Option(
     "--dataset", help="Only runs of this golden set (by its name).")]
 
-_out = typer.Option("--out", help="Directory to write the result files into.")
+_out = typer.Option("--out-dir", help="Folder to write the result files into.")
 OutDir = Annotated[Path | None, _out]
 RequiredOutDir = Annotated[Path, _out]
 

@@ -15,6 +15,7 @@ from recallwatch.cli._options import (
     HistoryOrNone,
     RayAddress,
     RayWorkers,
+    RequiredOutDir,
     TableJson,
     TableJsonFormat,
 )
@@ -24,9 +25,7 @@ def experiment(
     plan: Annotated[Path, typer.Argument(
         help="The plan (YAML): golden, corpus, policy (optional), base and variants. See "
         "docs/experiments.md.")],
-    out: Annotated[Path, typer.Option(
-        "--out", help="Directory for results.json, results.md, report.html and the cache of "
-        "built variants.")],
+    out: RequiredOutDir,
     force: Annotated[bool, typer.Option(
         "--force", help="Replace the results of another plan's experiment in --out (a rerun "
         "of the same plan file replaces its own without it).")] = False,

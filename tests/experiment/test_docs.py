@@ -47,7 +47,7 @@ def test_the_docs_output_is_what_the_plan_gives(tmp_path: Path,
     home.mkdir()
     (home / "examples").symlink_to(ROOT / "examples", target_is_directory=True)
     monkeypatch.chdir(home)
-    command = "recallwatch experiment examples/kb/experiment.yaml --out exp"
+    command = "recallwatch experiment examples/kb/experiment.yaml --out-dir exp"
     assert f"```sh\n{command}\n```" in DOC
     code, stdout, stderr = cli(*command.split()[1:])
     assert code == 0, stderr

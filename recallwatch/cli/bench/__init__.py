@@ -121,7 +121,7 @@ def quantize(
         "--synthetic", help="Instead of BASE, N synthetic vectors of dimension D clustered around "
         "random topics: NxD, e.g. 20000x128.")] = None,
     metric: Annotated[str, typer.Option(
-        "--metric", help="Similarity of the vectors: ip, l2 or cosine (an .hdf5 file brings "
+        "--distance", help="Similarity of the vectors: ip, l2 or cosine (an .hdf5 file brings "
         "its own).")] = "ip",
     k: MinOneDepth = 10,
     depths: Annotated[str, typer.Option(
@@ -206,7 +206,7 @@ def quantize(
 # Below ~39 vectors per IVF list (128 lists) faiss warns that k-means has too few to train on;
 # past 10M the collection and its copies need tens of GB.
 ReferenceSize = Annotated[int, typer.Option(
-    "--n", min=5_000, max=10_000_000,
+    "--size", min=5_000, max=10_000_000,
     help="Vectors in the collection the experiments run on (the drift experiment adds half as "
     "many again per wave of new topics). The default is small enough for a laptop; a larger "
     "collection shows the magnitudes of a larger one.")]

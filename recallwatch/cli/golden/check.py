@@ -112,7 +112,8 @@ def migrate(
         "--into", help="Rewrite chunk ids as content anchors (they survive later re-chunkings) "
         "or as the new chunks' ids.")] = Into.anchors,
     version: Annotated[str | None, typer.Option(
-        "--version", help="The migrated set's version (default: the old one plus one).")] = None,
+        "--golden-version",
+        help="The migrated set's version (default: the old one plus one).")] = None,
     quote: Annotated[Quote, typer.Option(
         "--quote", help="What an anchor quotes: the whole old chunk, or the sentence of it most "
         "similar to the query (by the embedder), which survives a re-chunking that cuts the "

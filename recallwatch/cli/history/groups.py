@@ -41,7 +41,7 @@ def groups(
     corpus: Annotated[Path | None, typer.Option(
         "--corpus", help="With --by-chunk: the corpus file, instead of --store.")] = None,
     metric: Annotated[str, typer.Option(
-        "--metric", help="Per-query value compared across groups: quality, recall, precision, "
+        "--value", help="Per-query value compared across groups: quality, recall, precision, "
         "rr, ndcg, noise or passed.")] = "quality",
     golden: GoldenOption = None,
     policy: PolicyFile = None,

@@ -154,7 +154,7 @@ def probes(
         "--sample", help="Draw this many logged queries.")] = None,
     seed: Seed = 0,
     name: Annotated[str, typer.Option("--name", help="Probe-set name.")] = "probes",
-    version: Annotated[str, typer.Option("--version", help="Probe-set version.")] = "1",
+    version: Annotated[str, typer.Option("--probe-version", help="Probe-set version.")] = "1",
 ) -> None:
     """Build a versioned probe set from the queries of a golden set (--golden) and/or a random
     sample of logged queries (--queries, --sample, drawn with --seed)."""
