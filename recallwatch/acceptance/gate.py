@@ -21,11 +21,13 @@ from recallwatch._hashing import canonical_hash
 from recallwatch.acceptance.anchors import QueryAnchors, resolve_queries
 from recallwatch.acceptance.cost import measure_cost
 from recallwatch.acceptance.diagnosis import DiagnosisContext, diagnose, halves_similarity, patterns
+from recallwatch.acceptance.golden_size import golden_size, size_warning
 from recallwatch.acceptance.limits import check_measures, run_checks
 from recallwatch.acceptance.model import GateResult, QueryResult, excerpt
 from recallwatch.acceptance.noise import sparse_labels_check
 from recallwatch.acceptance.permissions import apply_permissions, leak_diagnoses, permission_verdict
 from recallwatch.acceptance.retrieve import (
+    LatencyBaseline,
     ResultsSource,
     Source,
     StoreSource,
@@ -40,11 +42,15 @@ from recallwatch.formats.policy import Policy
 from recallwatch.formats.results import RankedList
 from recallwatch.stores.base import Chunk, VectorStore
 
-__all__ = ["FanOut", "Gate", "Part", "gate_from_files", "gate_pipeline", "run_gate", "select_part"]
+__all__ = ["FanOut", "FindBaseline", "Gate", "Part", "gate_from_files", "gate_pipeline",
+           "run_gate", "select_part"]
 
 Part = Literal["auto", "tune", "test", "all"]
 # Wraps the store's source so that retrieval runs elsewhere (the Ray engine), same answers.
 FanOut = Callable[[StoreSource], Source]
+# Finds the baseline run's index to time beside the candidate's: called with the open store, the
+# golden set's hash and the policy's hash; None when there is none to reach.
+FindBaseline = Callable[[VectorStore, str, str], LatencyBaseline | None]
 
 
 def _new_run_id(now: datetime) -> str:
@@ -142,22 +148,7 @@ class Gate:
             # how the latency was sampled, to time a rerun alike; not part of the hash (it
             # changes no quality figure, so runs with other samples still compare)
             config = {**config, "latency_sample": source.timings.sample}
-        warnings = []
-        unknown_waivers = sorted(set(self.policy.waivers) - {q.id for q in self.golden.queries})
-        if unknown_waivers:
-            warnings.append(f"waivers name queries not in the golden set: "
-                            f"{', '.join(unknown_waivers)}")
-        warnings += _unreachable(scored, self.policy.recall_floor)
-        generated = sum(q.extra.get("source") == "generated" for q in queries)
-        if generated:
-            warnings.append(
-                f"{generated} of {len(queries)} queries were written by a language model "
-                "(`source: generated`), not by people: review them (keep, reword or delete) "
-                "before relying on the verdict; `recallwatch history groups --by source --golden "
-                "FILE` reports them apart")
-        if split and split["unassigned"] and split["scored"] != "all":
-            warnings.append(f"{split['unassigned']} queries have no split and are not scored: "
-                            "`recallwatch golden split` assigns them")
+        warnings = _gate_warnings(self.golden, self.policy, queries, scored, split)
         total = time.perf_counter() - start
         embed, search = source.timings.embed, source.timings.search
         return GateResult(
@@ -183,7 +174,35 @@ class Gate:
             checks=tuple(checks),
             cost=cost,
             chunk_texts=texts,
+            golden_size=golden_size(len(scored), self.policy),
         )
+
+
+def _gate_warnings(golden: GoldenSet, policy: Policy, queries: Sequence[GoldenQuery],
+                   scored: list[QueryResult], split: dict[str, int | str] | None) -> list[str]:
+    """What the verdict's reader should know that is no rule: waivers of unknown queries,
+    queries that can never pass, a set too small for its policy, generated queries, queries
+    left out of the split."""
+    warnings = []
+    unknown_waivers = sorted(set(policy.waivers) - {q.id for q in golden.queries})
+    if unknown_waivers:
+        warnings.append(f"waivers name queries not in the golden set: "
+                        f"{', '.join(unknown_waivers)}")
+    warnings += _unreachable(scored, policy.recall_floor)
+    too_small = size_warning(len(scored), policy)
+    if too_small is not None:
+        warnings.append(too_small)
+    generated = sum(q.extra.get("source") == "generated" for q in queries)
+    if generated:
+        warnings.append(
+            f"{generated} of {len(queries)} queries were written by a language model "
+            "(`source: generated`), not by people: review them (keep, reword or delete) "
+            "before relying on the verdict; `recallwatch history groups --by source --golden "
+            "FILE` reports them apart")
+    if split and split["unassigned"] and split["scored"] != "all":
+        warnings.append(f"{split['unassigned']} queries have no split and are not scored: "
+                        "`recallwatch golden split` assigns them")
+    return warnings
 
 
 def select_part(golden: GoldenSet, part: Part = "auto"
@@ -265,12 +284,16 @@ def run_gate(
     fan_out: FanOut | None = None,
     latency_sample: int | None = None,
     judgments: Mapping[tuple[str, str], int] | None = None,
+    latency_baseline: LatencyBaseline | None = None,
 ) -> GateResult:
     """Run the gate against a store (searched with ``embedder``) or a results mapping.
     ``fan_out`` wraps the store's source to retrieve elsewhere (the Ray engine).
-    ``latency_sample``: how many queries are timed one search call each (0: none; None: as
-    many as 10 % of the retrieval time allows, at most 100). ``judgments`` ((query id, chunk
-    id) -> grade) tell the noise rule which results are relevant."""
+    ``latency_sample``: how many search calls are timed, one query each (0: none; None: as
+    many as 10 % of the retrieval time allows, at most 100; when the policy judges cost, the
+    368 a p99 needs within 10 s). ``judgments`` ((query id, chunk id) -> grade) tell the noise
+    rule which results are relevant. ``latency_baseline``: the baseline run's index, timed
+    interleaved with the store's calls (``max_cost_increase`` then compares the two under the
+    same load)."""
     policy = policy or Policy()
     source: Source
     if (store is None) == (results is None):
@@ -286,7 +309,11 @@ def run_gate(
                 f"it (max_latency_p99_ms {policy.limits.max_latency_p99_ms:g}): time at least "
                 "one query (--latency-sample N, or leave it out) or remove max_latency_p99_ms "
                 "from the policy")
-        local = StoreSource(store, embedder, policy.search, latency_sample=latency_sample)
+        limits = policy.limits
+        judged = limits.max_cost_increase is not None or limits.max_latency_p99_ms is not None
+        local = StoreSource(store, embedder, policy.search, latency_sample=latency_sample,
+                            judge_cost=judged,
+                            baseline=latency_baseline if fan_out is None else None)
         source = local if fan_out is None else fan_out(local)
     elif results is not None:
         if policy.search.filter and not corpus:
@@ -317,13 +344,16 @@ def gate_from_files(
     runs_out: str | Path | None = None,
     tune_weights: bool = False,
     judgments: Mapping[tuple[str, str], int] | None = None,
+    find_baseline: FindBaseline | None = None,
 ) -> GateResult:
     """The gate as the CLI, the pytest plugin and the operations commands run it: a golden file,
     a store URI (queried with the embedder that built it, unless ``embedder`` names one), a
     results file or a pipeline file, and an optional policy file. ``then(result, store)`` runs
     while the store is still open (the history reads it to name what buried a query); the store
     is closed after. With a pipeline, ``runs_out`` receives each retriever's and the fused TREC
-    run files."""
+    run files. ``find_baseline`` (the history's :func:`~recallwatch.history.latency_baseline`)
+    opens the baseline run's index when the policy sets ``max_cost_increase``, to time it beside
+    the store's."""
     from recallwatch.formats.golden import load_golden
     from recallwatch.formats.policy import load_policy
 
@@ -355,13 +385,20 @@ def gate_from_files(
     from recallwatch.stores import open_store
 
     vector_store = open_store(str(store))
+    baseline = None
     try:
+        if (find_baseline is not None and fan_out is None and latency_sample != 0
+                and pol.limits.max_cost_increase is not None):
+            baseline = find_baseline(vector_store, golden_set.hash, pol.hash)
         result = run_gate(golden_set, store=vector_store,
                           embedder=embedder_for_store(vector_store, embedder), policy=pol,
                           run_date=run_date, part=part, fan_out=fan_out,
-                          latency_sample=latency_sample, judgments=judgments)
+                          latency_sample=latency_sample, judgments=judgments,
+                          latency_baseline=baseline)
         return then(result, vector_store) if then is not None else result
     finally:
+        if baseline is not None:
+            baseline.store.close()
         vector_store.close()
 
 

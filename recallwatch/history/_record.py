@@ -4,16 +4,21 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from recallwatch._redact import redact
 from recallwatch.acceptance.model import GateResult
-from recallwatch.errors import StoreError
+from recallwatch.errors import RecallwatchError, StoreError
 from recallwatch.history._store import BaselinesMoved, History
 from recallwatch.history.compare import compare_runs
 from recallwatch.stores.base import VectorStore
 
-__all__ = ["baselines", "compare_with_baselines", "ingested_since", "record_gate_run"]
+if TYPE_CHECKING:  # the retrieval code (numpy) loads only when a gate runs
+    from recallwatch.acceptance.gate import FindBaseline
+    from recallwatch.acceptance.retrieve import LatencyBaseline
+
+__all__ = ["baselines", "compare_with_baselines", "ingested_since", "latency_baseline",
+           "record_gate_run"]
 
 
 def baselines(history: History, result: GateResult, *,
@@ -66,6 +71,32 @@ def ingested_since(base: GateResult, store: VectorStore | None,
             cache[key] = None
             return None, f"cannot list what was ingested since v{key}: {exc}"
     return cache[key], None
+
+
+def latency_baseline(history_path: str | Path) -> FindBaseline:
+    """What the gate calls to time the baseline's index beside the candidate's: with the open
+    store, the golden set's and the policy's hashes, the last accepted run of both, and a
+    read-only view of the index version it searched when that run searched this same store and
+    the version is still there; None otherwise (the cost rule then compares the stored
+    timings of the two runs, with the load factor)."""
+    def find(store: VectorStore, dataset_hash: str, policy_hash: str) -> LatencyBaseline | None:
+        with History(history_path) as history:
+            run_id = history.last_accepted(dataset_hash, policy_hash)
+            base = history.load(run_id) if run_id is not None else None
+        if base is None:
+            return None
+        uri, version = base.store.get("uri"), base.store.get("version")
+        if uri is None or version is None or redact(str(uri)) != redact(store.uri):
+            return None
+        try:
+            view = store.checkout(str(version))
+        except RecallwatchError:  # the version was cleaned up, or the store has no versions
+            return None
+        from recallwatch.acceptance.retrieve import LatencyBaseline
+
+        return LatencyBaseline(base.run_id, str(version), view)
+
+    return find
 
 
 def record_gate_run(result: GateResult, history_path: str | Path, *,
