@@ -96,7 +96,7 @@ def _binomial_cdf(n: int, q: float) -> npt.NDArray[Any]:
     # log pmf(k + 1) - log pmf(k) = log((n - k) / (k + 1)) + log(q / (1 - q))
     steps = np.log((n - k) / (k + 1)) + math.log(q / (1.0 - q))
     log_pmf = n * math.log1p(-q) + np.concatenate([[0.0], np.cumsum(steps)])
-    return np.minimum(np.cumsum(np.exp(log_pmf)), 1.0)
+    return np.asarray(np.minimum(np.cumsum(np.exp(log_pmf)), 1.0))
 
 
 def _row_quantiles(x: npt.NDArray[Any], q: float) -> npt.NDArray[Any]:
