@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the history reads the labels below without loading the retrieval code
     from recallwatch.acceptance.retrieve import Timings
-    from recallwatch.stats._latency import QuantileRatio
+    from recallwatch.stats import QuantileRatio
 
 __all__ = ["CAPPED", "COST_LABELS", "LOAD_FACTOR", "MIN_CALLS", "FigureChange", "compare_figure",
            "cost_deltas", "cost_interval", "cost_line", "cost_notes", "format_cost",
@@ -110,7 +110,7 @@ def _rounded(ms: Any) -> list[float]:
 def _quantiles(prefix: str, ms: Any, qs: tuple[float, ...]) -> dict[str, Any]:
     """``{prefix}_p50_ms`` and its interval, and so on: None (and the reason) where the calls are
     too few."""
-    from recallwatch.stats._latency import quantile
+    from recallwatch.stats import quantile
 
     out: dict[str, Any] = {}
     for q in qs:
@@ -208,13 +208,13 @@ def compare_figure(key: str, base: Mapping[str, Any], current: Mapping[str, Any]
         return FigureChange(key, None, None, note=why)
     judged, note = key, None
     if q > 0.5 and not (_enough(old_calls, q) and _enough(new_calls, q)):
-        from recallwatch.stats._latency import calls_needed
+        from recallwatch.stats import calls_needed
 
         short = min(len(old_calls), len(new_calls))
         note = (f"not enough calls for a p99: {short} of {calls_needed(q, LEVEL)} needed; "
                 "judged by the median instead")
         judged, q = "search_p50_ms", 0.5
-    from recallwatch.stats._latency import quantile_ratio
+    from recallwatch.stats import quantile_ratio
 
     ratio = quantile_ratio(new_calls, old_calls, q, bound=1.0 if paired else load_factor,
                            paired=paired, level=LEVEL, seed=_SEED)
@@ -237,7 +237,7 @@ def _sides(sample: str, base: Mapping[str, Any], current: Mapping[str, Any],
 
 
 def _enough(calls: list[float], q: float) -> bool:
-    from recallwatch.stats._latency import calls_needed
+    from recallwatch.stats import calls_needed
 
     return len(calls) >= calls_needed(q, LEVEL)
 
@@ -295,7 +295,7 @@ def cost_notes(base: Mapping[str, Any] | None, current: Mapping[str, Any] | None
     and, for timings measured at different moments, how far load alone moves them."""
     if not base or not current:
         return []
-    from recallwatch.stats._latency import calls_needed
+    from recallwatch.stats import calls_needed
 
     notes = []
     for key, (_, q) in _TIMED.items():

@@ -23,22 +23,16 @@ from recallwatch.acceptance.gate import Gate
 from recallwatch.acceptance.model import GateResult
 from recallwatch.acceptance.retrieve import StoreSource
 from recallwatch.embedders.function import CallableEmbedder
-from recallwatch.formats.golden import GoldenSet
 from recallwatch.formats.policy import Policy, parse_policy
 from recallwatch.history import History, latency_baseline, record_gate_run
-from recallwatch.stores.base import Chunk, Hits, VectorStore
+from recallwatch.stores.base import Hits, VectorStore
 from recallwatch.stores.lancedb.store import LanceStore
 
-DIM = 16
+from .helpers import DIM, numbered_golden, numbered_store, random_vectors
+
 MEDIAN_S = 0.002
 SIGMA = 0.35
 LOADED = 1.8  # every other run: a busy machine
-
-
-def _vectors(texts: Sequence[str]) -> np.ndarray:
-    rows = [np.random.default_rng(abs(hash(t)) % 2**32).standard_normal(DIM) for t in texts]
-    out = np.asarray(rows, dtype=np.float32)
-    return out / np.linalg.norm(out, axis=1, keepdims=True)
 
 
 @dataclass
@@ -85,21 +79,17 @@ def _embedder(machine: Machine) -> CallableEmbedder:
     def embed(texts: Sequence[str]) -> np.ndarray:
         if len(texts) == 1:
             machine.spend(1.0)
-        return _vectors(texts)
+        return random_vectors(texts)
 
     return CallableEmbedder(embed, name="test-random", dimension=DIM)
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> LanceStore:
-    texts = [f"chunk number {i}" for i in range(200)]
-    s = LanceStore(tmp_path_factory.mktemp("kb") / "db", create=True)
-    s.upsert([Chunk(id=f"c{i:03d}", text=t) for i, t in enumerate(texts)], _vectors(texts))
-    return s
+    return numbered_store(tmp_path_factory.mktemp("kb") / "db", 200)
 
 
-GOLDEN = GoldenSet.from_dict({"name": "g", "version": "1", "top_k": 5, "queries": [
-    {"id": f"q{i}", "text": f"chunk number {i}", "expected": [f"c{i:03d}"]} for i in range(40)]})
+GOLDEN = numbered_golden(40)
 
 
 def _policy(tmp_path: Path) -> Policy:

@@ -10,7 +10,7 @@ import pytest
 from scipy.stats import binom
 
 from recallwatch.errors import UsageError
-from recallwatch.stats._latency import calls_needed, quantile, quantile_ratio
+from recallwatch.stats import calls_needed, quantile, quantile_ratio
 
 
 def test_calls_needed_is_the_first_count_whose_interval_has_both_ends() -> None:
