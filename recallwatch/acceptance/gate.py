@@ -398,7 +398,7 @@ def gate_from_files(
         return then(result, vector_store) if then is not None else result
     finally:
         if baseline is not None:
-            baseline.store.close()
+            baseline.close()
         vector_store.close()
 
 

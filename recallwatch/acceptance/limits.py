@@ -262,11 +262,13 @@ def _cost(result: GateResult, base: GateResult,
         return [], [Check("cost_increase", "cost", "not applied",
                           f"no cost recorded for {side} (a results file carries none)")]
     load = float(result.policy.get("cost_load_factor") or LOAD_FACTOR)
+    embedder = result.config.get("embedder")
+    same_embedder = embedder is not None and embedder == base.config.get("embedder")
     reasons: list[Reason] = []
     checks: list[Check] = []
     for key in CAPPED:
         change = compare_figure(key, base.cost, result.cost, base_run=base.run_id,
-                                load_factor=load)
+                                load_factor=load, same_embedder=same_embedder)
         if key == "index_bytes" and (change.old is None or change.new is None):
             continue  # the store cannot say its index size
         reason, check = _cost_check(change, base.run_id, cap)

@@ -81,6 +81,12 @@ class LatencyBaseline:
     run_id: str
     version: str
     store: VectorStore
+    owner: VectorStore | None = None  # the store opened to reach it, when not the candidate's
+
+    def close(self) -> None:
+        self.store.close()
+        if self.owner is not None:
+            self.owner.close()
 
 
 def latency_rows(n: int, count: int = LATENCY_QUERIES) -> list[int]:

@@ -76,9 +76,10 @@ def ingested_since(base: GateResult, store: VectorStore | None,
 def latency_baseline(history_path: str | Path) -> FindBaseline:
     """What the gate calls to time the baseline's index beside the candidate's: with the open
     store, the golden set's and the policy's hashes, the last accepted run of both, and a
-    read-only view of the index version it searched when that run searched this same store and
-    the version is still there; None otherwise (the cost rule then compares the stored
-    timings of the two runs, with the load factor)."""
+    read-only view of the index version it searched, when that version can still be read: on
+    this same store, or on the store the run searched (opened by its recorded URI, when that
+    holds no redacted password) if it was built with the same embedder. None otherwise: the cost
+    rule then compares the stored timings of the two runs, with the load factor."""
     def find(store: VectorStore, dataset_hash: str, policy_hash: str) -> LatencyBaseline | None:
         with History(history_path) as history:
             run_id = history.last_accepted(dataset_hash, policy_hash)
@@ -86,17 +87,42 @@ def latency_baseline(history_path: str | Path) -> FindBaseline:
         if base is None:
             return None
         uri, version = base.store.get("uri"), base.store.get("version")
-        if uri is None or version is None or redact(str(uri)) != redact(store.uri):
-            return None
-        try:
-            view = store.checkout(str(version))
-        except RecallwatchError:  # the version was cleaned up, or the store has no versions
+        if uri is None or version is None:
             return None
         from recallwatch.acceptance.retrieve import LatencyBaseline
 
-        return LatencyBaseline(base.run_id, str(version), view)
+        owner = None
+        try:
+            if redact(str(uri)) != redact(store.uri):
+                if "***" in str(uri):  # its password was not recorded: it cannot be reopened
+                    return None
+                owner = _same_space(str(uri), store)
+                if owner is None:
+                    return None
+            view = (owner or store).checkout(str(version))
+        except RecallwatchError:  # gone, cleaned up, unreachable, or without versions
+            if owner is not None:
+                owner.close()
+            return None
+        return LatencyBaseline(base.run_id, str(version), view, owner)
 
     return find
+
+
+def _same_space(uri: str, store: VectorStore) -> VectorStore | None:
+    """The store at ``uri``, opened to read, when its vectors were built with the embedder that
+    built ``store``'s (the query vectors then fit both); None when they were not."""
+    from recallwatch.embedders.base import FINGERPRINT_META_KEY
+    from recallwatch.stores import open_store
+
+    mine = store.get_meta(FINGERPRINT_META_KEY)
+    if mine is None:
+        return None
+    other = open_store(uri)
+    if other.get_meta(FINGERPRINT_META_KEY) != mine:
+        other.close()
+        return None
+    return other
 
 
 def record_gate_run(result: GateResult, history_path: str | Path, *,

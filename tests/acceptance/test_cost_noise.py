@@ -4,8 +4,8 @@ never the wall clock, so no assertion depends on the machine.
 The noise model the tests draw from (the one docs/gate.md documents): one search call takes a
 median of 2 ms times a log-normal factor (sigma 0.35: the slowest call in a hundred about 2.3
 times the median); a run on a loaded machine is the same distribution scaled by its load, here
-1.8× on every other run (within the default load factor of 2). An index made 3× slower scales
-every call by 3. Ranked lists come from a real LanceDB store; the timed single-query calls only
+1.8× on every other run (within the default load factor of 2), embedding included. An index made
+3× slower scales every search call by 3. Ranked lists come from a real LanceDB store; the timed single-query calls only
 advance the clock (their answers are unused by the gate, by design)."""
 
 from __future__ import annotations
@@ -139,8 +139,13 @@ def test_ten_gates_on_an_unchanged_store_under_alternating_load_never_stop(
     else:
         assert p99[1] == "within noise", p99
         assert "within noise (95 % interval of the ratio ×" in p99[2]
-        assert "over 368 and 368 calls, timed apart" in p99[2]
-        assert "up to ×2 slower" in p99[2] and "not blocking" in p99[2]
+        assert "over 368 and 368 calls, timed apart; the median's ×" in p99[2]
+        assert "up to ×2 slower and its slowest calls slower still" in p99[2]
+        assert "not blocking" in p99[2]
+    # the embedder is the baseline's: the load slowed it, the deployment did not
+    (embed,) = [c for c in _cost_checks(loaded) if c[0] == "query embedding alone p50 (ms)"]
+    assert embed[1] == "within noise", embed
+    assert "(the same fingerprint): its time changes with the machine, not with the " in embed[2]
 
 
 @pytest.mark.parametrize("interleaved", [False, True])
@@ -157,7 +162,8 @@ def test_a_store_made_three_times_slower_is_stopped_with_its_evidence(
     how = "timed interleaved in this run" if interleaved else "timed apart"
     assert f"over 368 and 368 calls, {how}" in reason.message
     (check,) = [c for c in slow.checks if c.rule == "cost_increase" and c.status == "stop"]
-    low, high = check.figures["interval"]
+    low, high = check.figures["evidence_interval"]
+    assert check.figures["evidence_quantile"] == (0.99 if interleaved else 0.5)
     assert check.figures["bound"] == (1.0 if interleaved else 2.0)
     assert check.figures["bound"] < low < 3.0 < high
     assert check.figures["paired"] is interleaved
@@ -227,3 +233,31 @@ def test_a_baseline_without_per_call_timings_is_not_judged(store: LanceStore,
     assert change.old is None and change.note == (
         "run r1 kept no per-call timings (recorded before they were kept), so an increase "
         "cannot be told from noise; the next accepted run will serve")
+
+
+def test_the_baseline_on_another_store_is_timed_interleaved(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blue/green: the candidate is a new store; the accepted run searched the old one, which is
+    still there and was built with the same embedder, so it is opened and timed beside it."""
+    import recallwatch.stores
+    from recallwatch.embedders.base import FINGERPRINT_META_KEY, fingerprint_of
+
+    machine = Machine(seed=13)
+    built = fingerprint_of(_embedder(machine)).to_dict()
+    blue, green = (numbered_store(tmp_path / name, 60) for name in ("blue", "green"))
+    for s in (blue, green):
+        s.set_meta(FINGERPRINT_META_KEY, built)
+    real_open = recallwatch.stores.open_store
+    monkeypatch.setattr(recallwatch.stores, "open_store",
+                        lambda uri, **kw: TimedStore(real_open(uri, **kw), machine))
+    policy, history = _policy(tmp_path), tmp_path / "h.db"
+    first = _gate(blue, machine, policy, history)
+    assert first.verdict == "ACCEPT"
+    slow = _gate(green, machine, policy, history, speed=3.0, interleaved=True)
+    assert slow.cost is not None and slow.cost["baseline"]["run_id"] == first.run_id
+    assert slow.verdict == "STOP"
+    (reason,) = slow.reasons
+    assert "timed interleaved in this run" in reason.message
+    # a store built with another embedder is not timed with these query vectors
+    green.set_meta(FINGERPRINT_META_KEY, {**built, "name": "another"})
+    assert latency_baseline(history)(green, GOLDEN.hash, policy.hash) is None
