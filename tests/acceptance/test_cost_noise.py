@@ -4,9 +4,10 @@ never the wall clock, so no assertion depends on the machine.
 The noise model the tests draw from (the one docs/gate.md documents): one search call takes a
 median of 2 ms times a log-normal factor (sigma 0.35: the slowest call in a hundred about 2.3
 times the median); a run on a loaded machine is the same distribution scaled by its load, here
-1.8× on every other run (within the default load factor of 2), embedding included. An index made
-3× slower scales every search call by 3. Ranked lists come from a real LanceDB store; the timed single-query calls only
-advance the clock (their answers are unused by the gate, by design)."""
+1.8× on every other run (within the default load factor of 2), embedding included. An index
+made 3× slower scales every search call by 3. Ranked lists come from a real LanceDB store; the
+timed single-query calls only advance the clock (their answers are unused by the gate, by
+design)."""
 
 from __future__ import annotations
 
