@@ -26,14 +26,15 @@ of a run and is invisible within it. So:
 * when the baseline's index was timed in the same run, interleaved call for call with the
   candidate's (:class:`~recallwatch.acceptance.retrieve.LatencyBaseline`: the baseline run's
   index version, on the same store or on the store it searched if that can still be opened),
-  both shared the load: the ratio of their quantiles is bootstrapped over the pairs, and an
-  increase is real when the 95 % interval of the ratio lies above 1;
-* otherwise the stored calls of both runs are bootstrapped apart, and an increase is real only
-  when the interval lies above the load factor (default 2: a run on a busy machine may be up to
-  twice as slow as the same index on an idle one; the policy's ``cost_load_factor``). Load
-  inflates a run's slowest calls far more than its bulk (measured: two busy loops multiplied the
-  p99 by 3.5 and the median by 1.8), so for a p99 timed apart the evidence is read from the
-  median: the p99 must rise past the cap and the median past the load factor;
+  both shared the load, and an increase is real when the candidate's quantile is surely above
+  the baseline's: the low end of its 95 % interval above the high end of the baseline's
+  (:func:`recallwatch.stats.quantile_ratio`);
+* otherwise the stored calls of both runs are compared the same way, and an increase is real
+  only when the candidate's low end is above the baseline's high end times the load factor
+  (default 2: a run on a busy machine may be up to twice as slow as the same index on an idle
+  one; the policy's ``cost_load_factor``). Load inflates a run's slowest calls far more than its
+  bulk, so for a p99 timed apart the evidence is read from the median: the p99 must rise past
+  the cap and the median past the load factor;
 * the query embedding, when both runs used the same embedder (its fingerprint), cannot have
   changed with the deployment: a change of its time is the machine's, and never blocks.
 
@@ -70,7 +71,6 @@ LOAD_FACTOR = 2.0
 #: Fewest calls on each side for a comparison of timings.
 MIN_CALLS = 20
 LEVEL = 0.95
-_SEED = 0
 # Figures compared from per-call samples: figure -> (samples key, quantile)
 _TIMED: dict[str, tuple[str, float]] = {
     "search_p50_ms": ("search_ms", 0.5),
@@ -185,7 +185,7 @@ class FigureChange:
         t = self.evidence_ratio
         if t is None:
             return self.increase is not None and self.increase > 0
-        return t.low > t.bound
+        return t.real
 
     def evidence(self) -> str:
         """The figures behind the comparison, in words."""
@@ -194,15 +194,16 @@ class FigureChange:
             return self.explained
         if r is None or t is None:
             return "exact figures" if self.key == "index_bytes" else (self.note or "")
-        interval = (f"95 % interval of the ratio ×{r.low:.2f}–×{r.high:.2f} over {r.calls[0]} "
-                    f"and {r.calls[1]} calls")
+        interval = (f"{r.new.name} now {r.new.low:.2f}–{r.new.high:.2f} ms, at the baseline "
+                    f"{r.old.low:.2f}–{r.old.high:.2f} ms (95 % intervals over {r.calls[1]} and "
+                    f"{r.calls[0]} calls): ×{r.low:.2f} to ×{r.high:.2f}")
         if r.paired:
             return (f"{interval}, timed interleaved in this run, call for call (the load of the "
                     "moment is shared)")
         if t is r:
             return (f"{interval}, timed apart, when a busy machine alone can make a run up to "
                     f"×{r.bound:g} slower")
-        return (f"{interval}, timed apart; the median's ×{t.low:.2f}–×{t.high:.2f}, when a busy "
+        return (f"{interval}, timed apart; the median ×{t.low:.2f} to ×{t.high:.2f}, when a busy "
                 f"machine alone can make a run's median up to ×{t.bound:g} slower and its "
                 "slowest calls slower still")
 
@@ -217,7 +218,6 @@ class FigureChange:
                 "bound": None if t is None else t.bound,
                 "evidence_quantile": None if t is None else t.q,
                 "evidence_interval": None if t is None else [t.low, t.high],
-                "p_value": None if t is None else t.p_value,
                 "real": self.real if self.old is not None and self.new is not None else None}
 
 
@@ -250,18 +250,17 @@ def compare_figure(key: str, base: Mapping[str, Any], current: Mapping[str, Any]
     from recallwatch.stats import quantile_ratio
 
     bound = 1.0 if paired else load_factor
-    ratio = quantile_ratio(new_calls, old_calls, q, bound=bound, paired=paired, level=LEVEL,
-                           seed=_SEED)
+    ratio = quantile_ratio(new_calls, old_calls, q, bound=bound, paired=paired, level=LEVEL)
     test = (None if paired or q <= 0.5 else
-            quantile_ratio(new_calls, old_calls, 0.5, bound=bound, level=LEVEL, seed=_SEED))
+            quantile_ratio(new_calls, old_calls, 0.5, bound=bound, level=LEVEL))
     import numpy as np
 
     old = float(np.percentile(old_calls, 100 * q))
     new = float(np.percentile(new_calls, 100 * q))
     explained = None
     if same_embedder and sample == "embed_ms":
-        explained = (f"95 % interval of the ratio ×{ratio.low:.2f}–×{ratio.high:.2f} over "
-                     f"{ratio.calls[0]} and {ratio.calls[1]} calls, with the embedder "
+        explained = (f"×{ratio.low:.2f} to ×{ratio.high:.2f} (95 % intervals over "
+                     f"{ratio.calls[1]} and {ratio.calls[0]} calls), with the embedder "
                      f"{'the baseline' if base_run is None else 'run ' + base_run} used (the "
                      "same fingerprint): its time changes with the machine, not with the "
                      "deployment")

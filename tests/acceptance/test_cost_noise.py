@@ -139,8 +139,9 @@ def test_ten_gates_on_an_unchanged_store_under_alternating_load_never_stop(
         assert loaded.cost is not None and loaded.cost["baseline"]["calls"] == 368
     else:
         assert p99[1] == "within noise", p99
-        assert "within noise (95 % interval of the ratio ×" in p99[2]
-        assert "over 368 and 368 calls, timed apart; the median's ×" in p99[2]
+        assert "within noise (p99 now " in p99[2] and "ms, at the baseline " in p99[2]
+        assert "(95 % intervals over 368 and 368 calls): ×" in p99[2]
+        assert "timed apart; the median ×" in p99[2]
         assert "up to ×2 slower and its slowest calls slower still" in p99[2]
         assert "not blocking" in p99[2]
     # the embedder is the baseline's: the load slowed it, the deployment did not
@@ -158,10 +159,10 @@ def test_a_store_made_three_times_slower_is_stopped_with_its_evidence(
     assert slow.verdict == "STOP"
     (reason,) = [r for r in slow.reasons if r.rule == "cost_increase"]
     assert reason.message.startswith("search latency p99 (ms) rose +")
-    assert "above max_cost_increase 25%; beyond noise (95 % interval of the ratio ×" in (
-        reason.message)
-    how = "timed interleaved in this run" if interleaved else "timed apart"
-    assert f"over 368 and 368 calls, {how}" in reason.message
+    assert "above max_cost_increase 25%; beyond noise (p99 now " in reason.message
+    assert "(95 % intervals over 368 and 368 calls): ×" in reason.message
+    how = "timed interleaved in this run" if interleaved else "timed apart; the median ×"
+    assert how in reason.message
     (check,) = [c for c in slow.checks if c.rule == "cost_increase" and c.status == "stop"]
     low, high = check.figures["evidence_interval"]
     assert check.figures["evidence_quantile"] == (0.99 if interleaved else 0.5)
@@ -190,15 +191,16 @@ def test_a_small_increase_stops_only_when_timed_interleaved(store: LanceStore,
 def test_too_few_calls_for_a_p99_judge_the_median_and_say_so(store: LanceStore,
                                                             tmp_path: Path) -> None:
     policy, history = _policy(tmp_path), tmp_path / "h.db"
-    first = _gate(store, Machine(seed=6), policy, history, sample=40)
+    first = _gate(store, Machine(seed=6), policy, history, sample=100)
     assert first.cost is not None and first.cost["search_p99_ms"] is None
-    assert first.cost["search_p99_missing"] == "not enough calls for a p99: 40 of 368 needed"
-    assert "not enough calls for a p99: 40 of 368 needed over 40 calls" in cost_line(first.cost)
-    slow = _gate(store, Machine(seed=7), policy, history, sample=40, speed=3.0)
+    assert first.cost["search_p99_missing"] == "not enough calls for a p99: 100 of 368 needed"
+    assert "not enough calls for a p99: 100 of 368 needed over 100 calls" in cost_line(
+        first.cost)
+    slow = _gate(store, Machine(seed=7), policy, history, sample=100, speed=3.0)
     (check,) = [c for c in slow.checks if c.rule == "cost_increase"
                 and c.figures.get("figure") == "search_p99_ms"]
     assert check.subject == "search latency p50 (ms)" and check.status == "stop"
-    assert check.message.endswith("not enough calls for a p99: 40 of 368 needed; judged by the "
+    assert check.message.endswith("not enough calls for a p99: 100 of 368 needed; judged by the "
                                   "median instead")
     few = _gate(store, Machine(seed=8), policy, history, sample=10)
     (check,) = [c for c in few.checks if c.rule == "cost_increase"
