@@ -189,30 +189,47 @@ def cost_rule(bench: Bench) -> dict[str, Any]:
                 t0 = time.perf_counter()
                 result = _gate(bench, store, policy, history,  # type: ignore[arg-type]
                                interleaved=mode == "interleaved")
+            cost = result.cost or {}
             rows.append({"changed": changed, "loaded": bench.loaded(i),
                          "stopped": _stopped_by(result, "cost_increase"),
                          "p99_ratio": _p99_ratio(result),
+                         # this run's own calls against the first (idle) run's: what load alone
+                         # does to the median and to the p99 of the same index
+                         "p50_vs_first": _vs(cost, first.cost, "search_p50_ms"),
+                         "p99_vs_first": _vs(cost, first.cost, "search_p99_ms"),
                          "statuses": [c.status for c in result.checks
                                       if c.rule == "cost_increase"],
                          "seconds": time.perf_counter() - t0})
             print(f"  cost_rule {mode:<11} {'3x slower' if changed else 'unchanged':<9} "
                   f"{'loaded' if bench.loaded(i) else 'idle':<6} p99 ×"
-                  f"{rows[-1]['p99_ratio'] or float('nan'):.2f} "
+                  f"{rows[-1]['p99_ratio'] or float('nan'):.2f} (own p50 ×"
+                  f"{rows[-1]['p50_vs_first'] or float('nan'):.2f}, p99 ×"
+                  f"{rows[-1]['p99_vs_first'] or float('nan'):.2f} vs the first run) "
                   f"{'STOP' if rows[-1]['stopped'] else 'no stop'} {rows[-1]['statuses']}",
                   flush=True)
         out[mode] = _rates(rows, first)
     return out
 
 
+def _vs(cost: dict[str, Any], first: dict[str, Any] | None, key: str) -> float | None:
+    a, b = cost.get(key), (first or {}).get(key)
+    return None if a is None or not b else float(a) / float(b)
+
+
 def _rates(rows: list[dict[str, Any]], first: GateResult) -> dict[str, Any]:
     same = [r for r in rows if not r["changed"]]
     changed = [r for r in rows if r["changed"]]
+    loaded = [r for r in same if r["loaded"] and r["p50_vs_first"] is not None]
     return {
         "baseline_run": first.run_id,
         "false_alarms": sum(r["stopped"] for r in same), "unchanged_gates": len(same),
         "unchanged_loaded": sum(r["loaded"] for r in same),
         "detections": sum(r["stopped"] for r in changed), "changed_gates": len(changed),
-        "max_ratio_unchanged": max((r["p99_ratio"] or 0.0 for r in same), default=None),
+        "max_p99_ratio_unchanged": max((r["p99_ratio"] or 0.0 for r in same), default=None),
+        # the unchanged index under load against the first, idle run: median and p99
+        "loaded_p50_vs_idle": [round(r["p50_vs_first"], 2) for r in loaded],
+        "loaded_p99_vs_idle": [round(r["p99_vs_first"], 2) for r in loaded
+                               if r["p99_vs_first"] is not None],
         "rows": rows,
     }
 

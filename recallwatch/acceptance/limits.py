@@ -303,7 +303,7 @@ def _cost_check(change: FigureChange, base_run: str, cap: float) -> tuple[Reason
         message = f"{rose}; beyond noise ({evidence}){note}"
         return Reason("cost_increase", message), Check("cost_increase", label, "stop", message,
                                                        figures)
-    hint = ("" if change.ratio is None or change.ratio.paired else
+    hint = ("" if change.ratio is None or change.ratio.paired or change.explained else
             "; timing the baseline's index in the same run (the same store, its version kept) "
             "judges smaller increases")
     return None, Check(
