@@ -12,7 +12,7 @@ design)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -264,3 +264,27 @@ def test_the_baseline_on_another_store_is_timed_interleaved(
     # a store built with another embedder is not timed with these query vectors
     green.set_meta(FINGERPRINT_META_KEY, {**built, "name": "another"})
     assert latency_baseline(history)(green, GOLDEN.hash, policy.hash) is None
+    # a baseline whose recorded URI lost its password cannot be reopened: not even tried
+    with History(history) as h:
+        h.record(replace(first, run_id="r-pg", store={
+            "uri": "postgresql://app:***@db.internal/kb?table=chunks", "version": "3"}))
+    monkeypatch.setattr(recallwatch.stores, "open_store", None)  # any call would fail
+    assert latency_baseline(history)(blue, GOLDEN.hash, policy.hash) is None
+
+
+def test_the_load_factor_is_a_policy_setting(store: LanceStore, tmp_path: Path) -> None:
+    from recallwatch.errors import InputError
+
+    assert "cost_load_factor" not in _policy(tmp_path).rules_dict()  # the hash stays as it was
+    with pytest.raises(InputError, match=r"cost_load_factor.*a number in \[1, 100\].*0\.5"):
+        parse_policy({"cost_load_factor": 0.5}, tmp_path / "p.yaml")
+    wide = parse_policy({"noise_ceiling": 0.9, "max_cost_increase": 0.25,
+                         "cost_load_factor": 4}, tmp_path / "wide.yaml")
+    assert wide.rules_dict()["cost_load_factor"] == 4.0
+    history = tmp_path / "h.db"
+    _gate(store, Machine(seed=14), wide, history)
+    slow = _gate(store, Machine(seed=15), wide, history, speed=3.0)
+    # timed apart, 3x is within what this policy says load alone can do
+    assert slow.verdict == "ACCEPT"
+    (p99,) = [c for c in _cost_checks(slow) if c[0] == "search latency p99 (ms)"]
+    assert p99[1] == "within noise" and "median up to ×4 slower" in p99[2]
