@@ -102,6 +102,9 @@ GROUPS: tuple[Group, ...] = (
           (Source("search latency p99 of the gate run", ("cost", "search", "p99"), "lower",
                   ("policy", "max_latency_p99_ms"), unit="ms", origin="gate",
                   verdict=("caps",)),
+           # a run that timed too few calls for a p99 states none: its median speaks
+           Source("search latency p50 of the gate run", ("cost", "search", "p50"), "lower",
+                  unit="ms", origin="gate", verdict=("caps",)),
            Source("cost", ("cost",), "lower")),
           "recallwatch gate --store … --history records each run's cost",
           (Source("query embedding, per query", ("cost", "embed", "query"), "lower",
