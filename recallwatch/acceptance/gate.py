@@ -22,6 +22,7 @@ from recallwatch._hashing import canonical_hash
 from recallwatch.acceptance.anchors import QueryAnchors, resolve_queries
 from recallwatch.acceptance.cost import measure_cost
 from recallwatch.acceptance.diagnosis import DiagnosisContext, diagnose, halves_similarity, patterns
+from recallwatch.acceptance.golden_size import golden_size, size_warning
 from recallwatch.acceptance.limits import check_measures, run_checks
 from recallwatch.acceptance.model import (
     Aggregate,
@@ -35,6 +36,7 @@ from recallwatch.acceptance.model import (
 from recallwatch.acceptance.noise import sparse_labels_check
 from recallwatch.acceptance.permissions import apply_permissions, leak_diagnoses, permission_verdict
 from recallwatch.acceptance.retrieve import (
+    LatencyBaseline,
     ResultsSource,
     Source,
     StoreSource,
@@ -49,11 +51,15 @@ from recallwatch.formats.policy import Policy
 from recallwatch.formats.results import RankedList
 from recallwatch.stores.base import Chunk, VectorStore
 
-__all__ = ["FanOut", "Gate", "Part", "results_source", "run_gate", "select_part", "store_source"]
+__all__ = ["FanOut", "FindBaseline", "Gate", "Part", "results_source", "run_gate", "select_part",
+           "store_source"]
 
 Part = Literal["auto", "tune", "test", "all"]
 # Wraps the store's source so that retrieval runs elsewhere (the Ray engine), same answers.
 FanOut = Callable[[StoreSource], Source]
+# Finds the baseline run's index to time beside the candidate's: called with the open store, the
+# golden set's hash and the policy's hash; None when there is none to reach.
+FindBaseline = Callable[[VectorStore, str, str], LatencyBaseline | None]
 
 
 def _new_run_id(now: datetime) -> str:
@@ -122,6 +128,8 @@ class Gate:
             # how the latency was sampled, to time a rerun alike; not part of the hash (it
             # changes no quality figure, so runs with other samples still compare)
             config = {**config, "latency_sample": source.timings.sample}
+        warnings = [*_gate_warnings(self.golden, self.policy, queries, scored, split),
+                    *found.tied]
         total = time.perf_counter() - start
         embed, search = source.timings.embed, source.timings.search
         return GateResult(
@@ -142,11 +150,12 @@ class Gate:
             store=source.describe(),
             timings={"embed": embed, "search": search,
                      "other": max(total - embed - search, 0.0), "total": total},
-            warnings=tuple(self._warnings(found.queries, scored, split, found.tied)),
+            warnings=tuple(warnings),
             split=split,
             checks=tuple(decision.checks),
             cost=decision.cost,
             chunk_texts=texts,
+            golden_size=golden_size(len(scored), self.policy),
         )
 
     def _search(self, source: Source, queries: tuple[GoldenQuery, ...]) -> _Found:
@@ -216,29 +225,6 @@ class Gate:
             checks.append(sparse)
         return _Decision(verdict, list(reasons), checks, cost)
 
-    def _warnings(self, queries: Sequence[GoldenQuery], scored: list[QueryResult],
-                  split: dict[str, int | str] | None, tied: list[str]) -> list[str]:
-        """What a reader should know beside the verdict: waivers for unknown queries, queries
-        that can never pass, machine-written queries, queries left out by the split."""
-        warnings = []
-        unknown_waivers = sorted(set(self.policy.waivers) - {q.id for q in self.golden.queries})
-        if unknown_waivers:
-            warnings.append(f"waivers name queries not in the golden set: "
-                            f"{', '.join(unknown_waivers)}")
-        warnings += _unreachable(scored, self.policy.recall_floor)
-        warnings += tied
-        generated = sum(q.extra.get("source") == "generated" for q in queries)
-        if generated:
-            warnings.append(
-                f"{generated} of {len(queries)} queries were written by a language model "
-                "(`source: generated`), not by people: review them (keep, reword or delete) "
-                "before relying on the verdict; `recallwatch history groups --by source --golden "
-                "FILE` reports them apart")
-        if split and split["unassigned"] and split["scored"] != "all":
-            warnings.append(f"{split['unassigned']} queries have no split and are not scored: "
-                            "`recallwatch golden split` assigns them")
-        return warnings
-
 
 def _aggregate(scored: list[QueryResult]) -> Aggregate:
     """The run's means, with how many queries the noise rule could not measure and, where the
@@ -248,6 +234,33 @@ def _aggregate(scored: list[QueryResult]) -> Aggregate:
     if facts:
         agg = replace(agg, mean_fact_recall=sum(facts) / len(facts))
     return agg
+
+
+def _gate_warnings(golden: GoldenSet, policy: Policy, queries: Sequence[GoldenQuery],
+                   scored: list[QueryResult], split: dict[str, int | str] | None) -> list[str]:
+    """What the verdict's reader should know that is no rule: waivers of unknown queries,
+    queries that can never pass, a set too small for its policy, generated queries, queries
+    left out of the split."""
+    warnings = []
+    unknown_waivers = sorted(set(policy.waivers) - {q.id for q in golden.queries})
+    if unknown_waivers:
+        warnings.append(f"waivers name queries not in the golden set: "
+                        f"{', '.join(unknown_waivers)}")
+    warnings += _unreachable(scored, policy.recall_floor)
+    too_small = size_warning(len(scored), policy)
+    if too_small is not None:
+        warnings.append(too_small)
+    generated = sum(q.extra.get("source") == "generated" for q in queries)
+    if generated:
+        warnings.append(
+            f"{generated} of {len(queries)} queries were written by a language model "
+            "(`source: generated`), not by people: review them (keep, reword or delete) "
+            "before relying on the verdict; `recallwatch history groups --by source --golden "
+            "FILE` reports them apart")
+    if split and split["unassigned"] and split["scored"] != "all":
+        warnings.append(f"{split['unassigned']} queries have no split and are not scored: "
+                        "`recallwatch golden split` assigns them")
+    return warnings
 
 
 def select_part(golden: GoldenSet, part: Part = "auto"
@@ -335,10 +348,13 @@ def _unreachable(scored: list[QueryResult], floor: float) -> list[str]:
 
 
 def store_source(store: VectorStore, policy: Policy, *, embedder: Embedder | None = None,
-                 latency_sample: int | None = None) -> StoreSource:
+                 latency_sample: int | None = None,
+                 baseline: LatencyBaseline | None = None) -> StoreSource:
     """A store as the gate's source, searched with ``embedder`` (default: the one that built
-    it). ``latency_sample``: how many queries are timed one search call each (0: none; None: as
-    many as 10 % of the retrieval time allows, at most 100)."""
+    it). ``latency_sample``: how many search calls are timed, one query each (0: none; None: as
+    many as 10 % of the retrieval time allows, at most 100; when the policy judges cost, the 368
+    a p99 needs within 10 s). ``baseline``: the baseline run's index, timed interleaved with the
+    store's calls (``max_cost_increase`` then compares the two under the same load)."""
     if embedder is None:
         from recallwatch.embedders import embedder_for_store
 
@@ -349,7 +365,10 @@ def store_source(store: VectorStore, policy: Policy, *, embedder: Embedder | Non
             f"it (max_latency_p99_ms {policy.limits.max_latency_p99_ms:g}): time at least "
             "one query (latency_sample=N, or leave it out) or remove max_latency_p99_ms "
             "from the policy")
-    return StoreSource(store, embedder, policy.search, latency_sample=latency_sample)
+    limits = policy.limits
+    judged = limits.max_cost_increase is not None or limits.max_latency_p99_ms is not None
+    return StoreSource(store, embedder, policy.search, latency_sample=latency_sample,
+                       judge_cost=judged, baseline=baseline)
 
 
 def results_source(results: Mapping[str, RankedList], policy: Policy, *,
@@ -382,17 +401,20 @@ def run_gate(
     fan_out: FanOut | None = None,
     latency_sample: int | None = None,
     judgments: Mapping[tuple[str, str], int] | None = None,
+    latency_baseline: LatencyBaseline | None = None,
 ) -> GateResult:
     """The gate on an opened store or in-memory results, in memory: nothing recorded or
     written. Kept for existing scripts: :func:`recallwatch.gate` does this and everything
     ``recallwatch gate`` does (judged@K, the stale-set check, the history, the reports).
-    ``fan_out`` wraps the store's source to retrieve elsewhere (the Ray engine)."""
+    ``fan_out`` wraps the store's source to retrieve elsewhere (the Ray engine);
+    ``latency_baseline`` is the baseline run's index, timed beside the store's calls."""
     policy = policy or Policy()
     if (store is None) == (results is None):
         raise UsageError("give exactly one of store= or results=")
     source: Source
     if store is not None:
-        local = store_source(store, policy, embedder=embedder, latency_sample=latency_sample)
+        local = store_source(store, policy, embedder=embedder, latency_sample=latency_sample,
+                             baseline=latency_baseline if fan_out is None else None)
         source = local if fan_out is None else fan_out(local)
     else:
         source = results_source(results or {}, policy, corpus=corpus, name=results_name,

@@ -310,6 +310,9 @@ class GateResult:
     # A pipeline's stages (gate --pipeline): mean candidate recall@depth of the first stage (and
     # of each retriever), mean final recall@K, and how many expected chunks the reranker lost.
     stages: dict[str, Any] | None = None
+    # When the golden set is too small for its policy's rules: {"queries", "recommended",
+    # "findings": [{"rule", "message", "needed"}]} (recallwatch.acceptance.golden_size).
+    golden_size: dict[str, Any] | None = None
 
     @property
     def exit_code(self) -> int:
@@ -406,6 +409,7 @@ class GateResult:
             "cost": self.cost,
             "chunk_texts": dict(self.chunk_texts),
             "stages": self.stages,
+            "golden_size": self.golden_size,
         }
 
     @classmethod
@@ -440,5 +444,5 @@ class GateResult:
             schema_version=d.get("schema_version", SCHEMA_VERSION),
             split=d.get("split"), staleness=d.get("staleness"),
             checks=tuple(Check(**c) for c in d.get("checks", [])), cost=d.get("cost"),
-            stages=d.get("stages"),
+            stages=d.get("stages"), golden_size=d.get("golden_size"),
         )

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
 from recallwatch._files import check_output_dir
 from recallwatch.acceptance.gate import Gate, Part, results_source, store_source
 from recallwatch.acceptance.model import GateResult
-from recallwatch.acceptance.retrieve import Source, check_latency_sample
+from recallwatch.acceptance.retrieve import LatencyBaseline, Source, check_latency_sample
 from recallwatch.embedders.base import Embedder
 from recallwatch.errors import UsageError
 from recallwatch.formats.golden import GoldenSet
@@ -251,9 +251,15 @@ class GateRun:
             from recallwatch.stores import open_store
 
             store = open_store(named.where)
+            baseline = None
             try:
-                yield _Opened(self._store_source(store, policy, named.where, on_ray), store)
+                if not on_ray:
+                    baseline = self._latency_baseline(store, golden, policy)
+                yield _Opened(self._store_source(store, policy, named.where, on_ray, baseline),
+                              store)
             finally:
+                if baseline is not None:
+                    baseline.close()
                 store.close()
         elif named is not None and named.kind in ("pipeline", "retriever"):
             from recallwatch.retrievers.pipeline import load_pipeline, single_retriever
@@ -278,15 +284,28 @@ class GateRun:
         elif isinstance(source, dict):
             yield _Opened(results_source(source, policy, corpus=corpus, golden_ids=ids))
 
+    def _latency_baseline(self, store: VectorStore, golden: GoldenSet,
+                          policy: Policy) -> LatencyBaseline | None:
+        """The baseline run's index (the history's last accepted run of this golden set and
+        policy), opened to be timed beside the store's calls, when the policy caps the cost
+        increase and the latency is sampled; None when there is none to reach."""
+        if (self.outputs.history is None or self.search.latency_sample == 0
+                or policy.limits.max_cost_increase is None):
+            return None
+        from recallwatch.history import latency_baseline
+
+        return latency_baseline(self.outputs.history)(store, golden.hash, policy.hash)
+
     def _store_source(self, store: VectorStore, policy: Policy, uri: str | None,
-                      on_ray: bool) -> Source:
+                      on_ray: bool, baseline: LatencyBaseline | None = None) -> Source:
         """The store searched with its embedder; on Ray, by workers that open ``uri`` again."""
         from recallwatch.embedders import embedder_for_store
 
         s = self.search
         embedder = s.embedder if isinstance(s.embedder, Embedder) else \
             embedder_for_store(store, s.embedder)
-        local = store_source(store, policy, embedder=embedder, latency_sample=s.latency_sample)
+        local = store_source(store, policy, embedder=embedder, latency_sample=s.latency_sample,
+                             baseline=baseline)
         if not on_ray or uri is None:
             return local
         from recallwatch.scale.ray_engine import RaySource

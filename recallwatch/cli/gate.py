@@ -44,11 +44,12 @@ QueryLog = Annotated[Path | None, typer.Option(
     "golden set against: warns when the log's queries drift away from the set's (centroid "
     "distance, topic coverage). A warning only: the verdict does not change.")]
 LatencySample = Annotated[int | None, typer.Option(
-    "--latency-sample", min=0, help="Time this many queries with one search call each "
-    "(the run's latency p50 and p99), spread evenly over the set; 0 skips it. Default: as "
-    "many as fit in 10 % of the time spent retrieving the whole set, at most 100 (a search "
-    "without an index reads every row, once per call). The setting is recorded with the "
-    "run.")]
+    "--latency-sample", min=0, help="Time this many search calls of one query each (the "
+    "run's latency p50 and p99, with their intervals), spread evenly over the set and taken "
+    "again in rounds past its size; 0 skips it. Default: as many as fit in 10 % of the time "
+    "spent retrieving the whole set, at most 100 (a search without an index reads every "
+    "row, once per call); when the policy judges cost, the 368 a p99 needs, within 10 s. "
+    "The setting is recorded with the run.")]
 RunsOut = Annotated[Path | None, typer.Option(
     "--runs-out", help="With --pipeline: write each retriever's ranked lists as "
     "DIR/<name>.run and the fused ones as DIR/fused.run (TREC run files, as deep as the "

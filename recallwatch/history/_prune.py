@@ -118,8 +118,8 @@ def _select(history: History, keep_last: int | None, cutoff: datetime | None, dr
         for start in range(0, len(ids), _BATCH):
             batch = ids[start:start + _BATCH]
             marks = ", ".join("?" for _ in batch)
-            db.execute(f"DELETE FROM query_results WHERE run_id IN ({marks})", batch)
-            db.execute(f"DELETE FROM runs WHERE run_id IN ({marks})", batch)
+            for table in ("query_results", "run_timings", "runs"):
+                db.execute(f"DELETE FROM {table} WHERE run_id IN ({marks})", batch)
     return runs, removed, protected, removed_bytes
 
 
@@ -167,7 +167,8 @@ def _bytes_of(history: History, ids: list[str]) -> int:
                 "verdict", "result_json", "result_zlib")
     query_text = ("run_id", "query_id", "domain", "failed_rules", "expected", "diagnosis")
     total = 0
-    for table, text, numbers in (("runs", run_text, 9), ("query_results", query_text, 7)):
+    for table, text, numbers in (("runs", run_text, 9), ("query_results", query_text, 7),
+                                 ("run_timings", ("run_id", "series", "ms_zlib"), 1)):
         size = " + ".join(f"COALESCE({db.byte_length(c)}, 0)" for c in text)
         for start in range(0, len(ids), _BATCH):
             batch = ids[start:start + _BATCH]

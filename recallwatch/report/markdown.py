@@ -58,6 +58,10 @@ def to_markdown(result: GateResult) -> str:
         out.append("")
     if result.cost:
         out += [md_escape(cost_line(result.cost)), ""]
+    if result.warnings:
+        out.append("### Warnings")
+        out += [f"- {md_escape(w)}" for w in result.warnings]
+        out.append("")
     failing = result.failing()
     if failing:
         out += ["### Failing queries", ""]

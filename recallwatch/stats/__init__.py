@@ -3,12 +3,22 @@
 Everything works on paired per-query score arrays (``a[i]`` and ``b[i]`` are the same query under
 systems A and B) and is two-sided; randomness is seeded, so the same inputs give the same
 numbers. :func:`compare` runs the whole A/B comparison from qrels and two runs; :func:`compare_many`
-runs several; :func:`compare_runs` (``recallwatch.compare``) takes them in any shape.
+runs several; :func:`compare_runs` (``recallwatch.compare``) takes them in any shape. Timings
+have their own: :func:`quantile` (a quantile of per-call latencies with its interval, or none
+from too few calls) and :func:`quantile_ratio` (the bootstrap of the ratio of two quantiles).
 """
 
 from recallwatch.stats._bootstrap import CIMethod, ConfidenceInterval, bootstrap_ci
 from recallwatch.stats._compare import Comparison, MeasureComparison, compare, compare_scores
 from recallwatch.stats._holm import holm
+from recallwatch.stats._latency import (
+    Quantile,
+    QuantileRatio,
+    calls_needed,
+    quantile,
+    quantile_name,
+    quantile_ratio,
+)
 from recallwatch.stats._multi import (
     MultiComparison,
     PairTest,
@@ -27,9 +37,12 @@ __all__ = [
     "Method",
     "MultiComparison",
     "PairTest",
+    "Quantile",
+    "QuantileRatio",
     "TestName",
     "TestResult",
     "bootstrap_ci",
+    "calls_needed",
     "compare",
     "compare_many",
     "compare_many_scores",
@@ -38,6 +51,9 @@ __all__ = [
     "holm",
     "paired_t_power",
     "paired_test",
+    "quantile",
+    "quantile_name",
+    "quantile_ratio",
     "queries_needed",
     "queries_needed_from",
 ]
