@@ -1,10 +1,11 @@
-"""Running a plan: build every variant once (cached), judge each one, test each against the base,
-and choose the winner.
+"""Running a plan: build every variant once (cached), judge each one, time them side by side,
+test each against the base, and choose the winner or keep the base.
 
-With a golden set split into ``tune`` and ``test`` queries, the winner is the variant with the best
-mean quality on ``tune`` and is confirmed on ``test``, which no choice has seen; the paired tests
-against the base are run on ``test``. Without a split, the winner is chosen and judged on the same
-queries, and the result says so.
+With a golden set split into ``tune`` and ``test`` queries, a variant wins only when it beats the
+base on ``tune`` with evidence and is confirmed on ``test``, which the choice has not seen
+(:mod:`recallwatch.experiment.choice`); the table's paired tests against the base are run on
+``test``. Without a split, the winner is chosen and judged on the same queries, and the result
+says so.
 
 ``engine="ray"`` builds and judges the variants as Ray tasks; the work and its inputs are the
 same, so every number but the timings is the same as the local path's.
@@ -18,8 +19,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from recallwatch.experiment.build import Build, build_keys, build_variant
+from recallwatch.experiment.choice import Choice, choose
 from recallwatch.experiment.evaluate import METRICS, VariantOutcome, evaluate_variant
 from recallwatch.experiment.plan import Plan, VariantSpec
+from recallwatch.experiment.timing import DEFAULT_ROUNDS, Costs, separate_costs, time_variants
 
 __all__ = ["SCHEMA", "ExperimentResult", "run_experiment"]
 
@@ -35,10 +38,7 @@ class ExperimentResult:
     plan: Plan
     outcomes: list[VariantOutcome]  # the base first, then the variants in the plan's order
     vs_base: dict[str, dict[str, dict[str, Any]]]  # variant -> metric -> delta, p, p_holm…
-    winner: str
-    chosen_on: str  # "tune" | "all"
-    judged_on: str  # "test" | "all"
-    confirmed: bool | None  # on test: the winner is at least as good as the base (None: no split)
+    choice: Choice  # the winner (or the base), with the evidence of each step
     built: dict[str, list[str]]  # "corpus" / "index" -> the variants whose build ran now
     reused: dict[str, list[str]]  # the variants whose build came from the cache
     warnings: list[str] = field(default_factory=list)
@@ -47,34 +47,31 @@ class ExperimentResult:
     def base(self) -> str:
         return self.outcomes[0].name
 
+    @property
+    def winner(self) -> str:
+        """The variant that beat the base with evidence, or the base's name."""
+        return self.choice.winner
+
+    @property
+    def chosen_on(self) -> str:
+        return self.choice.chosen_on
+
+    @property
+    def judged_on(self) -> str:
+        return self.choice.judged_on
+
+    @property
+    def confirmed(self) -> bool | None:
+        """On test: the chosen variant was confirmed (None: no split, or none was chosen)."""
+        return self.choice.confirmed
+
     def outcome(self, name: str) -> VariantOutcome:
         return next(o for o in self.outcomes if o.name == name)
 
     def summary(self) -> list[str]:
-        """What a person reads first: the winner, how it was chosen, and what was rebuilt."""
-        w = self.outcome(self.winner)
-        quality = w.parts[self.judged_on].metrics["mean_quality"]
-        base_q = self.outcome(self.base).parts[self.judged_on].metrics["mean_quality"]
-        lines = []
-        if self.chosen_on == "tune":
-            tune_q = w.parts["tune"].metrics["mean_quality"]
-            lines.append(f"winner: {self.winner}, chosen on the tune queries (mean quality "
-                         f"{tune_q:.1f}) and confirmed on the test queries, which the choice "
-                         f"never saw: {quality:.1f} against the base's {base_q:.1f}"
-                         + ("" if self.confirmed else " — NOT confirmed: it does worse than the "
-                            "base there"))
-        else:
-            lines.append(f"winner: {self.winner} (mean quality {quality:.1f}, base "
-                         f"{base_q:.1f})")
-        lines.append(f"variants are ranked by mean quality on the {self.chosen_on} queries, "
-                     "then nDCG@K, then MRR (a tie keeps the plan's order)")
-        sig = self.vs_base.get(self.winner, {}).get("mean_quality")
-        if sig is not None:
-            lines.append(f"against the base ({self.base}) on {self.judged_on} queries: mean "
-                         f"quality {sig['delta']:+.1f}, p {sig['p']:.3g}, p after Holm across "
-                         f"the variants {sig['p_holm']:.3g}, "
-                         f"{sig['wins']}/{sig['ties']}/{sig['losses']} queries "
-                         "won/tied/lost")
+        """What a person reads first: the winner or "keep the base", the evidence, the
+        quality-cost front, how latency was timed, and what was rebuilt."""
+        lines = list(self.choice.lines)
         for kind in ("corpus", "index"):
             built, reused = self.built[kind], self.reused[kind]
             if built or reused:
@@ -83,14 +80,20 @@ class ExperimentResult:
 
     def to_dict(self) -> dict[str, Any]:
         variants = []
+        timed = self.choice.costs.latency if self.choice.costs.how == "interleaved" else {}
         for o in self.outcomes:
             scored = o.parts[self.judged_on]
+            cost = o.cost()
+            if o.name in timed:
+                cost["side_by_side"] = timed[o.name]
             record: dict[str, Any] = {
                 "name": o.name, "config": o.config, "verdict": scored.verdict,
                 "metrics": scored.metrics, "candidate_recall": scored.candidate_recall,
-                "failed_queries": scored.failed_queries, "cost": o.cost(),
+                "failed_queries": scored.failed_queries, "cost": cost,
                 "vs_base": self.vs_base.get(o.name, {}), "build": o.build,
                 "per_query": scored.per_query,
+                "choice": self.choice.status.get(o.name, ""),
+                "dominated_by": self.choice.dominated_by.get(o.name, []),
             }
             if "tune" in o.parts:
                 record["metrics_tune"] = o.parts["tune"].metrics
@@ -98,13 +101,17 @@ class ExperimentResult:
         return {"schema": SCHEMA, "plan": str(self.plan.source), "variants": variants,
                 "base": self.base, "winner": self.winner, "chosen_on": self.chosen_on,
                 "judged_on": self.judged_on, "confirmed": self.confirmed,
+                "choice": self.choice.to_dict(),
                 "cache": {"built": self.built, "reused": self.reused},
                 "warnings": self.warnings, "summary": self.summary()}
 
 
 def run_experiment(plan: Plan, out: Path, *, engine: str = "local", address: str | None = None,
-                   workers: int | None = None) -> ExperimentResult:
-    """Build, judge and compare every variant of ``plan``; caches under ``out/cache``."""
+                   workers: int | None = None, timing_rounds: int = DEFAULT_ROUNDS
+                   ) -> ExperimentResult:
+    """Build, judge and compare every variant of ``plan``; caches under ``out/cache``.
+    ``timing_rounds``: rounds of the side-by-side latency timing (0: none, each gate's own
+    timings are reported, and no variant counts as cheaper than another)."""
     from recallwatch.scale import engine_session
 
     cache = out / "cache"
@@ -118,6 +125,7 @@ def run_experiment(plan: Plan, out: Path, *, engine: str = "local", address: str
         indexes = _first_of([v for v in specs if v.dense], lambda v: str(build_keys(plan, v)[1]))
         done += run(build_variant, [(plan, v, cache) for v in indexes])
         outcomes = run(_build_and_evaluate, [(plan, v, cache) for v in specs])
+    costs = time_variants(plan, specs, cache, timing_rounds)
     built: dict[str, list[str]] = {"corpus": [], "index": []}
     reused: dict[str, list[str]] = {"corpus": [], "index": []}
     made = {k for b in done for k in _made(b)}
@@ -128,7 +136,7 @@ def run_experiment(plan: Plan, out: Path, *, engine: str = "local", address: str
                 continue
             (built if key in made else reused)[kind].append(v.name)
             made.discard(key)  # a later variant with the same key shares the build
-    return _judge(plan, outcomes, built, reused)
+    return _judge(plan, outcomes, built, reused, costs)
 
 
 def _made(b: Build) -> list[str]:
@@ -165,29 +173,18 @@ def _ray_map(fn: Callable[..., _T], args: list[tuple[Any, ...]]) -> list[_T]:
 
 
 def _judge(plan: Plan, outcomes: list[VariantOutcome], built: dict[str, list[str]],
-           reused: dict[str, list[str]]) -> ExperimentResult:
+           reused: dict[str, list[str]], costs: Costs | None = None) -> ExperimentResult:
     split = "tune" in outcomes[0].parts
-    judged_on, chosen_on = ("test", "tune") if split else ("all", "all")
+    judged_on = "test" if split else "all"
     warnings = sorted({w for o in outcomes for w in o.warnings})
     if not split:
         warnings.append("the golden set has no tune/test split, so the winner is chosen and "
                         "judged on the same queries: its lead may not hold on new questions "
                         "(`recallwatch golden split` assigns a split)")
-
-    def rank(o: VariantOutcome) -> tuple[float, ...]:
-        m = o.parts[chosen_on].metrics
-        return tuple(-(m[k] or 0.0) for k in ("mean_quality", "mean_ndcg", "mrr"))
-
     warnings += _judged_warning(outcomes, judged_on)
-    order = {o.name: i for i, o in enumerate(outcomes)}
-    winner = min(outcomes, key=lambda o: (*rank(o), order[o.name])).name
-    vs_base = _vs_base(outcomes, judged_on)
-    confirmed = None
-    if split:
-        test = {o.name: o.parts["test"].metrics["mean_quality"] or 0.0 for o in outcomes}
-        confirmed = test[winner] >= test[outcomes[0].name]
-    return ExperimentResult(plan, outcomes, vs_base, winner, chosen_on, judged_on, confirmed,
-                            built, reused, warnings)
+    choice = choose(outcomes, costs or separate_costs({o.name: o.cost() for o in outcomes}))
+    return ExperimentResult(plan, outcomes, _vs_base(outcomes, judged_on), choice, built,
+                            reused, warnings)
 
 
 def _judged_warning(outcomes: list[VariantOutcome], part: str) -> list[str]:

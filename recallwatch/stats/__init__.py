@@ -12,6 +12,12 @@ from recallwatch.stats._holm import holm
 from recallwatch.stats._multi import MultiComparison, PairTest, compare_many, compare_many_scores
 from recallwatch.stats._paired import Method, TestName, TestResult, paired_test
 from recallwatch.stats._power import paired_t_power, queries_needed, queries_needed_from
+from recallwatch.stats._quantile import (
+    QuantileInterval,
+    calls_needed,
+    quantile_interval,
+    rounds_separate,
+)
 
 __all__ = [
     "CIMethod",
@@ -21,9 +27,11 @@ __all__ = [
     "Method",
     "MultiComparison",
     "PairTest",
+    "QuantileInterval",
     "TestName",
     "TestResult",
     "bootstrap_ci",
+    "calls_needed",
     "compare",
     "compare_many",
     "compare_many_scores",
@@ -31,6 +39,8 @@ __all__ = [
     "holm",
     "paired_t_power",
     "paired_test",
+    "quantile_interval",
     "queries_needed",
     "queries_needed_from",
+    "rounds_separate",
 ]
