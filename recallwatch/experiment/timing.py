@@ -112,23 +112,23 @@ def time_interleaved(searches: Mapping[str, Callable[[str], object]], texts: Seq
                      rounds: int, *, clock: Callable[[], float] = time.perf_counter
                      ) -> dict[str, np.ndarray]:
     """Seconds of each call: ``out[name][r, j]`` is round ``r``'s search of ``texts[j]`` by
-    variant ``name``. One untimed call per variant first (caches, lazy loads)."""
+    variant ``name``. An untimed round first: every query through every variant, so that what
+    a store loads lazily on its first searches (index partitions, caches) is loaded for all of
+    them before any call is timed."""
     import numpy as np
 
     if rounds < 1:
         raise UsageError(f"timing rounds must be at least 1, got {rounds}")
     names = list(searches)
     out = {n: np.empty((rounds, len(texts)), dtype=np.float64) for n in names}
-    if texts:
-        for n in names:
-            searches[n](texts[0])
-    for r in range(rounds):
+    for r in range(-1, rounds):  # round -1: the warm-up
         for j, text in enumerate(texts):
-            shift = (r * len(texts) + j) % len(names)
+            shift = (max(r, 0) * len(texts) + j) % len(names)
             for n in names[shift:] + names[:shift]:
                 t0 = clock()
                 searches[n](text)
-                out[n][r, j] = clock() - t0
+                if r >= 0:
+                    out[n][r, j] = clock() - t0
     return out
 
 
