@@ -246,12 +246,17 @@ def _evidence(c: Choice) -> list[str]:
             f"{_test_text(tests[won], won)}")
     if won != "mean_quality":
         head += f", mean quality {format(tests['mean_quality']['delta'], '+.1f')} (not lower)"
-    lines.append(f"{head} (paired randomization tests, Holm across {len(c.tune_tests)} "
-                 "variants × 2 measures)")
+    lines.append(f"{head} (paired randomization tests, Holm across {_family(c)})")
     lines += _tie_lines(c)
     if c.confirmation is not None:
         lines.append(_confirmation_line(c))
     return [*lines, *_front_lines(c), c.costs.describe()]
+
+
+def _family(c: Choice) -> str:
+    """``9 variants × 2 measures``: the tests Holm's correction ran across."""
+    n = len(c.tune_tests)
+    return f"{n} variant{'' if n == 1 else 's'} × 2 measures"
 
 
 def _no_evidence(c: Choice) -> str:
@@ -263,8 +268,8 @@ def _no_evidence(c: Choice) -> str:
     shown = "; ".join(_test_text(tests[m], m) for m in DECISION if m in tests)
     where = "tune" if c.chosen_on == "tune" else "all"
     return (f"On the {c.tune_queries} {where} queries no variant's gain in mean quality or "
-            f"nDCG@K over it holds after Holm's correction across {len(c.tune_tests)} variants "
-            f"× 2 measures (closest: {best}, {shown})")
+            f"nDCG@K over it holds after Holm's correction across {_family(c)} (closest: "
+            f"{best}, {shown})")
 
 
 def _tie_lines(c: Choice) -> list[str]:

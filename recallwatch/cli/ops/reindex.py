@@ -69,8 +69,7 @@ def reindex(
     else:
         emit(f"reindex {result.store}: {result.reason}\n"
              f"  recall@{k} vs exact: live {result.recall_before:.3f} → new "
-             f"{result.recall_candidate:.3f} ({result.comparison()}); version "
-             f"{result.built_on_version} → "
+             f"{result.recall_candidate:.3f}; version {result.built_on_version} → "
              f"{result.version}\n  build {result.build_seconds:.1f} s, verify "
              f"{result.verify_seconds:.1f} s, switch {result.switch_seconds:.2f} s")
     raise typer.Exit(0 if result.switched else 1)
