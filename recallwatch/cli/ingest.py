@@ -22,6 +22,7 @@ from recallwatch.cli._options import (
     EngineChoice,
     EngineOption,
     HistoryPath,
+    MaxRecallLoss,
     NoHistory,
     RayAddress,
     RayWorkers,
@@ -54,13 +55,7 @@ def ingest(
         "--strict", help="Stop at the first bad record (exit 2) and write nothing, instead of "
         "rejecting it.")] = False,
     floor: RecallFloor = 0.95,
-    max_recall_loss: Annotated[float | None, typer.Option(
-        "--max-recall-loss", min=0.0, max=1.0,
-        help="Also refuse a rebuilt index whose recall@10 may be lower than the live search's "
-        "by more than this (the 95 % interval of the per-probe difference). Default: the "
-        "difference is reported and only --floor is checked, since the live search scans the "
-        "rows outside the index exactly and a rebuild trades a little of that recall for "
-        "speed.")] = None,
+    max_recall_loss: MaxRecallLoss = None,
     window: ReindexWindowHours = 24.0,
     history: HistoryPath = DEFAULT_HISTORY,
     no_history: NoHistory = False,

@@ -141,7 +141,8 @@ def run_monitor(
     reindex_below: float | None = None, reindex_window: timedelta = DEFAULT_WINDOW,
     exact: ExactSearch | None = None, min_coverage: float = 0.0,
     drift_alarm_p: float | None = None, max_latency_p99_ms: float | None = None,
-    pipeline: PipelineProbes | None = None, max_recall_loss: float = DEFAULT_MAX_RECALL_LOSS,
+    pipeline: PipelineProbes | None = None,
+    max_recall_loss: float | None = DEFAULT_MAX_RECALL_LOSS,
 ) -> MonitorReport:
     """Measure the live index with the probes; record the run in ``history`` when given (the
     error budget is computed over the history's earlier monitor runs of this store). ``live``:

@@ -47,6 +47,8 @@ __all__ = [
     "REINDEXED_META_KEY",
     "REINDEX_META_KEY",
     "ReindexResult",
+    "recall_difference",
+    "refusal",
     "reindex",
     "reindexed_from",
     "rollback",
@@ -137,12 +139,12 @@ def reindex(
         candidate.close()
     t2 = time.perf_counter()
     before, recall = float(live.mean()), float(new.mean())
-    delta, ci = _difference(live, new)
+    delta, ci = recall_difference(live, new)
     result = ReindexResult(False, "", store.uri, built_on, built_on, before, recall, floor, k,
                            t1 - t0, t2 - t1, 0.0, max_recall_loss, delta, ci, len(live))
-    refusal = _refusal(result) or staged.content_check()
+    refused = refusal(result) or staged.content_check()
     version = built_on
-    if refusal is None:
+    if refused is None:
         version = _publish(store, staged, live_build, built_on, started, result)
         held = ("" if max_recall_loss is None else
                 ", and not worse than the live index's beyond the tolerance")
@@ -150,8 +152,8 @@ def reindex(
                   f"{before:.3f}; {result.comparison()}): switched")
     else:
         staged.abandon()
-        reason = refusal
-    switched = refusal is None
+        reason = refused
+    switched = refused is None
     result = replace(result, switched=switched, reason=reason, version=version,
                      switch_seconds=time.perf_counter() - t2)
     if history is not None:
@@ -162,7 +164,7 @@ def reindex(
     return result
 
 
-def _difference(live: np.ndarray, new: np.ndarray) -> tuple[float, tuple[float, float]]:
+def recall_difference(live: np.ndarray, new: np.ndarray) -> tuple[float, tuple[float, float]]:
     """Mean per-probe (new − live) recall and its 95 % paired bootstrap interval."""
     from recallwatch.stats import bootstrap_ci
 
@@ -170,8 +172,10 @@ def _difference(live: np.ndarray, new: np.ndarray) -> tuple[float, tuple[float, 
     return float((new - live).mean()), (ci.low, ci.high)
 
 
-def _refusal(r: ReindexResult) -> str | None:
-    """Why the new index must not be switched in (None: it may be, content permitting)."""
+def refusal(r: ReindexResult) -> str | None:
+    """Why the new index of ``r`` must not be switched in (None: it may be, content permitting):
+    its recall under the floor, or the lower end of the difference's interval under minus the
+    tolerance."""
     if r.recall_candidate < r.floor:
         return (f"recall@{r.k} of the new index {r.recall_candidate:.3f} < floor {r.floor:g}: "
                 "not switched; the current index keeps serving")
