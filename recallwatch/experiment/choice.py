@@ -4,18 +4,20 @@ The choice is made in four steps, each stated in the report:
 
 1. **Beat the base on tune.** Every variant is tested against the base on the tune queries (all
    the queries without a split) on the two measures the choice rests on, mean quality (the
-   gate's score) and nDCG@K: paired randomization tests, Holm's correction across every variant
-   and both measures at once (so "some variant beat the base" holds at 0.05 for the whole plan).
-   A variant *beats the base* when its gain in mean quality is significant, or when its mean
-   quality is not lower and its gain in nDCG@K is significant.
+   gate's score) and nDCG@K: paired randomization tests of a gain (one-sided: only a gain can
+   make a variant win), Holm's correction across every variant and both measures at once (so
+   "some variant beat the base" is wrong at most 5 % of the time for the whole plan). A variant
+   *beats the base* when its gain in mean quality is significant, or when its mean quality is not
+   lower and its gain in nDCG@K is significant.
 2. **Ties go to the cheaper.** Of those, the leader is the first by mean quality, then nDCG@K,
    then MRR on tune. Those that do not differ from it significantly (both measures, Holm across
    those comparisons) tie with it; the tie goes to the first, in that order, that no tied variant
    is significantly cheaper than (:class:`recallwatch.experiment.timing.Costs`).
 3. **Confirmed on test.** With a split, the chosen variant is tested once more against the base
    on the test queries, which no step above has seen, on the measure it won with: it must be
-   significantly better there (p ≤ 0.05) and its mean quality not lower. Otherwise, and when no
-   variant beat the base, the winner is the base: "no variant beat the base: keep it".
+   significantly better there (one test of a gain, p ≤ 0.05) and its mean quality not lower.
+   Otherwise, and when no variant beat the base, the winner is the base: "no variant beat the
+   base: keep it".
 4. **The quality–cost front**, on the judged queries (test, or all): a variant is *dominated*
    when another is at least as good on mean quality and on nDCG@K and not significantly
    costlier, and strictly better on one of the three. The report says when the winner is
@@ -86,11 +88,18 @@ def _scores(outcome: VariantOutcome, part: str, qids: Sequence[str]) -> dict[str
     return {m: np.array([rows[q].get(f, 0.0) for q in qids]) for m, f in DECISION.items()}
 
 
+def _one_sided(delta: float, p: float) -> float:
+    """The p-value of a gain from a two-sided one of a symmetric test (the sign-flip test's
+    distribution is symmetric): half of it when the difference is a gain, else 1 − half."""
+    return p / 2.0 if delta > 0 else 1.0 - p / 2.0
+
+
 def _tests(outcomes: Sequence[VariantOutcome], part: str
            ) -> tuple[dict[str, dict[str, dict[str, Any]]], int]:
-    """The first outcome against each other on ``part``, both decision measures, Holm across
-    all of those tests; and the number of queries."""
-    from recallwatch.stats import compare_many_scores
+    """The first outcome against each other on ``part``, both decision measures: two-sided
+    ``p``/``p_holm`` and the gain's ``p_gain``/``p_gain_holm``, each Holm-corrected across all
+    of those tests; and the number of queries."""
+    from recallwatch.stats import compare_many_scores, holm
 
     qids = sorted(outcomes[0].parts[part].per_query)
     if len(outcomes) < 2 or not qids:
@@ -99,8 +108,10 @@ def _tests(outcomes: Sequence[VariantOutcome], part: str
     table = compare_many_scores(names, qids, {o.name: _scores(o, part, qids) for o in outcomes},
                                 alpha=ALPHA)
     out: dict[str, dict[str, dict[str, Any]]] = {n: {} for n in names[1:]}
-    for t in table.tests:
+    gains = [_one_sided(t.delta, t.p) for t in table.tests]
+    for t, gain, gain_holm in zip(table.tests, gains, holm(gains), strict=True):
         out[t.b][t.measure] = {"delta": t.delta, "p": t.p, "p_holm": t.p_holm,
+                               "p_gain": gain, "p_gain_holm": float(gain_holm),
                                "wins": t.wins, "ties": t.ties, "losses": t.losses,
                                "n": len(qids)}
     return out, len(qids)
@@ -110,12 +121,17 @@ def _significant(test: dict[str, Any] | None, sign: int = 1) -> bool:
     return test is not None and test["p_holm"] <= ALPHA and test["delta"] * sign > 0
 
 
+def _gain(test: dict[str, Any] | None) -> bool:
+    """A significant gain over the base, after Holm (the choice's test)."""
+    return test is not None and test["p_gain_holm"] <= ALPHA and test["delta"] > 0
+
+
 def _beat_on(tests: dict[str, dict[str, Any]]) -> str | None:
     """The measure a variant beat the base on (quality first), or None."""
     quality, ndcg = tests.get("mean_quality"), tests.get("mean_ndcg")
-    if _significant(quality):
+    if _gain(quality):
         return "mean_quality"
-    if quality is not None and quality["delta"] >= 0 and _significant(ndcg):
+    if quality is not None and quality["delta"] >= 0 and _gain(ndcg):
         return "mean_ndcg"
     return None
 
@@ -139,15 +155,15 @@ def _cheapest(tied: list[str], costs: Costs) -> str:
 
 
 def _confirm(base: VariantOutcome, chosen: VariantOutcome, measure: str) -> dict[str, Any]:
-    """The chosen variant against the base on the test queries: one paired test."""
+    """The chosen variant against the base on the test queries: one paired test of a gain."""
     from recallwatch.stats import paired_test
 
     qids = sorted(base.parts["test"].per_query)
     a, b = _scores(base, "test", qids), _scores(chosen, "test", qids)
     delta = float((b[measure] - a[measure]).mean()) if qids else 0.0
-    p = paired_test(a[measure], b[measure]).p_value if qids else 1.0
+    p = _one_sided(delta, paired_test(a[measure], b[measure]).p_value) if qids else 1.0
     quality = float((b["mean_quality"] - a["mean_quality"]).mean()) if qids else 0.0
-    return {"variant": chosen.name, "measure": measure, "delta": delta, "p": p,
+    return {"variant": chosen.name, "measure": measure, "delta": delta, "p_gain": p,
             "quality_delta": quality, "n": len(qids),
             "confirmed": p <= ALPHA and delta > 0 and quality >= 0}
 
@@ -228,8 +244,8 @@ def _statuses(c: Choice) -> dict[str, str]:
 
 
 def _test_text(test: dict[str, Any], measure: str) -> str:
-    return (f"{_LABEL[measure]} {format(test['delta'], _FMT[measure])}, p {test['p']:.2g}, "
-            f"after Holm {test['p_holm']:.2g}")
+    return (f"{_LABEL[measure]} {format(test['delta'], _FMT[measure])}, p of a gain "
+            f"{test['p_gain']:.2g}, after Holm {test['p_gain_holm']:.2g}")
 
 
 def _evidence(c: Choice) -> list[str]:
@@ -246,7 +262,7 @@ def _evidence(c: Choice) -> list[str]:
             f"{_test_text(tests[won], won)}")
     if won != "mean_quality":
         head += f", mean quality {format(tests['mean_quality']['delta'], '+.1f')} (not lower)"
-    lines.append(f"{head} (paired randomization tests, Holm across {_family(c)})")
+    lines.append(f"{head} (paired randomization tests of a gain, Holm across {_family(c)})")
     lines += _tie_lines(c)
     if c.confirmation is not None:
         lines.append(_confirmation_line(c))
@@ -263,7 +279,7 @@ def _no_evidence(c: Choice) -> str:
     if not c.tune_tests:
         return "The plan has no variant to compare."
     best = min(c.tune_tests, key=lambda n: min(
-        (t["p_holm"] for t in c.tune_tests[n].values() if t["delta"] > 0), default=1.0))
+        (t["p_gain_holm"] for t in c.tune_tests[n].values() if t["delta"] > 0), default=1.0))
     tests = c.tune_tests[best]
     shown = "; ".join(_test_text(tests[m], m) for m in DECISION if m in tests)
     where = "tune" if c.chosen_on == "tune" else "all"
@@ -296,8 +312,8 @@ def _confirmation_line(c: Choice) -> str:
     t = c.confirmation
     assert t is not None  # called only with a split
     m = t["measure"]
-    figures = (f"{_LABEL[m]} {format(t['delta'], _FMT[m])}, p {t['p']:.2g} on the {t['n']} "
-               f"test queries, which the choice never saw; mean quality "
+    figures = (f"{_LABEL[m]} {format(t['delta'], _FMT[m])}, p of a gain {t['p_gain']:.2g} on "
+               f"the {t['n']} test queries, which the choice never saw; mean quality "
                f"{format(t['quality_delta'], '+.1f')}")
     if t["confirmed"]:
         return f"confirmed on the test queries: {figures}"

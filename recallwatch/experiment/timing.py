@@ -4,7 +4,8 @@ Each variant's gate times its own queries while it is judged, and the variants a
 after another: on a shared machine their latencies then differ by the load of the moment as much
 as by the pipelines. Here every built variant is opened at once and the same queries are searched
 through each of them interleaved, one call at a time: for each round and each query, every
-variant in turn (the order rotating, so none is always first). A variant's latency is the median
+variant in turn, in a random order (seeded), after a garbage collection, so that none is always
+first or always follows the same variant. A variant's latency is the median
 of its calls with a distribution-free 95 % interval (:func:`recallwatch.stats.quantile_interval`);
 two variants are compared query by query (the median of each query's calls over the rounds, as a
 log ratio), with a paired randomization test and Holm's correction across every pair: one is
@@ -16,6 +17,7 @@ moments; :class:`Costs` then holds no comparison, and no variant counts as cheap
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
@@ -109,22 +111,27 @@ class Costs:
 
 
 def time_interleaved(searches: Mapping[str, Callable[[str], object]], texts: Sequence[str],
-                     rounds: int, *, clock: Callable[[], float] = time.perf_counter
+                     rounds: int, *, clock: Callable[[], float] = time.perf_counter,
+                     seed: int = 0, collect: Callable[[], object] = gc.collect,
                      ) -> dict[str, np.ndarray]:
     """Seconds of each call: ``out[name][r, j]`` is round ``r``'s search of ``texts[j]`` by
     variant ``name``. An untimed round first: every query through every variant, so that what
     a store loads lazily on its first searches (index partitions, caches) is loaded for all of
-    them before any call is timed."""
+    them before any call is timed. For each query the variants run in a fresh random order
+    (seeded), after a garbage collection: a variant that leaves garbage behind (a Python
+    reranker) must not slow down whichever variant always comes next."""
     import numpy as np
 
     if rounds < 1:
         raise UsageError(f"timing rounds must be at least 1, got {rounds}")
     names = list(searches)
+    rng = np.random.default_rng(seed)
     out = {n: np.empty((rounds, len(texts)), dtype=np.float64) for n in names}
     for r in range(-1, rounds):  # round -1: the warm-up
         for j, text in enumerate(texts):
-            shift = (max(r, 0) * len(texts) + j) % len(names)
-            for n in names[shift:] + names[:shift]:
+            collect()
+            for i in rng.permutation(len(names)):
+                n = names[int(i)]
                 t0 = clock()
                 searches[n](text)
                 if r >= 0:

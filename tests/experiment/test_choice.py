@@ -88,16 +88,19 @@ def test_a_better_variant_wins_with_its_evidence() -> None:
     c = choose(outcomes, _no_costs("base", "same", "better"))
     assert c.winner == "better" and c.confirmed is True
     tune = c.tune_tests["better"]["mean_quality"]
-    assert tune["n"] == N and tune["p_holm"] <= 0.05
+    assert tune["n"] == N and tune["p_gain_holm"] <= 0.05
+    assert tune["p_gain"] == pytest.approx(tune["p"] / 2)  # the gain's side of a symmetric test
     assert c.lines[0] == "winner: better"
     assert c.lines[1] == (
         f"better beat the base (base) on the {N} tune queries: mean quality "
-        f"{tune['delta']:+.1f}, p {tune['p']:.2g}, after Holm {tune['p_holm']:.2g} (paired "
-        "randomization tests, Holm across 2 variants × 2 measures)")
+        f"{tune['delta']:+.1f}, p of a gain {tune['p_gain']:.2g}, after Holm "
+        f"{tune['p_gain_holm']:.2g} (paired randomization tests of a gain, Holm across 2 "
+        "variants × 2 measures)")
     conf = c.confirmation
     assert conf is not None and conf["n"] == N and conf["measure"] == "mean_quality"
     assert c.lines[2].startswith(f"confirmed on the test queries: mean quality "
-                                 f"{conf['delta']:+.1f}, p {conf['p']:.2g} on the {N} test "
+                                 f"{conf['delta']:+.1f}, p of a gain {conf['p_gain']:.2g} on "
+                                 f"the {N} test "
                                  "queries, which the choice never saw")
     assert c.order == ["better", "base", "same"]
     assert c.dominated_by["base"] == ["better"] and c.dominated_by["better"] == []
@@ -119,8 +122,8 @@ def test_better_on_tune_only_is_not_confirmed_and_the_base_is_kept() -> None:
     assert c.candidate == "lucky" and c.winner == "base" and c.confirmed is False
     assert c.lines[0] == ("no variant beat the base: keep it (base). lucky led on the tune "
                           "queries, but the test queries do not confirm it")
-    assert any(line.startswith("NOT confirmed on the test queries: mean quality +0.0, p 1 on "
-                               f"the {N} test queries") for line in c.lines)
+    assert any(line.startswith("NOT confirmed on the test queries: mean quality +0.0, p of a "
+                               f"gain 0.5 on the {N} test queries") for line in c.lines)
     assert c.status["lucky"] == "beat base on tune; not confirmed on test"
 
 
@@ -207,20 +210,31 @@ def test_old_results_without_the_choice_still_show() -> None:
     assert rows[0][-3:] == ["5.0", "—", "—"]
 
 
-def test_interleaved_timing_rotates_the_order_and_keeps_every_call() -> None:
+def test_interleaved_timing_shuffles_the_order_and_keeps_every_call() -> None:
     calls: list[str] = []
     ticks = iter(range(10_000))
+    collected: list[int] = []
 
     def clock() -> float:
         return float(next(ticks))
 
     searches = {n: (lambda text, n=n: calls.append(f"{n}:{text}")) for n in ("a", "b", "c")}
-    seconds = time_interleaved(searches, ["x", "y"], 2, clock=clock)
-    warm_up = ["a:x", "b:x", "c:x", "b:y", "c:y", "a:y"]  # an untimed round first
-    assert calls[:6] == warm_up and calls[6:12] == warm_up
-    assert calls[12:] == ["c:x", "a:x", "b:x", "a:y", "b:y", "c:y"]  # the rotation goes on
+    seconds = time_interleaved(searches, ["x", "y"], 2, clock=clock,
+                               collect=lambda: collected.append(len(calls)))
+    assert len(calls) == 3 * 2 * 3  # an untimed round, then two timed ones
+    assert collected == list(range(0, 18, 3))  # a collection before each query's calls
+    for start in range(0, 18, 3):  # each query: every variant once, in some order
+        chunk = calls[start:start + 3]
+        assert sorted(c.split(":")[0] for c in chunk) == ["a", "b", "c"]
+        assert len({c.split(":")[1] for c in chunk}) == 1
+    orders = {tuple(c.split(":")[0] for c in calls[s:s + 3]) for s in range(0, 18, 3)}
+    assert len(orders) > 1  # not one fixed order
     assert {n: s.shape for n, s in seconds.items()} == {n: (2, 2) for n in "abc"}
     assert all(np.all(s == 1.0) for s in seconds.values())
+    again: list[str] = []
+    searches = {n: (lambda text, n=n: again.append(f"{n}:{text}")) for n in ("a", "b", "c")}
+    time_interleaved(searches, ["x", "y"], 2, clock=clock, collect=lambda: None)
+    assert again == calls  # seeded: the same order every time
 
 
 def test_costs_relation_needs_a_significant_test() -> None:
