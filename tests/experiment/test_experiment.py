@@ -147,9 +147,11 @@ def test_a_rerun_builds_nothing_and_gives_the_same_numbers(runs: dict[str, Any])
 def test_outputs_for_people(runs: dict[str, Any]) -> None:
     _, stdout, stderr = runs["first"]
     out = runs["out"]
-    assert re.search(r"^variant +verdict +quality +recall@K .* judged@K ", stdout, flags=re.M)
+    assert re.search(r"^variant +choice +verdict +quality +recall@K .* judged@K .* dominated by$",
+                     stdout, flags=re.M)
     assert "judged@K: the share of the top K that is labelled" in stdout
-    assert "| variant | verdict | quality |" in (out / "results.md").read_text(encoding="utf-8")
+    assert "| variant | choice | verdict | quality |" in (out / "results.md").read_text(
+        encoding="utf-8")
     results = runs["results"]
     verdict = (f"no variant beat the base: keep it ({results['base']})"
                if results["winner"] == results["base"] else f"winner: {results['winner']}")
