@@ -73,7 +73,8 @@ def test_rounds_rotate_the_settings_and_keep_each_measurement() -> None:
     from recallwatch.bench.measure import Timing, summarise_rounds, time_single_rounds
 
     class Engine:
-        query: dict[str, int] = {}
+        def __init__(self) -> None:
+            self.query: dict[str, int] = {}
 
         def set_query_params(self, params: dict[str, int]) -> dict[str, int]:
             self.query = dict(params)
@@ -105,7 +106,7 @@ def test_rounds_out_of_range_are_refused() -> None:
     from recallwatch.bench.measure import time_single_rounds
     from recallwatch.errors import UsageError
 
-    with pytest.raises(UsageError, match="timing rounds must be 1..100, found 0"):
+    with pytest.raises(UsageError, match=r"timing rounds must be 1\.\.100, found 0"):
         time_single_rounds(None, [{}], np.zeros((1, 1)), 1, rounds=0)  # type: ignore[arg-type]
 
 
