@@ -40,6 +40,7 @@ __all__ = [
     "KappaWeights",
     "LLMModel",
     "LLMTimeout",
+    "MaxRecallLoss",
     "Measures",
     "MinCoverage",
     "MinOneDepth",
@@ -224,6 +225,14 @@ MinOneDepth = Annotated[int, typer.Option("--k", min=1, help=_DEPTH_HELP)]
 
 RecallFloor = Annotated[float, typer.Option(
     "--floor", help="Lowest acceptable recall@k against exact search.")]
+
+MaxRecallLoss = Annotated[float | None, typer.Option(
+    "--max-recall-loss", min=0.0, max=1.0,
+    help="A new index is switched in only when it is not worse than the live one by more than "
+    "this much recall@k: the 95 % interval of the per-probe difference (new − live) must stay "
+    "above minus this. (ingest's rebuild checks it only when given: its live search scans the "
+    "rows outside the index exactly, and a rebuild trades a little of that recall for "
+    "speed.)")]
 
 MinCoverage = Annotated[float, typer.Option(
     "--min-coverage", min=0.0, max=1.0,

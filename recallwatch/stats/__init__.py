@@ -28,6 +28,7 @@ from recallwatch.stats._multi import (
 )
 from recallwatch.stats._paired import Method, TestName, TestResult, paired_test
 from recallwatch.stats._power import paired_t_power, queries_needed, queries_needed_from
+from recallwatch.stats._quantile import QuantileInterval, quantile_interval, rounds_separate
 
 __all__ = [
     "CIMethod",
@@ -38,6 +39,7 @@ __all__ = [
     "MultiComparison",
     "PairTest",
     "Quantile",
+    "QuantileInterval",
     "QuantileRatio",
     "TestName",
     "TestResult",
@@ -52,8 +54,10 @@ __all__ = [
     "paired_t_power",
     "paired_test",
     "quantile",
+    "quantile_interval",
     "quantile_name",
     "quantile_ratio",
     "queries_needed",
     "queries_needed_from",
+    "rounds_separate",
 ]

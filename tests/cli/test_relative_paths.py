@@ -28,7 +28,7 @@ from tests.test_readme import RUN_SECTION, Step, readme_steps
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ("README.md", "docs/getting-started.md", "docs/experiments.md")
 PLAN_SYNOPSIS = ("recallwatch experiment PLAN.yaml --out-dir DIR [--force] [--format json] "
-                 "[--engine ray [--address ADDR] [--workers N]]")
+                 "[--timing-rounds 3] [--engine ray [--address ADDR] [--workers N]]")
 DOCS_EXPERIMENT = "recallwatch experiment examples/kb/experiment.yaml --out-dir exp"
 # Commands not run at all, with the reason (README's own list is tests/test_readme.NOT_RUN).
 NOT_RUN = {

@@ -71,8 +71,17 @@ def test_results_json_contract(runs: dict[str, Any]) -> None:
     assert by_name["sentences-bm25"]["config"]["chunking"] == {
         "method": "sentences", "size": 200, "overlap": 0}
     assert r["winner"] in by_name
-    tune = {v["name"]: v["metrics_tune"]["mean_quality"] for v in r["variants"]}
-    assert tune[r["winner"]] == max(tune.values())  # chosen on tune
+    choice = r["choice"]
+    assert set(choice["order"]) == set(by_name) and choice["chosen_on"] == "tune"
+    if r["winner"] == r["base"]:  # no variant beat the base with evidence: it is kept
+        assert choice["candidate"] is None or r["confirmed"] is False
+    else:  # the winner beat the base on tune and was confirmed on test
+        assert r["winner"] in choice["beat_base"] and r["confirmed"] is True
+        assert choice["tune_tests"][r["winner"]][choice["won_on"][r["winner"]]]["p_holm"] <= 0.05
+    for v in r["variants"]:
+        assert isinstance(v["dominated_by"], list) and v["choice"]
+        calls = v["cost"]["side_by_side"]["calls"]  # 3 rounds of the same queries for each
+        assert calls == r["variants"][0]["cost"]["side_by_side"]["calls"] and calls % 3 == 0
 
 
 @pytest.mark.slow  # the runs fixture: five variants built and judged, twice
@@ -138,10 +147,15 @@ def test_a_rerun_builds_nothing_and_gives_the_same_numbers(runs: dict[str, Any])
 def test_outputs_for_people(runs: dict[str, Any]) -> None:
     _, stdout, stderr = runs["first"]
     out = runs["out"]
-    assert re.search(r"^variant +verdict +quality +recall@K .* judged@K ", stdout, flags=re.M)
+    assert re.search(r"^variant +choice +verdict +quality +recall@K .* judged@K .* dominated by$",
+                     stdout, flags=re.M)
     assert "judged@K: the share of the top K that is labelled" in stdout
-    assert "| variant | verdict | quality |" in (out / "results.md").read_text(encoding="utf-8")
-    assert f"winner: {runs['results']['winner']}, chosen on the tune queries" in stdout
+    assert "| variant | choice | verdict | quality |" in (out / "results.md").read_text(
+        encoding="utf-8")
+    results = runs["results"]
+    verdict = (f"no variant beat the base: keep it ({results['base']})"
+               if results["winner"] == results["base"] else f"winner: {results['winner']}")
+    assert verdict in stdout
     assert "index builds: 1 built, 2 from the cache" in stdout
     assert f"wrote {out / 'report.html'}" in stderr
     html = (out / "report.html").read_text(encoding="utf-8")

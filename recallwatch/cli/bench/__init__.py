@@ -56,6 +56,11 @@ def bench(
     threads: Annotated[int | None, typer.Option(
         "--threads", min=1, help="Threads for batched search and builds (overrides the sweep's "
         "'threads').")] = None,
+    rounds: Annotated[int | None, typer.Option(
+        "--rounds", min=1, max=100,
+        help="Rounds of the one-query-at-a-time timing (overrides the sweep's timing.rounds; "
+        "default 5): each query setting of a build is timed this many times, interleaved "
+        "round by round; QPS-1 is the median and the range of the rounds its spread.")] = None,
     fmt: TableJsonFormat = TableJson.table,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress lines on stderr.")] = False,
     engine: EngineOption = EngineChoice.local,
@@ -64,6 +69,11 @@ def bench(
 ) -> None:
     """Sweep ANN engines on one dataset: recall, QPS, latency, memory, the frontier, and the
     fastest configuration at each recall target.
+
+    The one-query-at-a-time timing is repeated in rounds (--rounds, default 5), the query
+    settings of each build interleaved round by round: QPS-1 is the median of the rounds, with
+    their range; the frontier ranks two settings by speed only when their ranges do not overlap,
+    and "fastest at recall ≥ X" names the settings it cannot be told apart from.
 
     With --out (default: the sweep's 'out', if any) it writes results.json, results.csv and
     three plots there: recall against QPS (frontier.png), against build time (build_time.png)
@@ -83,12 +93,16 @@ def bench(
         config = replace(config, threads=threads)
     target = out or (None if config.out is None else Path(config.base_dir) / config.out)
     if target is not None:
-        check_output_dir(target, "--out" if out is not None else f"{sweep}: out")
+        check_output_dir(target, "--out-dir" if out is not None else f"{sweep}: out")
+    if rounds is not None:
+        config = replace(config, rounds=rounds)
 
     def progress(r: ConfigResult) -> None:
         if not quiet:
+            spread = r.qps_rounds
             typer.echo(f"{r.label} {r.params}: R@{r.k} {r.recall[r.k]:.4f}, "
-                       f"{r.qps_single:,.0f} QPS-1", err=True)
+                       f"{r.qps_single:,.0f} QPS-1 ({min(spread):,.0f}–{max(spread):,.0f} over "
+                       f"{len(spread)} rounds)", err=True)
 
     from recallwatch.scale import engine_session
 

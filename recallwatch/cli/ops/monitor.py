@@ -21,6 +21,7 @@ from recallwatch.cli._options import (
     EngineOption,
     GoldenOption,
     HistoryPath,
+    MaxRecallLoss,
     MinCoverage,
     NoHistory,
     PipelineFile,
@@ -193,8 +194,9 @@ def monitor(
         "--reindex-below", min=0.0, max=1.0,
         help="Close the loop: when recall@k falls under this, rebuild the index in the "
         "background, check the new one on the probes, and switch to it only if it reaches "
-        "--floor.")] = None,
+        "--floor and is not worse than the live one beyond --max-recall-loss.")] = None,
     reindex_window: ReindexWindowHours = 24.0,
+    max_recall_loss: MaxRecallLoss = 0.01,
     min_coverage: MinCoverage = 0.5,
     log: Annotated[Path | None, typer.Option(
         "--log", help="Interaction log of real traffic (JSON Lines, plain or gzip): adds the "
@@ -310,6 +312,7 @@ def monitor(
                             vs, probe_set, k=k, floor=floor, budget=policy, history=hist,
                             reindex_below=reindex_below,
                             reindex_window=reindex_span, live=live,
+                            max_recall_loss=max_recall_loss,
                             exact=exact, min_coverage=min_coverage,
                             drift_alarm_p=drift_alarm_p, max_latency_p99_ms=max_probe_latency_p99,
                             pipeline=through)
