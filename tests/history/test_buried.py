@@ -85,4 +85,4 @@ def test_without_the_store_the_report_falls_back_to_what_entered_the_top_k(
     c = now.comparison["last_accepted"]
     assert c["buried_by"] == {}
     assert c["entered_top_k"]["q17"] == ["travel_03", "travel_02", "travel_01"]
-    assert "new in its top-3: travel_00 (1), travel_01 (2), travel_02 (3)" in c["details"][0]
+    assert "new in its top-3: travel_03 (1), travel_02 (2), travel_01 (3)" in c["details"][0]
