@@ -124,7 +124,7 @@ def test_bad_sources_and_parameters_say_what_is_expected(tmp_path: Path) -> None
                                          r"found <list>"):
         rw.gate(golden, {"q1": ["a", "b"]})
     with pytest.raises(InputError, match=r"field 'latency_sample=': expected a number of "
-                                         r"queries, 0 or more"):
+                       r"search calls, 0 or more"):
         rw.gate(golden, _results(tmp_path), latency_sample=-1)
     with pytest.raises(UsageError, match=r"^runs_out= works on a pipeline"):
         rw.gate(golden, _results(tmp_path), runs_out=tmp_path / "runs")
