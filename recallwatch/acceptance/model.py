@@ -151,6 +151,10 @@ class QueryResult:
     labels_sparse: bool = False
     noise_unjudged: int = 0
     noise_measured: bool = True
+    # The assistant's answer to this query, judged (gate --answers/--generator): faithfulness,
+    # relevance, correctness, hallucinated, failure ("retrieval" | "generation" | "both" | None)
+    # and the evidence (recallwatch.answers); None when the run judged no answers.
+    answer: dict[str, Any] | None = None
 
     def failure_words(self) -> str:
         """Why the query fails, in words that tell a recall failure from a noise failure and
@@ -204,6 +208,7 @@ class QueryResult:
             "stage": self.stage,
             "labels_sparse": self.labels_sparse, "noise_unjudged": self.noise_unjudged,
             "noise_measured": self.noise_measured,
+            "answer": self.answer,
         }
 
 
@@ -307,6 +312,10 @@ class GateResult:
     # A pipeline's stages (gate --pipeline): mean candidate recall@depth of the first stage (and
     # of each retriever), mean final recall@K, and how many expected chunks the reranker lost.
     stages: dict[str, Any] | None = None
+    # The answers judged (gate --answers/--generator): mean faithfulness, relevance,
+    # correctness, the hallucination rate, the failures by kind, and the judge with its measured
+    # agreement with people (recallwatch.answers); None when the run judged no answers.
+    answers: dict[str, Any] | None = None
 
     @property
     def exit_code(self) -> int:
@@ -369,6 +378,7 @@ class GateResult:
             "cost": self.cost,
             "chunk_texts": dict(self.chunk_texts),
             "stages": self.stages,
+            "answers": self.answers,
         }
 
     @classmethod
@@ -403,5 +413,5 @@ class GateResult:
             schema_version=d.get("schema_version", SCHEMA_VERSION),
             split=d.get("split"), staleness=d.get("staleness"),
             checks=tuple(Check(**c) for c in d.get("checks", [])), cost=d.get("cost"),
-            stages=d.get("stages"),
+            stages=d.get("stages"), answers=d.get("answers"),
         )

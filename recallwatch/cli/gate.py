@@ -71,6 +71,34 @@ def gate(
         "--tune-weights", help="With --pipeline fusing by wsum: first choose the weights on the "
         "golden set's tune queries (every combination in steps of 0.1, best mean recall@K), "
         "then judge the test queries with them; the chosen weights are reported.")] = False,
+    answers: Annotated[Path | None, typer.Option(
+        "--answers", help="Also judge the answers a RAG assistant gave to the golden set's "
+        "questions (JSON Lines: {query_id, answer, contexts (optional: chunk ids or {text}; "
+        "default the retrieved top K)}): faithfulness, relevance, correctness, hallucination "
+        "rate. Needs --answer-labels.")] = None,
+    generator: Annotated[str | None, typer.Option(
+        "--generator", help="Answer each question with this generator, from the retrieved top "
+        "K and again from the expected chunks, to name each wrong answer's failure (retrieval "
+        "or generation): python:MODULE:ATTR (a function (question, contexts) -> answer) or an "
+        "OpenAI-compatible chat endpoint URL?model=NAME[&prompt=FILE][&api_key_env=VAR]. With "
+        "--answers, only the expected-chunks answers are generated. Needs --answer-labels.")
+    ] = None,
+    answer_judge: Annotated[str, typer.Option(
+        "--answer-judge", help="Who judges the answers: offline (sentence embeddings and "
+        "numbers, no LLM; thresholds calibrated on --answer-labels, or fixed as "
+        "offline?support=X&relevance=Y) or an OpenAI-compatible chat endpoint "
+        "URL?model=NAME[&api_key_env=VAR].")] = "offline",
+    answer_labels: Annotated[Path | None, typer.Option(
+        "--answer-labels", help="Answers people labelled (JSON Lines: {question, answer, "
+        "contexts: [texts], faithful, relevant, correct (optional, with reference or facts)}): "
+        "the answer judge is measured against them first (Cohen's kappa) and refused below "
+        "--answer-min-kappa.")] = None,
+    answer_min_kappa: Annotated[float, typer.Option(
+        "--answer-min-kappa", help="Refuse the answer judge when its kappa against the "
+        "labelled answers is below this, on any label.")] = 0.6,
+    answer_min_labelled: Annotated[int, typer.Option(
+        "--answer-min-labelled", help="Refuse the answer judge when fewer answers are "
+        "labelled.")] = 20,
 ) -> None:
     """Run the golden set against an index and answer ACCEPT or STOP.
 
@@ -84,6 +112,10 @@ def gate(
 
     With --engine ray the queries are retrieved by Ray workers (for stores that serve concurrent
     clients); the run, its hash and every per-query value are the same.
+
+    With --answers or --generator, the answers of a RAG assistant are judged too (after the
+    judge's agreement with --answer-labels is measured), and the policy's min_faithfulness,
+    min_answer_relevance and max_hallucination_rate apply.
     Exit codes: 0 ACCEPT, 1 STOP, 2 usage or input error.
     """
     from recallwatch.acceptance.gate import gate_from_files
@@ -108,8 +140,18 @@ def gate(
         from recallwatch.formats.judging import judged_pairs
 
         judged = judged_pairs(judgments)  # a bad file fails before the run
+    plan = None
+    if answers is not None or generator is not None or answer_labels is not None:
+        from recallwatch.answers.gate import open_plan
+        from recallwatch.formats.golden import load_golden
+
+        plan = open_plan(load_golden(golden), answers=answers, generator=generator,
+                         judge=answer_judge, labels=answer_labels,
+                         min_kappa=answer_min_kappa, min_labelled=answer_min_labelled,
+                         base_dir=golden.resolve().parent)
 
     def record(result: Any, vector_store: Any) -> Any:
+        result = _with_answers(result, vector_store, plan, policy, corpus)
         if judged is not None:
             from recallwatch.acceptance.judged import with_judged
 
@@ -142,6 +184,21 @@ def gate(
     if policy is None:
         _explain_default_noise(result)
     raise typer.Exit(result.exit_code)
+
+
+def _with_answers(result: Any, vector_store: Any, plan: Any, policy: Path | None,
+                  corpus: Path | None) -> Any:
+    """The answer step (recallwatch.answers.gate): answers judged with a plan; without one, the
+    policy's answer rules, if any, marked "not applied"."""
+    if plan is None and policy is None:
+        return result
+    from recallwatch.answers.gate import chunk_reader, rules_not_applied, with_answers
+    from recallwatch.formats.policy import load_policy
+
+    pol = load_policy(policy)
+    if plan is None:
+        return rules_not_applied(result, pol)
+    return with_answers(result, pol, plan, chunk_reader(vector_store, corpus))
 
 
 def _with_staleness(result: Any, vector_store: Any, golden: Path, policy: Path | None,
