@@ -153,8 +153,6 @@ def with_answers(result: GateResult, policy: Policy, plan: AnswerPlan,
                         + ", ".join(summary["unanswered"][:10]))
     if plan.generator is None:
         warnings.append(_NEEDS_GENERATOR[0].upper() + _NEEDS_GENERATOR[1:])
-    if trust.reasons:
-        warnings.append(f"the answer judge ({plan.judge.kind}) is {trust.line()}")
     return replace(result, queries=queries, answers=summary,
                    verdict="STOP" if reasons or result.verdict == "STOP" else "ACCEPT",
                    reasons=(*result.reasons, *reasons), checks=(*result.checks, *checks),
@@ -349,6 +347,8 @@ def _culprits(rule: _Rule, answered: Sequence[QueryResult]) -> list[tuple[QueryR
         return [(q, f"relevance {a(q)['relevance']:.2f}") for q in low]
     unbacked = sorted((q for q in answered if a(q)["hallucinated"]),
                       key=lambda q: a(q)["faithfulness"] or 0.0)
+    if rule.measure == "faithfulness":
+        return [(q, f"faithfulness {a(q)['faithfulness']:.2f}") for q in unbacked]
     return [(q, "unbacked: " + "; ".join(repr(s["text"][:80]) for s in a(q)["statements"]
                                          if not s["backed"])[:200]) for q in unbacked]
 

@@ -8,9 +8,10 @@ into statements, or else the quotes of its content anchors (the golden set's fac
   unbacked); the answer is **hallucinated** when one statement is not backed.
 * **relevance** = the judge's grade of how well the answer addresses the question, 0-1; the
   answer is relevant at 0.5 or more.
-* **correctness** = F1 of precision (statements of S backed by T) and recall: with a reference,
+* **correctness** = F1 of precision (the share of S that T backs) and recall (with a reference,
   the share of its statements the answer backs; with facts, the share of facts that back a
-  statement of the answer. None without a reference or facts.
+  statement of the answer), as RAGAS's answer correctness: a true statement the reference does
+  not make lowers it. None without a reference or facts; 0 for an answer with no statement.
 * **context recall** = the share of T that C holds: a reference's statements backed by C, or the
   facts whose quote C holds word for word; without T, the share of the query's expected chunks
   among C. None when C are texts and there is no T.
@@ -110,12 +111,11 @@ def _correctness(judge: AnswerJudge, said: list[str], answer: str, truth: Truth,
         return None
     if not said:
         return 0.0
-    backed = judge.support(said, truth.items, question=question)
-    precision = _share([s.backed for s in backed])
+    precision = _share([s.backed for s in judge.support(said, truth.items, question=question)])
     if truth.kind == "reference":
         recall = _share([s.backed for s in judge.support(truth.items, [answer],
                                                           question=question)])
-    else:  # a fact counts when it backs a statement of the answer
+    else:  # a fact (a quote of a source, a table maybe) counts when it backs a statement
         recall = _share([any(s.backed for s in judge.support(said, [fact], question=question))
                          for fact in truth.items])
     return _f1(precision, recall)
