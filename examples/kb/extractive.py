@@ -1,8 +1,8 @@
 """An extractive stand-in for an LLM, so that the answer-level example runs offline and gives the
 same answers on every machine: it answers with the sentence of its contexts (or the table row,
 read with its header) that shares the most words with the question, ties going to the earlier
-one, and the two sentences after it. It reads what it is given and never invents, but it cannot reason: a table lookup by range
-("2.000 euros al mes" in "1.850 - 2.030") is beyond it.
+one, and the two sentences after it. It reads what it is given and never invents, but it
+cannot reason: a table lookup by range ("2.000 euros al mes" in "1.850 - 2.030") is beyond it.
 
     recallwatch gate examples/kb/golden_answers.yaml --store "lancedb://kb?table=chunks" \\
         --generator python:extractive:answer --answer-labels examples/kb/answer_labels.jsonl

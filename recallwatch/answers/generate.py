@@ -53,12 +53,18 @@ def _checked(value: object, where: str, question: str) -> str:
 
 
 def call_user(fn: Callable[..., Any], *args: Any, where: str, during: str) -> Any:
-    """One call into the user's code, its failures named. (Every call into a generator goes
-    through here: the one place to guard, as ``python:`` retrievers are.)"""
+    """One call into the user's code, its failures named, ``sys.exit`` an input error (the exit
+    code is recallwatch's: 0 would read as ACCEPT). Every call into a generator goes through
+    here: the one place to put the guard ``python:`` retrievers get (stdout, timeout)."""
     try:
         return fn(*args)
     except RecallwatchError:
         raise
+    except SystemExit as exc:
+        code = "" if exc.code is None else repr(exc.code)
+        raise InputError(f"{where} called sys.exit({code}) {during}: it must return the "
+                         "answer's text, never end the program (the exit code is "
+                         "recallwatch's to set)") from None
     except Exception as exc:
         raise GeneratorError(f"{where} raised {type(exc).__name__} {during}: {exc}") from None
 

@@ -26,7 +26,7 @@ _WORD = re.compile(r"\w+")
 _MIN_WORDS = 3
 
 
-_ZERO_DECIMALS = re.compile(r"[.,]0+$")
+_ZERO_DECIMALS = re.compile(r"[.,]0{1,2}$")  # ",00", ".0"; not ".000", a thousands group
 
 
 def numbers_of(text: str) -> frozenset[str]:

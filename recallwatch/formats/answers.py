@@ -83,7 +83,7 @@ def _text(obj: Mapping[str, Any], key: str, source: Path, record: str | None,
     return value
 
 
-def _flag(obj: Mapping[str, Any], key: str, source: Path, record: str,
+def _flag(obj: Mapping[str, Any], key: str, source: Path, record: str | None,
           *, required: bool = True) -> bool | None:
     value = obj.get(key)
     if value is None and not required:
@@ -151,37 +151,39 @@ def read_labelled_answers(path: str | Path) -> list[LabelledAnswer]:
     seen: dict[str, int | None] = {}
     for obj in iter_jsonl(p):
         line = line_of(obj)
-        rid = text_id(obj.get("id")) if obj.get("id") is not None else f"line {line}"
+        given = obj.get("id")
+        rid = text_id(given) if given is not None else f"line {line}"
         if rid is None:
             raise InputError(source=p, line=line, field="id", expected="a non-empty id",
-                             found=shown(obj.get("id")))
-        check_keys(obj, _LABEL_KEYS, source=p, record=rid)
+                             found=shown(given))
+        record = rid if given is not None else None  # the line already says where
+        check_keys(obj, _LABEL_KEYS, source=p, record=record)
         if rid in seen:
-            raise InputError(source=p, line=line, record=rid, field="id",
+            raise InputError(source=p, line=line, record=record, field="id",
                              expected=f"each id once (first on line {seen[rid]})", found=rid)
         seen[rid] = line
         contexts = obj.get("contexts")
         if not isinstance(contexts, list) or not contexts or not all(
                 isinstance(c, str) and c.strip() for c in contexts):
-            raise InputError(source=p, line=line, record=rid, field="contexts",
+            raise InputError(source=p, line=line, record=record, field="contexts",
                              expected="a non-empty list of the passages' texts",
                              found=shown(contexts))
         facts = obj.get("facts", [])
         if not isinstance(facts, list) or not all(isinstance(f, str) and f.strip()
                                                   for f in facts):
-            raise InputError(source=p, line=line, record=rid, field="facts",
+            raise InputError(source=p, line=line, record=record, field="facts",
                              expected="a list of texts", found=shown(facts))
-        reference = _text(obj, "reference", p, rid, required=False)
-        correct = _flag(obj, "correct", p, rid, required=False)
+        reference = _text(obj, "reference", p, record, required=False)
+        correct = _flag(obj, "correct", p, record, required=False)
         if correct is not None and reference is None and not facts:
-            raise InputError(source=p, line=line, record=rid, field="correct",
+            raise InputError(source=p, line=line, record=record, field="correct",
                              expected="a reference or facts to judge correctness against",
                              found="<neither>",
                              hint="add \"reference\": the right answer, or \"facts\": [...]")
         out.append(LabelledAnswer(
-            id=rid, question=str(_text(obj, "question", p, rid)),
-            answer=str(_text(obj, "answer", p, rid)), contexts=tuple(contexts),
-            faithful=bool(_flag(obj, "faithful", p, rid)),
-            relevant=bool(_flag(obj, "relevant", p, rid)), correct=correct,
+            id=rid, question=str(_text(obj, "question", p, record)),
+            answer=str(_text(obj, "answer", p, record)), contexts=tuple(contexts),
+            faithful=bool(_flag(obj, "faithful", p, record)),
+            relevant=bool(_flag(obj, "relevant", p, record)), correct=correct,
             reference=reference, facts=tuple(facts), line=line))
     return out
