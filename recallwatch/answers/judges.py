@@ -9,8 +9,10 @@ or above the support threshold) and holds each of its numbers (but the asker's o
 the question that no passage holds); a statement found word for word in a passage is backed
 outright. Relevance is the cosine
 similarity of the question and the answer, rescaled so that the relevance threshold reads 0.5.
-Both thresholds are calibrated on answers people labelled (:mod:`recallwatch.answers.trust`),
-unless the spec fixes them: ``offline?support=0.7&relevance=0.35``.
+Correctness asks the same question of the right answer's statements (does the answer state
+them?) with a threshold of its own. The three thresholds are calibrated on answers people
+labelled (:mod:`recallwatch.answers.trust`), unless the spec fixes them:
+``offline?support=0.45&relevance=0.35&correct=0.6``.
 
 :class:`LLMJudge` asks a chat model (``https://…/v1?model=NAME``) one question a statement ("1"
 backed, "0" not) and one an answer (a grade 0-3, divided by 3). Replies are read strictly, as the
@@ -59,6 +61,12 @@ class AnswerJudge(Protocol):
 
     def relevance(self, question: str, answer: str) -> float: ...
 
+    def matches(self, statements: Sequence[str], passages: Sequence[str], *,
+                question: str = "") -> list[bool]:
+        """Whether the passages state each statement: support, as correctness asks it (the
+        offline judge with its own threshold)."""
+        ...
+
     def describe(self) -> dict[str, Any]: ...
 
 
@@ -83,6 +91,7 @@ class OfflineJudge:
     embedder: Embedder
     support_threshold: float | None = None  # None until calibrated
     relevance_threshold: float | None = None
+    correct_threshold: float | None = None
     fixed: tuple[str, ...] = ()  # the thresholds the spec fixed (not calibrated)
     kind: JudgeKind = "offline"
     _vectors: dict[tuple[str, str], np.ndarray] = field(default_factory=dict, repr=False)
@@ -133,6 +142,12 @@ class OfflineJudge:
         return [Support(s.score is not None and s.score >= threshold, s.score, s.evidence)
                 for s in self.support_scores(statements, passages, question=question)]
 
+    def matches(self, statements: Sequence[str], passages: Sequence[str], *,
+                question: str = "") -> list[bool]:
+        threshold = self._threshold("correctness", self.correct_threshold)
+        return [s.score is not None and s.score >= threshold
+                for s in self.support_scores(statements, passages, question=question)]
+
     def relevance_score(self, question: str, answer: str) -> float:
         """The cosine similarity of the question (as a query) and the answer."""
         return float(self._embed([question], "query")[0] @ self._embed([answer], "document")[0])
@@ -156,6 +171,7 @@ class OfflineJudge:
         return {"kind": "offline", "embedder": f"{self.embedder.name}@{self.embedder.version}",
                 "support_threshold": self.support_threshold,
                 "relevance_threshold": self.relevance_threshold,
+                "correct_threshold": self.correct_threshold,
                 "thresholds": "fixed" if self.fixed else "calibrated"}
 
 
@@ -216,6 +232,10 @@ class LLMJudge:
             out.append(Support(grade == 1, None, None if grade is None else str(grade)))
         return out
 
+    def matches(self, statements: Sequence[str], passages: Sequence[str], *,
+                question: str = "") -> list[bool]:
+        return [s.backed for s in self.support(statements, passages, question=question)]
+
     def relevance(self, question: str, answer: str) -> float:
         grade = self._ask(RELEVANCE_SYSTEM,
                           RELEVANCE_USER.format(question=question, answer=answer), "0123")
@@ -229,12 +249,12 @@ class LLMJudge:
 
 # -- opening a judge by its spec ---------------------------------------------------------------
 
-_OFFLINE_KEYS = ("support", "relevance", "embedder")
+_OFFLINE_KEYS = ("support", "relevance", "correct", "embedder")
 
 
 def open_judge(spec: str = "offline") -> AnswerJudge:
     """``offline`` (thresholds calibrated on the labelled answers), ``offline?support=X&
-    relevance=Y[&embedder=NAME]`` (fixed), or an OpenAI-compatible endpoint ``https://…?model=
+    relevance=Y&correct=Z[&embedder=NAME]`` (fixed), or an OpenAI-compatible endpoint ``https://…?model=
     NAME[&api_key_env=VAR][&timeout=S]``."""
     if is_chat_spec(spec):
         chat = parse_chat_spec(spec, "--answer-judge")
@@ -249,7 +269,7 @@ def open_judge(spec: str = "offline") -> AnswerJudge:
         raise UsageError(f"--answer-judge offline: unknown setting {unknown[0]!r}; valid: "
                          f"{', '.join(_OFFLINE_KEYS)}")
     thresholds: dict[str, float] = {}
-    for key in ("support", "relevance"):
+    for key in ("support", "relevance", "correct"):
         if key in options:
             try:
                 value = float(options[key])
@@ -264,4 +284,4 @@ def open_judge(spec: str = "offline") -> AnswerJudge:
     embedder = (embedder_from_spec(options["embedder"]) if "embedder" in options
                 else get_embedder())
     return OfflineJudge(embedder, thresholds.get("support"), thresholds.get("relevance"),
-                        fixed=tuple(sorted(thresholds)))
+                        thresholds.get("correct"), fixed=tuple(sorted(thresholds)))

@@ -8,10 +8,11 @@ into statements, or else the quotes of its content anchors (the golden set's fac
   unbacked); the answer is **hallucinated** when one statement is not backed.
 * **relevance** = the judge's grade of how well the answer addresses the question, 0-1; the
   answer is relevant at 0.5 or more.
-* **correctness** = F1 of precision (the share of S that T backs) and recall (with a reference,
-  the share of its statements the answer backs; with facts, the share of facts that back a
-  statement of the answer), as RAGAS's answer correctness: a true statement the reference does
-  not make lowers it. None without a reference or facts; 0 for an answer with no statement.
+* **correctness** = the share of T the answer states: with a reference, the share of its
+  statements the answer backs; with facts, the share of facts that back a statement of the
+  answer. What the answer says beyond T is faithfulness's to judge (a statement of a sentence
+  may hold a true detail T lacks: "1.184 euros al mes, 16.576 al año"). None without a reference
+  or facts; 0 for an answer with no statement.
 * **context recall** = the share of T that C holds: a reference's statements backed by C, or the
   facts whose quote C holds word for word; without T, the share of the query's expected chunks
   among C. None when C are texts and there is no T.
@@ -97,10 +98,6 @@ class AnswerScore:
         }
 
 
-def _f1(p: float, r: float) -> float:
-    return 0.0 if p + r == 0 else 2 * p * r / (p + r)
-
-
 def _share(flags: Sequence[bool]) -> float:
     return sum(flags) / len(flags)
 
@@ -111,14 +108,11 @@ def _correctness(judge: AnswerJudge, said: list[str], answer: str, truth: Truth,
         return None
     if not said:
         return 0.0
-    precision = _share([s.backed for s in judge.support(said, truth.items, question=question)])
     if truth.kind == "reference":
-        recall = _share([s.backed for s in judge.support(truth.items, [answer],
-                                                          question=question)])
-    else:  # a fact (a quote of a source, a table maybe) counts when it backs a statement
-        recall = _share([any(s.backed for s in judge.support(said, [fact], question=question))
-                         for fact in truth.items])
-    return _f1(precision, recall)
+        return _share(judge.matches(truth.items, [answer], question=question))
+    # a fact (a quote of a source, a table maybe) counts when it states a statement of the
+    # answer
+    return _share([any(judge.matches(said, [fact], question=question)) for fact in truth.items])
 
 
 def _holds(judge: AnswerJudge, passages: Sequence[str], truth: Truth,

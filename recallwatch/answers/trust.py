@@ -16,11 +16,12 @@ measure no label checks — correctness without ``correct`` labels — is never 
 judge is **refused** when fewer than ``min_labelled`` answers are labelled, or when more than
 ``max_bad_share`` of an LLM's replies were unusable, or when no measure is trusted.
 
-The offline judge's two thresholds are calibrated here, each where it agrees best with people
-(highest kappa; among equals, the middle one). Its kappa is then measured on answers the
-threshold was not chosen on: the labelled answers are cut in two halves (odd and even lines), the
-threshold chosen on one half judges the other, and kappa is computed over both halves' verdicts
-so obtained. The threshold the run uses is then chosen on all of them.
+The offline judge's three thresholds (support, relevance, correctness) are calibrated here,
+each on its own label, where it agrees best with people (highest kappa; among equals, the middle
+one). Its kappa is then measured on answers the threshold was not chosen on: the labelled
+answers are cut in two halves (odd and even lines), the threshold chosen on one half judges the
+other, and kappa is computed over both halves' verdicts so obtained. The threshold the run uses
+is then chosen on all of them.
 """
 
 from __future__ import annotations
@@ -151,7 +152,33 @@ def _offline_thresholds(judge: OfflineJudge, labelled: Sequence[LabelledAnswer]
         threshold, held_out = calibrate(sims, people)
         judge.relevance_threshold = threshold
         measured["relevant"] = (people, held_out)
+    if judge.correct_threshold is None:
+        marked = [r for r in labelled if r.correct is not None]
+        if not marked:  # correctness is not trusted then; any threshold will do
+            judge.correct_threshold = judge.support_threshold
+            return measured
+        threshold, held_out = calibrate([_correct_score(judge, r) for r in marked],
+                                        [bool(r.correct) for r in marked])
+        judge.correct_threshold = threshold
+        measured["correct"] = ([bool(r.correct) for r in marked], held_out)
     return measured
+
+
+def _correct_score(judge: OfflineJudge, r: LabelledAnswer) -> float:
+    """The threshold under which the answer would be judged correct: at least half of the
+    right answer's statements (or facts) are stated at that similarity."""
+    truth = truth_of(r.reference, r.facts)
+    said = statements(r.answer)
+    if not said:
+        return -1.0
+    if truth.kind == "reference":
+        scores = [s.score if s.score is not None else -1.0
+                  for s in judge.support_scores(truth.items, [r.answer], question=r.question)]
+    else:
+        scores = [max((s.score if s.score is not None else -1.0 for s in judge.support_scores(
+            said, [fact], question=r.question)), default=-1.0) for fact in truth.items]
+    ranked = sorted(scores, reverse=True)
+    return ranked[math.ceil(CORRECT_AT * len(ranked)) - 1]
 
 
 # -- measuring ---------------------------------------------------------------------------------
@@ -209,8 +236,11 @@ def measure_judge(judge: AnswerJudge, labelled: Sequence[LabelledAnswer], *,
         reasons = [f"refused: {judge.bad_replies} of {judge.requests} replies were not the single "
                    f"digit asked for (more than {max_bad_share:.0%})"]
         trusted = frozenset()
-    where = ("the half of the labelled answers its thresholds were not chosen on, for "
-             + " and ".join(held_out) + "; all of them otherwise") if held_out else \
-        "all labelled answers"
+    rest = [label for label in measured if label not in held_out]
+    where = "all labelled answers"
+    if held_out:
+        where = ("the half of the labelled answers its thresholds were not chosen on, for "
+                 + ", ".join(held_out) + (f"; all of them for {', '.join(rest)}" if rest
+                                          else ""))
     return Trust(tuple(reasons), n, measured, trusted, where,
                  {**settings, "judge": judge.describe()})

@@ -167,8 +167,8 @@ def test_the_offline_judge_is_not_trusted_where_people_disagree(kb_v1: str,
         f"kappa {kappa:.3f} < 0.6 on 28 answers), so min_answer_relevance 0.8 cannot be checked")
     answer = res["queries"][0]["answer"]
     assert answer["relevance"] is None and answer["faithfulness"] == 0.0
-    # Labels that say the opposite of the judge on faithfulness: refused whole (correctness
-    # rests on the same support threshold)
+    # Labels that say the opposite of the judge on faithfulness: faithfulness not trusted,
+    # correctness (a threshold of its own) still is
     flipped = [json.loads(line) for line in LABELS.read_text(encoding="utf-8").splitlines()]
     for row in flipped:
         row["faithful"] = not row["faithful"]
@@ -179,10 +179,15 @@ def test_the_offline_judge_is_not_trusted_where_people_disagree(kb_v1: str,
     res = json.loads(out)
     assert code == 1
     (reason,) = [r for r in res["reasons"] if r["rule"] == "answer_judge"]
-    assert reason["message"].startswith("the answer judge (offline) is REFUSED on 28 labelled "
-                                        "answers (correct kappa ")
-    assert "faithful kappa -" in reason["message"]
-    assert res["queries"][0]["answer"] is None and res["answers"]["judge"]["trusted"] == []
+    kappa = res["answers"]["judge"]["agreement"]["faithful"]["kappa"]
+    assert kappa < 0
+    assert reason["message"] == (
+        f"the answer judge is not trusted with faithfulness (faithfulness and hallucination not "
+        f"trusted: faithful kappa {kappa:.3f} < 0.6 on 28 answers), so min_faithfulness 0.9 "
+        "cannot be checked")
+    answer = res["queries"][0]["answer"]
+    assert answer["faithfulness"] is None and answer["hallucinated"] is None
+    assert res["answers"]["judge"]["trusted"] == ["correctness"]
 
 
 def test_the_reports_show_the_answers(kb_v1: str, tmp_path: Path) -> None:
