@@ -151,8 +151,6 @@ def with_answers(result: GateResult, policy: Policy, plan: AnswerPlan,
         warnings.append(f"{len(summary['unanswered'])} scored queries have no answer in "
                         f"{plan.sources.get('answers')}, and are not judged: "
                         + ", ".join(summary["unanswered"][:10]))
-    if plan.generator is None:
-        warnings.append(_NEEDS_GENERATOR[0].upper() + _NEEDS_GENERATOR[1:])
     return replace(result, queries=queries, answers=summary,
                    verdict="STOP" if reasons or result.verdict == "STOP" else "ACCEPT",
                    reasons=(*result.reasons, *reasons), checks=(*result.checks, *checks),
@@ -253,6 +251,7 @@ def _judge_query(q: QueryResult, gq: GoldenQuery, plan: AnswerPlan, texts: Mappi
     truth = truth_of(gq.reference, [a.quote for a in gq.anchors])
     expected = [h.id for h in q.expected]
     real = score_answer(plan.judge, q.text, answer, contexts, truth, expected)
+    held_all = _held_all(real, contexts, expected)
     oracle: dict[str, Any] | None = None
     failure = None
     if plan.generator is not None:
@@ -260,26 +259,35 @@ def _judge_query(q: QueryResult, gq: GoldenQuery, plan: AnswerPlan, texts: Mappi
         oracle_answer = plan.generator.answer(q.text, [c.text for c in given])
         oracle_score = score_answer(plan.judge, q.text, oracle_answer, given, truth, expected)
         oracle = {"text": oracle_answer, **_shown(oracle_score, trusted)}
-        failure = _failure(real, oracle_score, contexts, expected, trusted)
+        failure = _failure(real, oracle_score, held_all, trusted)
     shown = _shown(real, trusted)
     return {"faithfulness": shown.pop("faithfulness"), "relevance": shown.pop("relevance"),
             "correctness": shown.pop("correctness"), "hallucinated": shown.pop("hallucinated"),
             "failure": failure, **shown, "text": answer,
             "from": "answers file" if record is not None else "generator",
             "contexts": [c.id if c.id is not None else {"text": c.text} for c in contexts],
+            "expected_in_context": held_all,
             "truth": truth.kind, "oracle": oracle}
 
 
-def _failure(real: AnswerScore, oracle: AnswerScore, contexts: Sequence[Passage],
-             expected: Sequence[str], trusted: frozenset[str]) -> Failure | None:
-    """Which part failed a wrong answer (None: the answer is right)."""
+def _held_all(real: AnswerScore, contexts: Sequence[Passage], expected: Sequence[str]) -> bool:
+    """Whether the answer's contexts held every expected chunk (by id; for contexts given as
+    texts, whether they hold the whole right answer)."""
+    given = {c.id for c in contexts}
+    if expected and None not in given:
+        return set(expected) <= given
+    return real.context_recall == 1.0
+
+
+def _failure(real: AnswerScore, oracle: AnswerScore, held_all: bool,
+             trusted: frozenset[str]) -> Failure | None:
+    """Which part failed a wrong answer (None: the answer is right). Right from the expected
+    chunks alone is a retrieval failure even when the retrieval held them all: the chunks ranked
+    with them misled the generator (the noise rule's case)."""
     if right(real, trusted):
         return None
     if right(oracle, trusted):
         return "retrieval"
-    given = {c.id for c in contexts}
-    held_all = (set(expected) <= given if expected and None not in given
-                else real.context_recall == 1.0)
     return "generation" if held_all else "both"
 
 

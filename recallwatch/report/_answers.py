@@ -12,7 +12,7 @@ __all__ = ["FAILURE_WORDS", "answer_lines", "answers_line", "judge_line", "wrong
 
 # What the failure names mean, shown once above the wrong answers.
 FAILURE_WORDS = ("failure names: retrieval = the generator answers right from the query's "
-                 "expected chunks alone, wrong from the retrieved ones; generation = wrong even "
+                 "expected chunks alone, wrong from the retrieved chunks; generation = wrong even "
                  "though the retrieved chunks held every expected one; both = wrong from the "
                  "expected chunks too, and the retrieval missed some")
 
@@ -76,7 +76,11 @@ def answer_lines(q: QueryResult) -> list[str]:
     figures = ", ".join(f"{key} {_num(a.get(key))}" for key in
                         ("faithfulness", "relevance", "correctness"))
     text = " ".join(str(a.get("text", "")).split())
-    lines = [f"{q.id}: " + (f"{failure} failure; " if failure else "") + figures,
+    named = f"{failure} failure; " if failure else ""
+    if failure == "retrieval" and a.get("expected_in_context"):
+        named = ("retrieval failure (noise: its expected chunks were retrieved, with others that "
+                 "misled the generator); ")
+    lines = [f"{q.id}: {named}{figures}",
              f"answer: “{text if len(text) <= 160 else text[:159] + '…'}”"]
     unbacked = [s["text"] for s in a.get("statements", []) if not s.get("backed")]
     if unbacked and a.get("hallucinated") is not None:

@@ -119,7 +119,9 @@ def _answers(result: GateResult, answers: dict[str, Any]) -> list[str]:
            md_escape(judge_line(answers)), ""]
     wrong = wrong_answers(result)
     if wrong:
-        out += [md_escape(f"Wrong answers ({len(wrong)}); {FAILURE_WORDS}."), "",
+        named = any(q.answer and q.answer.get("failure") for q in wrong)
+        out += [md_escape(f"Wrong answers ({len(wrong)})"
+                          + (f"; {FAILURE_WORDS}." if named else ".")), "",
                 "| query | failure and figures | answer |", "|---|---|---|"]
         for q in wrong:
             first, *rest = answer_lines(q)

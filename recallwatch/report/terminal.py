@@ -139,7 +139,9 @@ def _answers(result: GateResult, answers: dict[str, Any]) -> list[Text]:
     out = [_t(answers_line(answers), "bold"), _t(judge_line(answers), "dim")]
     wrong = wrong_answers(result)
     if wrong:
-        out.append(_t(f"wrong answers ({len(wrong)}); {FAILURE_WORDS}", "dim"))
+        named = any(q.answer and q.answer.get("failure") for q in wrong)
+        out.append(_t(f"wrong answers ({len(wrong)})" + (f"; {FAILURE_WORDS}" if named else ""),
+                      "dim"))
         for q in wrong:
             first, *rest = answer_lines(q)
             out.append(Text.assemble(("✗ ", "bold red"), _t(first)))

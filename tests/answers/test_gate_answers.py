@@ -82,8 +82,9 @@ def test_an_answers_file_is_judged_and_says_decomposition_needs_a_generator(
     assert (smi["hallucinated"], smi["right"], smi["correctness"]) == (False, True, 1.0)
     assert smi["context_precision"] == 1.0  # the one relevant context comes first
     assert res["answers"]["failures"] is None
-    assert any(w.startswith("Which failures are retrieval's and which generation's needs "
-                            "--generator") for w in res["warnings"])
+    assert res["answers"]["decomposition"] == (
+        "which failures are retrieval's and which generation's needs --generator: it answers "
+        "each query again from its expected chunks")
 
 
 def test_the_policy_blocks_on_its_answer_rules(kb_v1: str, tmp_path: Path) -> None:
@@ -206,3 +207,15 @@ def test_the_reports_show_the_answers(kb_v1: str, tmp_path: Path) -> None:
     assert code == 1
     html = (tmp_path / "report" / "report.html").read_text(encoding="utf-8")
     assert '<h2 id="answers">Answers</h2>' in html and "generation failure" in html
+
+
+def test_answer_rules_without_answers_are_not_applied(kb_v1: str, tmp_path: Path) -> None:
+    golden = golden_file(tmp_path, ["smi_2025"])
+    code, out, _ = cli("gate", str(golden), "--store", kb_v1, "--no-history", "--format",
+                       "json", "--policy", str(policy_file(tmp_path, min_faithfulness=0.9)))
+    res = json.loads(out)
+    assert (code, res["answers"]) == (0, None)
+    (check,) = [c for c in res["checks"] if c["rule"] == "min_faithfulness"]
+    assert (check["status"], check["message"]) == (
+        "not applied", "no answers were judged (min_faithfulness 0.9): give --answers FILE or "
+        "--generator SPEC")
