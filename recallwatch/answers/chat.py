@@ -37,10 +37,13 @@ class ChatSpec:
     api_key_env: str | None
     timeout: float
     options: dict[str, str]  # the caller's own settings
+    what: str = "the endpoint"  # the option that named it (--generator)
 
     def client(self, *, max_tokens: int, max_chars: int = 4000) -> ChatClient:
         return ChatClient(self.base_url, self.model, api_key_env=self.api_key_env,
-                          timeout=self.timeout, max_tokens=max_tokens, max_chars=max_chars)
+                          timeout=self.timeout, max_tokens=max_tokens, max_chars=max_chars,
+                          timeout_fix=f"if the endpoint is only slow, raise its timeout: "
+                          f"&timeout=SECONDS in {self.what} (now {self.timeout:g})")
 
     def describe(self) -> dict[str, object]:
         """What a report records of the endpoint: no secret."""
@@ -74,4 +77,4 @@ def parse_chat_spec(spec: str, what: str, extra: tuple[str, ...] = ()) -> ChatSp
         raise UsageError(f"{what}: timeout must be a number of seconds from 0.001 to 3600, "
                          f"found {timeout_text!r}")
     key_env = options.pop("api_key_env", None) or None
-    return ChatSpec(base, model, key_env, timeout, options)
+    return ChatSpec(base, model, key_env, timeout, options, what)

@@ -133,11 +133,11 @@ def with_answers(result: GateResult, policy: Policy, plan: AnswerPlan,
                  chunks: ChunkReader | None) -> GateResult:
     """``result`` with its answers judged and the policy's answer rules applied (see the
     module's documentation)."""
+    texts = _read_texts(result, plan, chunks)  # a chunk id the index lacks fails first
     trust = measure_judge(plan.judge, plan.labelled, min_kappa=plan.min_kappa,
                           min_labelled=plan.min_labelled)
     if not trust.accepted:
         return _refused(result, policy.answers, plan, trust)
-    texts = _read_texts(result, plan, chunks)
     by_id = {q.id: q for q in plan.golden.queries}
     judged = [(q, _judge_query(q, by_id[q.id], plan, texts, trust.trusted))
               for q in result.queries]

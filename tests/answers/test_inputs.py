@@ -183,3 +183,15 @@ def test_a_generator_that_fails_is_named(here: Path, attr: str, message: str,
     (here / f"{module}.py").write_text(GENERATORS, encoding="utf-8")
     assert error("--generator", f"python:{module}:{attr}", "--answer-labels", str(LABELS),
                  "--corpus", str(CORPUS)) == f"Error: {message.format(m=module)}"
+
+
+def test_a_generator_endpoint_that_never_answers_names_its_timeout(here: Path) -> None:
+    from tests.http_hosts import serving, stall
+
+    with serving(stall) as host:
+        message = error("--generator", f"{host.url}/v1?model=m&timeout=0.2", "--answer-labels",
+                        str(LABELS), "--corpus", str(CORPUS))
+    assert message == (
+        f"Error: cannot reach {host.url}/v1/chat/completions after 4 attempts: timed out (no "
+        "answer within 0.2 s), for model 'm'; if the endpoint is only slow, raise its timeout: "
+        "&timeout=SECONDS in --generator (now 0.2)")
