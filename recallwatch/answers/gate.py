@@ -51,7 +51,7 @@ from recallwatch.formats.policy_answers import AnswerRules
 from recallwatch.records import Chunk
 from recallwatch.stores.base import VectorStore
 
-__all__ = ["AnswerPlan", "ChunkReader", "Failure", "chunk_reader", "open_plan",
+__all__ = ["AnswerOptions", "AnswerPlan", "ChunkReader", "Failure", "chunk_reader", "open_plan",
            "rules_not_applied", "with_answers"]
 
 ChunkReader = Callable[[Sequence[str]], Mapping[str, Chunk]]
@@ -72,6 +72,25 @@ class AnswerPlan:
     min_kappa: float = DEFAULT_MIN_KAPPA
     min_labelled: int = DEFAULT_MIN_LABELLED
     sources: dict[str, str] = field(default_factory=dict)  # the files and specs given
+
+
+@dataclass(frozen=True)
+class AnswerOptions:
+    """What was asked of the answer step, as given (``gate --answers``, ``--generator``,
+    ``--answer-judge``, ``--answer-labels``, ``--answer-min-kappa``, ``--answer-min-labelled``):
+    :meth:`open` reads and checks it all against the golden set."""
+
+    answers: str | Path | None = None
+    generator: str | None = None
+    judge: str = "offline"
+    labels: str | Path | None = None
+    min_kappa: float = DEFAULT_MIN_KAPPA
+    min_labelled: int = DEFAULT_MIN_LABELLED
+
+    def open(self, golden: GoldenSet, base_dir: Path | None = None) -> AnswerPlan | None:
+        return open_plan(golden, answers=self.answers, generator=self.generator,
+                         judge=self.judge, labels=self.labels, min_kappa=self.min_kappa,
+                         min_labelled=self.min_labelled, base_dir=base_dir)
 
 
 def open_plan(golden: GoldenSet, *, answers: str | Path | None = None,
@@ -200,6 +219,9 @@ def _read_texts(result: GateResult, plan: AnswerPlan,
         raise UsageError("judging answers needs the chunks' texts, and this source has none: "
                          "give --corpus FILE (the chunks as JSON Lines)")
     found = {cid: c.text for cid, c in chunks(needed).items()}
+    if needed and not found:
+        raise UsageError("judging answers needs the chunks' texts, and this source gave none "
+                         "of them: give --corpus FILE (the chunks as JSON Lines)")
     for r in (plan.answers or {}).values():
         for i, c in enumerate(r.contexts or ()):
             if c.id is not None and c.id not in found:

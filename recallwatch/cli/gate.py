@@ -142,13 +142,12 @@ def gate(
         judged = judged_pairs(judgments)  # a bad file fails before the run
     plan = None
     if answers is not None or generator is not None or answer_labels is not None:
-        from recallwatch.answers.gate import open_plan
+        from recallwatch.answers.gate import AnswerOptions
         from recallwatch.formats.golden import load_golden
 
-        plan = open_plan(load_golden(golden), answers=answers, generator=generator,
-                         judge=answer_judge, labels=answer_labels,
-                         min_kappa=answer_min_kappa, min_labelled=answer_min_labelled,
-                         base_dir=golden.resolve().parent)
+        plan = AnswerOptions(answers, generator, answer_judge, answer_labels, answer_min_kappa,
+                             answer_min_labelled).open(load_golden(golden),
+                                                       golden.resolve().parent)
 
     def record(result: Any, vector_store: Any) -> Any:
         result = _with_answers(result, vector_store, plan, policy, corpus)
