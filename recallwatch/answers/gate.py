@@ -215,10 +215,7 @@ def _read_texts(result: GateResult, plan: AnswerPlan,
     named = [c.id for r in (plan.answers or {}).values() for c in r.contexts or () if c.id]
     needed = list(dict.fromkeys([*named, *(cid for q in result.queries for cid, _ in q.top),
                                  *(h.id for q in result.queries for h in q.expected)]))
-    if chunks is None:
-        raise UsageError("judging answers needs the chunks' texts, and this source has none: "
-                         "give --corpus FILE (the chunks as JSON Lines)")
-    found = {cid: c.text for cid, c in chunks(needed).items()}
+    found = {} if chunks is None else {cid: c.text for cid, c in chunks(needed).items()}
     if needed and not found:
         raise UsageError("judging answers needs the chunks' texts, and this source gave none "
                          "of them: give --corpus FILE (the chunks as JSON Lines)")

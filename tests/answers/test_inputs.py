@@ -73,8 +73,8 @@ def test_a_context_chunk_the_index_lacks_is_located(here: Path) -> None:
 def test_answers_need_the_chunks_texts(here: Path) -> None:
     (here / "a.jsonl").write_text('{"query_id": "smi_2025", "answer": "a"}\n', encoding="utf-8")
     assert error("--answers", "a.jsonl", "--answer-labels", str(LABELS)) == (
-        "Error: judging answers needs the chunks' texts, and this source has none: give "
-        "--corpus FILE (the chunks as JSON Lines)")
+        "Error: judging answers needs the chunks' texts, and this source gave none of them: "
+        "give --corpus FILE (the chunks as JSON Lines)")
 
 
 LABELLED = {
