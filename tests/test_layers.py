@@ -60,6 +60,9 @@ LAYERS: dict[str, int] = {
     "recallwatch.bench": 9,
     "recallwatch.ops": 10,
     "recallwatch.judgments": 11,
+    # answer-level evaluation: judges (one on the LLM client of judgments), generators, the
+    # gate's answer step (a finished gate result in, judged answers out)
+    "recallwatch.answers": 11,
     "recallwatch.online": 11,
     "recallwatch.scale": 11,  # the heavy steps (ops, bench, suite) on Ray
     "recallwatch.experiment": 11,  # variants of a pipeline built, judged and compared

@@ -154,6 +154,10 @@ class QueryResult:
     labels_sparse: bool = False
     noise_unjudged: int = 0
     noise_measured: bool = True
+    # The assistant's answer to this query, judged (gate --answers/--generator): faithfulness,
+    # relevance, correctness, hallucinated, failure ("retrieval" | "generation" | "both" | None)
+    # and the evidence (recallwatch.answers); None when the run judged no answers.
+    answer: dict[str, Any] | None = None
 
     def failure_words(self) -> str:
         """Why the query fails, in words that tell a recall failure from a noise failure and
@@ -207,6 +211,7 @@ class QueryResult:
             "stage": self.stage,
             "labels_sparse": self.labels_sparse, "noise_unjudged": self.noise_unjudged,
             "noise_measured": self.noise_measured,
+            "answer": self.answer,
         }
 
 
@@ -313,6 +318,10 @@ class GateResult:
     # When the golden set is too small for its policy's rules: {"queries", "recommended",
     # "findings": [{"rule", "message", "needed"}]} (recallwatch.acceptance.golden_size).
     golden_size: dict[str, Any] | None = None
+    # The answers judged (gate --answers/--generator): mean faithfulness, relevance,
+    # correctness, the hallucination rate, the failures by kind, and the judge with its measured
+    # agreement with people (recallwatch.answers); None when the run judged no answers.
+    answers: dict[str, Any] | None = None
 
     @property
     def exit_code(self) -> int:
@@ -410,6 +419,7 @@ class GateResult:
             "chunk_texts": dict(self.chunk_texts),
             "stages": self.stages,
             "golden_size": self.golden_size,
+            "answers": self.answers,
         }
 
     @classmethod
@@ -445,4 +455,5 @@ class GateResult:
             split=d.get("split"), staleness=d.get("staleness"),
             checks=tuple(Check(**c) for c in d.get("checks", [])), cost=d.get("cost"),
             stages=d.get("stages"), golden_size=d.get("golden_size"),
+            answers=d.get("answers"),
         )

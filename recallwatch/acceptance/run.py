@@ -10,7 +10,8 @@
    :class:`VectorStore`, a :class:`Pipeline`, results in memory);
 2. runs the acceptance gate (:class:`~recallwatch.acceptance.gate.Gate`), on Ray workers with
    ``engine="ray"``; a pipeline's stages and run files come with it;
-3. adds judged@K (with ``judgments``) and the stale-set check (with a history or a query log);
+3. adds judged@K (with ``judgments``) and the stale-set check (with a history or a query log),
+   and judges the answers of a RAG assistant (with ``answers``, :mod:`recallwatch.answers`);
 4. records the run in the history while the store is still open (with ``history``);
 5. writes the report set and the JUnit file (with ``report``, ``junit``).
 
@@ -43,6 +44,7 @@ from recallwatch.stores.base import VectorStore
 
 if TYPE_CHECKING:
     from recallwatch.acceptance.pipeline import PipelineSource
+    from recallwatch.answers.gate import AnswerOptions, AnswerPlan
     from recallwatch.retrievers.tune import Tuned
 
 __all__ = ["Evidence", "Outputs", "SearchOptions", "SourceSpec", "gate"]
@@ -110,6 +112,7 @@ class Evidence:
 
     judgments: Sequence[PathIn] | Mapping[tuple[str, str], int] | None = None
     log: PathIn | None = None
+    answers: AnswerOptions | None = None  # the answers to judge, and by whom
 
 
 @dataclass(frozen=True)
@@ -132,6 +135,7 @@ def gate(
     corpus: PathIn | Mapping[str, Chunk] | None = None,
     judgments: Sequence[PathIn] | Mapping[tuple[str, str], int] | None = None,
     log: PathIn | None = None,
+    answers: AnswerOptions | None = None,
     run_date: date | None = None,
     part: Part = "auto",
     latency_sample: int | None = None,
@@ -159,7 +163,7 @@ def gate(
         golden, source, policy,
         SearchOptions(embedder, corpus, latency_sample, part, run_date, tune_weights, engine,
                       address, workers),
-        Evidence(judgments, log),
+        Evidence(judgments, log, answers),
         Outputs(history, report, junit, runs_out),
     ).run()
 
@@ -193,9 +197,11 @@ class GateRun:
         s = self.search
         with engine_session(s.engine, s.address, s.workers) as on_ray:
             golden, policy = _golden(self.golden), _policy(self.policy)
+            plan = self._answer_plan(golden)  # its files read before any search
             with self._open(source, policy, on_ray, golden) as opened:
                 result = self._gate(opened, golden, policy, judged)
                 result = self._add_evidence(result, opened, golden, policy, judged)
+                result = self._judge_answers(result, opened, policy, plan)
                 result = self._record(result, opened)
         self._write(result)
         return result
@@ -392,6 +398,27 @@ class GateRun:
         if store is not None:
             return embedder_for_store(store, e)
         return get_embedder() if e is None else embedder_from_spec(e)
+
+    def _answer_plan(self, golden: GoldenSet) -> AnswerPlan | None:
+        """The answers, generator, judge and labelled answers asked for, opened and checked
+        against the golden set (a python: generator is found in the golden set's folder too)."""
+        asked = self.evidence.answers
+        if asked is None:
+            return None
+        where = self.golden if isinstance(self.golden, str | Path) else None
+        base = Path(where).resolve().parent if where is not None and Path(where).exists() \
+            else None
+        return asked.open(golden, base)
+
+    def _judge_answers(self, result: GateResult, opened: _Opened, policy: Policy,
+                       plan: AnswerPlan | None) -> GateResult:
+        """The answers judged and the policy's answer rules applied; without answers, those
+        rules marked "not applied"."""
+        from recallwatch.answers.gate import rules_not_applied, with_answers
+
+        if plan is None:
+            return rules_not_applied(result, policy)
+        return with_answers(result, policy, plan, opened.source.chunks)
 
     def _record(self, result: GateResult, opened: _Opened) -> GateResult:
         """The run compared with the earlier ones and recorded, while the store is open (the

@@ -58,6 +58,33 @@ TuneWeights = Annotated[bool, typer.Option(
     "--tune-weights", help="With --pipeline fusing by wsum: first choose the weights on the "
     "golden set's tune queries (every combination in steps of 0.1, best mean recall@K), "
     "then judge the test queries with them; the chosen weights are reported.")]
+AnswersFile = Annotated[Path | None, typer.Option(
+    "--answers", help="Also judge the answers a RAG assistant gave to the golden set's "
+    "questions (JSON Lines: {query_id, answer, contexts (optional: chunk ids or {text}; "
+    "default the retrieved top K)}): faithfulness, relevance, correctness, hallucination "
+    "rate. Needs --answer-labels.")]
+GeneratorSpec = Annotated[str | None, typer.Option(
+    "--generator", help="Answer each question with this generator, from the retrieved top "
+    "K and again from the expected chunks, to name each wrong answer's failure (retrieval "
+    "or generation): python:MODULE:ATTR (a function (question, contexts) -> answer) or an "
+    "OpenAI-compatible chat endpoint URL?model=NAME[&prompt=FILE][&api_key_env=VAR]. With "
+    "--answers, only the expected-chunks answers are generated. Needs --answer-labels.")]
+AnswerJudge = Annotated[str, typer.Option(
+    "--answer-judge", help="Who judges the answers: offline (sentence embeddings and "
+    "numbers, no LLM; thresholds calibrated on --answer-labels, or fixed as "
+    "offline?support=X&relevance=Y) or an OpenAI-compatible chat endpoint "
+    "URL?model=NAME[&api_key_env=VAR].")]
+AnswerLabels = Annotated[Path | None, typer.Option(
+    "--answer-labels", help="Answers people labelled (JSON Lines: {question, answer, "
+    "contexts: [texts], faithful, relevant, correct (optional, with reference or facts)}): "
+    "the answer judge is measured against them first (Cohen's kappa) and refused below "
+    "--answer-min-kappa.")]
+AnswerMinKappa = Annotated[float, typer.Option(
+    "--answer-min-kappa", help="Refuse the answer judge when its kappa against the "
+    "labelled answers is below this, on any label.")]
+AnswerMinLabelled = Annotated[int, typer.Option(
+    "--answer-min-labelled", help="Refuse the answer judge when fewer answers are "
+    "labelled.")]
 
 
 def gate(
@@ -82,6 +109,12 @@ def gate(
     workers: RayWorkers = None,
     runs_out: RunsOut = None,
     tune_weights: TuneWeights = False,
+    answers: AnswersFile = None,
+    generator: GeneratorSpec = None,
+    answer_judge: AnswerJudge = "offline",
+    answer_labels: AnswerLabels = None,
+    answer_min_kappa: AnswerMinKappa = 0.6,
+    answer_min_labelled: AnswerMinLabelled = 20,
 ) -> None:
     """Run the golden set against an index and answer ACCEPT or STOP.
 
@@ -95,6 +128,10 @@ def gate(
 
     With --engine ray the queries are retrieved by Ray workers (for stores that serve concurrent
     clients); the run, its hash and every per-query value are the same.
+
+    With --answers or --generator, the answers of a RAG assistant are judged too (after the
+    judge's agreement with --answer-labels is measured), and the policy's min_faithfulness,
+    min_answer_relevance and max_hallucination_rate apply.
     Exit codes: 0 ACCEPT, 1 STOP, 2 usage or input error.
     """
     from recallwatch.acceptance.run import SourceSpec
@@ -120,8 +157,14 @@ def gate(
         except ValueError:
             raise InputError(field="--run-date", expected="a date YYYY-MM-DD",
                              found=run_date) from None
+    asked = None
+    if answers is not None or generator is not None or answer_labels is not None:
+        from recallwatch.answers.gate import AnswerOptions
+
+        asked = AnswerOptions(answers, generator, answer_judge, answer_labels, answer_min_kappa,
+                              answer_min_labelled)
     with flags_named(GATE_FLAGS):
-        result = run(golden, given[0], policy, None if no_history else history,
+        result = run(golden, given[0], policy, None if no_history else history, answers=asked,
                      embedder=embedder, corpus=corpus, judgments=judgments or None, log=log,
                      run_date=day, latency_sample=latency_sample, tune_weights=tune_weights,
                      runs_out=runs_out, report=report, junit=junit,

@@ -79,7 +79,8 @@ class ChatClient:
 
     def __init__(self, base_url: str, model: str, *, api_key_env: str | None = None,
                  timeout: float = 60.0, max_retries: int = 3, retry_wait: float = 0.5,
-                 max_chars: int = 4000, max_tokens: int = 16) -> None:
+                 max_chars: int = 4000, max_tokens: int = 16,
+                 timeout_fix: str | None = None) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise UsageError(f"the model's base URL must start with http:// or https://, "
                              f"found {base_url!r}")
@@ -97,6 +98,9 @@ class ChatClient:
         self.retry_wait = retry_wait
         self.max_chars = max_chars  # passages are cut to this many characters
         self.max_tokens = max_tokens
+        # how a user waits longer, when the endpoint times out (a command's own setting)
+        self.timeout_fix = timeout_fix or ("if the endpoint is only slow, raise --timeout "
+                                           f"(seconds, now {timeout:g})")
 
     def _headers(self) -> dict[str, str]:
         if self.api_key_env is None:
@@ -118,8 +122,7 @@ class ChatClient:
         }
         call = Call(JudgeError, f"model {self.model!r}", timeout=self.timeout,
                     max_retries=self.max_retries, retry_wait=self.retry_wait,
-                    timeout_fix="if the endpoint is only slow, raise --timeout (seconds, now "
-                    f"{self.timeout:g})",
+                    timeout_fix=self.timeout_fix,
                     redirect_fix="give the URL it points to as the endpoint's base URL")
         answer = post_json(self.url, body, headers=self._headers(), call=call)
         try:

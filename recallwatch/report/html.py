@@ -28,6 +28,13 @@ from recallwatch._version import __version__
 from recallwatch.acceptance.cost import cost_line
 from recallwatch.acceptance.model import CAUSE_ORDER, GateResult, QueryResult
 from recallwatch.acceptance.score import SCORE_TOLERANCE
+from recallwatch.report._answers import (
+    FAILURE_WORDS,
+    answer_lines,
+    answers_line,
+    judge_line,
+    wrong_answers,
+)
 from recallwatch.report._text import alternatives_line, anchor_line, visible
 from recallwatch.report.plots import Chart, bars, fit, hbars
 
@@ -143,6 +150,9 @@ def environment(*extra: Path) -> jinja2.Environment:
     env.filters["visible"] = visible
     env.filters["pretty"] = _pretty
     env.globals["cost_line"] = cost_line
+    env.globals.update(answers_line=answers_line, judge_line=judge_line,
+                       answer_lines=answer_lines, wrong_answers=wrong_answers,
+                       failure_words=FAILURE_WORDS)
     env.globals["json_script"] = json_script
     env.globals["inline_css"] = Markup((STATIC / "report.css").read_text(encoding="utf-8"))
     script = (STATIC / "report.js").read_text(encoding="utf-8")
