@@ -1,4 +1,5 @@
-"""``recallwatch experiment PLAN --out DIR``: a base pipeline and its variants on one golden set."""
+"""``recallwatch experiment PLAN --out-dir DIR``: a base pipeline and its variants on one golden
+set."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def experiment(
         "docs/experiments.md.")],
     out: RequiredOutDir,
     force: Annotated[bool, typer.Option(
-        "--force", help="Replace the results of another plan's experiment in --out (a rerun "
+        "--force", help="Replace the results of another plan's experiment in --out-dir (a rerun "
         "of the same plan file replaces its own without it).")] = False,
     fmt: TableJsonFormat = TableJson.table,
     engine: EngineOption = EngineChoice.local,

@@ -115,7 +115,7 @@ def _plan(f: Files, name: str, fuse: str) -> list[str]:
     _write(f, "plan_corpus.jsonl", '{"id": "c1", "text": "Uno."}\n')
     plan = _write(f, f"{name}.yaml", f"golden: {f['golden'].name}\ncorpus: plan_corpus.jsonl\n"
                   f"base: {{name: b, retrieval: {{fuse: {fuse}}}}}\n")
-    return ["experiment", plan, "--out", str(f["dir"] / f"{name}-out")]
+    return ["experiment", plan, "--out-dir", str(f["dir"] / f"{name}-out")]
 
 
 CASES: dict[str, Callable[[Files], list[str]]] = {
@@ -309,8 +309,8 @@ def _out_file(f: Files, example: str) -> str:
 
 
 def _out_dir(f: Files) -> str:
-    return (f"{_file(f)}: expected a directory, found <a file> (--out names the directory to "
-            "write the result files into)")
+    return (f"{_file(f)}: expected a directory, found <a file> (--out-dir names the directory "
+            "to write the result files into)")
 
 
 EXACT: dict[str, tuple[Callable[[Files], list[str]], Callable[[Files], str]]] = {
@@ -439,18 +439,19 @@ EXACT: dict[str, tuple[Callable[[Files], list[str]], Callable[[Files], str]]] = 
                   f"in it, e.g. {f['dir'] / 'a-folder' / 'history.db'})"),
     # a file given where a folder is written
     "bench quantize --out FILE": (
-        lambda f: ["bench", "quantize", "--synthetic", "60x4", "--sample", "5", "--out", _file(f)],
+        lambda f: ["bench", "quantize", "--synthetic", "60x4", "--sample", "5", "--out-dir",
+                   _file(f)],
         _out_dir),
     "bench filtered --out FILE": (
         lambda f: ["bench", "filtered", "--store", f"lancedb://{f['dir']}/bf?table=t",
-                   "--synthetic", "60x4", "--queries", "5", "--out", _file(f)],
+                   "--synthetic", "60x4", "--queries", "5", "--out-dir", _file(f)],
         _out_dir),
     "bench streaming --out FILE": (
         lambda f: ["bench", "streaming", "--store", f"lancedb://{f['dir']}/bs?table=t",
-                   "--synthetic", "60x4", "--queries", "5", "--out", _file(f)],
+                   "--synthetic", "60x4", "--queries", "5", "--out-dir", _file(f)],
         _out_dir),
     "bench reference --out FILE": (
-        lambda f: ["bench", "reference", "--out", _file(f)],
+        lambda f: ["bench", "reference", "--out-dir", _file(f)],
         _out_dir),
     "gate --runs-out FILE": (
         lambda f: ["gate", str(f["golden"]), "--pipeline",

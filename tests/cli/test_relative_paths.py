@@ -127,7 +127,7 @@ def test_the_documented_experiment_runs_from_another_folder(
 
     # from the plan's folder, the same output folder named the other way round
     monkeypatch.chdir(kb)
-    code, stdout, stderr = cli("experiment", "experiment.yaml", "--out", "../work dir/exp")
+    code, stdout, stderr = cli("experiment", "experiment.yaml", "--out-dir", "../work dir/exp")
     assert code == 0, stderr
     assert "index builds: 0 built, 2 from the cache" in stdout
     again = json.loads((work / "exp" / "results.json").read_text(encoding="utf-8"))

@@ -31,7 +31,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "{name: sentences, chunking: {method: sentences, size: 200}}",
         "{name: size, chunking: {method: size, size: 400, overlap: 80}}",
         f"{{name: '{HOSTILE}', chunking: {{method: paragraph, size: 2000}}}}"])
-    code, _, stderr = cli("experiment", str(folder / "plan.yaml"), "--out", str(folder / "out"))
+    code, _, stderr = cli("experiment", str(folder / "plan.yaml"), "--out-dir", str(folder / "out"))
     assert code == 0, stderr
     return folder / "out" / "report.html"
 

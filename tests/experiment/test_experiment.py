@@ -36,10 +36,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     small_kb(folder)
     write_plan(folder, "{name: dense}", VARIANTS)
     out = folder / "out"
-    first = cli("experiment", str(folder / "plan.yaml"), "--out", str(out))
+    first = cli("experiment", str(folder / "plan.yaml"), "--out-dir", str(out))
     assert first[0] == 0, first[2]
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
-    second = cli("experiment", str(folder / "plan.yaml"), "--out", str(out))
+    second = cli("experiment", str(folder / "plan.yaml"), "--out-dir", str(out))
     assert second[0] == 0, second[2]
     again = json.loads((out / "results.json").read_text(encoding="utf-8"))
     return {"folder": folder, "out": out, "first": first, "results": results, "again": again}
@@ -172,7 +172,7 @@ def test_without_a_split_the_winner_is_judged_on_the_queries_it_was_chosen_on(
         "base: {name: bm25, retrieval: bm25}\n"
         "variants:\n  - {name: bm25-sentences, chunking: {method: sentences, size: 1}}\n",
         encoding="utf-8")
-    code, stdout, stderr = cli("experiment", str(tmp_path / "plan.yaml"), "--out",
+    code, stdout, stderr = cli("experiment", str(tmp_path / "plan.yaml"), "--out-dir",
                                str(tmp_path / "out"))
     assert code == 0, stderr
     results = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
@@ -226,7 +226,8 @@ def test_judgments_count_and_a_judged_at_k_gap_is_warned(tmp_path: Path) -> None
             "  - {{name: sentences, chunking: {{method: sentences, size: 120}}, "
             "retrieval: bm25}}\n")
     (tmp_path / "plan.yaml").write_text(plan.format(judgments=""), encoding="utf-8")
-    code, _, stderr = cli("experiment", str(tmp_path / "plan.yaml"), "--out", str(tmp_path / "a"))
+    code, _, stderr = cli("experiment", str(tmp_path / "plan.yaml"), "--out-dir",
+                          str(tmp_path / "a"))
     assert code == 0, stderr
     before = json.loads((tmp_path / "a" / "results.json").read_text(encoding="utf-8"))
     # every (query, chunk as written) pair judged (TREC qrels, grade 0): the written chunking's
@@ -235,7 +236,7 @@ def test_judgments_count_and_a_judged_at_k_gap_is_warned(tmp_path: Path) -> None
                                                 for c in corpus), encoding="utf-8")
     (tmp_path / "plan.yaml").write_text(plan.format(judgments="judgments: all.qrels\n"),
                                         encoding="utf-8")
-    code, stdout, stderr = cli("experiment", str(tmp_path / "plan.yaml"), "--out",
+    code, stdout, stderr = cli("experiment", str(tmp_path / "plan.yaml"), "--out-dir",
                                str(tmp_path / "b"))
     assert code == 0, stderr
     after = json.loads((tmp_path / "b" / "results.json").read_text(encoding="utf-8"))
@@ -282,7 +283,8 @@ def test_a_bad_judgments_file_is_refused_before_anything_is_built(tmp_path: Path
     (tmp_path / "plan.yaml").write_text(
         "golden: golden.yaml\ncorpus: corpus.jsonl\njudgments: bad.jsonl\n"
         "base: {name: bm25, retrieval: bm25}\n", encoding="utf-8")
-    code, _, stderr = cli("experiment", str(tmp_path / "plan.yaml"), "--out", str(tmp_path / "o"))
+    code, _, stderr = cli("experiment", str(tmp_path / "plan.yaml"), "--out-dir",
+                          str(tmp_path / "o"))
     assert code == 2
     assert "bad.jsonl" in stderr and "grade" in stderr and "Traceback" not in stderr
     assert not (tmp_path / "o" / "cache").exists() or not any((tmp_path / "o" / "cache").iterdir())
@@ -316,7 +318,8 @@ def test_a_cross_encoder_variant_is_judged_as_the_gate_judges_its_pipeline(
         "golden: golden.yaml\ncorpus: corpus.jsonl\npolicy: policy.yaml\ndepth: 20\n"
         "base: {name: bm25, retrieval: bm25}\nvariants:\n"
         "  - {name: bm25-ce, rerank: {cross_encoder: ce}}\n", encoding="utf-8")
-    code, _, stderr = cli("experiment", str(tmp_path / "plan.yaml"), "--out", str(tmp_path / "o"))
+    code, _, stderr = cli("experiment", str(tmp_path / "plan.yaml"), "--out-dir",
+                          str(tmp_path / "o"))
     assert code == 0, stderr
     results = json.loads((tmp_path / "o" / "results.json").read_text(encoding="utf-8"))
     variant = results["variants"][1]

@@ -38,7 +38,7 @@ def experiments(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = folder / "experiments"
     for name, variants in (("first", FIRST), ("second", SECOND)):
         (folder / f"{name}.yaml").write_text(PLAN.format(variants=variants), encoding="utf-8")
-        code, _, stderr = cli("experiment", str(folder / f"{name}.yaml"), "--out",
+        code, _, stderr = cli("experiment", str(folder / f"{name}.yaml"), "--out-dir",
                               str(root / name))
         assert code == 0, stderr
         shutil.rmtree(root / name / "cache")  # the dashboard reads results.json alone
@@ -128,7 +128,7 @@ def test_an_experiment_recorded_in_the_history_is_listed_without_its_folder(
     db = tmp_path / "history.db"
     shutil.copy(site[0], db)
     folder = experiments.parent
-    code, _, stderr = cli("experiment", str(folder / "second.yaml"), "--out",
+    code, _, stderr = cli("experiment", str(folder / "second.yaml"), "--out-dir",
                           str(tmp_path / "out" / "second"), "--history", str(db))
     assert code == 0, stderr
     assert f"recorded experiment 1 in {db}" in stderr
@@ -163,7 +163,7 @@ def test_a_history_that_cannot_be_opened_stops_the_experiment_before_it_runs(
     not_a_dir = tmp_path / "file.txt"
     not_a_dir.write_text("", encoding="utf-8")
     out = tmp_path / "out"
-    code, _, stderr = cli("experiment", str(experiments.parent / "second.yaml"), "--out",
+    code, _, stderr = cli("experiment", str(experiments.parent / "second.yaml"), "--out-dir",
                           str(out), "--history", str(not_a_dir / "history.db"))
     assert code == 2, stderr
     assert str(not_a_dir / "history.db") in stderr and "Traceback" not in stderr

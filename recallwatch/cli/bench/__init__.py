@@ -164,7 +164,7 @@ def quantize(
     if sum(x is not None for x in (base, synthetic, store)) != 1:
         raise UsageError("give exactly one of BASE, --synthetic NxD or --store URI")
     if out is not None:
-        check_output_dir(out, "--out")
+        check_output_dir(out, "--out-dir")
     try:
         rs = [int(v) for v in depths.split(",") if v.strip()]
     except ValueError:
@@ -234,7 +234,7 @@ def reference(out: RequiredOutDir, n: ReferenceSize = 20_000) -> None:
     from recallwatch._files import check_output_dir
     from recallwatch.bench.reference import ExperimentConfig, figure_sizes, run_experiments
 
-    check_output_dir(out, "--out")
+    check_output_dir(out, "--out-dir")
     cfg = ExperimentConfig(n=n)
     result = run_experiments(out, cfg)
     sizes = figure_sizes(cfg)

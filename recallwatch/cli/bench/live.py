@@ -63,7 +63,7 @@ def filtered(
         raise InputError(field="--selectivity", expected="comma-separated fractions, e.g. "
                          "0.01,0.1,0.5", found=selectivity) from None
     if out is not None:
-        check_output_dir(out, "--out")
+        check_output_dir(out, "--out-dir")
     data = _dataset(base, synthetic, queries, seed)
     opened = open_empty(store)
     try:
@@ -102,7 +102,7 @@ def streaming(
     from recallwatch.bench.streaming import run_streaming
 
     if out is not None:
-        check_output_dir(out, "--out")
+        check_output_dir(out, "--out-dir")
     data = _dataset(base, synthetic, queries, seed)
     first = max(1, round(initial * data.base.shape[0]))
     opened = open_empty(store)
