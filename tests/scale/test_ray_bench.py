@@ -86,7 +86,7 @@ def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_bench_on_ray_prints_recallwatch_progress_only(tmp_path: Path) -> None:
     sweep = sweep_file(tmp_path)
     out = _run([RECALLWATCH, "bench", str(sweep), "--engine", "ray", "--workers", "2",
-                "--format", "json", "--out", str(tmp_path / "out")], tmp_path)
+                "--format", "json", "--out-dir", str(tmp_path / "out")], tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     lines = out.stderr.splitlines()
     progress = [ln for ln in lines if not ln.startswith("wrote ")]
