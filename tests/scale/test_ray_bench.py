@@ -45,7 +45,7 @@ engines:
 
 # what a point's measurement gives besides its timings
 _TIMINGS = ("qps_single", "qps_batch", "latency", "cpu_s_per_1000_single",
-            "cpu_s_per_1000_batch", "build_seconds", "rss_delta_bytes", "load")
+            "cpu_s_per_1000_batch", "build_seconds", "rss_delta_bytes", "load", "timing")
 
 
 def sweep_file(tmp: Path, text: str = SWEEP) -> Path:
