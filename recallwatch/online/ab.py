@@ -254,13 +254,66 @@ def readout(table: UnitTable, config: ABConfig, *, source: str = "<log>",
             covariates: Covariates | None = None) -> ABReadout:
     """Compare the treatment with the control on every metric of ``table``; with
     ``covariates`` (pre-period values aligned with ``table.keys``), CUPED-adjusted."""
-    import numpy as np
-    from scipy import stats
+    control, treatment = _arms(table, config, source)
+    split = _split_check(table, config, [control, treatment])
+    estimates = [_estimate(table, config, m, (control, treatment), covariates)
+                 for m in range(len(table.metrics))]
+    metrics = _metric_readouts(estimates, config)
+    reasons = _design_warnings(table, config) + _blocks(split, config)
+    overall: Verdict = "blocked" if split.blocked else _overall(metrics)
+    if not split.blocked:
+        said = (_metric_reason(res, control, treatment, config) for res in metrics.values())
+        reasons += [reason for reason in said if reason]
+    return ABReadout(
+        config=config, control=control, treatment=treatment, units=split.counts,
+        impressions={v: table.impressions.get(v, 0) for v in (control, treatment)},
+        mixed_units=table.mixed_units, srm_p_value=split.p_value, srm_ok=split.ok,
+        expected_share=split.share, metrics=metrics, verdict=overall, reasons=reasons,
+    )
 
-    from recallwatch.online.cuped import cuped
-    from recallwatch.online.sequential import msprt
-    from recallwatch.stats import holm
 
+@dataclass(frozen=True)
+class _Split:
+    """Units per variant against the split the experiment intended (the sample-ratio test)."""
+
+    counts: dict[str, int]
+    share: dict[str, float]
+    p_value: float
+    ok: bool
+    small: list[str]  # variants under the minimum of units
+
+    @property
+    def blocked(self) -> bool:
+        return not self.ok or bool(self.small)
+
+
+@dataclass(frozen=True)
+class _Estimate:
+    """One metric's comparison before the correction across metrics."""
+
+    name: MetricName
+    values: dict[str, float]
+    units: dict[str, int]
+    delta: float
+    se: float
+    p: float
+    ci: tuple[float, float]
+    mde: float
+    needed: int | None  # units per variant to detect the minimum effect
+    still: int | None
+    control_value: float
+    extra: dict[str, Any]  # "cuped", "sequential" when asked for
+
+    @property
+    def tested_p(self) -> float:
+        """The p-value the correction across metrics takes: the sequential one when asked."""
+        return float(self.extra["sequential"]["p_value"]) if "sequential" in self.extra \
+            else self.p
+
+
+def _arms(table: UnitTable, config: ABConfig, source: str) -> tuple[str, str]:
+    """(control, treatment): the log's two variants, the control as asked (default A, else the
+    first by name)."""
     if len(table.variants) != 2:
         raise InputError(source=source, field="variant",
                          expected="exactly two variants in an A/B log",
@@ -269,139 +322,178 @@ def readout(table: UnitTable, config: ABConfig, *, source: str = "<log>",
     if control not in table.variants:
         raise UsageError(f"--control {control!r} is not a variant of the log; variants: "
                          f"{', '.join(table.variants)}")
-    treatment = next(v for v in table.variants if v != control)
-    c_index, t_index = table.variants.index(control), table.variants.index(treatment)
-    order = [control, treatment]
+    return control, next(v for v in table.variants if v != control)
+
+
+def _split_check(table: UnitTable, config: ABConfig, order: list[str]) -> _Split:
+    """Units per variant, the chi-square goodness-of-fit test of the intended split, and the
+    variants with too few units."""
+    import numpy as np
+    from scipy import stats
+
     counts = {v: int(np.sum(table.variant == table.variants.index(v))) for v in order}
     share = {v: _expected_share(config, table.variants)[v] for v in order}
     observed = np.array([counts[v] for v in order], dtype=np.float64)
     expected = observed.sum() * np.array([share[v] for v in order])
-    srm_p = float(stats.chisquare(observed, expected).pvalue) if observed.sum() else 1.0
-    srm_ok = srm_p >= config.srm_alpha
+    p = float(stats.chisquare(observed, expected).pvalue) if observed.sum() else 1.0
+    return _Split(counts, share, p, p >= config.srm_alpha,
+                  [v for v in order if counts[v] < config.min_units])
 
+
+def _estimate(table: UnitTable, config: ABConfig, m: int, arms: tuple[str, str],
+              covariates: Covariates | None) -> _Estimate:
+    """Metric ``m``: each variant's ratio of per-unit sums, the difference with its delta-method
+    standard error (CUPED-adjusted and with a confidence sequence when asked), the two-sided
+    z-test, the smallest detectable effect and the units needed for ``config.min_effect``."""
+    from scipy import stats
+
+    control, treatment = arms
+    masks = [table.variant == table.variants.index(v) for v in arms]
+    (r_c, var_c, unit_var_c, n_c), (r_t, var_t, unit_var_t, n_t) = (
+        _ratio(table.num[m][mask], table.den[m][mask]) for mask in masks)
+    delta = r_t - r_c
+    se = math.sqrt(var_c + var_t) if math.isfinite(var_c + var_t) else math.inf
+    extra: dict[str, Any] = {}
+    if covariates is not None and math.isfinite(se):
+        delta, se = _cuped(table, covariates, m, masks, delta, se, extra)
+    if config.sequential:
+        extra["sequential"] = _sequential(config, delta, se, r_c)
     z_alpha = float(stats.norm.isf(config.alpha / 2.0))
     z_power = float(stats.norm.ppf(config.power))
-    raw: list[dict[str, Any]] = []
-    for m, name in enumerate(table.metrics):
-        est = {}
-        for label, index in ((control, c_index), (treatment, t_index)):
-            mask = table.variant == index
-            est[label] = _ratio(table.num[m][mask], table.den[m][mask])
-        (r_c, var_c, unit_var_c, n_c), (r_t, var_t, unit_var_t, n_t) = est[control], est[treatment]
-        delta = r_t - r_c
-        se = math.sqrt(var_c + var_t) if math.isfinite(var_c + var_t) else math.inf
-        extra: dict[str, Any] = {}
-        if covariates is not None and math.isfinite(se):
-            groups = [(table.num[m][mask], table.den[m][mask], covariates.values[m][mask])
-                      for mask in (table.variant == c_index, table.variant == t_index)]
-            adjusted = cuped(groups, delta, se * se, int(covariates.present[m].sum()))
-            extra["cuped"] = {**adjusted.to_dict(), "delta_unadjusted": delta,
-                              "std_error_unadjusted": se}
-            delta, se = adjusted.delta, math.sqrt(adjusted.variance)
-        if config.sequential:
-            tau2 = (config.min_effect * abs(r_c)) ** 2 or (se * se if se > 0 else 1.0)
-            p_seq, low, high = msprt(delta, se * se, tau2, config.alpha)
-            extra["sequential"] = {"p_value": float(p_seq), "confidence_sequence": [
-                _finite(float(low)), _finite(float(high))], "mixing_sd": math.sqrt(tau2)}
-        if se > 0.0 and math.isfinite(se):
-            p = float(2.0 * stats.norm.sf(abs(delta) / se))
-        else:
-            p = 1.0 if delta == 0.0 or not math.isfinite(se) else 0.0
-        target = config.min_effect * abs(r_c)
-        needed: int | None = None
-        if target > 0.0 and math.isfinite(unit_var_c + unit_var_t):
-            needed = max(2, math.ceil((z_alpha + z_power) ** 2 * (unit_var_c + unit_var_t)
-                                      / target**2))
-        raw.append({
-            "name": name, "values": {control: r_c, treatment: r_t},
-            "units": {control: n_c, treatment: n_t}, "delta": delta,
-            "relative": delta / r_c if r_c else None,
-            "ci": (delta - z_alpha * se, delta + z_alpha * se), "p": p, "se": se,
-            "mde": (z_alpha + z_power) * se, "needed": needed,
-            "still": None if needed is None else max(0, needed - min(n_c, n_t)),
-            "r_c": r_c, **extra,
-        })
-    adjusted = holm([r["sequential"]["p_value"] if config.sequential else r["p"]
-                     for r in raw]).tolist()
-    metrics: dict[str, MetricReadout] = {}
-    for r, p_holm in zip(raw, adjusted):
-        name = r["name"]
-        significant = p_holm <= config.alpha
-        improving = (r["delta"] > 0) == METRICS[name].higher_is_better
-        verdict: Verdict
-        if significant and r["delta"] != 0:
-            verdict = "better" if improving else "worse"
-        elif r["still"] == 0:
-            verdict = "no difference"
-        else:
-            verdict = "inconclusive"
-        metrics[name] = MetricReadout(
-            name=name, values=r["values"], units=r["units"], delta=r["delta"],
-            relative_delta=r["relative"], ci=r["ci"], p_value=r["p"], p_value_holm=p_holm,
-            std_error=r["se"], mde=r["mde"],
-            relative_mde=r["mde"] / abs(r["r_c"]) if r["r_c"] else None,
-            units_needed=r["needed"], units_still_needed=r["still"], verdict=verdict,
-            cuped=r.get("cuped"), sequential=r.get("sequential"),
-        )
+    target = config.min_effect * abs(r_c)
+    needed: int | None = None
+    if target > 0.0 and math.isfinite(unit_var_c + unit_var_t):
+        needed = max(2, math.ceil((z_alpha + z_power) ** 2 * (unit_var_c + unit_var_t)
+                                  / target**2))
+    return _Estimate(
+        name=table.metrics[m], values={control: r_c, treatment: r_t},
+        units={control: n_c, treatment: n_t}, delta=delta, se=se, p=_z_test(delta, se),
+        ci=(delta - z_alpha * se, delta + z_alpha * se), mde=(z_alpha + z_power) * se,
+        needed=needed, still=None if needed is None else max(0, needed - min(n_c, n_t)),
+        control_value=r_c, extra=extra)
 
-    reasons: list[str] = []
+
+def _cuped(table: UnitTable, covariates: Covariates, m: int, masks: list[Any], delta: float,
+           se: float, extra: dict[str, Any]) -> tuple[float, float]:
+    """The CUPED-adjusted difference and standard error; the unadjusted ones kept in
+    ``extra["cuped"]``."""
+    from recallwatch.online.cuped import cuped
+
+    groups = [(table.num[m][mask], table.den[m][mask], covariates.values[m][mask])
+              for mask in masks]
+    adjusted = cuped(groups, delta, se * se, int(covariates.present[m].sum()))
+    extra["cuped"] = {**adjusted.to_dict(), "delta_unadjusted": delta,
+                      "std_error_unadjusted": se}
+    return adjusted.delta, math.sqrt(adjusted.variance)
+
+
+def _sequential(config: ABConfig, delta: float, se: float, control_value: float
+                ) -> dict[str, Any]:
+    """The always-valid p-value and confidence sequence (mSPRT) of the difference."""
+    from recallwatch.online.sequential import msprt
+
+    tau2 = (config.min_effect * abs(control_value)) ** 2 or (se * se if se > 0 else 1.0)
+    p_seq, low, high = msprt(delta, se * se, tau2, config.alpha)
+    return {"p_value": float(p_seq), "confidence_sequence": [
+        _finite(float(low)), _finite(float(high))], "mixing_sd": math.sqrt(tau2)}
+
+
+def _z_test(delta: float, se: float) -> float:
+    """Two-sided p-value of ``delta`` with standard error ``se`` (0 or 1 when ``se`` is 0 or not
+    finite)."""
+    from scipy import stats
+
+    if se > 0.0 and math.isfinite(se):
+        return float(2.0 * stats.norm.sf(abs(delta) / se))
+    return 1.0 if delta == 0.0 or not math.isfinite(se) else 0.0
+
+
+def _metric_readouts(estimates: list[_Estimate], config: ABConfig) -> dict[str, MetricReadout]:
+    """Each metric's readout, its p-value Holm-corrected across the metrics."""
+    from recallwatch.stats import holm
+
+    adjusted = holm([e.tested_p for e in estimates]).tolist()
+    out: dict[str, MetricReadout] = {}
+    for e, p_holm in zip(estimates, adjusted, strict=True):
+        out[e.name] = MetricReadout(
+            name=e.name, values=e.values, units=e.units, delta=e.delta,
+            relative_delta=e.delta / e.control_value if e.control_value else None, ci=e.ci,
+            p_value=e.p, p_value_holm=p_holm, std_error=e.se, mde=e.mde,
+            relative_mde=e.mde / abs(e.control_value) if e.control_value else None,
+            units_needed=e.needed, units_still_needed=e.still,
+            verdict=_metric_verdict(e, p_holm, config), cuped=e.extra.get("cuped"),
+            sequential=e.extra.get("sequential"),
+        )
+    return out
+
+
+def _metric_verdict(e: _Estimate, p_holm: float, config: ABConfig) -> Verdict:
+    """better / worse when significant after Holm, no difference when the units sufficed to
+    see the minimum effect, else inconclusive."""
+    if p_holm <= config.alpha and e.delta != 0:
+        return "better" if (e.delta > 0) == METRICS[e.name].higher_is_better else "worse"
+    return "no difference" if e.still == 0 else "inconclusive"
+
+
+def _design_warnings(table: UnitTable, config: ABConfig) -> list[str]:
+    """What the log says about the design: sessions of users randomised as users, units that
+    appeared in both variants."""
+    out: list[str] = []
     if config.unit == "session" and table.users_with_sessions >= 2 and \
             table.users_in_one_variant == table.users_with_sessions:
-        reasons.append(f"warning: every one of the {table.users_with_sessions} users with several "
-                       "sessions saw one variant only: the experiment randomised users, so use "
-                       "--unit user (one user's sessions are not independent; by session the "
-                       "intervals are too narrow and the sample-ratio test too strict)")
+        out.append(f"warning: every one of the {table.users_with_sessions} users with several "
+                   "sessions saw one variant only: the experiment randomised users, so use "
+                   "--unit user (one user's sessions are not independent; by session the "
+                   "intervals are too narrow and the sample-ratio test too strict)")
     if table.mixed_units:
-        reasons.append(f"{table.mixed_units} {config.unit}s appeared in both variants and were "
-                       "left out (check the assignment)")
-    blocked = False
-    if not srm_ok:
-        blocked = True
-        shares = ", ".join(f"{v} {counts[v]} ({counts[v] / observed.sum():.1%}, expected "
-                           f"{share[v]:.1%})" for v in order)
-        reasons.append(f"sample-ratio mismatch: {config.unit}s per variant {shares}, chi-square "
-                       f"p = {srm_p:.2g} < {config.srm_alpha:g}; the split or the logging is "
-                       "broken, so no difference can be trusted")
-    small = [v for v in order if counts[v] < config.min_units]
-    if small:
-        blocked = True
-        reasons.append("too few units: " + ", ".join(f"{v} has {counts[v]} {config.unit}s"
-                                                     for v in small)
-                       + f" (at least {config.min_units} per variant)")
-    overall: Verdict
-    if blocked:
-        overall = "blocked"
-    else:
-        verdicts = {m.verdict for m in metrics.values()}
-        if {"better", "worse"} <= verdicts:
-            overall = "mixed"
-        elif "worse" in verdicts:
-            overall = "worse"
-        elif "better" in verdicts:
-            overall = "better"
-        elif verdicts == {"no difference"}:
-            overall = "no difference"
-        else:
-            overall = "inconclusive"
-        for res in metrics.values():
-            if res.verdict in ("better", "worse"):
-                reasons.append(f"{res.name}: {treatment} is {res.verdict} "
-                               f"({res.values[control]:.4g} → {res.values[treatment]:.4g}, "
-                               f"p (Holm) = {res.p_value_holm:.2g})")
-            elif res.verdict == "inconclusive" and res.units_still_needed is not None:
-                reasons.append(f"{res.name}: no significant difference yet; about "
-                               f"{res.units_still_needed} more {config.unit}s per variant are "
-                               f"needed to detect a {config.min_effect:.0%} change")
-            elif res.verdict == "no difference" and res.relative_mde is not None:
-                reasons.append(f"{res.name}: no significant difference, and a change of "
-                               f"{config.min_effect:.0%} would have been detected (the "
-                               f"smallest detectable is {res.relative_mde:.1%})")
-    return ABReadout(
-        config=config, control=control, treatment=treatment, units=counts,
-        impressions={v: table.impressions.get(v, 0) for v in order},
-        mixed_units=table.mixed_units, srm_p_value=srm_p, srm_ok=srm_ok, expected_share=share,
-        metrics=metrics, verdict=overall, reasons=reasons,
-    )
+        out.append(f"{table.mixed_units} {config.unit}s appeared in both variants and were "
+                   "left out (check the assignment)")
+    return out
+
+
+def _blocks(split: _Split, config: ABConfig) -> list[str]:
+    """Why the readout is blocked: a sample-ratio mismatch, too few units."""
+    out: list[str] = []
+    if not split.ok:
+        total = sum(split.counts.values())
+        shares = ", ".join(f"{v} {n} ({n / total:.1%}, expected {split.share[v]:.1%})"
+                           for v, n in split.counts.items())
+        out.append(f"sample-ratio mismatch: {config.unit}s per variant {shares}, chi-square "
+                   f"p = {split.p_value:.2g} < {config.srm_alpha:g}; the split or the logging "
+                   "is broken, so no difference can be trusted")
+    if split.small:
+        out.append("too few units: " + ", ".join(f"{v} has {split.counts[v]} {config.unit}s"
+                                                 for v in split.small)
+                   + f" (at least {config.min_units} per variant)")
+    return out
+
+
+def _overall(metrics: dict[str, MetricReadout]) -> Verdict:
+    """The readout's verdict from its metrics' (not blocked)."""
+    verdicts = {m.verdict for m in metrics.values()}
+    if {"better", "worse"} <= verdicts:
+        return "mixed"
+    if "worse" in verdicts:
+        return "worse"
+    if "better" in verdicts:
+        return "better"
+    return "no difference" if verdicts == {"no difference"} else "inconclusive"
+
+
+def _metric_reason(res: MetricReadout, control: str, treatment: str, config: ABConfig) -> str:
+    """The sentence a metric's verdict gets in the readout's reasons ("" for none)."""
+    if res.verdict in ("better", "worse"):
+        return (f"{res.name}: {treatment} is {res.verdict} ({res.values[control]:.4g} → "
+                f"{res.values[treatment]:.4g}, p (Holm) = {res.p_value_holm:.2g})")
+    if res.verdict == "inconclusive" and res.units_still_needed is not None:
+        return (f"{res.name}: no significant difference yet; about {res.units_still_needed} "
+                f"more {config.unit}s per variant are needed to detect a "
+                f"{config.min_effect:.0%} change")
+    if res.verdict == "no difference" and res.relative_mde is not None:
+        return (f"{res.name}: no significant difference, and a change of "
+                f"{config.min_effect:.0%} would have been detected (the smallest detectable is "
+                f"{res.relative_mde:.1%})")
+    return ""
 
 
 def _finite(x: float | None) -> float | None:

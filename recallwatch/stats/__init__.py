@@ -5,20 +5,15 @@ systems A and B) and is two-sided; randomness is seeded, so the same inputs give
 numbers. :func:`compare` runs the whole A/B comparison from qrels and two runs; :func:`compare_many`
 runs several; :func:`compare_runs` (``recallwatch.compare``) takes them in any shape. Timings
 have their own: :func:`quantile` (a quantile of per-call latencies with its interval, or none
-from too few calls) and :func:`quantile_ratio` (the bootstrap of the ratio of two quantiles).
+from too few calls), :func:`quantile_interval` (the value always, a bound only where the calls
+give it) and :func:`quantile_ratio` (the ratio of two quantiles with the interval their
+intervals imply).
 """
 
 from recallwatch.stats._bootstrap import CIMethod, ConfidenceInterval, bootstrap_ci
 from recallwatch.stats._compare import Comparison, MeasureComparison, compare, compare_scores
 from recallwatch.stats._holm import holm
-from recallwatch.stats._latency import (
-    Quantile,
-    QuantileRatio,
-    calls_needed,
-    quantile,
-    quantile_name,
-    quantile_ratio,
-)
+from recallwatch.stats._latency import QuantileRatio, quantile_ratio
 from recallwatch.stats._multi import (
     MultiComparison,
     PairTest,
@@ -28,7 +23,15 @@ from recallwatch.stats._multi import (
 )
 from recallwatch.stats._paired import Method, TestName, TestResult, paired_test
 from recallwatch.stats._power import paired_t_power, queries_needed, queries_needed_from
-from recallwatch.stats._quantile import QuantileInterval, quantile_interval, rounds_separate
+from recallwatch.stats._quantile import (
+    Quantile,
+    QuantileInterval,
+    calls_needed,
+    quantile,
+    quantile_interval,
+    quantile_name,
+    rounds_separate,
+)
 
 __all__ = [
     "CIMethod",

@@ -10,7 +10,7 @@ import pytest
 from scipy.stats import binom
 
 from recallwatch.errors import UsageError
-from recallwatch.stats import calls_needed, quantile, quantile_ratio
+from recallwatch.stats import calls_needed, quantile, quantile_interval, quantile_ratio
 
 
 def test_calls_needed_is_the_first_count_whose_interval_has_both_ends() -> None:
@@ -78,3 +78,25 @@ def test_an_unchanged_distribution_is_called_real_at_most_5_percent_of_the_time(
         for q in claims:
             claims[q] += quantile_ratio(a, b, q).real
     assert claims[0.5] <= 20 and claims[0.99] <= 20  # 5 % of 400
+
+
+@pytest.mark.parametrize("n", [1, 5, 6, 20, 71, 72, 367, 368, 1000])
+@pytest.mark.parametrize("q", [0.5, 0.95, 0.99])
+def test_both_views_of_a_quantile_use_the_ranks_scipy_gives(n: int, q: float) -> None:
+    """quantile_interval states every bound the sample gives (None for a tail it cannot hold),
+    quantile states both or nothing; the bounds are the order statistics scipy's binomial
+    distribution names, and the two views agree where both speak."""
+    x = np.random.default_rng(n).lognormal(size=n)
+    s = np.sort(x)
+    lo = int(binom.ppf(0.025, n, q))
+    lo = lo if lo >= 1 and binom.cdf(lo - 1, n, q) <= 0.025 else None
+    hi = int(binom.ppf(0.975, n, q)) + 1
+    hi = hi if hi <= n else None
+    got = quantile_interval(x, q)
+    assert got.value == pytest.approx(np.percentile(x, 100 * q)) and got.n == n
+    assert got.low == (None if lo is None else s[lo - 1])
+    assert got.high == (None if hi is None else s[hi - 1])
+    both = quantile(x, q)
+    assert both.enough == (n >= calls_needed(q)) == got.bounded
+    if both.enough:
+        assert (both.low, both.high, both.value) == (got.low, got.high, got.value)
