@@ -53,6 +53,7 @@ __all__ = [
     "Port",
     "Power",
     "ProbesFile",
+    "QueryCount",
     "RayAddress",
     "RayWorkers",
     "RecallFloor",
@@ -222,6 +223,10 @@ RequiredOutDir = Annotated[Path, _out]
 _DEPTH_HELP = "Depth of recall@k."
 Depth = Annotated[int, typer.Option("--k", help=_DEPTH_HELP)]
 MinOneDepth = Annotated[int, typer.Option("--k", min=1, help=_DEPTH_HELP)]
+
+QueryCount = Annotated[int, typer.Option(
+    "--query-count", min=1,
+    help="How many query vectors: fresh synthetic ones, or rows held out of BASE.")]
 
 RecallFloor = Annotated[float, typer.Option(
     "--floor", help="Lowest acceptable recall@k against exact search.")]

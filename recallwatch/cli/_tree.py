@@ -47,10 +47,13 @@ OLD_OPTIONS: dict[tuple[str, ...], dict[str, str]] = {
     ("bench", "quantize"): {"--metric": "--distance", "--out": "--out-dir"},
     ("history", "groups"): {"--metric": "--value"},
     ("bench", "sweep"): {"--out": "--out-dir"},
-    ("bench", "filtered"): {"--out": "--out-dir"},
-    ("bench", "streaming"): {"--out": "--out-dir"},
     ("bench", "reference"): {"--out": "--out-dir", "--n": "--size"},
     ("experiment",): {"--out": "--out-dir"},
+    ("bench", "filtered"): {"--out": "--out-dir", "--queries": "--query-count"},
+    ("bench", "streaming"): {"--out": "--out-dir", "--queries": "--query-count"},
+    ("golden", "split"): {"--test": "--test-share"},
+    ("online", "ab"): {"--split": "--allocation"},
+    ("online", "clicks"): {"--model": "--click-model"},
 }
 
 

@@ -507,11 +507,11 @@ def _expected_share(config: ABConfig, variants: list[str]) -> dict[str, float]:
     unknown = sorted(set(config.split) - set(variants))
     missing = sorted(set(variants) - set(config.split))
     if unknown or missing:
-        raise UsageError(f"--split must name exactly the variants of the log "
+        raise UsageError(f"--allocation must name exactly the variants of the log "
                          f"({', '.join(variants)}); found {', '.join(sorted(config.split))}")
     total = sum(config.split.values())
     if not total > 0 or any(not s > 0 for s in config.split.values()):
-        raise UsageError("--split shares must be positive")
+        raise UsageError("--allocation shares must be positive")
     return {v: config.split[v] / total for v in variants}
 
 

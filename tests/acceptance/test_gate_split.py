@@ -25,7 +25,7 @@ KB = Path(__file__).resolve().parents[2] / "examples" / "kb"
 @pytest.fixture
 def split_kb(tmp_path: Path) -> Path:
     golden = Path(shutil.copy(KB / "golden.yaml", tmp_path / "golden.yaml"))
-    assert cli("golden", "split", str(golden), "--test", "0.3", "--stratify", "domain",
+    assert cli("golden", "split", str(golden), "--test-share", "0.3", "--stratify", "domain",
                "--seed", "7")[0] == 0
     return golden
 

@@ -14,7 +14,7 @@ from tests.clirun import cli
 def test_filtered_prints_json_and_writes_both_files(tmp_path: Path) -> None:
     uri = f"lancedb://{tmp_path / 'db'}?table=t"
     code, out, err = cli("bench", "filtered", "--store", uri, "--synthetic", "800x8",
-                         "--queries", "5", "--selectivity", "0.05,0.5", "--format", "json",
+                         "--query-count", "5", "--selectivity", "0.05,0.5", "--format", "json",
                          "--out-dir", str(tmp_path / "o"))
     assert code == 0, err
     doc = json.loads(out)
@@ -33,7 +33,7 @@ def test_filtered_reads_a_vector_file(tmp_path: Path) -> None:
     vectors = np.random.default_rng(1).normal(size=(300, 8)).astype(np.float32)
     np.save(tmp_path / "v.npy", vectors)
     code, out, err = cli("bench", "filtered", str(tmp_path / "v.npy"), "--store",
-                         f"lancedb://{tmp_path / 'db'}?table=t", "--queries", "4")
+                         f"lancedb://{tmp_path / 'db'}?table=t", "--query-count", "4")
     assert code == 0, err
     assert "296 rows × 8 dimensions, 4 queries" in out  # 4 rows held out as queries
 
@@ -47,7 +47,7 @@ def test_bad_selectivity_is_exit_2(tmp_path: Path) -> None:
 
 def test_streaming_prints_each_step(tmp_path: Path) -> None:
     code, out, err = cli("bench", "streaming", "--store", f"lancedb://{tmp_path / 'db'}?table=t",
-                         "--synthetic", "600x8", "--queries", "4", "--initial", "0.5",
+                         "--synthetic", "600x8", "--query-count", "4", "--initial", "0.5",
                          "--batch", "100", "--format", "json")
     assert code == 0, err
     doc = json.loads(out)

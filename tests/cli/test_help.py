@@ -20,8 +20,8 @@ from tests.clirun import cli
 # The same flag naming different things in different commands. Each entry says why the flag
 # cannot share one help text; any other flag used by two commands must.
 HOMONYMS = {
-    "--queries": "logged query texts (probes) vs query vectors (quantize) vs how many query "
-                 "vectors (bench filtered, bench streaming)",
+    "--queries": "logged query texts (probes) vs query vectors (quantize): a file of queries "
+                 "either way",
     "--sample": "how many logged queries to draw (probes) vs vectors to hold out (quantize) vs "
                 "chunks to write questions from (golden generate)",
     "--out": "the file to write: a qrels file (online clicks, online judge, label export, golden "
@@ -34,16 +34,10 @@ HOMONYMS = {
     "--name": "the probe set's name (probes) vs the sampled golden set's name (golden sample)",
     "--dry-run": "compute without storing the threshold (calibrate-threshold) vs without "
                  "writing the split (golden split)",
-    "--test": "the paired significance test (compare) vs the share held out as test (golden "
-              "split)",
-    "--split": "a variant's intended share (online ab) vs the tune/test part a calibration "
-               "uses (calibrate-threshold, calibrate-noise)",
     "--corpus": "metadata for a results file (gate) vs the chunks to check labels against "
                 "(golden check) vs the chunks whose fields are grouped by --by-chunk (groups)",
     "--log": "a query log the golden set is checked against for staleness (gate) vs the "
              "interaction log whose live signals are alarmed on (monitor)",
-    "--model": "the click model to fit (online clicks) vs the LLM's name at its endpoint "
-               "(online judge)",
     "--force": "overwrite the templates (init) vs replace another plan's results in the "
                "output folder (experiment)",
 }

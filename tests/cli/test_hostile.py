@@ -444,11 +444,11 @@ EXACT: dict[str, tuple[Callable[[Files], list[str]], Callable[[Files], str]]] = 
         _out_dir),
     "bench filtered --out FILE": (
         lambda f: ["bench", "filtered", "--store", f"lancedb://{f['dir']}/bf?table=t",
-                   "--synthetic", "60x4", "--queries", "5", "--out-dir", _file(f)],
+                   "--synthetic", "60x4", "--query-count", "5", "--out-dir", _file(f)],
         _out_dir),
     "bench streaming --out FILE": (
         lambda f: ["bench", "streaming", "--store", f"lancedb://{f['dir']}/bs?table=t",
-                   "--synthetic", "60x4", "--queries", "5", "--out-dir", _file(f)],
+                   "--synthetic", "60x4", "--query-count", "5", "--out-dir", _file(f)],
         _out_dir),
     "bench reference --out FILE": (
         lambda f: ["bench", "reference", "--out-dir", _file(f)],

@@ -64,7 +64,7 @@ def test_existing_assignments_stay_unless_reassigned(kb_golden: Path) -> None:
 
 def test_yaml_keeps_every_line_and_comment(kb_golden: Path) -> None:
     before = kb_golden.read_text(encoding="utf-8").splitlines()
-    code, out, err = cli("golden", "split", str(kb_golden), "--test", "0.3", "--stratify",
+    code, out, err = cli("golden", "split", str(kb_golden), "--test-share", "0.3", "--stratify",
                          "domain", "--seed", "7")
     assert code == 0, err
     after = kb_golden.read_text(encoding="utf-8").splitlines()
@@ -136,6 +136,6 @@ def test_a_sampled_unlabelled_set_can_be_split(tmp_path: Path) -> None:
     f.write_text('name: s\nqueries:\n  - id: q-1\n    text: "a"\n    expected: []\n'
                  '    frequency: 3\n  - id: q-2\n    text: "b"\n    expected: []\n',
                  encoding="utf-8")
-    assert cli("golden", "split", str(f), "--test", "0.5")[0] == 0
+    assert cli("golden", "split", str(f), "--test-share", "0.5")[0] == 0
     assert Counter(q.split for q in load_golden(f, unlabelled=True).queries) == {
         "tune": 1, "test": 1}

@@ -67,7 +67,7 @@ def test_online_commands_are_listed() -> None:
 
 def test_clicks_json_contract_and_qrels(logs: dict[str, Path], tmp_path: Path) -> None:
     out = tmp_path / "clicks.qrels"
-    r = run("online", "clicks", str(logs["clicks"]), "--model", "pbm", "--min-impressions",
+    r = run("online", "clicks", str(logs["clicks"]), "--click-model", "pbm", "--min-impressions",
             "20", "--out", str(out), "--qrels", str(logs["human"]), "--format", "json")
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
@@ -106,7 +106,7 @@ def test_clicks_reports_deep_clicks_duplicates_and_sparse_pairs(tmp_path: Path) 
             "clicks": [{"id": "d1"}, {"id": "d5"}, {"id": "d6"}]}
     other = {**line, "clicks": [{"id": "d2"}], "ts": "2025-01-01T00:00:00Z"}
     log = write_jsonl(tmp_path / "deep.jsonl", [line] * 12 + [other, other])
-    r = run("online", "clicks", str(log), "--max-rank", "4", "--model", "dctr", "--format",
+    r = run("online", "clicks", str(log), "--max-rank", "4", "--click-model", "dctr", "--format",
             "json")
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
@@ -127,12 +127,12 @@ def test_clicks_prior_and_dbn(logs: dict[str, Path]) -> None:
     prior = json.loads(r.stdout)["settings"]["prior"]
     assert prior["strength"] in (0, 1, 2, 5, 10, 20, 50, 100)
     assert set(prior["held_out_log_likelihood"]) == {"0", "1", "2", "5", "10", "20", "50", "100"}
-    r = run("online", "clicks", str(logs["clicks"]), "--model", "dbn", "--prior", "3")
+    r = run("online", "clicks", str(logs["clicks"]), "--click-model", "dbn", "--prior", "3")
     assert r.exit_code == 0, r.output
     assert "continuation  P(read on to the next result) = 0." in r.output
     assert "prior      strength 3 pseudo-examinations" in r.output
     for model in ("dbn", "sdbn", "cm"):
-        r = run("online", "clicks", str(logs["clicks"]), "--model", model, "--format", "json")
+        r = run("online", "clicks", str(logs["clicks"]), "--click-model", model, "--format", "json")
         assert r.exit_code == 0, r.output
         fitted = json.loads(r.stdout)["fit"]
         assert fitted["model"] == model and fitted["interval"]["method"]
@@ -194,7 +194,7 @@ def test_bad_log_is_one_located_line_exit_2(tmp_path: Path, command: list[str],
 
 
 def test_usage_errors_exit_2(logs: dict[str, Path]) -> None:
-    r = run("online", "clicks", str(logs["clicks"]), "--model", "cascade")
+    r = run("online", "clicks", str(logs["clicks"]), "--click-model", "cascade")
     assert r.exit_code == 2 and "unknown click model 'cascade'" in r.stderr
     r = run("online", "ab", str(logs["ab"]), "--metric", "revenue")
     assert r.exit_code == 2 and "unknown --metric 'revenue'" in r.stderr

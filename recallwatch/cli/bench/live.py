@@ -16,6 +16,7 @@ from recallwatch.cli._common import emit
 from recallwatch.cli._options import (
     MinOneDepth,
     OutDir,
+    QueryCount,
     Seed,
     StoreURI,
     SyntheticSpec,
@@ -25,15 +26,13 @@ from recallwatch.cli._options import (
 
 _Base = Annotated[Path | None, typer.Argument(
     help="Vectors (.npy, .fvecs, .fbin); default: --synthetic.")]
-_Queries = Annotated[int, typer.Option(
-    "--queries", min=1, help="Query vectors: fresh synthetic ones, or rows held out of BASE.")]
 
 
 def filtered(
     store: StoreURI,
     base: _Base = None,
     synthetic: SyntheticSpec = "20000x128",
-    queries: _Queries = 200,
+    queries: QueryCount = 200,
     k: MinOneDepth = 10,
     selectivity: Annotated[str, typer.Option(
         "--selectivity", help="Shares of the rows the filters let through, increasing, "
@@ -77,7 +76,7 @@ def streaming(
     store: StoreURI,
     base: _Base = None,
     synthetic: SyntheticSpec = "20000x128",
-    queries: _Queries = 200,
+    queries: QueryCount = 200,
     k: MinOneDepth = 10,
     initial: Annotated[float, typer.Option(
         "--initial", min=0.0, max=1.0, help="Share of the rows written in one go before the "

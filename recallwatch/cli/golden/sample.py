@@ -93,7 +93,7 @@ def split(
     golden: Annotated[Path, typer.Argument(help="The golden set file (YAML, JSON or JSONL); "
                                            "its queries gain `split: tune` or `split: test`.")],
     test: Annotated[float, typer.Option(
-        "--test", min=0.0, max=1.0, help="Share of each stratum to hold out as test.")] = 0.3,
+        "--test-share", min=0.0, max=1.0, help="Share of each stratum to hold out as test.")] = 0.3,
     stratify: Stratify = None,
     seed: Seed = 0,
     reassign: Annotated[bool, typer.Option(

@@ -58,7 +58,7 @@ def _cuts(text: str) -> list[float]:
 @online_app.command("clicks")
 def clicks(
     log: Path = typer.Argument(..., help=_LOG_HELP),
-    model: str = typer.Option("pbm", "--model", help="Click model: dctr (raw click-through "
+    model: str = typer.Option("pbm", "--click-model", help="Click model: dctr (raw click-through "
                               "rate), pbm (position-based), ubm (user browsing), cm (cascade: "
                               "stop at the first click), dbn (dynamic Bayesian network, fitted "
                               "by EM) or sdbn (the DBN's quick closed form, biased when users "
@@ -106,7 +106,8 @@ def _split(items: list[str]) -> dict[str, float] | None:
                 raise ValueError
             out[name] = float(value)
         except ValueError:
-            raise UsageError(f"--split takes VARIANT=SHARE, e.g. A=50; found {item!r}") from None
+            raise UsageError(f"--allocation takes VARIANT=SHARE, e.g. A=50; found {item!r}"
+                             ) from None
     return out
 
 
@@ -120,9 +121,9 @@ def ab(
                              "Intervals are clustered by it.", metavar="user|session"),
     control: str | None = typer.Option(None, "--control", help="The control variant (default "
                                        "A, else the first by name)."),
-    split: list[str] = typer.Option([], "--split", help="Intended share of a variant, e.g. "
-                                    "--split A=50 --split B=50 (default: equal).",
-                                    metavar="VARIANT=SHARE"),
+    allocation: list[str] = typer.Option(
+        [], "--allocation", help="Intended share of a variant, e.g. --allocation A=50 "
+        "--allocation B=50 (default: equal).", metavar="VARIANT=SHARE"),
     alpha: Alpha = 0.05,
     power: Power = 0.8,
     min_effect: float = typer.Option(0.05, "--min-effect", help="Smallest relative change worth "
@@ -170,7 +171,7 @@ def ab(
     metrics = tuple(dict.fromkeys(metric))
     config = ABConfig(metrics=metrics, unit=unit, control=control,  # type: ignore[arg-type]
                       alpha=alpha, power=power, min_effect=min_effect, srm_alpha=srm_alpha,
-                      min_units=min_units, split=_split(split), sequential=sequential)
+                      min_units=min_units, split=_split(allocation), sequential=sequential)
     source = InteractionLog(log)
     table = aggregate_units(source, unit=config.unit, metrics=config.metrics, source=str(log))
     covariates = None
