@@ -31,6 +31,9 @@ class _Group(TyperGroup):
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         from recallwatch._terminal import shown_streams
+        from recallwatch.cli._coerce import install
+
+        install(self)  # parameter values without pydantic where typer only hands them through
 
         _remember_typed_secrets(sys.argv[1:] if not args and "args" not in kwargs
                                 else list(kwargs.get("args") or (args[0] if args else [])))
