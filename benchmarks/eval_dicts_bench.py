@@ -17,8 +17,9 @@ costs untimed, as in a session that evaluates more than once):
   before        (with --baseline) recallwatch as another checkout has it
 
 The rounds are interleaved, the order rotating; the ratio pytrec_eval / recallwatch is taken
-within each round. Before timing, one process computes both tools' values on every query and
-stops unless they agree (|diff| < 1e-9). Peak RSS is each process's (the dicts included).
+within each round, on wall time and on the process's CPU time (steadier on a loaded machine).
+Before timing, one process computes both tools' values on every query and stops unless they
+agree (|diff| < 1e-9). Peak RSS is each process's (the dicts included).
 """
 
 from __future__ import annotations
@@ -90,14 +91,14 @@ def child(tool: str, queries: int) -> None:
     qrels, run = make_dicts(queries)
     small = make_dicts(2, seed=1)  # imports and first-call costs paid untimed, as in a session
     (pytrec_values if tool == "pytrec_eval" else recallwatch_values)(*small)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     if tool == "pytrec_eval":
         pytrec_values(qrels, run)
     else:
         recallwatch_values(qrels, run)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"wall": wall, "rss_mb": peak}))
+    print(json.dumps({"wall": wall, "cpu": cpu, "rss_mb": peak}))
 
 
 def check(queries: int) -> str:
@@ -168,15 +169,17 @@ def report(results: dict[str, list[dict[str, float]]], loads: list[float], args:
           f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
     for name, rs in results.items():
         walls = [r["wall"] for r in rs]
-        print(f"  {name:12s} median {med(walls):6.2f} s (best {min(walls):.2f})  peak RSS "
+        print(f"  {name:12s} wall median {med(walls):6.2f} s (best {min(walls):.2f})  CPU "
+              f"median {med(r['cpu'] for r in rs):6.2f} s  peak RSS "
               f"{max(r['rss_mb'] for r in rs):5.0f} MB")
     for name in results:
         if name == "pytrec_eval":
             continue
-        ratios = sorted(p["wall"] / m["wall"] for p, m in zip(results["pytrec_eval"],
-                                                               results[name]))
-        print(f"  pytrec_eval / {name}: median {med(ratios):.2f}x (range {ratios[0]:.2f}-"
-              f"{ratios[-1]:.2f}; >1: {name} faster)")
+        for clock in ("wall", "cpu"):
+            ratios = sorted(p[clock] / m[clock] for p, m in zip(results["pytrec_eval"],
+                                                                 results[name]))
+            print(f"  pytrec_eval / {name} ({clock}): median {med(ratios):.2f}x (range "
+                  f"{ratios[0]:.2f}-{ratios[-1]:.2f}; >1: {name} faster)")
 
 
 if __name__ == "__main__":
