@@ -83,8 +83,10 @@ def test_python_dash_m_runs_the_command() -> None:
     assert r.returncode == 2 and r.stderr.startswith("Error: ")
 
 
-@pytest.mark.parametrize(("given", "used"), [(None, "system"), ("mimalloc", "mimalloc")])
-def test_the_command_asks_arrow_for_the_system_allocator_unless_told(
+@pytest.mark.parametrize(("given", "used"), [
+    (None, "jemalloc" if sys.platform.startswith("linux") else "system"),
+    ("mimalloc", "mimalloc")])
+def test_the_command_chooses_arrow_s_allocator_unless_told(
         given: str | None, used: str) -> None:
     import os
 
