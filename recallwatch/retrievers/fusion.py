@@ -260,14 +260,18 @@ def _offsets(lens: Array) -> Array:
 
 def _first_hits(ids: list[Any], bounds: list[int]) -> Array:
     """Per hit: the index of the first hit of its query with the same chunk (one small dict per
-    query, so a chunk is the same chunk by Python's equality, as in a dict)."""
+    query, so a chunk is the same chunk by Python's equality, as in a dict). Counted within each
+    query, so the counts are mostly Python's cached small integers."""
     def seen() -> Callable[[Any, int], int]:
         first: dict[Any, int] = {}
         return first.setdefault
 
     firsts: Iterator[int] = chain.from_iterable(
-        map(seen(), ids[a:b], range(a, b)) for a, b in pairwise(bounds))
-    return np.fromiter(firsts, np.int64, count=len(ids))
+        map(seen(), ids[a:b], range(b - a)) for a, b in pairwise(bounds))
+    within = np.fromiter(firsts, np.int64, count=len(ids))
+    starts = np.asarray(bounds, dtype=np.int64)
+    out: Array = within + np.repeat(starts[:-1], np.diff(starts))
+    return out
 
 
 def _normalized(h: _Hits, norm: str) -> Array:
