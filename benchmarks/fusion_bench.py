@@ -13,14 +13,16 @@ pairs in and out; ranx ``Run`` objects made from the same dicts in, a ``Run`` ou
 ranx compiles its numba kernels on first use (minutes; kept in its package folder afterwards):
 every method and normalisation is called once on five queries before anything is timed.
 
-Values are checked before timing, for every method and normalisation: every query has the same
-chunks in both, and every fused score is within 1e-9 of ranx's. (combmax: recallwatch does not
+Values are checked before timing, for every method and normalisation: every query (or every
+``--check-every``-th) has the same chunks in both, and every fused score is within 1e-9 of
+ranx's. (combmax: recallwatch does not
 floor a chunk a list lacks at -1e9 as ranx does; no score here comes near -1e9.)
 
 Timing: in each round every (method, normalisation) runs ranx and recallwatch one after the other,
 which goes first alternating by round; wall time (``perf_counter``) and CPU time (the process's:
 ranx's parallel loops use every core). The ratio is ranx's wall time over recallwatch's within
-the round, its median over the rounds is printed with the range. ``--baseline DIR`` also times
+the round, its median over the rounds is printed with the range, and the same ratio of CPU
+times (ranx's on all its threads). ``--baseline DIR`` also times
 ``recallwatch/retrievers/fusion.py`` of another checkout (e.g. main before a change) in the same
 rounds, after checking that it gives the same lists.
 """
@@ -88,12 +90,14 @@ def ours(lists: Lists, method: str, norm: str | None, fn: Any = fuse) -> list[li
     return out
 
 
-def check(mine: list[list[Any]], theirs: Any, queries: int) -> float:
-    """The largest |difference| of a fused score; raises if a query's chunks differ."""
-    got = theirs.to_dict()
+def check(mine: list[list[Any]], theirs: Any, queries: int, every: int = 1) -> float:
+    """The largest |difference| of a fused score, on every ``every``-th query; raises if a
+    query's chunks differ."""
+    got = theirs.run
     worst = 0.0
-    for q, hits in enumerate(mine):
-        want = got.get(f"q{q}", {})
+    for q in range(0, len(mine), every):
+        hits = mine[q]
+        want = dict(got[f"q{q}"]) if f"q{q}" in got else {}
         if len(want) != len(hits) or any(c not in want for c, _ in hits):
             raise SystemExit(f"query q{q}: the fused chunks differ from ranx's")
         if hits:
@@ -133,6 +137,8 @@ def main() -> None:
     parser.add_argument("--norms", default="none," + ",".join(NORMS))
     parser.add_argument("--baseline", type=Path, help="another checkout to time as 'before'")
     parser.add_argument("--json", type=Path, help="write the figures here")
+    parser.add_argument("--check-every", type=int, default=1,
+                        help="check the values of every N-th query (default: every query)")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")  # numba's deprecation and type-safety notes from ranx
     norms = [None if n == "none" else n for n in args.norms.split(",")]
@@ -149,7 +155,7 @@ def main() -> None:
           f"warmed in {time.perf_counter() - t:.0f} s", flush=True)
     for method, norm in cases:
         mine = ours(lists, method, norm)
-        worst = check(mine, ranx_call(runs, method, norm), args.queries)
+        worst = check(mine, ranx_call(runs, method, norm), args.queries, args.check_every)
         same = "" if before is None else (
             "; baseline identical" if ours(lists, method, norm, before) == mine
             else "; BASELINE DIFFERS")
@@ -193,12 +199,14 @@ def report(figures: dict[str, dict[str, list[Any]]], loads: list[float], args: A
                 f"{cpu['recallwatch']:7.2f}s")
         if "before" in by:
             line += f"{wall['before']:7.2f}s"
-        line += f"  {median(ratios):5.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f})"
+        cpu_ratio = median(a[1] / b[1] for a, b in zip(by["ranx"], by["recallwatch"]))
+        line += f"  {median(ratios):5.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f}) cpu {cpu_ratio:.2f}x"
         if "before" in by:
             before = median(a[0] / b[0] for a, b in zip(by["before"], by["recallwatch"]))
             line += f"  {before:6.2f}x"
         print(line)
-        out[case] = {"wall_s": wall, "cpu_s": cpu, "ranx_over_recallwatch": ratios}
+        out[case] = {"wall_s": wall, "cpu_s": cpu, "ranx_over_recallwatch": ratios,
+                     "ranx_over_recallwatch_cpu": cpu_ratio}
     if args.json:
         args.json.write_text(json.dumps({"command": " ".join(sys.argv), "queries": args.queries,
                                          "hits": args.hits, "loads": loads, "machine": info,
