@@ -21,11 +21,8 @@ from typing import Any
 import numpy as np
 
 from recallwatch._files import atomic_path, output_dir, write_atomic
-from recallwatch.bench.frontier import (
-    fastest_at,
-    fastest_at_rounds,
-    pareto_mask_rounds,
-)
+from recallwatch.bench._figures import new_figure, save_figure
+from recallwatch.bench.frontier import fastest_at, fastest_at_rounds, pareto_mask_rounds
 from recallwatch.bench.sweep import SCHEMA_VERSION, ConfigResult, SweepResult
 from recallwatch.bench.tradeoffs import COSTS, cost_curve, plot_cost
 
@@ -206,13 +203,8 @@ def sweep_to_csv(sweep: SweepResult) -> str:
 
 def plot_frontier(sweep: SweepResult, path: str | Path) -> None:
     """Recall@k against QPS (log scale) per engine, the overall frontier drawn over them."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     k, res, ans = sweep.k, sweep.results, answers(sweep)
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = new_figure()
     for label, idx in ans.frontier_by_engine.items():
         mine = [i for i, r in enumerate(res) if r.label == label]
         line = sorted(idx, key=lambda i: res[i].recall[k])
@@ -230,9 +222,7 @@ def plot_frontier(sweep: SweepResult, path: str | Path) -> None:
     ax.set_title(f"{d['name']} n={d['n']} d={d['d']} {d['metric']} k={k}", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def write_outputs(sweep: SweepResult, out_dir: str | Path) -> list[Path]:

@@ -38,6 +38,9 @@ class _Group(TyperGroup):
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         from recallwatch._terminal import shown_streams
+        from recallwatch.cli._coerce import install
+
+        install(self)  # parameter values without pydantic where typer only hands them through
 
         given = (list(kwargs.pop("args")) if kwargs.get("args") is not None
                  else list(args[0]) if args else sys.argv[1:])

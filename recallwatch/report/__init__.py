@@ -81,7 +81,7 @@ def check_report_file(path: Path, option: str = "--junit") -> None:
 def write_report_set(result: GateResult, directory: str | Path, option: str = "--report"
                      ) -> list[Path]:
     """Write the report set into ``directory`` whole; returns the files' final paths."""
-    from recallwatch._files import atomic_dir, write_atomic
+    from recallwatch._files import atomic_dir
     from recallwatch.report.html import to_html
     from recallwatch.report.junit import to_junit
     from recallwatch.report.markdown import to_markdown
@@ -92,7 +92,9 @@ def write_report_set(result: GateResult, directory: str | Path, option: str = "-
     try:
         with atomic_dir(target, lambda p: check_report_dir(p, option)) as tmp:
             for name in REPORT_FILES:
-                write_atomic(tmp / name, renderers[name](result))
+                # into the hidden directory, which atomic_dir syncs file by file and puts in
+                # place whole: a file-by-file atomic write there would sync everything twice
+                (tmp / name).write_bytes(renderers[name](result).encode("utf-8"))
     except OSError as exc:
         raise InputError(f"cannot write the report set: {exc.strerror or exc}",
                          source=target) from None
