@@ -2,10 +2,12 @@
 
 ``gate --generator SPEC`` takes
 
-* ``python:MODULE:ATTR`` — a function ``f(question: str, contexts: list[str]) -> str`` in the
-  user's code (MODULE imported from the working directory, then the golden set's folder), or a
-  function or class without arguments that returns one (a factory). It is loaded and called
-  through the same place as a ``python:`` retriever (:mod:`recallwatch.retrievers.python`);
+* ``python:MODULE:ATTR[?timeout=S]`` — a function ``f(question: str, contexts: list[str]) ->
+  str`` in the user's code (MODULE imported from the working directory, then the golden set's
+  folder), or a function or class without arguments that returns one (a factory). It is loaded
+  and called through the same place as a ``python:`` retriever
+  (:mod:`recallwatch.retrievers.python`); each call (the import, the factory, an answer) may take
+  ``timeout`` seconds, :data:`~recallwatch.retrievers.python.DEFAULT_TIMEOUT` unless set;
 * ``http(s)://…/v1?model=NAME[&prompt=FILE][&api_key_env=VAR][&timeout=S][&max_tokens=N]`` — an
   OpenAI-compatible chat endpoint (:mod:`recallwatch.answers.chat`), asked at temperature 0 with
   :data:`SYSTEM_PROMPT` and the user message of the prompt template: :data:`USER_TEMPLATE`, or
@@ -24,7 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from recallwatch._usercode import UserCode
+from recallwatch._usercode import UserCode, check_timeout
 from recallwatch.answers.chat import ChatSpec, is_chat_spec, parse_chat_spec
 from recallwatch.answers.judges import numbered
 from recallwatch.errors import GeneratorError, InputError, UsageError
@@ -54,12 +56,30 @@ def _checked(value: object, where: str, question: str) -> str:
     return value
 
 
-def _guard(spec: str) -> UserCode:
+def _guard(spec: str, timeout: float) -> UserCode:
     """The guard every call into a python: generator goes through, as a python: retriever's:
     its prints go to standard error, sys.exit is an input error, a call is bounded in time."""
-    return replace(user_code(f"generator {spec}", "the answer's text", DEFAULT_TIMEOUT,
-                             "(a generator's timeout is not settable yet)"),
+    return replace(user_code(f"generator {spec}", "the answer's text", timeout,
+                             f"--generator {spec}?timeout=SECONDS", where="in the spec"),
                    error=GeneratorError)
+
+
+def _python_options(spec: str) -> tuple[str, float]:
+    """``python:MODULE:ATTR[?timeout=S]`` as the code's spec and the timeout of each call."""
+    from urllib.parse import parse_qsl
+
+    code, _, query = spec.partition("?")
+    timeout = DEFAULT_TIMEOUT
+    for key, value in parse_qsl(query, keep_blank_values=True):
+        if key != "timeout":
+            raise UsageError(f"--generator {spec}: unknown option {key!r}; a python: generator "
+                             "takes only ?timeout=SECONDS")
+        try:
+            number: object = float(value)
+        except ValueError:
+            number = value
+        timeout = check_timeout(number, field="--generator timeout")
+    return code, timeout
 
 
 @dataclass
@@ -89,9 +109,10 @@ def _takes(fn: Callable[..., Any], *args: Any) -> bool:
     return True
 
 
-def _python(spec: str, base_dir: Path) -> PythonGenerator:
+def _python(given: str, base_dir: Path) -> PythonGenerator:
+    spec, timeout = _python_options(given)
     where = f"generator {spec}"
-    guard = _guard(spec)
+    guard = _guard(spec, timeout)
     target = load_attribute(spec, base_dir=base_dir, what=where, guard=guard)
     if callable(target) and (inspect.isclass(target) or _takes(target)):
         target = guard.call(target, during="while building the generator")

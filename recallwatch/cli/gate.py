@@ -66,7 +66,8 @@ AnswersFile = Annotated[Path | None, typer.Option(
 GeneratorSpec = Annotated[str | None, typer.Option(
     "--generator", help="Answer each question with this generator, from the retrieved top "
     "K and again from the expected chunks, to name each wrong answer's failure (retrieval "
-    "or generation): python:MODULE:ATTR (a function (question, contexts) -> answer) or an "
+    "or generation): python:MODULE:ATTR[?timeout=S] (a function (question, contexts) -> "
+    "answer; each call bounded to S seconds, 60 by default) or an "
     "OpenAI-compatible chat endpoint URL?model=NAME[&prompt=FILE][&api_key_env=VAR]. With "
     "--answers, only the expected-chunks answers are generated. Needs --answer-labels.")]
 AnswerJudge = Annotated[str, typer.Option(

@@ -75,12 +75,14 @@ def _import(module_name: str, spec: str, base_dir: Path, what: str) -> Any:
                          f"working directory {Path.cwd()}{also}: {exc}") from None
 
 
-def user_code(what: str, returns: str, timeout: float, setting: str) -> UserCode:
+def user_code(what: str, returns: str, timeout: float, setting: str, *,
+              where: str = "in the pipeline file") -> UserCode:
     """The guard for a piece of the user's code (see :mod:`recallwatch._usercode`), whose
-    timeout ``setting`` (a pipeline file's key, as the message shows it) can be raised."""
+    timeout ``setting`` (a pipeline file's key, or ``where`` else, as the message shows it) can
+    be raised."""
     return UserCode(what, returns, timeout,
                     f"If it needs longer, raise its timeout (seconds; {DEFAULT_TIMEOUT:g} unless "
-                    f"set) in the pipeline file: {setting}")
+                    f"set) {where}: {setting}")
 
 
 def _kind(obj: Any) -> str | None:

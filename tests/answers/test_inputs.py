@@ -123,6 +123,12 @@ SPECS = {
                 "--generator: unknown setting 'temprature' in "
                 "'http://127.0.0.1:9/v1?model=m&temprature=1'; valid: model, api_key_env, "
                 "timeout, prompt, max_tokens"),
+    "python option": (("--generator", "python:tests.answers.scripted:answer?timeot=3"),
+                      "--generator python:tests.answers.scripted:answer?timeot=3: unknown option "
+                      "'timeot'; a python: generator takes only ?timeout=SECONDS"),
+    "python timeout": (("--generator", "python:tests.answers.scripted:answer?timeout=soon"),
+                       "field '--generator timeout': expected a number of seconds from 0.001 to "
+                       "86400 (a day), found 'soon'"),
     "judge": (("--generator", "python:tests.answers.scripted:answer", "--answer-judge",
                "offlin"),
               "--answer-judge must be offline, offline?support=X&relevance=Y, or an "
@@ -195,3 +201,21 @@ def test_a_generator_endpoint_that_never_answers_names_its_timeout(here: Path) -
         f"Error: cannot reach {host.url}/v1/chat/completions after 4 attempts: timed out (no "
         "answer within 0.2 s), for model 'm'; if the endpoint is only slow, raise its timeout: "
         "&timeout=SECONDS in --generator (now 0.2)")
+
+
+def test_a_python_generator_that_hangs_is_stopped_at_its_timeout(here: Path) -> None:
+    """``python:MODULE:ATTR?timeout=S`` bounds each call into the generator; the message says
+    where to raise it."""
+    (here / "gen_slow.py").write_text(
+        "import threading\n\n"
+        "def slow(question, contexts):\n"
+        "    threading.Event().wait(5)\n"
+        "    return 'late'\n", encoding="utf-8")
+    message = error("--generator", "python:gen_slow:slow?timeout=0.2", "--answer-labels",
+                    str(LABELS), "--corpus", str(CORPUS))
+    assert message.startswith(
+        "Error: generator python:gen_slow:slow did not return on question '")
+    assert message.endswith(
+        "within 0.2 s, its timeout; it was left running and nothing more was asked of it. If it "
+        "needs longer, raise its timeout (seconds; 60 unless set) in the spec: --generator "
+        "python:gen_slow:slow?timeout=SECONDS")
