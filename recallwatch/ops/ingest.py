@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
-from contextlib import closing
+from contextlib import closing, contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -97,6 +97,11 @@ class IngestReport:
     @property
     def accepted(self) -> int:
         return len(self.added) + len(self.updated) + self.unchanged
+
+    @property
+    def todo(self) -> int:
+        """Chunks to embed and write: added or updated."""
+        return len(self.added) + len(self.updated)
 
     @property
     def promotable(self) -> bool:
@@ -200,15 +205,44 @@ def ingest(
     or the ``.npy`` beside it: :mod:`recallwatch.formats.corpus_vectors`), checked in the first
     read and each taken when its chunk is written.
     """
+    _check_arguments(corpus, batch_size, commit_every, vectors, precomputed)
+    rebuild_window = span(rebuild_window_hours, "hours", "--reindex-window-hours")
+    t_start, started = time.perf_counter(), _now()
+    data, fingerprint = _read(corpus, embedder, embedder_spec, vectors, precomputed, strict)
+    t_read = time.perf_counter() - t_start
+    first = _check_fingerprint(store, fingerprint)
+    report = _new_report(store, data, fingerprint, started)
+    write = _plan_writes(report, data, _stored_hashes(store, data.ids, full=prune), prune)
+    _mark_start(store, report, fingerprint if first else None, embedder_spec)
+    clock = _Clock(built=_build_seconds(store))  # a write may build the first index: shown apart
+    if report.todo:
+        _write_groups(store, report, data, write, clock, embedder=embedder,
+                      batch_size=batch_size, commit_every=commit_every,
+                      given=vectors is not None or precomputed, embed_batches=embed_batches,
+                      dimension=fingerprint.dimension, show_progress=show_progress)
+    if report.deleted:
+        with clock.writing():
+            store.delete(report.deleted)
+    _finish(store, report, clock, t_start=t_start, t_read=t_read, floor=verify_floor,
+            window=rebuild_window, history=history, max_recall_loss=verify_max_recall_loss)
+    return report
+
+
+def _check_arguments(corpus: str | Path | Corpus, batch_size: int, commit_every: int,
+                     vectors: Mapping[str, np.ndarray] | None, precomputed: bool) -> None:
     if batch_size < 1 or commit_every < 1:
         raise UsageError(f"batch_size and commit_every must be at least 1, found {batch_size} "
                          f"and {commit_every}")
     if precomputed and (vectors is not None or isinstance(corpus, Corpus)):
         raise UsageError("precomputed reads the vectors of a corpus file: give the file, and "
                          "no vectors")
-    rebuild_window = span(rebuild_window_hours, "hours", "--reindex-window-hours")
-    t_start = time.perf_counter()
-    started = _now()
+
+
+def _read(corpus: str | Path | Corpus, embedder: Embedder, embedder_spec: str | None,
+          vectors: Mapping[str, np.ndarray] | None, precomputed: bool, strict: bool
+          ) -> tuple[FileCorpus | GivenCorpus, Fingerprint]:
+    """Pass 1 over the corpus (validation, ids and hashes), and the embedder's fingerprint. A
+    corpus with no valid record is an input error (exit 2), not a partial ingestion (exit 1)."""
     fingerprint = fingerprint_of(embedder) if precomputed else None  # the vectors' dimension
     data: FileCorpus | GivenCorpus
     if isinstance(corpus, Corpus):
@@ -219,27 +253,38 @@ def ingest(
                               "the query embedder" if embedder_spec is None
                               else f"the embedder {embedder_spec}")))
     data.scan(strict=strict)
-    t_read = time.perf_counter() - t_start
     if data.rejected and not data.ids:
-        # Nothing to ingest is an input error (exit 2), not a partial ingestion (exit 1).
         raise InputError(f"{data.rejected[0].reason} (all {len(data.rejected)} record(s) "
                          "rejected; nothing ingested)")
+    return data, fingerprint_of(embedder) if fingerprint is None else fingerprint
 
-    if fingerprint is None:
-        fingerprint = fingerprint_of(embedder)
+
+def _check_fingerprint(store: VectorStore, fingerprint: Fingerprint) -> bool:
+    """Check this embedder's fingerprint against the one the store records; True when the
+    store records none yet (a new store)."""
     stored = store.get_meta(FINGERPRINT_META_KEY)
     check_fingerprint(None if stored is None else Fingerprint.from_dict(stored), fingerprint,
                       index=store.uri)
-    version_before = store.current_version()
-    report = IngestReport(
+    return stored is None
+
+
+def _new_report(store: VectorStore, data: FileCorpus | GivenCorpus, fingerprint: Fingerprint,
+                started: str) -> IngestReport:
+    version = store.current_version()
+    return IngestReport(
         corpus=data.source, store=store.uri, embedder=fingerprint.to_dict(),
-        version_before=version_before, version=version_before, read=len(data.ids)
-        + len(data.rejected), rejected=list(data.rejected), started_at=started,
+        version_before=version, version=version, read=len(data.ids) + len(data.rejected),
+        rejected=list(data.rejected), started_at=started,
         resumed=store.get_meta(IN_PROGRESS_META_KEY) is not None,
     )
 
-    known = _stored_hashes(store, data.ids, full=prune)
-    write = bytearray(len(data.ids))  # 1: the chunk at this place is written
+
+def _plan_writes(report: IngestReport, data: FileCorpus | GivenCorpus, known: dict[str, str],
+                 prune: bool) -> bytearray:
+    """Each chunk added, updated or unchanged against the stored hashes (and, with ``prune``,
+    the stored chunks the corpus no longer holds, to delete); 1 at the place of each chunk to
+    write."""
+    write = bytearray(len(data.ids))
     for k, (cid, chash) in enumerate(zip(data.ids, data.hashes, strict=True)):
         before = known.get(cid)
         if before is None:
@@ -250,77 +295,102 @@ def ingest(
             report.unchanged += 1
             continue
         write[k] = 1
-    todo = len(report.added) + len(report.updated)
     if prune:
         keep = set(data.ids) | {r.id for r in data.rejected if r.id}
         report.deleted = sorted(set(known) - keep)
-    del known
+    return write
 
-    # Recorded before any chunk is written, so even a killed first run leaves an index that
-    # names its embedder.
-    if stored is None:
-        store.set_meta(FINGERPRINT_META_KEY, fingerprint.to_dict())
+
+def _mark_start(store: VectorStore, report: IngestReport, new_fingerprint: Fingerprint | None,
+                embedder_spec: str | None) -> None:
+    """Recorded before any chunk is written, so even a killed first run leaves an index that
+    names its embedder, and a version an unfinished ingestion wrote is not promotable."""
+    if new_fingerprint is not None:
+        store.set_meta(FINGERPRINT_META_KEY, new_fingerprint.to_dict())
     if embedder_spec is not None:
         store.set_meta(SPEC_META_KEY, redact(embedder_spec))  # a stored spec keeps no secret
-    t_embed = t_write = 0.0
-    built = _build_seconds(store)  # a write may build the first index: shown apart
-    if todo or report.deleted:
-        store.set_meta(IN_PROGRESS_META_KEY, {"started_at": started, "corpus": data.source,
-                                              "from_version": version_before})
-    if todo:
-        n_groups = -(-todo // commit_every)
-        reader = data.written(write)
-        # The batches are cut here, whoever embeds them: a text's vector can depend on its batch.
-        groups = Groups(reader, commit_every, batch_size)
-        given = vectors is not None or precomputed
-        stream = groups.given() if given else _vectors(embedder, groups.texts(), embed_batches)
-        # closed when the ingestion stops, even half-way: a remote embedding ends with it
-        committed = commits = 0
-        try:
-            with progress(todo, f"ingesting into {store.uri}",
-                          enabled=show_progress) as advance, closing(reader), closing(stream):
-                while True:
-                    t0 = time.perf_counter()
-                    first = next(stream, None)  # reads the next group's first batch
-                    if first is None:
-                        break
-                    group = groups.take()
-                    block = np.empty((len(group), fingerprint.dimension), dtype=np.float32)
-                    for b in range(0, len(group), batch_size):
-                        n = min(batch_size, len(group) - b)
-                        block[b:b + n] = first if b == 0 else next(stream)
-                        advance(n)
-                    t1 = time.perf_counter()
-                    data.check_unchanged()  # nothing read after a change is written
-                    store.upsert([chunk for chunk, _ in group], block)
-                    committed, commits = committed + len(group), commits + 1
-                    t_embed += t1 - t0
-                    t_write += time.perf_counter() - t1
-        except KeyboardInterrupt:
-            raise Interrupted(_kept(store.uri, committed, todo, commits, n_groups)) from None
-    if report.deleted:
-        t0 = time.perf_counter()
-        store.delete(report.deleted)
-        t_write += time.perf_counter() - t0
+    if report.todo or report.deleted:
+        store.set_meta(IN_PROGRESS_META_KEY, {"started_at": report.started_at,
+                                              "corpus": report.corpus,
+                                              "from_version": report.version_before})
 
-    # adapters that build versions themselves: one completed ingestion, one version
-    if isinstance(store, SupportsSeal) and (todo or report.deleted):
+
+@dataclass
+class _Clock:
+    """Seconds spent embedding and writing; ``built``: the store's index-build time before."""
+
+    built: float
+    embed: float = 0.0
+    write: float = 0.0
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.write += time.perf_counter() - t0
+
+
+def _write_groups(store: VectorStore, report: IngestReport, data: FileCorpus | GivenCorpus,
+                  write: bytearray, clock: _Clock, *, embedder: Embedder, batch_size: int,
+                  commit_every: int, given: bool, dimension: int,
+                  embed_batches: Callable[[Iterable[list[str]]], Iterable[np.ndarray]] | None,
+                  show_progress: bool) -> None:
+    """Pass 2: the chunks to write, embedded (unless ``given``) and committed a group at a
+    time; a Ctrl-C says what the store kept."""
+    todo = report.todo
+    n_groups = -(-todo // commit_every)
+    reader = data.written(write)
+    # The batches are cut here, whoever embeds them: a text's vector can depend on its batch.
+    groups = Groups(reader, commit_every, batch_size)
+    stream = groups.given() if given else _vectors(embedder, groups.texts(), embed_batches)
+    # closed when the ingestion stops, even half-way: a remote embedding ends with it
+    committed = commits = 0
+    try:
+        with progress(todo, f"ingesting into {store.uri}",
+                      enabled=show_progress) as advance, closing(reader), closing(stream):
+            while True:
+                t0 = time.perf_counter()
+                first = next(stream, None)  # reads the next group's first batch
+                if first is None:
+                    break
+                group = groups.take()
+                block = np.empty((len(group), dimension), dtype=np.float32)
+                for b in range(0, len(group), batch_size):
+                    n = min(batch_size, len(group) - b)
+                    block[b:b + n] = first if b == 0 else next(stream)
+                    advance(n)
+                clock.embed += time.perf_counter() - t0
+                data.check_unchanged()  # nothing read after a change is written
+                with clock.writing():
+                    store.upsert([chunk for chunk, _ in group], block)
+                committed, commits = committed + len(group), commits + 1
+    except KeyboardInterrupt:
+        raise Interrupted(_kept(store.uri, committed, todo, commits, n_groups)) from None
+
+
+def _finish(store: VectorStore, report: IngestReport, clock: _Clock, *, t_start: float,
+            t_read: float, floor: float, window: timedelta,
+            history: History | Callable[[], History | None] | None,
+            max_recall_loss: float | None) -> None:
+    """Seal the version (adapters that build versions themselves: one completed ingestion,
+    one version), check and maybe rebuild the index, time everything, and record the report."""
+    if isinstance(store, SupportsSeal) and (report.todo or report.deleted):
         store.seal()
     report.version = store.current_version()
-    t_build = _build_seconds(store) - built
+    t_build = _build_seconds(store) - clock.built
     t_index = 0.0
-    if todo:
+    if report.todo:
         t0 = time.perf_counter()
-        report.index_rebuild = _rebuild_if_needed(store, verify_floor, rebuild_window,
-                                                  history, verify_max_recall_loss)
+        report.index_rebuild = _rebuild_if_needed(store, floor, window, history, max_recall_loss)
         t_index = time.perf_counter() - t0
         report.version = store.current_version()
     report.finished_at = _now()
-    report.seconds = {"read": t_read, "embed": t_embed, "write": t_write - t_build,
+    report.seconds = {"read": t_read, "embed": clock.embed, "write": clock.write - t_build,
                       "index_build": t_build, "index": t_index,
                       "total": time.perf_counter() - t_start}
     _record(store, report)
-    return report
 
 
 def _build_seconds(store: VectorStore) -> float:
