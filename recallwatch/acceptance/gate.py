@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 from recallwatch._hashing import canonical_hash
-from recallwatch.acceptance.anchors import QueryAnchors, resolve_queries
+from recallwatch.acceptance.anchors import QueryAnchors, find_twins, resolve_queries
 from recallwatch.acceptance.cost import measure_cost
 from recallwatch.acceptance.diagnosis import DiagnosisContext, diagnose, halves_similarity, patterns
 from recallwatch.acceptance.limits import check_measures, run_checks
@@ -27,6 +27,7 @@ from recallwatch.acceptance.noise import sparse_labels_check
 from recallwatch.acceptance.permissions import apply_permissions, leak_diagnoses, permission_verdict
 from recallwatch.acceptance.retrieve import (
     ResultsSource,
+    Retrieved,
     Source,
     StoreSource,
     check_latency_sample,
@@ -79,21 +80,34 @@ class Gate:
         except KeyboardInterrupt:
             raise Interrupted("the gate was interrupted; no result was produced") from None
 
+    def _retrieve(self, source: Source, queries: Sequence[GoldenQuery], labelled: bool
+                  ) -> tuple[tuple[GoldenQuery, ...], list[Retrieved], QueryAnchors | None]:
+        """The deep ranked lists, and each query with the chunks it finally expects: content
+        anchors resolved against the chunks now and groups of alternatives (``labelled``: the
+        source scores every chunk they may stand for, then the best-ranked ones count), and an
+        identical twin of an expected chunk in the top K counted in its place."""
+        ks = [self.policy.top_k or q.top_k or self.golden.top_k for q in queries]
+        depth = max(self.policy.search.depth, max(ks))
+        anchors = resolve_queries(queries, source.siblings) if labelled else None
+        asked = anchors.candidates(queries) if anchors is not None else list(queries)
+        retrieved = source.retrieve(asked, depth)
+        twins = (find_twins(asked, [r.ids for r in retrieved], ks, source.chunks)
+                 if self.policy.twins_count_as_found else {})
+        if anchors is None and twins:
+            anchors = QueryAnchors()
+        if anchors is None:
+            return tuple(queries), retrieved, None
+        anchors.twins = twins
+        settled = tuple(anchors.settle(queries, [r.ids for r in retrieved]))
+        _score_twins(settled, retrieved, anchors)
+        return settled, retrieved, anchors
+
     def _run(self, source: Source, start: float) -> GateResult:
         now = datetime.now(UTC)
         run_date = self.run_date or self.golden.as_of or now.date()
         queries, split = select_part(self.golden, self.part)
-        depth = max(self.policy.search.depth,
-                    max(self.policy.top_k or q.top_k or self.golden.top_k for q in queries))
-        anchors = None
-        if any(q.anchors or q.alternatives for q in queries):
-            # content anchors, resolved against the chunks now, and groups of alternatives: the
-            # source scores every chunk they may stand for; then the best-ranked ones count
-            anchors = resolve_queries(queries, source.siblings)
-            retrieved = source.retrieve(anchors.candidates(queries), depth)
-            queries = tuple(anchors.settle(queries, [r.ids for r in retrieved]))
-        else:
-            retrieved = source.retrieve(queries, depth)
+        labelled = any(q.anchors or q.alternatives for q in queries)
+        queries, retrieved, anchors = self._retrieve(source, queries, labelled)
         expected_ids = list(dict.fromkeys(c for q in queries for c in q.expected))
         chunks = source.chunks(expected_ids)
         scored = score_queries(queries, retrieved, chunks, self.policy, self.golden.top_k,
@@ -104,10 +118,13 @@ class Gate:
         # the permission check reads the chunks' acl
         checks_acl = any(q.groups is not None for q in queries)
         shown, texts = _shown_chunks(scored, source, chunks,
-                                     whole=anchors is not None or checks_acl)
+                                     whole=labelled or checks_acl)
         scored = apply_permissions(queries, scored, shown)
-        if anchors is not None:
+        if anchors is not None and labelled:
             scored = _with_fact_recall(scored, queries, anchors, shown)
+        if anchors is not None and anchors.swapped:
+            scored = [replace(q, twins=anchors.twin_rows(q.id, {h.id: h.rank for h in q.expected}))
+                      for q in scored]
         shown = {}  # the whole chunks: read, they are not kept
 
         failing_ids = {h.id for q in scored if not q.passed for h in q.expected if not h.in_top_k}
@@ -153,6 +170,7 @@ class Gate:
             warnings.append(f"waivers name queries not in the golden set: "
                             f"{', '.join(unknown_waivers)}")
         warnings += _unreachable(scored, self.policy.recall_floor)
+        warnings += _twins_note(scored)
         warnings += tied
         generated = sum(q.extra.get("source") == "generated" for q in queries)
         if generated:
@@ -229,6 +247,30 @@ def _with_fact_recall(scored: list[QueryResult], queries: Sequence[GoldenQuery],
         out.append(replace(q, anchors=rows, fact_recall=fact_recall, alternatives=groups))
     return out
 
+
+
+def _score_twins(queries: Sequence[GoldenQuery], retrieved: Sequence[Retrieved],
+                 anchors: QueryAnchors) -> None:
+    """Each twin counted in place of an expected chunk gets the score it was ranked with."""
+    for q, r in zip(queries, retrieved):
+        for twin in anchors.swapped.get(q.id, {}).values():
+            r.expected_scores[twin] = float(r.scores[r.ids.index(twin)])
+
+
+def _twins_note(scored: Sequence[QueryResult]) -> list[str]:
+    """One line naming the queries whose expected chunk was found through an identical twin."""
+    rows = [(q.id, t) for q in scored for t in q.twins]
+    if not rows:
+        return []
+    shown = "; ".join(f"{qid}: {t['expected']} → {t['found']} at rank {t['rank']}"
+                      for qid, t in rows[:5])
+    more = f" and {len(rows) - 5} more" if len(rows) > 5 else ""
+    queries = len({qid for qid, _ in rows})
+    return [f"{len(rows)} expected chunk(s) of {queries} quer{'y' if queries == 1 else 'ies'} "
+            f"were found through an identical twin, a chunk with the same text under another "
+            f"id ({shown}{more}): counted as found (policy twins_count_as_found; false counts "
+            "only the chunk listed); remove the copies from the corpus or list both as "
+            "{any: [A, B]}"]
 
 
 # Chunks read at a time for their excerpts: a large run never holds every shown chunk whole.

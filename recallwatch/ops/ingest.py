@@ -42,6 +42,7 @@ from recallwatch.embedders.base import (
 from recallwatch.errors import InputError, Interrupted, UsageError
 from recallwatch.formats.corpus import Corpus, Rejection
 from recallwatch.formats.corpus_vectors import CorpusVectors
+from recallwatch.formats.duplicates import Duplicates
 from recallwatch.ops._ingest_read import FileCorpus, GivenCorpus, Groups
 from recallwatch.stores.base import (
     SupportsContentHashes,
@@ -69,6 +70,7 @@ IN_PROGRESS_META_KEY = "ingestion_in_progress"  # set while an ingestion writes;
 BLOCKS_META_KEY = "promotion_blocks"  # version -> {"reason", "rejected", "at", "resolved"?}
 _KEEP_REPORTS = 50
 _KEEP_REJECTIONS = 1000  # per stored report; the count is always exact
+_KEEP_DUPLICATES = 100  # groups and pairs listed per report; the counts are always exact
 
 
 @dataclass
@@ -92,6 +94,8 @@ class IngestReport:
     seconds: dict[str, float] = field(default_factory=dict)
     # the automatic index rebuild this ingestion triggered (AutoReindex.to_dict()), if any
     index_rebuild: dict[str, Any] | None = None
+    # chunks of the corpus with identical or nearly identical text (Duplicates), if any
+    duplicates: Duplicates | None = None
 
     @property
     def accepted(self) -> int:
@@ -103,12 +107,16 @@ class IngestReport:
 
     def to_dict(self, *, max_rejections: int | None = None) -> dict[str, Any]:
         out = asdict(self)
+        out["duplicates"] = (None if self.duplicates is None
+                             else self.duplicates.to_dict(limit=_KEEP_DUPLICATES))
         rejected = [r.to_dict() for r in self.rejected]
         out["rejected"] = rejected if max_rejections is None else rejected[:max_rejections]
         out["counts"] = {
             "read": self.read, "accepted": self.accepted, "added": len(self.added),
             "updated": len(self.updated), "unchanged": self.unchanged,
             "deleted": len(self.deleted), "rejected": len(self.rejected),
+            "duplicates": 0 if self.duplicates is None else self.duplicates.exact_chunks,
+            "near_duplicate_pairs": 0 if self.duplicates is None else len(self.duplicates.near),
         }
         out["promotable"] = self.promotable
         return out
@@ -137,6 +145,8 @@ class IngestReport:
                          f"{s.get('embed', 0):.2f}s, write {s.get('write', 0):.2f}s{index}{rate})")
         if self.index_rebuild is not None:
             lines.append(f"  {self.index_rebuild['summary']}")
+        if self.duplicates is not None:
+            lines += [f"  warning: {line}" for line in self.duplicates.lines()]
         for r in self.rejected[:20]:
             lines.append(f"  rejected: {r.reason}")
         if len(self.rejected) > 20:
@@ -212,6 +222,7 @@ def ingest(
                               "the query embedder" if embedder_spec is None
                               else f"the embedder {embedder_spec}")))
     data.scan(strict=strict)
+    duplicates = data.duplicates.result()
     t_read = time.perf_counter() - t_start
     if data.rejected and not data.ids:
         # Nothing to ingest is an input error (exit 2), not a partial ingestion (exit 1).
@@ -229,6 +240,7 @@ def ingest(
         version_before=version_before, version=version_before, read=len(data.ids)
         + len(data.rejected), rejected=list(data.rejected), started_at=started,
         resumed=store.get_meta(IN_PROGRESS_META_KEY) is not None,
+        duplicates=duplicates if duplicates.exact or duplicates.near else None,
     )
 
     known = _stored_hashes(store, data.ids, full=prune)

@@ -28,7 +28,7 @@ from recallwatch._version import __version__
 from recallwatch.acceptance.cost import cost_line
 from recallwatch.acceptance.model import CAUSE_ORDER, GateResult, QueryResult
 from recallwatch.acceptance.score import SCORE_TOLERANCE
-from recallwatch.report._text import alternatives_line, anchor_line, visible
+from recallwatch.report._text import alternatives_line, anchor_line, twin_line, visible
 from recallwatch.report.plots import Chart, bars, fit, hbars
 
 __all__ = ["content_security_policy", "environment", "json_script", "render", "run_view", "to_html"]
@@ -152,6 +152,7 @@ def environment(*extra: Path) -> jinja2.Environment:
     env.globals["cause_order"] = CAUSE_ORDER
     env.globals["anchor_line"] = anchor_line
     env.globals["alternatives_line"] = alternatives_line
+    env.globals["twin_line"] = twin_line
     env.globals["fit"] = fit
     env.globals["evidence_label"] = evidence_label
     env.globals["chunk_figures"] = chunk_figures

@@ -6,7 +6,7 @@ from recallwatch.acceptance.cost import cost_line
 from recallwatch.acceptance.judged import judged_line
 from recallwatch.acceptance.model import CAUSE_ORDER, GateResult
 from recallwatch.acceptance.pipeline import stage_lines, stages_line
-from recallwatch.report._text import alternatives_line, anchor_line, md_escape
+from recallwatch.report._text import alternatives_line, anchor_line, md_escape, twin_line
 
 __all__ = ["to_markdown"]
 
@@ -71,6 +71,7 @@ def to_markdown(result: GateResult) -> str:
                                 if not h.in_top_k) or "—"
             diag = "<br>".join([*(md_escape(anchor_line(x)) for x in q.anchors),
                                 *(md_escape(alternatives_line(g)) for g in q.alternatives),
+                                *(md_escape(twin_line(t)) for t in q.twins),
                                 *(md_escape(x) for x in stage_lines(q.stage)),
                                 *(md_escape(x.line()) for x in q.diagnosis)])
             if q.waiver:

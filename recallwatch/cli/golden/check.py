@@ -55,6 +55,18 @@ def _counts(labels: list[Any]) -> str:
                      if counts[s])
 
 
+def _twin_lines(twinned: list[Any], golden: Path) -> list[str]:
+    """Each expected chunk id that has identical twins, then what the gate does with them."""
+    if not twinned:
+        return []
+    return [*(f"twins     {golden}:{x.line}: query {x.query}: {x.label} — {x.detail}"
+              if x.line else f"twins     {golden}: query {x.query}: {x.label} — {x.detail}"
+              for x in twinned),
+            f"{len(twinned)} expected chunk id(s) have identical twins (the same text under "
+            "another id): the gate counts a twin in the top K as the chunk expected and names "
+            "it in the report; policy twins_count_as_found: false turns this off"]
+
+
 def check(
     golden: GoldenArg,
     store: StoreURIOrNone = None,
@@ -68,7 +80,9 @@ def check(
     in whichever chunks hold it now. Each label is listed as ok, split (held by several
     consecutive chunks, all of which the gate will expect), ambiguous (held whole by several
     chunks; the best-ranked counts) or lost (with the closest chunks by content, or by name for
-    a chunk id). Exit 2 when any label is lost.
+    a chunk id). An expected chunk id whose text another chunk repeats word for word is listed
+    with those identical twins: the gate counts a twin in the top K as found. Exit 2 when any
+    label is lost.
     """
     from recallwatch.acceptance.golden_labels import check_labels, load_chunks
     from recallwatch.errors import DatasetError, UsageError
@@ -81,14 +95,16 @@ def check(
     with load_chunks(where) as chunks:
         labels = check_labels(golden_set, chunks)
     lost = [x for x in labels if x.status == "lost"]
+    twinned = [x for x in labels if x.twins]
     if fmt is TableJson.json:
         emit_json({"golden": str(golden), "against": where, "labels": [x.to_dict() for x in labels],
-                   "lost": len(lost)})
+                   "lost": len(lost), "twins": len(twinned)})
     else:
         groups = sum(len(q.alternatives) for q in golden_set.queries)
         note = ([f"{groups} group(s) of alternatives: each counts as one expected item, found "
                  "when any member (at_least N: N members) is in the top K; the others are "
                  "never noise"] if groups else [])
+        note += _twin_lines(twinned, golden)
         emit("\n".join([*_lines(labels, golden, only_problems=True),
                         f"{len(labels)} label(s) against {where}: {_counts(labels)}", *note]))
     if lost:
