@@ -127,15 +127,17 @@ def frontier_chart(data: Mapping[str, Any]) -> Any:
     def tip(p: dict[str, Any]) -> str:
         return f"{p['name']}: quality {p['quality']:.1f}, p99 {p['p99_ms']:.1f} ms"
 
+    # every point named beside it (plots places the names where they overlap nothing)
     series = [plots.Series("on the frontier", [p["p99_ms"] for p in on],
-                           [p["quality"] for p in on], [tip(p) for p in on], line=True)]
+                           [p["quality"] for p in on], [tip(p) for p in on], line=True,
+                           labels=[p["name"] for p in on])]
     if off:
         series.append(plots.Series("dominated", [p["p99_ms"] for p in off],
                                    [p["quality"] for p in off], [tip(p) for p in off],
-                                   line=False))
+                                   line=False, labels=[p["name"] for p in off]))
     return plots.scatter("Quality against cost: the variants no other beats on both",
                          series, x_label="search latency p99 (ms)",
-                         y_label="mean quality", connect=True)
+                         y_label="mean quality (points, 0–100)", connect=True)
 
 
 def view(data: Mapping[str, Any]) -> dict[str, Any]:
