@@ -47,4 +47,4 @@ def test_the_hybrid_example_and_the_experiment_example_need_nothing_more() -> No
     plan = (ROOT / "examples" / "kb" / "experiment.yaml").read_text(encoding="utf-8")
     needed = {"bm25"} if re.search(r"retrieval: (bm25|\{fuse)", plan) else set()
     assert needed == {"bm25"} and needed <= extras
-    assert "--pipeline demo-out/hybrid.yaml" in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "--pipeline examples/kb/hybrid.yaml" in (ROOT / "README.md").read_text(encoding="utf-8")

@@ -20,7 +20,13 @@ from typing import Literal
 from recallwatch._hashing import canonical_hash
 from recallwatch.acceptance.anchors import QueryAnchors, find_twins, resolve_queries
 from recallwatch.acceptance.cost import measure_cost
-from recallwatch.acceptance.diagnosis import DiagnosisContext, diagnose, halves_similarity, patterns
+from recallwatch.acceptance.diagnosis import (
+    DiagnosisContext,
+    diagnose,
+    halves_similarity,
+    patterns,
+    shared_domains,
+)
 from recallwatch.acceptance.limits import check_measures, run_checks
 from recallwatch.acceptance.model import GateResult, QueryResult, excerpt
 from recallwatch.acceptance.noise import sparse_labels_check
@@ -127,6 +133,8 @@ class Gate:
                       for q in scored]
         shown = {}  # the whole chunks: read, they are not kept
 
+        shared = shared_domains([(q.domain, chunks[h.id].domain) for q in scored
+                                 for h in q.expected if h.id in chunks])
         failing_ids = {h.id for q in scored if not q.passed for h in q.expected if not h.in_top_k}
         failing_chunks = [chunks[c] for c in failing_ids if c in chunks]
         doc_ids = sorted({c.doc_id for c in failing_chunks if c.doc_id})
@@ -138,6 +146,7 @@ class Gate:
             halves_similarity=halves_similarity(failing_chunks, source.embed),
             splits=anchors.splits if anchors is not None else {},
             holders=anchors.holders if anchors is not None else {},
+            domains_shared=shared,
         )
         scored = [q if q.passed else replace(q, diagnosis=(*leak_diagnoses(q), *diagnose(q, ctx)))
                   for q in scored]
@@ -171,6 +180,8 @@ class Gate:
                             f"{', '.join(unknown_waivers)}")
         warnings += _unreachable(scored, self.policy.recall_floor)
         warnings += _twins_note(scored)
+        if not shared:
+            warnings.append(_domains_note(scored, chunks))
         warnings += tied
         generated = sum(q.extra.get("source") == "generated" for q in queries)
         if generated:
@@ -255,6 +266,20 @@ def _score_twins(queries: Sequence[GoldenQuery], retrieved: Sequence[Retrieved],
     for q, r in zip(queries, retrieved):
         for twin in anchors.swapped.get(q.id, {}).values():
             r.expected_scores[twin] = float(r.scores[r.ids.index(twin)])
+
+
+def _domains_note(scored: Sequence[QueryResult], chunks: Mapping[str, Chunk]) -> str:
+    """Why no chunk is diagnosed as labelled with the wrong domain: the two sets of domains."""
+    def some(names: set[str | None]) -> str:
+        shown = sorted(n for n in names if n)
+        return ", ".join(shown[:5]) + (" …" if len(shown) > 5 else "")
+
+    held = some({c.domain for c in chunks.values()})
+    return (f"the golden set's query domains ({some({q.domain for q in scored})}) are mostly "
+            f"not the domains of the chunks they expect ({held}): they group the questions in "
+            "their own way, so a "
+            "chunk of another domain than its query's is not diagnosed as mislabelled (use the "
+            "corpus's domains in the golden set to have it checked)")
 
 
 def _twins_note(scored: Sequence[QueryResult]) -> list[str]:
