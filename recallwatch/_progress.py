@@ -182,6 +182,8 @@ def _display(*, auto_refresh: bool = True) -> Iterator[Any]:
         # the bar moves the cursor: it writes to the stream itself, not through the escaping
         # of user text (recallwatch._terminal); it shows only its own words and counts
         console=Console(file=unshown(sys.stderr)), transient=True, auto_refresh=auto_refresh,
+        # stdout is the data a pipeline reads: never moved to the terminal's stderr by the bar
+        redirect_stdout=False,
     )
     with bar:
         _ON_SCREEN.append(bar)
