@@ -11,6 +11,11 @@ outputs, index files) goes through here:
 * :func:`file_lock` is the lock of a read-modify-write that other processes may do at once
   (store metadata, a judgments file that two judges' pages write), or, without waiting, of a
   folder one process at a time may use (an experiment's output folder);
+* :func:`check_output_file`, :func:`check_output_dir` and :func:`output_dir` check a path a
+  user named for output before the work that fills it (a folder where a file is to be written,
+  a file where a folder is, a file in the way of its folders), and the writers above turn a
+  path they cannot write (read-only folder, full disk) into a located
+  :class:`~recallwatch.errors.InputError`, never an internal error;
 * :func:`open_input`, :func:`capped_lines` and :func:`read_capped` are how every reader of a user
   file reads it: each line at most :func:`line_cap` bytes (16 MB), a file read whole at most
   :func:`file_cap` bytes (128 MB), both raised by an environment variable, so an endless input
@@ -37,9 +42,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
+from recallwatch.errors import InputError
+
 __all__ = ["FILE_CAP_VARIABLE", "LINE_CAP_VARIABLE", "LineLimit", "atomic_dir", "atomic_path",
-           "capped_lines", "file_cap", "file_lock", "line_cap", "line_too_long", "lock_holder",
-           "open_input", "read_capped", "read_lines_whole", "write_atomic"]
+           "cannot_write", "capped_lines", "check_output_dir", "check_output_file",
+           "check_writable", "file_cap", "file_lock", "line_cap", "line_too_long", "lock_holder",
+           "open_input", "output_dir", "read_capped", "read_lines_whole", "write_atomic"]
 
 
 def _sibling(target: Path, kind: str) -> Path:
@@ -67,17 +75,108 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
+# -- paths a user names for output ------------------------------------------------------------
+def _is_folder(path: Path) -> bool:
+    """A real folder at ``path`` (a symbolic link to one is a link, which a writer replaces)."""
+    return path.is_dir() and not path.is_symlink()
+
+
+def _check_parents(path: Path) -> None:
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise InputError(source=path, expected="a path inside a directory",
+                                 found=f"<{parent} is a file>")
+            return
+
+
+def check_output_file(path: str | os.PathLike[str], option: str | None = None,
+                      example: str | None = None) -> None:
+    """Raise InputError unless a file can be written at ``path``: not a folder, and no file
+    where one of its folders must be. ``option`` (and an ``example`` name) go into the hint.
+    Run it before the work whose result goes there, so that a bad path stops the command first."""
+    target = Path(path)
+    _check_parents(target)
+    if _is_folder(target):
+        names = f"{option} names the file to write" if option else "name the file to write"
+        raise InputError(source=target, expected="a file name", found="<a directory>",
+                         hint=names + (f", e.g. {example}" if example else ", not a folder"))
+
+
+def check_output_dir(path: str | os.PathLike[str], option: str | None = None) -> None:
+    """Raise InputError unless ``path`` can be a folder to write into: absent, or a folder."""
+    target = Path(path)
+    _check_parents(target)
+    if target.exists() and not target.is_dir():
+        names = f"{option} names" if option else "give"
+        raise InputError(source=target, expected="a directory", found="<a file>",
+                         hint=f"{names} the directory to write the result files into")
+
+
+def output_dir(path: str | os.PathLike[str], option: str | None = None) -> Path:
+    """``path`` as a folder to write into, created with its parents when missing; a path that
+    cannot be one is an InputError naming it (and ``option``)."""
+    target = Path(path)
+    check_output_dir(target, option)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise cannot_write(target, exc, "the directory") from None
+    return target
+
+
+def check_writable(path: str | os.PathLike[str], option: str | None = None) -> None:
+    """:func:`check_output_file`, and a try that the file can be replaced there: a file is
+    created and removed beside it, and an existing one opened to append (nothing is written).
+    For a writer that saves later, such as a server: it refuses a read-only place before it
+    starts, not at its first save."""
+    target = Path(path)
+    check_output_file(target, option)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _new_file(target).unlink()
+        if target.exists():
+            with open(target, "ab"):
+                pass
+    except OSError as exc:
+        raise cannot_write(target, exc) from None
+
+
+def cannot_write(path: str | os.PathLike[str], exc: OSError, what: str = "the file"
+                 ) -> InputError:
+    """The error for an output ``path`` the system refused (read-only folder, full disk…)."""
+    reason = {errno.EACCES: "permission denied", errno.EPERM: "permission denied",
+              errno.EROFS: "the file system is read-only", errno.ENOSPC: "no space left",
+              errno.EDQUOT: "the disk quota is used up", errno.EISDIR: "it is a directory",
+              errno.ENOTDIR: "a file stands where a folder must be",
+              errno.EEXIST: "a file stands where a folder must be"}.get(
+                  exc.errno or 0, (exc.strerror or str(exc)).lower())
+    return InputError(f"cannot write {what}: {reason}", source=path,
+                      hint="choose a path you may write to")
+
+
 @contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """A temporary path beside ``path`` to write; when the block completes it replaces ``path``
-    in one rename (flushed to disk first). If the block fails, ``path`` is left as it was."""
+    in one rename (flushed to disk first). If the block fails, ``path`` is left as it was.
+
+    A symbolic link at ``path`` is replaced by the file, never written through. A folder at
+    ``path``, or a path the system refuses (read-only folder, full disk), is an InputError
+    naming it; errors raised inside the block are left as they are."""
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _new_file(target)
+    check_output_file(target)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = _new_file(target)
+    except OSError as exc:
+        raise cannot_write(target, exc) from None
     try:
         yield tmp
-        _fsync(tmp)
-        os.replace(tmp, target)
+        try:
+            _fsync(tmp)
+            os.replace(tmp, target)
+        except OSError as exc:
+            raise cannot_write(target, exc) from None
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -105,23 +204,34 @@ def atomic_dir(path: str | os.PathLike[str],
     if target.is_symlink():  # replace the directory it points to, not the link
         target = target.resolve()
     check(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    check_output_dir(target)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = _new_dir(target)
+    except OSError as exc:
+        raise cannot_write(target, exc, "the directory") from None
+    try:
+        yield tmp
+        try:
+            for child in tmp.iterdir():
+                _fsync(child)
+            _fsync(tmp)
+            _swap_in(tmp, target, check)
+        except OSError as exc:
+            raise cannot_write(target, exc, "the directory") from None
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _new_dir(target: Path) -> Path:
     while True:
         tmp = _sibling(target, "tmp")
         try:
             os.mkdir(tmp, 0o777)
-            break
         except FileExistsError:
             continue
-    try:
-        yield tmp
-        for child in tmp.iterdir():
-            _fsync(child)
-        _fsync(tmp)
-        _swap_in(tmp, target, check)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        return tmp
 
 
 def _swap_in(new: Path, target: Path, check: Callable[[Path], None]) -> None:
@@ -275,8 +385,6 @@ def _size(n: int) -> str:
 
 def line_too_long(source: str | os.PathLike[str], line: int) -> Exception:
     """The error for a line over :func:`line_cap` (an :class:`~recallwatch.errors.InputError`)."""
-    from recallwatch.errors import InputError
-
     cap = line_cap()
     return InputError(source=source, line=line, expected=f"a line of at most {_size(cap)}",
                       found=f"<a longer line: more than {_size(cap)} without a line break>",
@@ -285,8 +393,6 @@ def line_too_long(source: str | os.PathLike[str], line: int) -> Exception:
 
 
 def _unreadable(source: Path, exc: OSError, what: str) -> Exception:
-    from recallwatch.errors import InputError
-
     found = {FileNotFoundError: "<no such file>", IsADirectoryError: "<a directory>",
              PermissionError: "<permission denied>"}.get(type(exc), f"<{exc.strerror or exc}>")
     return InputError(source=source, expected=what, found=found)
@@ -314,7 +420,6 @@ def open_input(path: str | os.PathLike[str], what: str, *,
 
 class _GzipInput(gzip.GzipFile):
     """A gzip stream that closes the file it reads when it is closed."""
-
     def __init__(self, raw: io.BufferedReader[io.FileIO]) -> None:
         super().__init__(fileobj=raw, mode="rb")
         self._raw = raw
@@ -338,7 +443,6 @@ def capped_lines(stream: io.BufferedIOBase, source: str | os.PathLike[str],
     """The lines of ``stream`` (with their line break), each at most :func:`line_cap` bytes:
     a longer one raises, naming the line, before more of it is read. A damaged gzip stream
     raises an InputError at the line where it breaks."""
-    from recallwatch.errors import InputError
 
     cap = line_cap()
     number = first - 1
@@ -359,7 +463,6 @@ def capped_lines(stream: io.BufferedIOBase, source: str | os.PathLike[str],
 def read_capped(path: str | os.PathLike[str], what: str, *, gzipped: bool = False) -> bytes:
     """A file's bytes, read whole but never more than :func:`file_cap` of them: a larger file
     (or an endless one, such as /dev/zero) is refused before it fills memory."""
-    from recallwatch.errors import InputError
 
     cap = file_cap()
     data = bytearray()
@@ -420,7 +523,6 @@ def read_lines_whole(stream: io.BufferedIOBase, source: str | os.PathLike[str]) 
     """The rest of ``stream`` as one block of bytes, for formats parsed whole that have short
     lines (TREC files, of any size): a line over :func:`line_cap` raises, naming it, as soon as
     it is read (:class:`LineLimit`)."""
-    from recallwatch.errors import InputError
 
     limit = LineLimit(source)
     data = bytearray()

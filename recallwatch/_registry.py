@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -19,7 +19,7 @@ from recallwatch.errors import NotInstalledError, UsageError
 
 T = TypeVar("T")
 
-__all__ = ["Entry", "Registry", "nearest", "suggest"]
+__all__ = ["Entry", "Registry", "listed", "nearest", "suggest"]
 
 
 # Characters a person easily types or reads one for another: O and 0, l, I and 1, S and 5…
@@ -52,6 +52,13 @@ def suggest(name: str, valid: list[str]) -> str:
     string."""
     close = nearest(name, valid)
     return f" (did you mean {close!r}?)" if close else ""
+
+
+def listed(items: Sequence[str], limit: int, sep: str = ", ") -> str:
+    """The first ``limit`` of ``items`` joined by ``sep``, and how many more there are: a
+    message names a few and counts the rest (``a, b, c and 18 more``)."""
+    shown = sep.join(items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
 @dataclass(frozen=True)

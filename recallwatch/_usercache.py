@@ -1,7 +1,8 @@
 """Where recallwatch keeps what it can rebuild (parsed runs, the USE model): one rule for all.
 
 ``$RECALLWATCH_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/recallwatch``, else
-``~/.cache/recallwatch``; each cache in its own subdirectory (``runs``, ``models``). Setting
+``~/.cache/recallwatch``; each cache in its own subdirectory (``runs``, ``models``,
+``templates``: the HTML report's compiled templates). Setting
 ``RECALLWATCH_CACHE=0`` (or ``off``, ``false``, ``no``) turns every cache off. Nothing is ever
 written beside the user's own files: their directory may be read-only, shared or under version
 control.

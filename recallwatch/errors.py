@@ -13,6 +13,8 @@
      │                                or answered something that is not a ranked list
      ├── HistoryError                 the run history cannot be read or written
      ├── JudgeError                   an LLM judge endpoint failed or answered unusably
+     ├── GeneratorError               an answer generator (Python function or chat endpoint)
+     │                                failed or answered something that is not text
      └── Interrupted                  a run stopped before it completed (CLI exit code 130); the
                                       message says what was kept
 
@@ -27,6 +29,7 @@ __all__ = [
     "DatasetError",
     "EmbedderError",
     "EmbedderMismatchError",
+    "GeneratorError",
     "HistoryError",
     "InputError",
     "Interrupted",
@@ -143,6 +146,11 @@ class HistoryError(RecallwatchError):
 
 class JudgeError(RecallwatchError):
     """An LLM judge endpoint failed, or answered with something that is not a chat completion."""
+
+
+class GeneratorError(RecallwatchError):
+    """An answer generator (``gate --generator``) failed or answered something that is not an
+    answer's text."""
 
 
 class Interrupted(RecallwatchError):

@@ -38,6 +38,7 @@ LAYERS: dict[str, int] = {
     "recallwatch._progress": 0,
     "recallwatch._files": 0,
     "recallwatch._hashing": 0,
+    "recallwatch._durations": 0,
     "recallwatch._redact": 0,
     "recallwatch.records": 0,
     "recallwatch.vectors": 0,
@@ -59,10 +60,16 @@ LAYERS: dict[str, int] = {
     "recallwatch.bench": 9,
     "recallwatch.ops": 10,
     "recallwatch.judgments": 11,
+    # answer-level evaluation: judges (one on the LLM client of judgments), generators, the
+    # gate's answer step (a finished gate result in, judged answers out)
+    "recallwatch.answers": 11,
     "recallwatch.online": 11,
     "recallwatch.scale": 11,  # the heavy steps (ops, bench, suite) on Ray
     "recallwatch.experiment": 11,  # variants of a pipeline built, judged and compared
     "recallwatch.web": 12,
+    # the gate whole (open, run, judged@K, stale-set check, history, reports): what the CLI and
+    # recallwatch.gate call; above the history and the judgments it records and reads
+    "recallwatch.acceptance.run": 12,
     # 13 interfaces: the CLI, the package's public API, and the pytest plugin (it lives in suite
     # because its entry point in pyproject.toml is a contract)
     "recallwatch.cli": 13,

@@ -8,8 +8,8 @@ def test_public_api_is_pinned() -> None:
     # The public surface is a contract: change it on purpose, here and in the docs.
     assert sorted(recallwatch.__all__) == sorted([
         "Gate", "GateResult", "GoldenSet", "Policy", "Qrels", "RecallwatchError", "Run",
-        "__version__", "evaluate", "get_embedder", "load_golden", "load_policy", "open_store",
-        "parse_measure", "run_gate",
+        "__version__", "compare", "evaluate", "fuse", "gate", "get_embedder", "load_golden",
+        "load_policy", "open_store", "parse_measure", "run_gate",
     ])
     for name in recallwatch.__all__:
         assert getattr(recallwatch, name) is not None

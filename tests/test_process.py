@@ -81,3 +81,23 @@ def test_python_dash_m_runs_the_command() -> None:
     r = subprocess.run([sys.executable, "-m", "recallwatch", "gate", "no-such.yaml",
                         "--results", "x.jsonl"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and r.stderr.startswith("Error: ")
+
+
+@pytest.mark.parametrize(("given", "used"), [
+    (None, "jemalloc" if sys.platform.startswith("linux") else "system"),
+    ("mimalloc", "mimalloc")])
+def test_the_command_chooses_arrow_s_allocator_unless_told(
+        given: str | None, used: str) -> None:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    if given is not None:
+        env["ARROW_DEFAULT_MEMORY_POOL"] = given
+    code = ("from recallwatch import _process\n"
+            "_process.mark_command_line()\n"
+            "import pyarrow as pa\n"
+            "print(pa.default_memory_pool().backend_name)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == [used]

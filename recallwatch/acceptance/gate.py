@@ -1,10 +1,11 @@
 """The acceptance gate: golden set + source → per-query scores → policy → verdict → diagnosis.
 
-    result = run_gate(load_golden("golden.yaml"), store=open_store(uri), embedder=get_embedder())
+    result = Gate(load_golden("golden.yaml"), policy).run(store_source(store, policy))
     result.verdict   # "ACCEPT" | "STOP"
 
 Everything is computed in memory and returned whole: an interrupted run returns nothing and
-records nothing (the CLI writes reports and history only from a complete result).
+records nothing. :func:`recallwatch.gate` (``acceptance/run.py``) opens the source, runs this,
+and records and reports the result as ``recallwatch gate`` does.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from recallwatch._hashing import canonical_hash
 from recallwatch.acceptance.anchors import QueryAnchors, find_twins, resolve_queries
@@ -27,16 +28,25 @@ from recallwatch.acceptance.diagnosis import (
     patterns,
     shared_domains,
 )
+from recallwatch.acceptance.golden_size import golden_size, size_warning
 from recallwatch.acceptance.limits import check_measures, run_checks
-from recallwatch.acceptance.model import GateResult, QueryResult, excerpt
+from recallwatch.acceptance.model import (
+    Aggregate,
+    Check,
+    GateResult,
+    QueryResult,
+    Reason,
+    Verdict,
+    excerpt,
+)
 from recallwatch.acceptance.noise import sparse_labels_check
 from recallwatch.acceptance.permissions import apply_permissions, leak_diagnoses, permission_verdict
 from recallwatch.acceptance.retrieve import (
+    LatencyBaseline,
     ResultsSource,
     Retrieved,
     Source,
     StoreSource,
-    check_latency_sample,
     ties_note,
 )
 from recallwatch.acceptance.score import score_queries
@@ -46,19 +56,49 @@ from recallwatch.errors import InputError, Interrupted, UsageError
 from recallwatch.formats.golden import SPLITS, GoldenQuery, GoldenSet
 from recallwatch.formats.policy import Policy
 from recallwatch.formats.results import RankedList
-from recallwatch.retrievers import is_retriever_spec
-from recallwatch.retrievers.pipeline import PipelineSpec, single_retriever
 from recallwatch.stores.base import Chunk, VectorStore
 
-__all__ = ["FanOut", "Gate", "Part", "gate_from_files", "gate_pipeline", "run_gate", "select_part"]
+__all__ = ["FanOut", "FindBaseline", "Gate", "Part", "results_source", "run_gate", "select_part",
+           "store_source"]
 
 Part = Literal["auto", "tune", "test", "all"]
 # Wraps the store's source so that retrieval runs elsewhere (the Ray engine), same answers.
 FanOut = Callable[[StoreSource], Source]
+# Finds the baseline run's index to time beside the candidate's: called with the open store, the
+# golden set's hash and the policy's hash; None when there is none to reach.
+FindBaseline = Callable[[VectorStore, str, str], LatencyBaseline | None]
 
 
 def _new_run_id(now: datetime) -> str:
     return f"{now.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
+
+
+@dataclass(frozen=True)
+class _Found:
+    """What the search step hands on: the queries as scored (anchors settled, twins counted),
+    their scores, and the expected chunks read."""
+
+    queries: tuple[GoldenQuery, ...]
+    anchors: QueryAnchors | None
+    scored: list[QueryResult]
+    chunks: dict[str, Chunk]
+    # a warning when a list the user's system ordered holds ties in another order than the
+    # measures' (see ties_note)
+    tied: list[str]
+    # whether the golden set has content anchors or groups of alternatives (then fact recall
+    # and the groups are reported); ``anchors`` may be set for twins alone
+    labelled: bool
+    # whether the golden set's query domains are the corpus's (shared_domains): only then is a
+    # chunk of another domain than its query's diagnosed as mislabelled
+    domains_shared: bool
+
+
+@dataclass(frozen=True)
+class _Decision:
+    verdict: Verdict
+    reasons: list[Reason]
+    checks: list[Check]
+    cost: dict[str, Any] | None
 
 
 @dataclass
@@ -86,6 +126,67 @@ class Gate:
         except KeyboardInterrupt:
             raise Interrupted("the gate was interrupted; no result was produced") from None
 
+    def _run(self, source: Source, start: float) -> GateResult:
+        now = datetime.now(UTC)
+        queries, split = select_part(self.golden, self.part)
+        found = self._search(source, queries)
+        scored, texts = self._read_shown(source, found)
+        scored = self._diagnose(source, found, scored, self.run_date or self.golden.as_of
+                                or now.date())
+        agg = _aggregate(scored)
+        decision = self._decide(source, scored, agg)
+        config = source.config()
+        config_hash = canonical_hash(config)
+        if source.timings.sample is not None:
+            # how the latency was sampled, to time a rerun alike; not part of the hash (it
+            # changes no quality figure, so runs with other samples still compare)
+            config = {**config, "latency_sample": source.timings.sample}
+        warnings = [*_gate_warnings(self.golden, self.policy, queries, scored, split),
+                    *_twins_note(scored),
+                    *([] if found.domains_shared else [_domains_note(scored, found.chunks)]),
+                    *found.tied]
+        total = time.perf_counter() - start
+        embed, search = source.timings.embed, source.timings.search
+        return GateResult(
+            run_id=_new_run_id(now),
+            created_at=now.isoformat(timespec="seconds"),
+            verdict=decision.verdict,
+            reasons=tuple(decision.reasons),
+            aggregate=agg,
+            queries=tuple(scored),
+            patterns=tuple(patterns(scored)),
+            dataset={"name": self.golden.name, "version": self.golden.version,
+                     "hash": self.golden.hash, "source": self.golden.source or ""},
+            dataset_hash=self.golden.hash,
+            policy_hash=self.policy.hash,
+            config_hash=config_hash,
+            config=config,
+            policy=self.policy.rules_dict(),
+            store=source.describe(),
+            timings={"embed": embed, "search": search,
+                     "other": max(total - embed - search, 0.0), "total": total},
+            warnings=tuple(warnings),
+            split=split,
+            checks=tuple(decision.checks),
+            cost=decision.cost,
+            chunk_texts=texts,
+            golden_size=golden_size(len(scored), self.policy),
+        )
+
+    def _search(self, source: Source, queries: tuple[GoldenQuery, ...]) -> _Found:
+        """Each query's deep ranked list from ``source``, scored against the policy (see
+        :meth:`_retrieve`). The deep lists are dropped once scored: they are the largest
+        per-query data."""
+        labelled = any(q.anchors or q.alternatives for q in queries)
+        queries, retrieved, anchors = self._retrieve(source, queries, labelled)
+        chunks = source.chunks(list(dict.fromkeys(c for q in queries for c in q.expected)))
+        scored = score_queries(queries, retrieved, chunks, self.policy, self.golden.top_k,
+                               self.judgments)
+        shared = shared_domains([(q.domain, chunks[h.id].domain) for q in scored
+                                 for h in q.expected if h.id in chunks])
+        return _Found(queries, anchors, scored, chunks, ties_note(queries, retrieved),
+                      labelled, shared)
+
     def _retrieve(self, source: Source, queries: Sequence[GoldenQuery], labelled: bool
                   ) -> tuple[tuple[GoldenQuery, ...], list[Retrieved], QueryAnchors | None]:
         """The deep ranked lists, and each query with the chunks it finally expects: content
@@ -108,53 +209,47 @@ class Gate:
         _score_twins(settled, retrieved, anchors)
         return settled, retrieved, anchors
 
-    def _run(self, source: Source, start: float) -> GateResult:
-        now = datetime.now(UTC)
-        run_date = self.run_date or self.golden.as_of or now.date()
-        queries, split = select_part(self.golden, self.part)
-        labelled = any(q.anchors or q.alternatives for q in queries)
-        queries, retrieved, anchors = self._retrieve(source, queries, labelled)
-        expected_ids = list(dict.fromkeys(c for q in queries for c in q.expected))
-        chunks = source.chunks(expected_ids)
-        scored = score_queries(queries, retrieved, chunks, self.policy, self.golden.top_k,
-                               self.judgments)
-        tied = ties_note(queries, retrieved)
-        del retrieved  # the deep lists: scored, they are the largest per-query data
-        # one read of every chunk the run shows; whole only where fact recall reads the text or
-        # the permission check reads the chunks' acl
-        checks_acl = any(q.groups is not None for q in queries)
-        shown, texts = _shown_chunks(scored, source, chunks,
-                                     whole=labelled or checks_acl)
-        scored = apply_permissions(queries, scored, shown)
-        if anchors is not None and labelled:
-            scored = _with_fact_recall(scored, queries, anchors, shown)
+    def _read_shown(self, source: Source, found: _Found
+                    ) -> tuple[list[QueryResult], dict[str, str]]:
+        """One read of every chunk the run shows, for its excerpt; whole only where fact recall
+        reads the text or the permission check reads the chunks' acl (then not kept). Each
+        query also says which expected chunks it found through an identical twin."""
+        checks_acl = any(q.groups is not None for q in found.queries)
+        shown, texts = _shown_chunks(found.scored, source, found.chunks,
+                                     whole=found.labelled or checks_acl)
+        scored = apply_permissions(found.queries, found.scored, shown)
+        anchors = found.anchors
+        if anchors is not None and found.labelled:
+            scored = _with_fact_recall(scored, found.queries, anchors, shown)
         if anchors is not None and anchors.swapped:
             scored = [replace(q, twins=anchors.twin_rows(q.id, {h.id: h.rank for h in q.expected}))
                       for q in scored]
-        shown = {}  # the whole chunks: read, they are not kept
+        return scored, texts
 
-        shared = shared_domains([(q.domain, chunks[h.id].domain) for q in scored
-                                 for h in q.expected if h.id in chunks])
+    def _diagnose(self, source: Source, found: _Found, scored: list[QueryResult],
+                  run_date: date) -> list[QueryResult]:
+        """Each failing query with its diagnosis: why each missing expected chunk is missing."""
         failing_ids = {h.id for q in scored if not q.passed for h in q.expected if not h.in_top_k}
-        failing_chunks = [chunks[c] for c in failing_ids if c in chunks]
+        failing_chunks = [found.chunks[c] for c in failing_ids if c in found.chunks]
         doc_ids = sorted({c.doc_id for c in failing_chunks if c.doc_id})
         siblings: dict[str, list[Chunk]] = {}
         for c in source.siblings(doc_ids):
             siblings.setdefault(c.doc_id or "", []).append(c)
+        anchors = found.anchors
         ctx = DiagnosisContext(
-            chunks=chunks, siblings=siblings, run_date=run_date, settings=self.policy.search,
+            chunks=found.chunks, siblings=siblings, run_date=run_date,
+            settings=self.policy.search,
             halves_similarity=halves_similarity(failing_chunks, source.embed),
             splits=anchors.splits if anchors is not None else {},
             holders=anchors.holders if anchors is not None else {},
-            domains_shared=shared,
+            domains_shared=found.domains_shared,
         )
-        scored = [q if q.passed else replace(q, diagnosis=(*leak_diagnoses(q), *diagnose(q, ctx)))
-                  for q in scored]
-        agg = replace(aggregate(scored),
-                      noise_unmeasured=sum(not q.noise_measured for q in scored))
-        facts = [q.fact_recall for q in scored if q.fact_recall is not None]
-        if facts:
-            agg = replace(agg, mean_fact_recall=sum(facts) / len(facts))
+        return [q if q.passed else replace(q, diagnosis=(*leak_diagnoses(q), *diagnose(q, ctx)))
+                for q in scored]
+
+    def _decide(self, source: Source, scored: list[QueryResult], agg: Aggregate) -> _Decision:
+        """The verdict: the policy's rules per query, then its run-level limits (cost, latency,
+        permission leaks); any limit broken turns the verdict to STOP."""
         verdict, reasons = decide(scored, agg, self.policy)
         cost = measure_cost(source.timings, source.index_bytes())
         limit_reasons, checks = run_checks(scored, self.policy, cost)
@@ -166,59 +261,44 @@ class Gate:
         sparse = sparse_labels_check(scored, self.judgments is not None)
         if sparse is not None:
             checks.append(sparse)
+        return _Decision(verdict, list(reasons), checks, cost)
 
-        config = source.config()
-        config_hash = canonical_hash(config)
-        if source.timings.sample is not None:
-            # how the latency was sampled, to time a rerun alike; not part of the hash (it
-            # changes no quality figure, so runs with other samples still compare)
-            config = {**config, "latency_sample": source.timings.sample}
-        warnings = []
-        unknown_waivers = sorted(set(self.policy.waivers) - {q.id for q in self.golden.queries})
-        if unknown_waivers:
-            warnings.append(f"waivers name queries not in the golden set: "
-                            f"{', '.join(unknown_waivers)}")
-        warnings += _unreachable(scored, self.policy.recall_floor)
-        warnings += _twins_note(scored)
-        if not shared:
-            warnings.append(_domains_note(scored, chunks))
-        warnings += tied
-        generated = sum(q.extra.get("source") == "generated" for q in queries)
-        if generated:
-            warnings.append(
-                f"{generated} of {len(queries)} queries were written by a language model "
-                "(`source: generated`), not by people: review them (keep, reword or delete) "
-                "before relying on the verdict; `recallwatch history groups --by source --golden "
-                "FILE` reports them apart")
-        if split and split["unassigned"] and split["scored"] != "all":
-            warnings.append(f"{split['unassigned']} queries have no split and are not scored: "
-                            "`recallwatch golden split` assigns them")
-        total = time.perf_counter() - start
-        embed, search = source.timings.embed, source.timings.search
-        return GateResult(
-            run_id=_new_run_id(now),
-            created_at=now.isoformat(timespec="seconds"),
-            verdict=verdict,
-            reasons=tuple(reasons),
-            aggregate=agg,
-            queries=tuple(scored),
-            patterns=tuple(patterns(scored)),
-            dataset={"name": self.golden.name, "version": self.golden.version,
-                     "hash": self.golden.hash, "source": self.golden.source or ""},
-            dataset_hash=self.golden.hash,
-            policy_hash=self.policy.hash,
-            config_hash=config_hash,
-            config=config,
-            policy=self.policy.rules_dict(),
-            store=source.describe(),
-            timings={"embed": embed, "search": search,
-                     "other": max(total - embed - search, 0.0), "total": total},
-            warnings=tuple(warnings),
-            split=split,
-            checks=tuple(checks),
-            cost=cost,
-            chunk_texts=texts,
-        )
+
+def _aggregate(scored: list[QueryResult]) -> Aggregate:
+    """The run's means, with how many queries the noise rule could not measure and, where the
+    golden set has content anchors, the mean fact recall."""
+    agg = replace(aggregate(scored), noise_unmeasured=sum(not q.noise_measured for q in scored))
+    facts = [q.fact_recall for q in scored if q.fact_recall is not None]
+    if facts:
+        agg = replace(agg, mean_fact_recall=sum(facts) / len(facts))
+    return agg
+
+
+def _gate_warnings(golden: GoldenSet, policy: Policy, queries: Sequence[GoldenQuery],
+                   scored: list[QueryResult], split: dict[str, int | str] | None) -> list[str]:
+    """What the verdict's reader should know that is no rule: waivers of unknown queries,
+    queries that can never pass, a set too small for its policy, generated queries, queries
+    left out of the split."""
+    warnings = []
+    unknown_waivers = sorted(set(policy.waivers) - {q.id for q in golden.queries})
+    if unknown_waivers:
+        warnings.append(f"waivers name queries not in the golden set: "
+                        f"{', '.join(unknown_waivers)}")
+    warnings += _unreachable(scored, policy.recall_floor)
+    too_small = size_warning(len(scored), policy)
+    if too_small is not None:
+        warnings.append(too_small)
+    generated = sum(q.extra.get("source") == "generated" for q in queries)
+    if generated:
+        warnings.append(
+            f"{generated} of {len(queries)} queries were written by a language model "
+            "(`source: generated`), not by people: review them (keep, reword or delete) "
+            "before relying on the verdict; `recallwatch history groups --by source --golden "
+            "FILE` reports them apart")
+    if split and split["unassigned"] and split["scored"] != "all":
+        warnings.append(f"{split['unassigned']} queries have no split and are not scored: "
+                        "`recallwatch golden split` assigns them")
+    return warnings
 
 
 def select_part(golden: GoldenSet, part: Part = "auto"
@@ -326,123 +406,6 @@ def _shown_chunks(scored: list[QueryResult], source: Source, known: Mapping[str,
     return chunks, texts
 
 
-def run_gate(
-    golden: GoldenSet,
-    *,
-    store: VectorStore | None = None,
-    embedder: Embedder | None = None,
-    results: dict[str, RankedList] | None = None,
-    corpus: dict[str, Chunk] | None = None,
-    policy: Policy | None = None,
-    run_date: date | None = None,
-    results_name: str | Path = "<results>",
-    part: Part = "auto",
-    fan_out: FanOut | None = None,
-    latency_sample: int | None = None,
-    judgments: Mapping[tuple[str, str], int] | None = None,
-) -> GateResult:
-    """Run the gate against a store (searched with ``embedder``) or a results mapping.
-    ``fan_out`` wraps the store's source to retrieve elsewhere (the Ray engine).
-    ``latency_sample``: how many queries are timed one search call each (0: none; None: as
-    many as 10 % of the retrieval time allows, at most 100). ``judgments`` ((query id, chunk
-    id) -> grade) tell the noise rule which results are relevant."""
-    policy = policy or Policy()
-    source: Source
-    if (store is None) == (results is None):
-        raise UsageError("give exactly one of store= or results=")
-    if store is not None:
-        if embedder is None:
-            from recallwatch.embedders import embedder_for_store
-
-            embedder = embedder_for_store(store)
-        if latency_sample == 0 and policy.limits.max_latency_p99_ms is not None:
-            raise UsageError(
-                "a latency sample of 0 queries measures no search latency, and the policy caps "
-                f"it (max_latency_p99_ms {policy.limits.max_latency_p99_ms:g}): time at least "
-                "one query (--latency-sample N, or leave it out) or remove max_latency_p99_ms "
-                "from the policy")
-        local = StoreSource(store, embedder, policy.search, latency_sample=latency_sample)
-        source = local if fan_out is None else fan_out(local)
-    elif results is not None:
-        if policy.search.filter and not corpus:
-            raise InputError(
-                "a results file carries no chunk metadata, so search.filter cannot be applied",
-                source=policy.source, line=policy.search_line, field="search.filter",
-                hint="filter in the system that wrote the results and remove search.filter, or "
-                "give --corpus FILE to check failures against the filter",
-            )
-        source = ResultsSource(results, corpus or {}, str(results_name))
-    return Gate(golden, policy, run_date, part, judgments).run(source)
-
-
-def gate_from_files(
-    golden: str | Path,
-    *,
-    store: str | None = None,
-    results: str | Path | None = None,
-    policy: str | Path | None = None,
-    embedder: str | None = None,
-    corpus: str | Path | None = None,
-    run_date: date | None = None,
-    then: Callable[[GateResult, VectorStore | None], GateResult] | None = None,
-    part: Part = "auto",
-    fan_out: FanOut | None = None,
-    latency_sample: int | None = None,
-    pipeline: str | Path | None = None,
-    runs_out: str | Path | None = None,
-    tune_weights: bool = False,
-    judgments: Mapping[tuple[str, str], int] | None = None,
-) -> GateResult:
-    """The gate as the CLI, the pytest plugin and the operations commands run it: a golden file,
-    a store URI (queried with the embedder that built it, unless ``embedder`` names one), a
-    results file or a pipeline file, and an optional policy file. ``then(result, store)`` runs
-    while the store is still open (the history reads it to name what buried a query); the store
-    is closed after. With a pipeline, ``runs_out`` receives each retriever's and the fused TREC
-    run files."""
-    from recallwatch.formats.golden import load_golden
-    from recallwatch.formats.policy import load_policy
-
-    if sum(x is not None for x in (store, results, pipeline)) != 1:
-        raise UsageError("give exactly one of --store URI or --results FILE (or --pipeline FILE)")
-    # a retriever spec where a store URI is: the pipeline of that one retriever
-    piped = (Path(pipeline) if pipeline is not None else single_retriever(store)
-             if store is not None and is_retriever_spec(store) else None)
-    if (runs_out is not None or tune_weights) and piped is None:
-        raise UsageError(f"{'--runs-out' if runs_out is not None else '--tune-weights'} works "
-                         "on a pipeline: give it with --pipeline FILE")
-    check_latency_sample(latency_sample)  # before any file is read
-    golden_set, pol = load_golden(golden), load_policy(policy)
-    if piped is not None:
-        return gate_pipeline(golden_set, piped, policy=pol, embedder=embedder,
-                             corpus=corpus, run_date=run_date, then=then, part=part,
-                             runs_out=None if runs_out is None else Path(runs_out),
-                             tune_weights=tune_weights, judgments=judgments)
-    if results is not None:
-        from recallwatch.formats.results import load_results
-
-        chunks = None
-        if corpus is not None:
-            from recallwatch.formats.corpus import read_corpus
-
-            chunks = {c.id: c for c in read_corpus(corpus)}
-        result = run_gate(golden_set, results=load_results(results), corpus=chunks, policy=pol,
-                          run_date=run_date, results_name=results, part=part,
-                          judgments=judgments)
-        return then(result, None) if then is not None else result
-    from recallwatch.embedders import embedder_for_store
-    from recallwatch.stores import open_store
-
-    vector_store = open_store(str(store))
-    try:
-        result = run_gate(golden_set, store=vector_store,
-                          embedder=embedder_for_store(vector_store, embedder), policy=pol,
-                          run_date=run_date, part=part, fan_out=fan_out,
-                          latency_sample=latency_sample, judgments=judgments)
-        return then(result, vector_store) if then is not None else result
-    finally:
-        vector_store.close()
-
-
 def _unreachable(scored: list[QueryResult], floor: float) -> list[str]:
     """A warning for each query that expects more chunks than its top K holds: its recall is at
     most K / expected, and when that is under the floor it fails whatever the index does (its
@@ -460,46 +423,76 @@ def _unreachable(scored: list[QueryResult], floor: float) -> list[str]:
     return out
 
 
-def gate_pipeline(golden: GoldenSet, path: Path | PipelineSpec, *, policy: Policy,
-                  embedder: str | None = None,
-                  corpus: str | Path | None = None, run_date: date | None = None,
-                  then: Callable[[GateResult, VectorStore | None], GateResult] | None = None,
-                  part: Part = "auto", runs_out: Path | None = None,
-                  tune_weights: bool = False,
-                  judgments: Mapping[tuple[str, str], int] | None = None) -> GateResult:
-    """The gate on the pipeline file ``path`` (or a pipeline read already, whose relative paths
-    are read from the working folder): its final lists judged, its stages reported, its run
-    files written to ``runs_out``. ``then(result, store)`` runs while the retrievers are open
-    (``store``: the first store retriever's store, else None). With ``tune_weights`` the wsum
-    weights are first chosen on the golden set's tune queries, and the test queries judged."""
-    from recallwatch.acceptance.pipeline import PipelineSource, with_stages, write_runs
-    from recallwatch.retrievers.pipeline import Pipeline, load_pipeline
-    from recallwatch.retrievers.store import StoreRetriever
+def store_source(store: VectorStore, policy: Policy, *, embedder: Embedder | None = None,
+                 latency_sample: int | None = None,
+                 baseline: LatencyBaseline | None = None) -> StoreSource:
+    """A store as the gate's source, searched with ``embedder`` (default: the one that built
+    it). ``latency_sample``: how many search calls are timed, one query each (0: none; None: as
+    many as 10 % of the retrieval time allows, at most 100; when the policy judges cost, the 368
+    a p99 needs within 10 s). ``baseline``: the baseline run's index, timed interleaved with the
+    store's calls (``max_cost_increase`` then compares the two under the same load)."""
+    if embedder is None:
+        from recallwatch.embedders import embedder_for_store
 
-    spec = path if isinstance(path, PipelineSpec) else load_pipeline(path)
-    base_dir = Path.cwd() if isinstance(path, PipelineSpec) else path.resolve().parent
-    chunks: dict[str, Chunk] = {}
-    if corpus is not None:
-        from recallwatch.formats.corpus import read_corpus
+        embedder = embedder_for_store(store)
+    if latency_sample == 0 and policy.limits.max_latency_p99_ms is not None:
+        raise UsageError(
+            "a latency sample of 0 queries measures no search latency, and the policy caps "
+            f"it (max_latency_p99_ms {policy.limits.max_latency_p99_ms:g}): time at least "
+            "one query (latency_sample=N, or leave it out) or remove max_latency_p99_ms "
+            "from the policy")
+    limits = policy.limits
+    judged = limits.max_cost_increase is not None or limits.max_latency_p99_ms is not None
+    return StoreSource(store, embedder, policy.search, latency_sample=latency_sample,
+                       judge_cost=judged, baseline=baseline)
 
-        chunks = {c.id: c for c in read_corpus(corpus)}
-    with Pipeline.from_spec(spec, base_dir=base_dir, embedder=embedder) as opened:
-        tuned = None
-        if tune_weights:
-            from recallwatch.acceptance.pipeline import tune_on_split
 
-            if part not in ("auto", "test"):
-                raise UsageError(f"--tune-weights chooses the weights on the tune queries, so the "
-                                 f"gate judges the test queries; --part {part} would judge "
-                                 "queries the weights were fitted to")
-            tuned = tune_on_split(opened, golden, policy)
-        source = PipelineSource(opened, chunks, spec.source)
-        gated = Gate(golden, policy, run_date, part, judgments).run(source)
-        result = with_stages(gated, source, tuned)
-        if runs_out is not None:
-            write_runs(source, [(q.id, q.text) for q in result.queries], runs_out)
-        if then is not None:
-            store = next((r.store for r in opened.retrievers.values()
-                          if isinstance(r, StoreRetriever)), None)
-            result = then(result, store)
-    return result
+def results_source(results: Mapping[str, RankedList], policy: Policy, *,
+                   corpus: Mapping[str, Chunk] | None = None,
+                   name: str | Path = "<results>",
+                   golden_ids: frozenset[str] = frozenset()) -> ResultsSource:
+    """Ranked lists from any other system as the gate's source; ``corpus`` (chunk id -> chunk)
+    gives their metadata, for Gold labels, diagnosis and the policy's search.filter."""
+    if policy.search.filter and not corpus:
+        raise InputError(
+            "a results file carries no chunk metadata, so search.filter cannot be applied",
+            source=policy.source, line=policy.search_line, field="search.filter",
+            hint="filter in the system that wrote the results and remove search.filter, or "
+            "give corpus=FILE to check failures against the filter",
+        )
+    return ResultsSource(dict(results), dict(corpus or {}), str(name), golden_ids=golden_ids)
+
+
+def run_gate(
+    golden: GoldenSet,
+    *,
+    store: VectorStore | None = None,
+    embedder: Embedder | None = None,
+    results: Mapping[str, RankedList] | None = None,
+    corpus: Mapping[str, Chunk] | None = None,
+    policy: Policy | None = None,
+    run_date: date | None = None,
+    results_name: str | Path = "<results>",
+    part: Part = "auto",
+    fan_out: FanOut | None = None,
+    latency_sample: int | None = None,
+    judgments: Mapping[tuple[str, str], int] | None = None,
+    latency_baseline: LatencyBaseline | None = None,
+) -> GateResult:
+    """The gate on an opened store or in-memory results, in memory: nothing recorded or
+    written. Kept for existing scripts: :func:`recallwatch.gate` does this and everything
+    ``recallwatch gate`` does (judged@K, the stale-set check, the history, the reports).
+    ``fan_out`` wraps the store's source to retrieve elsewhere (the Ray engine);
+    ``latency_baseline`` is the baseline run's index, timed beside the store's calls."""
+    policy = policy or Policy()
+    if (store is None) == (results is None):
+        raise UsageError("give exactly one of store= or results=")
+    source: Source
+    if store is not None:
+        local = store_source(store, policy, embedder=embedder, latency_sample=latency_sample,
+                             baseline=latency_baseline if fan_out is None else None)
+        source = local if fan_out is None else fan_out(local)
+    else:
+        source = results_source(results or {}, policy, corpus=corpus, name=results_name,
+                                golden_ids=frozenset(q.id for q in golden.queries))
+    return Gate(golden, policy, run_date, part, judgments).run(source)

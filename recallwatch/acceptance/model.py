@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from recallwatch.formats.frames import Frame
 
 __all__ = [
     "CAUSE_ORDER",
@@ -154,6 +157,10 @@ class QueryResult:
     # Expected chunks found through an identical twin (a chunk of the same text under another
     # id, in the top K; policy twins_count_as_found): {"expected", "found", "rank"} each.
     twins: tuple[dict[str, Any], ...] = ()
+    # The assistant's answer to this query, judged (gate --answers/--generator): faithfulness,
+    # relevance, correctness, hallucinated, failure ("retrieval" | "generation" | "both" | None)
+    # and the evidence (recallwatch.answers); None when the run judged no answers.
+    answer: dict[str, Any] | None = None
 
     def failure_words(self) -> str:
         """Why the query fails, in words that tell a recall failure from a noise failure and
@@ -208,6 +215,7 @@ class QueryResult:
             "labels_sparse": self.labels_sparse, "noise_unjudged": self.noise_unjudged,
             "noise_measured": self.noise_measured,
             "twins": [dict(t) for t in self.twins],
+            "answer": self.answer,
         }
 
 
@@ -311,6 +319,13 @@ class GateResult:
     # A pipeline's stages (gate --pipeline): mean candidate recall@depth of the first stage (and
     # of each retriever), mean final recall@K, and how many expected chunks the reranker lost.
     stages: dict[str, Any] | None = None
+    # When the golden set is too small for its policy's rules: {"queries", "recommended",
+    # "findings": [{"rule", "message", "needed"}]} (recallwatch.acceptance.golden_size).
+    golden_size: dict[str, Any] | None = None
+    # The answers judged (gate --answers/--generator): mean faithfulness, relevance,
+    # correctness, the hallucination rate, the failures by kind, and the judge with its measured
+    # agreement with people (recallwatch.answers); None when the run judged no answers.
+    answers: dict[str, Any] | None = None
 
     @property
     def exit_code(self) -> int:
@@ -338,6 +353,40 @@ class GateResult:
         if s["unassigned"]:
             line += f", nor the {s['unassigned']} without a split"
         return line + ")"
+
+    def to_frame(self, library: Frame = "pandas") -> Any:
+        """One row per scored query (pandas or polars): its id, domain, whether it passed and
+        which rules it failed, its figures, and the cause the diagnosis named first."""
+        from recallwatch.formats.frames import to_frame
+
+        return to_frame([{
+            "query_id": q.id, "domain": q.domain, "passed": q.passed,
+            "failed_rules": ",".join(q.failed_rules), "recall": q.recall, "quality": q.quality,
+            "noise": q.noise, "precision": q.precision, "rr": q.rr, "ndcg": q.ndcg,
+            "cause": q.diagnosis[0].cause if q.diagnosis else None,
+        } for q in self.queries], library)
+
+    def _repr_html_(self) -> str:
+        """The verdict, its reasons, the means and each failing query with its diagnosis, for
+        Jupyter (the full report with its plots: ``recallwatch.report.write_report_set``)."""
+        from html import escape
+
+        a = self.aggregate
+        means = (f"{a.n_queries} queries: mean quality {a.mean_quality:.1f}, recall "
+                 f"{a.mean_recall:.3f}, nDCG {a.mean_ndcg:.3f}, MRR {a.mrr:.3f}; "
+                 f"{a.failed_queries} failed")
+        reasons = "".join(f"<li>[{escape(r.rule)}] {escape(r.message)}</li>"
+                          for r in self.reasons)
+        rows = "".join(
+            f"<tr><td>{escape(q.id)}</td><td>{q.recall:.3f}</td><td>{q.quality:.0f}</td>"
+            f"<td>{escape(', '.join(q.failed_rules))}</td>"
+            f"<td>{escape('; '.join(d.line() for d in q.diagnosis))}</td></tr>"
+            for q in self.failing())
+        table = ("<table><thead><tr><th>query</th><th>recall</th><th>quality</th>"
+                 f"<th>failed rules</th><th>diagnosis</th></tr></thead><tbody>{rows}</tbody>"
+                 "</table>") if rows else ""
+        return (f"<div><strong>{escape(self.verdict)}</strong> — {escape(means)}"
+                f"{'<ul>' + reasons + '</ul>' if reasons else ''}{table}</div>")
 
     def to_dict(self) -> dict[str, Any]:
         """The gate's JSON object (its documented keys, plus additions; never renames)."""
@@ -373,6 +422,8 @@ class GateResult:
             "cost": self.cost,
             "chunk_texts": dict(self.chunk_texts),
             "stages": self.stages,
+            "golden_size": self.golden_size,
+            "answers": self.answers,
         }
 
     @classmethod
@@ -408,5 +459,6 @@ class GateResult:
             schema_version=d.get("schema_version", SCHEMA_VERSION),
             split=d.get("split"), staleness=d.get("staleness"),
             checks=tuple(Check(**c) for c in d.get("checks", [])), cost=d.get("cost"),
-            stages=d.get("stages"),
+            stages=d.get("stages"), golden_size=d.get("golden_size"),
+            answers=d.get("answers"),
         )

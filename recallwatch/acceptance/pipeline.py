@@ -211,9 +211,10 @@ def write_runs(source: PipelineSource, queries: Sequence[tuple[str, str]], out: 
     """``out/<name>.run`` for each retriever and ``out/fused.run``: TREC run files (query id,
     Q0, chunk id, rank, score, run tag = the name), each at the pipeline's depth. ``queries``
     are the (id, text) pairs of the scored queries."""
+    from recallwatch._files import output_dir
     from recallwatch.formats.trec import write_run
 
-    out.mkdir(parents=True, exist_ok=True)
+    output_dir(out, "--runs-out")
     names = [*source.pipeline.spec.retrievers, "fused"]
     written = []
     for name in names:

@@ -54,14 +54,14 @@ def recallwatch_gate(request: pytest.FixtureRequest) -> Callable[..., GateResult
     def run(golden: str | Path, *, store: str | None = None, results: str | Path | None = None,
             policy: str | Path | None = None, embedder: str | None = None,
             **options: Any) -> GateResult:
-        from recallwatch.acceptance.gate import gate_from_files
+        from recallwatch.acceptance.run import SourceSpec, gate
 
         if store is None and results is None and not request.config.getoption(
                 "--recallwatch-store"):
             raise pytest.UsageError("recallwatch_gate needs store= or results=")
         store = request.config.getoption("--recallwatch-store") or store
-        result = gate_from_files(golden, store=store, results=None if store else results,
-                                 policy=policy, embedder=embedder, **options)
+        source = SourceSpec("store", store) if store else SourceSpec("results", str(results))
+        result = gate(golden, source, policy, embedder=embedder, **options)
         report_dir = request.config.getoption("--recallwatch-report")
         if report_dir:
             from recallwatch.errors import RecallwatchError

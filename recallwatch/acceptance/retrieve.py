@@ -5,7 +5,7 @@ every expected chunk (so the noise threshold always exists)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -13,6 +13,7 @@ import numpy as np
 
 from recallwatch._blas import blas_threads
 from recallwatch._progress import in_blocks
+from recallwatch._registry import listed, suggest
 from recallwatch.embedders.base import (
     FINGERPRINT_META_KEY,
     Embedder,
@@ -34,7 +35,7 @@ from recallwatch.stores.base import (
 )
 from recallwatch.vectors import measured_tie_order
 
-__all__ = ["ResultsSource", "Retrieved", "Source", "StoreSource", "ties_note"]
+__all__ = ["LatencyBaseline", "ResultsSource", "Retrieved", "Source", "StoreSource", "ties_note"]
 
 
 @dataclass
@@ -66,8 +67,16 @@ class Timings:
     # Seconds of each query's own search call (the cost of the run: its p50 and p99).
     search_each: list[float] = field(default_factory=list)
     embedded: int = 0  # queries embedded (embedding runs in one batch: time per query = mean)
-    # The latency sample asked for: "auto" or a number of queries (recorded with the run).
+    # The latency sample asked for: "auto" or a number of calls (recorded with the run).
     sample: str | int | None = None
+    # When the policy judges cost: seconds of one query embedded alone, per call (the batch's
+    # mean has no spread to judge an increase by).
+    embed_each: list[float] = field(default_factory=list)
+    # Seconds of the baseline index's search calls, timed interleaved with ``search_each`` (call
+    # i of each on the same query, back to back): the load of the moment is shared.
+    baseline_each: list[float] = field(default_factory=list)
+    baseline: dict[str, Any] | None = None  # which baseline run and index version they timed
+    timed_queries: int = 0  # distinct queries among the timed calls
 
 
 # At most this many golden queries are timed one search call each (the latency p50 and p99).
@@ -76,6 +85,31 @@ LATENCY_QUERIES = 100
 # embedding and searching the whole set (one call on a store without an index scans every row,
 # as the batched search of all the queries does once).
 LATENCY_SHARE = 0.10
+# When the policy judges cost (max_cost_increase, max_latency_p99_ms), the automatic sample aims
+# at the calls a p99 needs (368: see recallwatch.stats.calls_needed), the golden queries taken
+# again in rounds when the set is smaller, within this many seconds or LATENCY_SHARE of the
+# retrieval, whichever is longer.
+JUDGED_CALLS = 368
+JUDGED_SECONDS = 10.0
+# Queries embedded alone, one call each, when the policy judges cost: enough for the median's
+# interval, few enough for an embedder billed per call.
+EMBED_CALLS = 100
+
+
+@dataclass(frozen=True)
+class LatencyBaseline:
+    """The baseline run's index, open, to time interleaved with the candidate's: ``run_id`` the
+    accepted run it served, ``version`` the index version that run searched."""
+
+    run_id: str
+    version: str
+    store: VectorStore
+    owner: VectorStore | None = None  # the store opened to reach it, when not the candidate's
+
+    def close(self) -> None:
+        self.store.close()
+        if self.owner is not None:
+            self.owner.close()
 
 
 def latency_rows(n: int, count: int = LATENCY_QUERIES) -> list[int]:
@@ -88,6 +122,17 @@ def latency_rows(n: int, count: int = LATENCY_QUERIES) -> list[int]:
     if count == 1:
         return [0]
     return sorted({round(i * (n - 1) / (count - 1)) for i in range(count)})
+
+
+def call_order(n: int, count: int) -> list[int]:
+    """The query (position) of each of ``count`` timed calls on a set of ``n``: spread over the
+    set, and round after round over the same queries when ``count`` exceeds ``n`` (every prefix
+    still covers the set)."""
+    if n <= 0 or count <= 0:
+        return []
+    rows = latency_rows(n, min(n, count))
+    order = [rows[i] for i in spread_order(len(rows))]
+    return [order[i % len(order)] for i in range(count)]
 
 
 def latency_budget_count(budget: float, first: float, cap: int = LATENCY_QUERIES) -> int:
@@ -107,10 +152,11 @@ def spread_order(m: int) -> list[int]:
 
 def check_latency_sample(n: int | None) -> None:
     if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
-        raise InputError(field="--latency-sample",
-                         expected="a number of queries, 0 or more (0 skips the latency sample)",
-                         found=n, hint="leave it out for the default (at most 100 queries, "
-                         "within 10 % of the retrieval time)")
+        raise InputError(field="latency_sample=",
+                         expected="a number of search calls, 0 or more (0 skips the latency "
+                         "sample)", found=n, hint="leave it out for the default (at most 100 "
+                         "calls within 10 % of the retrieval time; 368 within 10 s when the "
+                         "policy judges cost)")
 
 
 class Source(Protocol):
@@ -161,8 +207,14 @@ class StoreSource:
     embedder: Embedder
     settings: SearchSettings = field(default_factory=SearchSettings)
     timings: Timings = field(default_factory=Timings)
-    # Queries timed one search call each: None = automatic (see LATENCY_SHARE), 0 = none.
+    # Search calls timed one query each: None = automatic (see LATENCY_SHARE), 0 = none.
     latency_sample: int | None = None
+    # The policy judges cost: the automatic sample aims at a p99 (JUDGED_CALLS), and queries
+    # are also embedded alone, one call each (EMBED_CALLS).
+    judge_cost: bool = False
+    # The baseline run's index, timed interleaved with this one's calls (None: not reachable).
+    baseline: LatencyBaseline | None = None
+    clock: Callable[[], float] = time.perf_counter  # the timer (tests inject a fake one)
     _chunks: dict[str, Chunk] = field(default_factory=dict, init=False)
     _fingerprint: Fingerprint = field(init=False)
     _version: str = field(init=False)
@@ -179,22 +231,23 @@ class StoreSource:
     def retrieve(self, queries: Sequence[GoldenQuery], depth: int) -> list[Retrieved]:
         expected = list(dict.fromkeys(c for q in queries for c in q.expected))
         self.check_exists(queries, expected)
-        t0 = time.perf_counter()
-        vectors = np.asarray(self.embedder.embed_queries([q.text for q in queries]),
-                             dtype=np.float32)
-        t1 = time.perf_counter()
+        clock = self.clock
+        t0 = clock()
+        texts = [q.text for q in queries]
+        vectors = np.asarray(self.embedder.embed_queries(texts), dtype=np.float32)
+        t1 = clock()
         # Exact rescoring is many small products: one BLAS thread each (see recallwatch._blas).
         with blas_threads(1):
             # The ranked lists in one call: a store batches what it can (LanceDB scans the rows
             # outside its index once per block of queries, not once per query).
             hits = self._search(vectors, [q.groups for q in queries], depth)
             missing = [_absent(q.expected, h.ids) for q, h in zip(queries, hits)]
-            t_score = time.perf_counter()
+            t_score = clock()
             # one call for every query: the store fetches each expected vector once
             extra_scores = self.store.score_of(vectors, missing)
-            t2 = time.perf_counter()
-            self._time_latency(vectors, depth, budget=LATENCY_SHARE * (t2 - t0))
-        t3 = time.perf_counter()
+            t2 = clock()
+            self._time_latency(vectors, texts, depth, budget=LATENCY_SHARE * (t2 - t0))
+        t3 = clock()
         self.timings.embed += t1 - t0
         self.timings.embedded += len(queries)
         self.timings.search += t3 - t1
@@ -218,30 +271,59 @@ class StoreSource:
         # engine's: scored as the measures order ties, so `eval` of the same list agrees
         return [r.ties_as_measured() for r in out]
 
-    def _time_latency(self, vectors: np.ndarray, depth: int, budget: float) -> None:
-        """Latency as a user's query meets it: one search call per query, on a sample spread
-        evenly over the set (their answers are the batch's). Automatic: as many as ``budget``
-        seconds allow, judged from the first call, at most LATENCY_QUERIES."""
+    def _time_latency(self, vectors: np.ndarray, texts: Sequence[str], depth: int,
+                      budget: float) -> None:
+        """Latency as a user's query meets it: one search call per query, on queries spread
+        evenly over the set (their answers are the batch's). Automatic: as many calls as
+        ``budget`` seconds allow, judged from the first call, at most LATENCY_QUERIES; when the
+        policy judges cost, at most JUDGED_CALLS within JUDGED_SECONDS (or ``budget`` if
+        longer), taking the queries again in rounds. With a baseline index, each call is paired
+        with one on the baseline, back to back, their order alternating."""
         self.timings.sample = "auto" if self.latency_sample is None else self.latency_sample
         n, auto = len(vectors), self.latency_sample is None
         if n == 0 or self.latency_sample == 0:
             return
-        filt = self.settings.filter or None
-
-        def timed(row: int) -> float:
-            s0 = time.perf_counter()
-            self.store.search(vectors[row:row + 1], depth, filter=filt)
-            took = time.perf_counter() - s0
-            self.timings.search_each.append(took)
-            return took
-
-        spent = timed(0)  # position 0 opens every sample
-        count = latency_budget_count(budget, spent) if auto else self.latency_sample or 0
-        rows = latency_rows(n, count)
-        for i in spread_order(len(rows))[1:]:
+        if self.baseline is not None:
+            self.timings.baseline = {"run_id": self.baseline.run_id,
+                                     "version": self.baseline.version}
+        if auto and self.judge_cost:
+            budget = max(budget, JUDGED_SECONDS)
+        spent = self._timed_call(vectors, texts, 0, depth, 0)  # position 0 opens every sample
+        if not auto:
+            count = self.latency_sample or 0
+        elif self.judge_cost:  # the first call is often the slowest: time until the budget ends
+            count = JUDGED_CALLS
+        else:
+            count = latency_budget_count(budget, spent)
+        order = call_order(n, count)
+        for i in range(1, len(order)):
             if auto and spent >= budget:
                 break  # the first call's estimate was optimistic: keep to the budget
-            spent += timed(rows[i])
+            spent += self._timed_call(vectors, texts, order[i], depth, i)
+        self.timings.timed_queries = len(set(order[:len(self.timings.search_each)]))
+
+    def _timed_call(self, vectors: np.ndarray, texts: Sequence[str], row: int, depth: int,
+                    i: int) -> float:
+        """Call ``i`` of the sample, on query ``row``: its search (and, when cost is judged, its
+        embedding alone; with a baseline, the baseline's search beside it). The seconds spent."""
+        clock, filt = self.clock, self.settings.filter or None
+        s0 = clock()
+        if self.judge_cost and i < EMBED_CALLS:
+            self.embedder.embed_queries([texts[row]])
+            s1 = clock()
+            self.timings.embed_each.append(s1 - s0)
+            s0 = s1
+        stores = [self.store]
+        if self.baseline is not None:
+            stores = [self.baseline.store, self.store] if i % 2 else [self.store,
+                                                                     self.baseline.store]
+        for store in stores:
+            c0 = clock()
+            store.search(vectors[row:row + 1], depth, filter=filt)
+            took = clock() - c0
+            (self.timings.search_each if store is self.store
+             else self.timings.baseline_each).append(took)
+        return clock() - s0
 
     @property
     def acl_filter(self) -> str | None:
@@ -349,17 +431,14 @@ class ResultsSource:
     corpus: dict[str, Chunk] = field(default_factory=dict)
     source_name: str = "<results>"
     timings: Timings = field(default_factory=Timings)
+    # every query id of the golden set (its other split part too): a results line for another
+    # id is named when a golden query has none (a typo, or a line of another golden set)
+    golden_ids: frozenset[str] = frozenset()
 
     def retrieve(self, queries: Sequence[GoldenQuery], depth: int) -> list[Retrieved]:
         absent = [q.id for q in queries if q.id not in self.results]
         if absent:
-            raise InputError(
-                f"no results line for {len(absent)} golden "
-                f"quer{'y' if len(absent) == 1 else 'ies'}:"
-                f" {', '.join(absent[:10])}{' …' if len(absent) > 10 else ''}",
-                source=self.source_name,
-                hint='write {"query_id": ID, "results": []} for a query that returned nothing',
-            )
+            raise self._absent(absent, self.golden_ids or {q.id for q in queries})
         if self.corpus:
             expected = list(dict.fromkeys(c for q in queries for c in q.expected))
             missing = [c for c in expected if c not in self.corpus]
@@ -374,6 +453,19 @@ class ResultsSource:
             exp = {c: float(s) for c, s in zip(ids, scores) if c in wanted}
             out.append(Retrieved(list(ids), np.asarray(scores, dtype=np.float64), exp))
         return out
+
+    def _absent(self, absent: list[str], golden: Collection[str]) -> InputError:
+        unknown = [qid for qid in self.results if qid not in golden]
+        named = ""
+        if unknown:
+            named = ("; its lines for query ids the golden set does not have: "
+                     + listed([f"{qid!r}{suggest(qid, absent)}" for qid in unknown], 10))
+        return InputError(
+            f"no results line for {len(absent)} golden "
+            f"quer{'y' if len(absent) == 1 else 'ies'}: {listed(absent, 10)}{named}",
+            source=self.source_name,
+            hint='write {"query_id": ID, "results": []} for a query that returned nothing'
+            + (", and give each line the id of its golden query" if unknown else ""))
 
     def chunks(self, ids: Sequence[str]) -> dict[str, Chunk]:
         return {c: self.corpus[c] for c in ids if c in self.corpus}

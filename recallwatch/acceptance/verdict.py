@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from recallwatch._registry import listed
 from recallwatch.acceptance.model import Aggregate, QueryResult, Reason, Verdict
 from recallwatch.formats.policy import Policy
 
@@ -50,6 +51,13 @@ def _ids(queries: Sequence[QueryResult]) -> tuple[str, ...]:
     return tuple(q.id for q in queries)
 
 
+_NAMED = 8  # failing queries a reason's message names; the rest are counted (all in `queries`)
+
+
+def _named(queries: Sequence[QueryResult]) -> str:
+    return listed([f"{q.id} ({q.failure_words()})" for q in queries], _NAMED, "; ")
+
+
 def decide(queries: Sequence[QueryResult], agg: Aggregate,
            policy: Policy) -> tuple[Verdict, list[Reason]]:
     """Apply the policy. Every STOP reason names its rule and the queries behind it."""
@@ -66,7 +74,7 @@ def decide(queries: Sequence[QueryResult], agg: Aggregate,
     failing = [q for q in queries if not q.passed]
     gold_failing = [q for q in failing if q.has_gold]
     if len(gold_failing) > policy.gold_failures_allowed:
-        detail = "; ".join(f"{q.id} ({q.failure_words()})" for q in gold_failing[:8])
+        detail = _named(gold_failing)
         found = all("recall" not in q.failed_rules for q in gold_failing)
         reasons.append(Reason(
             "gold_failure",
@@ -93,7 +101,7 @@ def decide(queries: Sequence[QueryResult], agg: Aggregate,
         ))
     unwaived = [q for q in other if q.waiver is None]
     if unwaived:
-        detail = "; ".join(f"{q.id} ({q.failure_words()})" for q in unwaived[:8])
+        detail = _named(unwaived)
         reasons.append(Reason(
             "unwaived_failure",
             f"{len(unwaived)} failing quer{'y has' if len(unwaived) == 1 else 'ies have'} no "

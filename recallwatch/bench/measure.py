@@ -2,6 +2,11 @@
 
 Latency percentiles come from per-query timings (``perf_counter`` around each call), never from
 a batch divided by its size. CPU time is the process's (``process_time``): all its threads.
+
+One-query-at-a-time timings are repeated in rounds (:func:`time_single_rounds`): in each round
+every query setting of a built index is timed in turn, the order rotating, so that a burst of
+load on a shared machine falls on all the settings alike instead of on one of them. A setting's
+QPS is the median of its rounds, its spread the range of its rounds (:class:`Rounds`).
 """
 
 from __future__ import annotations
@@ -9,15 +14,23 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from recallwatch.bench.engines.base import Engine
 from recallwatch.errors import UsageError
 
-__all__ = ["Latency", "LoadPoint", "Timing", "latency_of", "load_test", "rss_bytes",
-           "time_batch", "time_single"]
+__all__ = ["DEFAULT_ROUNDS", "Latency", "LoadPoint", "Rounds", "Timing", "latency_of",
+           "load_test", "rss_bytes", "summarise_rounds", "time_batch", "time_single",
+           "time_single_rounds"]
+
+#: Rounds of the one-query-at-a-time timing by default. Two settings of the same speed have
+#: rounds that do not overlap with probability 2 / C(2r, r): 0.8 % at 5 rounds.
+DEFAULT_ROUNDS = 5
+MAX_ROUNDS = 100
 
 MAX_LOAD_SECONDS = 120.0
 MAX_LOAD_THREADS = 256
@@ -96,6 +109,67 @@ def time_batch(engine: Engine, queries: np.ndarray, k: int, *, repeats: int = 1
             best = timing
     assert best is not None  # the loop ran at least once
     return best, found
+
+
+def time_single_rounds(
+    engine: Engine, settings: Sequence[Mapping[str, Any]], queries: np.ndarray, k: int, *,
+    rounds: int = DEFAULT_ROUNDS, warmup: int = 10,
+    timer: Callable[[Engine, np.ndarray, int], tuple[Timing, np.ndarray]] | None = None,
+) -> list[list[tuple[Timing, np.ndarray]]]:
+    """Each query setting timed one query at a time, ``rounds`` times, interleaved: in round
+    ``r`` the settings run in order starting from setting ``r mod n``. ``out[i][r]`` is setting
+    ``i``'s round ``r`` (:func:`time_single`'s result). ``timer`` replaces :func:`time_single`
+    (tests give measurements instead of taking them)."""
+    if not 1 <= rounds <= MAX_ROUNDS:
+        raise UsageError(f"timing rounds must be 1..{MAX_ROUNDS}, found {rounds}")
+
+    def default(e: Engine, q: np.ndarray, depth: int) -> tuple[Timing, np.ndarray]:
+        return time_single(e, q, depth, warmup=warmup)
+
+    measure = timer or default
+    out: list[list[tuple[Timing, np.ndarray]]] = [[] for _ in settings]
+    n = len(settings)
+    for r in range(rounds):
+        for i in [(r + j) % n for j in range(n)]:
+            engine.set_query_params(settings[i])
+            out[i].append(measure(engine, queries, k))
+    return out
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """A setting's one-query-at-a-time timings over its rounds."""
+
+    qps: list[float]  # each round's QPS
+    cpu_s_per_1000: list[float]
+    latency: Latency  # over every call of every round
+    p50: dict[str, Any]  # the median latency with its 95 % interval (QuantileInterval.to_dict)
+    p99: dict[str, Any] | None  # the same for p99, None when the calls cannot bound it
+
+    @property
+    def rounds(self) -> int:
+        return len(self.qps)
+
+    @property
+    def qps_median(self) -> float:
+        return float(np.median(self.qps))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rounds": self.rounds, "qps": list(self.qps),
+                "qps_range": [min(self.qps), max(self.qps)],
+                "cpu_s_per_1000": list(self.cpu_s_per_1000), "p50_ms": self.p50,
+                "p99_ms": self.p99}
+
+
+def summarise_rounds(timed: Sequence[tuple[Timing, np.ndarray]]) -> Rounds:
+    """The rounds of one setting: QPS per round, latency over every call."""
+    from recallwatch.stats import quantile_interval
+
+    ms = np.concatenate([np.asarray(per_query, dtype=np.float64) for _, per_query in timed])
+    p99 = quantile_interval(ms * 1e3, 0.99)
+    return Rounds([t.qps for t, _ in timed], [t.cpu_seconds_per_1000 for t, _ in timed],
+                  latency_of(ms), quantile_interval(ms * 1e3, 0.5).to_dict(),
+                  p99.to_dict() if p99.bounded else None)
 
 
 @dataclass(frozen=True)

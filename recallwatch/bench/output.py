@@ -2,8 +2,11 @@
 against QPS, build time and index size.
 
 The frontier is read on recall@k (by id) against single-thread, one-query-at-a-time QPS, as
-ANN-Benchmarks does. Every table row shows a recall beside its QPS, and every table starts with
-the data and k it was measured on.
+ANN-Benchmarks does, each QPS the median of its timing rounds: two settings are ranked by speed
+only when their rounds do not overlap (:mod:`recallwatch.bench.frontier`), and "fastest at
+recall ≥ X" names the settings its rounds cannot be told apart from. Every table row shows a
+recall beside its QPS and the range of its rounds, and every table starts with the data and k it
+was measured on.
 """
 
 from __future__ import annotations
@@ -17,13 +20,14 @@ from typing import Any
 
 import numpy as np
 
-from recallwatch._files import atomic_path, write_atomic
-from recallwatch.bench.frontier import fastest_at, pareto_mask
+from recallwatch._files import atomic_path, output_dir, write_atomic
+from recallwatch.bench._figures import new_figure, save_figure
+from recallwatch.bench.frontier import fastest_at, fastest_at_rounds, pareto_mask_rounds
 from recallwatch.bench.sweep import SCHEMA_VERSION, ConfigResult, SweepResult
 from recallwatch.bench.tradeoffs import COSTS, cost_curve, plot_cost
 
-__all__ = ["Answers", "answers", "plot_frontier", "render_table", "sweep_to_dict",
-           "write_outputs"]
+__all__ = ["Answers", "answers", "plot_frontier", "render_table", "sweep_to_dict", "write_outputs",
+           "write_report_pair"]
 
 
 @dataclass(frozen=True)
@@ -32,31 +36,65 @@ class Answers:
     frontier_by_engine: dict[str, list[int]]  # label -> indices
     fastest: dict[float, int | None]  # recall target -> fastest configuration
     cheapest: dict[float, int | None]  # recall target -> least CPU-seconds per 1,000 queries
-
-
-def _axes(results: list[ConfigResult], k: int) -> tuple[np.ndarray, np.ndarray]:
-    return (np.array([r.recall[k] for r in results]), np.array([r.qps_single for r in results]))
+    # recall target -> the other configurations reaching it whose rounds overlap the fastest's
+    tied: dict[float, list[int]]
 
 
 def answers(sweep: SweepResult) -> Answers:
     res = sweep.results
     if not res:
-        return Answers([], {}, dict.fromkeys(sweep.targets), dict.fromkeys(sweep.targets))
-    recall, qps = _axes(res, sweep.k)
-    overall = [int(i) for i in np.flatnonzero(pareto_mask(recall, qps))]
+        return Answers([], {}, dict.fromkeys(sweep.targets), dict.fromkeys(sweep.targets),
+                       {t: [] for t in sweep.targets})
+    k = sweep.k
+    recall = np.array([r.recall[k] for r in res])
+    rounds = [r.qps_rounds for r in res]
+    overall = [int(i) for i in np.flatnonzero(pareto_mask_rounds(recall, rounds))]
     by_engine: dict[str, list[int]] = {}
     for label in dict.fromkeys(r.label for r in res):
         idx = np.array([i for i, r in enumerate(res) if r.label == label])
-        mask = pareto_mask(recall[idx], qps[idx])
+        mask = pareto_mask_rounds(recall[idx], [rounds[i] for i in idx])
         by_engine[label] = [int(i) for i in idx[mask]]
     cpu_speed = -np.array([r.cpu_s_per_1000_single for r in res])  # less CPU is "faster"
-    return Answers(overall, by_engine,
-                   {t: fastest_at(recall, qps, t) for t in sweep.targets},
-                   {t: fastest_at(recall, cpu_speed, t) for t in sweep.targets})
+    fastest = {t: fastest_at_rounds(recall, rounds, t) for t in sweep.targets}
+    return Answers(overall, by_engine, {t: f[0] for t, f in fastest.items()},
+                   {t: fastest_at(recall, cpu_speed, t) for t in sweep.targets},
+                   {t: f[1] for t, f in fastest.items()})
+
+
+def _qps(r: ConfigResult) -> str:
+    """``34,803 [31,102–36,511]``: the median round and the range of the rounds."""
+    rounds = r.qps_rounds
+    if len(rounds) < 2:
+        return f"{r.qps_single:,.0f}"
+    return f"{r.qps_single:,.0f} [{min(rounds):,.0f}–{max(rounds):,.0f}]"
+
+
+def _p99(r: ConfigResult) -> str:
+    """The p99 when the calls bound it (every result measured in rounds says), else —."""
+    if r.timing and r.timing.get("p99_ms") is None:
+        return "—"
+    return f"{r.latency.p99_ms:.3f}"
 
 
 def _mb(value: int | None) -> str:
     return "-" if value is None else f"{value / 1e6:.1f}"
+
+
+def _rounds_text(sweep: SweepResult) -> str:
+    counts = sorted({len(r.qps_rounds) for r in sweep.results})
+    shown = "/".join(str(c) for c in counts) or "0"
+    return f"{shown} round{'' if counts == [1] else 's'}, interleaved across a build's settings"
+
+
+def _tied(sweep: SweepResult, ans: Answers, target: float) -> str:
+    """", as fast as X (…) and Y (…) for all the rounds can tell" or nothing."""
+    tied = ans.tied.get(target) or []
+    if not tied:
+        return ""
+    k, res = sweep.k, sweep.results
+    names = " and ".join(f"{res[i].label} {res[i].params} ({_qps(res[i])} at R@{k} "
+                         f"{res[i].recall[k]:.4f})" for i in tied)
+    return f", indistinguishable in speed from {names}: their rounds overlap"
 
 
 def render_table(sweep: SweepResult) -> str:
@@ -66,15 +104,17 @@ def render_table(sweep: SweepResult) -> str:
     head = [
         f"data: {d['name']}  n={d['n']}  d={d['d']}  queries={d['queries']}  metric={d['metric']}"
         f"  k={k}  (data sha256 {d['hash'][:12]})",
-        f"QPS-1: one query at a time on 1 thread; QPS-batch: all queries in one call on "
-        f"{sweep.threads['batched_and_build']} thread(s); latency from per-query timings; "
-        "* = on the overall frontier",
+        f"QPS-1: one query at a time on 1 thread, the median of {_rounds_text(sweep)} "
+        "[the range of the rounds]; two settings are ranked by speed only when their ranges do "
+        "not overlap; QPS-batch: all queries in one call on "
+        f"{sweep.threads['batched_and_build']} thread(s); latency from per-query timings of "
+        "every round (p99 only when the calls bound it); * = on the overall frontier",
     ]
     cols = ["", "engine", "parameters", f"R@{k}", f"R@{k} ties", "QPS-1", "QPS-batch",
             "p50 ms", "p99 ms", "build s", "index MB", "B/vec"]
     rows = [[("*" if i in on_front else ""), r.label, r.params, f"{r.recall[k]:.4f}",
-             f"{r.recall_ties[k]:.4f}", f"{r.qps_single:,.0f}", f"{r.qps_batch:,.0f}",
-             f"{r.latency.p50_ms:.3f}", f"{r.latency.p99_ms:.3f}", f"{r.build_seconds:.2f}",
+             f"{r.recall_ties[k]:.4f}", _qps(r), f"{r.qps_batch:,.0f}",
+             f"{r.latency.p50_ms:.3f}", _p99(r), f"{r.build_seconds:.2f}",
              _mb(r.index_bytes), "-" if r.bytes_per_vector is None else f"{r.bytes_per_vector:.1f}"]
             for i, r in enumerate(sweep.results)]
     widths = [max(len(c), *(len(row[j]) for row in rows)) if rows else len(c)
@@ -99,9 +139,9 @@ def render_table(sweep: SweepResult) -> str:
         cheap = ans.cheapest[target]
         c = r if cheap is None else sweep.results[cheap]
         lines.append(f"fastest at R@{k} >= {target:g}: {r.label} {r.params} — "
-                     f"{r.qps_single:,.0f} QPS-1 at R@{k} {r.recall[k]:.4f}; least CPU: "
-                     f"{c.label} {c.params}, {c.cpu_s_per_1000_single:.3f} CPU-s per 1,000 "
-                     f"queries at R@{k} {c.recall[k]:.4f}")
+                     f"{_qps(r)} QPS-1 at R@{k} {r.recall[k]:.4f}{_tied(sweep, ans, target)}; "
+                     f"least CPU: {c.label} {c.params}, {c.cpu_s_per_1000_single:.3f} CPU-s "
+                     f"per 1,000 queries at R@{k} {c.recall[k]:.4f}")
     return "\n".join(lines) + "\n"
 
 
@@ -116,6 +156,9 @@ def sweep_to_dict(sweep: SweepResult) -> dict[str, Any]:
         "frontier": ans.frontier,
         "frontier_by_engine": ans.frontier_by_engine,
         "fastest_at": {str(t): i for t, i in ans.fastest.items()},
+        "fastest_at_indistinguishable": {str(t): idx for t, idx in ans.tied.items()},
+        "timing": "QPS-1 is the median of each setting's rounds; settings are ranked by speed "
+                  "only when their rounds do not overlap",
         "least_cpu_at": {str(t): i for t, i in ans.cheapest.items()},
     }
     for cost in COSTS:  # the data behind build_time.png and index_size.png
@@ -126,7 +169,8 @@ def sweep_to_dict(sweep: SweepResult) -> dict[str, Any]:
 
 
 _CSV_FIELDS = ["engine", "label", "build", "query", "k", "recall@1", "recall@10", "recall@100",
-               "recall_ties@k", "qps_single", "qps_batch", "latency_mean_ms", "latency_p50_ms",
+               "recall_ties@k", "qps_single", "qps_single_min", "qps_single_max", "rounds",
+               "qps_batch", "latency_mean_ms", "latency_p50_ms",
                "latency_p95_ms", "latency_p99_ms", "cpu_s_per_1000_single",
                "cpu_s_per_1000_batch", "build_seconds", "index_bytes", "index_bytes_how",
                "rss_delta_bytes", "bytes_per_vector", "on_frontier", "dataset", "dataset_hash"]
@@ -143,6 +187,8 @@ def sweep_to_csv(sweep: SweepResult) -> str:
             "query": json.dumps(r.query, sort_keys=True), "k": r.k,
             **{f"recall@{d}": r.recall.get(d, "") for d in (1, 10, 100)},
             "recall_ties@k": r.recall_ties[r.k], "qps_single": r.qps_single,
+            "qps_single_min": min(r.qps_rounds), "qps_single_max": max(r.qps_rounds),
+            "rounds": len(r.qps_rounds),
             "qps_batch": r.qps_batch, "latency_mean_ms": r.latency.mean_ms,
             "latency_p50_ms": r.latency.p50_ms, "latency_p95_ms": r.latency.p95_ms,
             "latency_p99_ms": r.latency.p99_ms, "cpu_s_per_1000_single": r.cpu_s_per_1000_single,
@@ -157,13 +203,8 @@ def sweep_to_csv(sweep: SweepResult) -> str:
 
 def plot_frontier(sweep: SweepResult, path: str | Path) -> None:
     """Recall@k against QPS (log scale) per engine, the overall frontier drawn over them."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     k, res, ans = sweep.k, sweep.results, answers(sweep)
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = new_figure()
     for label, idx in ans.frontier_by_engine.items():
         mine = [i for i, r in enumerate(res) if r.label == label]
         line = sorted(idx, key=lambda i: res[i].recall[k])
@@ -181,17 +222,14 @@ def plot_frontier(sweep: SweepResult, path: str | Path) -> None:
     ax.set_title(f"{d['name']} n={d['n']} d={d['d']} {d['metric']} k={k}", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def write_outputs(sweep: SweepResult, out_dir: str | Path) -> list[Path]:
     """results.json, results.csv, frontier.png (recall against QPS), build_time.png and
     index_size.png (recall against build time and index size) in ``out_dir``, each written
     atomically."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_dir(out_dir, "--out")
     written = []
     for name, text in (("results.json", json.dumps(sweep_to_dict(sweep), indent=2, default=str)),
                        ("results.csv", sweep_to_csv(sweep))):
@@ -206,3 +244,15 @@ def write_outputs(sweep: SweepResult, out_dir: str | Path) -> list[Path]:
                 plot_cost(sweep, cost, tmp)
             written.append(out / name)
     return written
+
+
+def write_report_pair(out_dir: str | Path, name: str, doc: dict[str, Any], markdown: str
+                      ) -> list[Path]:
+    """``NAME.json`` (``doc``) and ``NAME.md`` (``markdown``) in ``out_dir`` (created when
+    missing), each written whole; the benchmarks that write one result and its table use it."""
+    out = output_dir(out_dir, "--out")
+    files = {out / f"{name}.json": json.dumps(doc, indent=2, default=str) + "\n",
+             out / f"{name}.md": markdown if markdown.endswith("\n") else markdown + "\n"}
+    for path, text in files.items():
+        write_atomic(path, text)
+    return list(files)

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from recallwatch._files import atomic_path, output_dir, write_atomic
 from recallwatch._hashing import canonical_hash
 from recallwatch._progress import steps
 from recallwatch.bench.datasets import synthetic, topic_collection
@@ -227,7 +228,8 @@ def _figures(out: Path, res: dict[str, Any], study: QuantizationStudy) -> list[P
 
     def save(fig: Any, name: str) -> None:
         fig.tight_layout()
-        fig.savefig(out / name, dpi=110)
+        with atomic_path(out / name) as tmp:
+            fig.savefig(tmp, dpi=110)
         plt.close(fig)
         written.append(out / name)
 
@@ -299,8 +301,7 @@ def run_experiments(out: str | Path, cfg: ExperimentConfig | None = None) -> dic
     import faiss
 
     cfg = cfg or ExperimentConfig()
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_dir(out, "--out")
     threads = faiss.omp_get_max_threads()
     faiss.omp_set_num_threads(1)  # one thread: repeatable k-means and honest latency
     # on a terminal, each experiment is a step (redrawn only between them: latency is timed)
@@ -349,10 +350,10 @@ def run_experiments(out: str | Path, cfg: ExperimentConfig | None = None) -> dic
                                          res["one_query_report"].items()),
     }
     for name, text in texts.items():
-        (out / name).write_text(text, encoding="utf-8")
+        write_atomic(out / name, text)
         files.append(out / name)
     res["files"] = sorted(p.name for p in [*files, out / "experiments.json"])
-    (out / "experiments.json").write_text(json.dumps(res, indent=2) + "\n", encoding="utf-8")
+    write_atomic(out / "experiments.json", json.dumps(res, indent=2) + "\n")
     return res
 
 

@@ -1,8 +1,10 @@
 """A sweep: one dataset, exact truth, every engine configuration (build × query parameters) timed
 on one machine. The file is read and checked by :mod:`recallwatch.bench.sweep_file`.
 
-Per configuration: recall@1/10/100 by id and tie-aware; QPS one query at a time on one thread and
-batched on ``threads``; latency mean/p50/p95/p99 from the single-query timings; CPU-seconds per
+Per configuration: recall@1/10/100 by id and tie-aware; QPS one query at a time on one thread
+(the median of ``rounds`` rounds, the query settings of one build interleaved round by round, with
+the range of the rounds as its spread) and batched on ``threads``; latency mean/p50/p95/p99 from
+the single-query timings of every round, p50 and p99 with their 95 % intervals; CPU-seconds per
 1,000 queries; build time; index bytes as the library reports or serialises them, and the RSS
 delta around the build, each labelled; bytes per vector; for store engines, a concurrent load
 test per thread count.
@@ -35,11 +37,12 @@ from recallwatch.bench.exact_knn import (
 from recallwatch.bench.measure import (
     Latency,
     LoadPoint,
-    latency_of,
+    Rounds,
     load_test,
     rss_bytes,
+    summarise_rounds,
     time_batch,
-    time_single,
+    time_single_rounds,
 )
 from recallwatch.bench.sweep_file import EngineSpec, SweepConfig, load_sweep
 from recallwatch.errors import InputError
@@ -81,9 +84,9 @@ class ConfigResult:
     k: int
     recall: dict[int, float]  # id recall@depth
     recall_ties: dict[int, float]  # tie-aware recall@depth
-    qps_single: float
+    qps_single: float  # the median of the rounds
     qps_batch: float
-    latency: Latency  # from single-query timings, one thread
+    latency: Latency  # from single-query timings, one thread, every round
     cpu_s_per_1000_single: float
     cpu_s_per_1000_batch: float
     build_seconds: float
@@ -92,6 +95,13 @@ class ConfigResult:
     rss_delta_bytes: int | None  # RSS after build minus before (approximate: allocator reuse)
     bytes_per_vector: float | None
     load: list[LoadPoint] = field(default_factory=list)
+    # the rounds of the single-query timing: QPS of each, latency p50/p99 with intervals
+    timing: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def qps_rounds(self) -> list[float]:
+        """Each round's QPS-1 (the one measurement of a result without rounds)."""
+        return list(self.timing.get("qps") or [self.qps_single])
 
     @property
     def params(self) -> str:
@@ -276,7 +286,9 @@ def finish_sweep(config: SweepConfig, dataset: dict[str, Any], truth_seconds: fl
 
 
 def measure_point(point: Point, inputs: Inputs) -> list[ConfigResult]:
-    """Build ``point``'s index on the base and measure it at every query setting of its grid."""
+    """Build ``point``'s index on the base and measure it at every query setting of its grid:
+    recall, batched QPS and load once per setting, then the single-query timing in interleaved
+    rounds across the settings."""
     config, xb = inputs.config, inputs.base
     engine = make_engine(point.spec.engine, **point.build)
     engine.set_threads(config.threads)
@@ -289,21 +301,37 @@ def measure_point(point: Point, inputs: Inputs) -> list[ConfigResult]:
     memory = engine.memory()
     rss_delta = None if rss0 is None or rss1 is None else rss1 - rss0
     try:
-        return [_measure(engine, point.spec, point.build, engine.set_query_params(query), inputs,
-                         build_seconds, memory, rss_delta)
-                for query in point.spec.queries]
+        settings = [engine.set_query_params(query) for query in point.spec.queries]
+        fixed = []
+        for query in settings:
+            engine.set_query_params(query)
+            fixed.append(_untimed(engine, inputs))
+        single_q = (inputs.queries if config.single_queries is None
+                    else inputs.queries[:config.single_queries])
+        engine.set_threads(1)
+        rounds = time_single_rounds(engine, settings, single_q, config.k, rounds=config.rounds,
+                                    warmup=config.warmup)
+        engine.set_threads(config.threads)
+        return [_result(point, query, parts, summarise_rounds(timed), inputs, build_seconds,
+                        memory, rss_delta)
+                for query, parts, timed in zip(settings, fixed, rounds, strict=True)]
     finally:
         engine.close()
 
 
-def _measure(engine: Any, spec: EngineSpec, build: dict[str, Any], query: dict[str, Any],
-             inputs: Inputs, build_seconds: float, memory: Any,
-             rss_delta: int | None) -> ConfigResult:
+@dataclass(frozen=True)
+class _Untimed:
+    """What one query setting measures once: recall, the batched timing, the load test."""
+
+    recall: dict[int, float]
+    ties: dict[int, float]
+    batch: Any  # measure.Timing
+    load: list[LoadPoint]
+
+
+def _untimed(engine: Any, inputs: Inputs) -> _Untimed:
     config, xb, xq, truth = inputs.config, inputs.base, inputs.queries, inputs.truth
-    single_q = xq if config.single_queries is None else xq[:config.single_queries]
     k = config.k
-    engine.set_threads(1)
-    single, per_query = time_single(engine, single_q, k, warmup=config.warmup)
     engine.set_threads(config.threads)
     batch, found = time_batch(engine, xq, k, repeats=config.batch_repeats)
     recall: dict[int, float] = {}
@@ -316,12 +344,20 @@ def _measure(engine: Any, spec: EngineSpec, build: dict[str, Any], query: dict[s
     if engine.is_store:
         load = [load_test(engine, xq, k, threads=t, seconds=config.load_seconds)
                 for t in config.load_threads]
+    return _Untimed(recall, ties, batch, load)
+
+
+def _result(point: Point, query: dict[str, Any], parts: _Untimed, timed: Rounds,
+            inputs: Inputs, build_seconds: float, memory: Any,
+            rss_delta: int | None) -> ConfigResult:
     index_bytes = None if memory is None else memory.bytes
     return ConfigResult(
-        engine=spec.engine, label=spec.label, build=dict(build), query=dict(query), k=k,
-        recall=recall, recall_ties=ties, qps_single=single.qps, qps_batch=batch.qps,
-        latency=latency_of(per_query), cpu_s_per_1000_single=single.cpu_seconds_per_1000,
-        cpu_s_per_1000_batch=batch.cpu_seconds_per_1000, build_seconds=build_seconds,
+        engine=point.spec.engine, label=point.spec.label, build=dict(point.build),
+        query=dict(query), k=inputs.config.k, recall=parts.recall, recall_ties=parts.ties,
+        qps_single=timed.qps_median, qps_batch=parts.batch.qps, latency=timed.latency,
+        cpu_s_per_1000_single=float(np.median(timed.cpu_s_per_1000)),
+        cpu_s_per_1000_batch=parts.batch.cpu_seconds_per_1000, build_seconds=build_seconds,
         index_bytes=index_bytes, index_bytes_how=None if memory is None else memory.how,
         rss_delta_bytes=rss_delta,
-        bytes_per_vector=None if index_bytes is None else index_bytes / xb.shape[0], load=load)
+        bytes_per_vector=None if index_bytes is None else index_bytes / inputs.base.shape[0],
+        load=parts.load, timing=timed.to_dict())

@@ -17,7 +17,7 @@ from recallwatch._redact import redact_all
 from recallwatch.bench.datasets import check_spec
 from recallwatch.bench.engines import ENGINES, Engine
 from recallwatch.bench.engines.base import param_problem
-from recallwatch.bench.measure import MAX_LOAD_SECONDS, MAX_LOAD_THREADS
+from recallwatch.bench.measure import DEFAULT_ROUNDS, MAX_LOAD_SECONDS, MAX_LOAD_THREADS, MAX_ROUNDS
 from recallwatch.errors import InputError
 from recallwatch.formats.fields import bounded, check_keys, line_of, shown, text_id
 from recallwatch.formats.structured import LINE_KEY, load_structured
@@ -48,6 +48,7 @@ class SweepConfig:
     warmup: int = 10
     single_queries: int | None = None  # None: every query
     batch_repeats: int = 1
+    rounds: int = DEFAULT_ROUNDS  # of the single-query timing, interleaved across settings
     load_threads: list[int] = field(default_factory=lambda: [1, 2, 4])
     load_seconds: float = 2.0
     targets: list[float] = field(default_factory=lambda: [0.9, 0.95, 0.99])
@@ -163,7 +164,8 @@ def load_sweep(path: str | os.PathLike[str]) -> SweepConfig:
     # `timing:` alone means the defaults; an empty list is not a mapping
     timing = {} if data.get("timing") is None else data["timing"]
     load = {} if data.get("load") is None else data["load"]
-    for name, section, keys in (("timing", timing, {"warmup", "single_queries", "batch_repeats"}),
+    for name, section, keys in (("timing", timing, {"warmup", "single_queries", "batch_repeats",
+                                                          "rounds"}),
                                 ("load", load, {"threads", "seconds"})):
         if not isinstance(section, dict):
             raise InputError(source=src, line=line, field=name, expected="a mapping",
@@ -195,6 +197,8 @@ def load_sweep(path: str | os.PathLike[str]) -> SweepConfig:
             single, 1, 10_000_000, source=src, line=timing_line, field="timing.single_queries"),
         batch_repeats=bounded(timing.get("batch_repeats", 1), 1, 1000, source=src,
                               line=timing_line, field="timing.batch_repeats"),
+        rounds=bounded(timing.get("rounds", DEFAULT_ROUNDS), 1, MAX_ROUNDS, source=src,
+                       line=timing_line, field="timing.rounds"),
         load_threads=[bounded(t, 1, MAX_LOAD_THREADS, source=src, line=load_line,
                               field="load.threads") for t in load_threads],
         load_seconds=float(seconds),

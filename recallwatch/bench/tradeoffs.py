@@ -15,6 +15,7 @@ from typing import Literal
 
 import numpy as np
 
+from recallwatch.bench._figures import new_figure, save_figure
 from recallwatch.bench.frontier import pareto_mask
 from recallwatch.bench.sweep import SweepResult
 
@@ -64,11 +65,6 @@ def cost_curve(sweep: SweepResult, cost: Cost) -> CostCurve:
 def plot_cost(sweep: SweepResult, cost: Cost, path: str | Path) -> CostCurve:
     """Recall@k (x) against ``cost`` (y, log scale) per engine, each engine's frontier joined,
     the overall frontier drawn over them; returns the data drawn."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     curve = cost_curve(sweep, cost)
     k, res = sweep.k, sweep.results
     scale = 1e-6 if cost == "index_bytes" else 1.0
@@ -76,7 +72,7 @@ def plot_cost(sweep: SweepResult, cost: Cost, path: str | Path) -> CostCurve:
     def y(i: int) -> float:
         return float(getattr(res[i], cost)) * scale
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = new_figure()
     for label, front in curve.frontier_by_engine.items():
         mine = [i for i in curve.points if res[i].label == label]
         line = sorted(front, key=lambda i: res[i].recall[k])
@@ -98,7 +94,5 @@ def plot_cost(sweep: SweepResult, cost: Cost, path: str | Path) -> CostCurve:
     ax.grid(True, which="both", alpha=0.3)
     if curve.points:
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
     return curve

@@ -18,7 +18,14 @@ import typer
 from typer.core import TyperGroup
 
 from recallwatch._process import SIGPIPE_STATUS as _SIGPIPE_STATUS
-from recallwatch.cli._tree import EXIT_CODES, OLD_NAMES, add_exit_codes, hint_for, old_name_note
+from recallwatch.cli._tree import (
+    EXIT_CODES,
+    OLD_NAMES,
+    add_exit_codes,
+    hint_for,
+    new_option_names,
+    old_name_note,
+)
 from recallwatch.errors import Interrupted, RecallwatchError
 
 __all__ = ["app", "main"]
@@ -32,10 +39,18 @@ class _Group(TyperGroup):
     def main(self, *args: Any, **kwargs: Any) -> Any:
         from recallwatch._progress import shown_on_terminal
         from recallwatch._terminal import shown_streams
+        from recallwatch.cli._coerce import install
 
-        given = (sys.argv[1:] if not args and "args" not in kwargs
-                 else list(kwargs.get("args") or (args[0] if args else [])))
+        install(self)  # parameter values without pydantic where typer only hands them through
+
+        given = (list(kwargs.pop("args")) if kwargs.get("args") is not None
+                 else list(args[0]) if args else sys.argv[1:])
+        args = args[1:]
+        given, notes = new_option_names(given)  # an option's older spelling, with a note
         _remember_typed_secrets(given)
+        for note in notes:
+            _say(note)
+        kwargs["args"] = given
         # click.echo would strip ESC [ … sequences from text going to a file or a pipe,
         # changing an id; here every control character is shown instead, on every stream
         kwargs.setdefault("color", True)

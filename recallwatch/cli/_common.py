@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +24,34 @@ def emit(text: str) -> None:
 
 def emit_json(obj: Any) -> None:
     emit(json.dumps(obj, ensure_ascii=False, indent=2, default=str))
+
+
+@contextmanager
+def flags_named(flags: Mapping[str, str]) -> Iterator[None]:
+    """Library errors name the parameters a Python caller passes (``latency_sample=0``,
+    ``tune_weights=True``, field ``'corpus='``); a command's user passes flags: inside this
+    block such a name becomes the command's flag (``--latency-sample 0``, ``--tune-weights``),
+    per ``flags`` (parameter -> flag)."""
+    from recallwatch.errors import InputError, RecallwatchError
+
+    try:
+        yield
+    except RecallwatchError as exc:
+        if exc.args and isinstance(exc.args[0], str):
+            exc.args = (as_flags(exc.args[0], flags), *exc.args[1:])
+        if isinstance(exc, InputError) and exc.field is not None:
+            exc.field = as_flags(exc.field, flags)
+        raise
+
+
+def as_flags(text: str, flags: Mapping[str, str]) -> str:
+    """``text`` with each ``parameter=`` of ``flags`` written as its flag: ``name=True``
+    becomes the bare flag, ``name=VALUE`` the flag and the value, ``name=`` alone the flag."""
+    for name, flag in flags.items():
+        text = re.sub(rf"(?<![\w.-]){re.escape(name)}=True\b", flag, text)
+        text = re.sub(rf"(?<![\w.-]){re.escape(name)}=(?=[\w<])", flag + " ", text)
+        text = re.sub(rf"(?<![\w.-]){re.escape(name)}=", flag, text)
+    return text
 
 
 def open_store(uri: str) -> VectorStore:

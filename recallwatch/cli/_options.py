@@ -40,6 +40,7 @@ __all__ = [
     "KappaWeights",
     "LLMModel",
     "LLMTimeout",
+    "MaxRecallLoss",
     "Measures",
     "MinCoverage",
     "MinOneDepth",
@@ -191,7 +192,9 @@ ResultsFile = Annotated[Path | None, typer.Option(
     "--results", help="Results file (JSONL) from any external search system, instead of "
     "--store.")]
 
-_GOLDEN_HELP = "Golden set file (YAML, JSON or JSONL): queries and the chunks each must find."
+_GOLDEN_HELP = ("Golden set file (YAML, JSON or JSONL): queries and the chunks each must find; "
+                "or a public collection (irds:DATASET_ID, beir:DIR[#split]): its queries, each "
+                "expecting the documents judged relevant.")
 GoldenArg = Annotated[Path, typer.Argument(help=_GOLDEN_HELP)]
 GoldenOption = Annotated[Path | None, typer.Option("--golden", help=_GOLDEN_HELP)]
 
@@ -210,7 +213,7 @@ ProbesFile = Annotated[Path, typer.Option(
 DatasetName = Annotated[str | None, typer.Option(
     "--dataset", help="Only runs of this golden set (by its name).")]
 
-_out = typer.Option("--out", help="Directory to write the result files into.")
+_out = typer.Option("--out-dir", help="Folder to write the result files into.")
 OutDir = Annotated[Path | None, _out]
 RequiredOutDir = Annotated[Path, _out]
 
@@ -222,6 +225,14 @@ MinOneDepth = Annotated[int, typer.Option("--k", min=1, help=_DEPTH_HELP)]
 
 RecallFloor = Annotated[float, typer.Option(
     "--floor", help="Lowest acceptable recall@k against exact search.")]
+
+MaxRecallLoss = Annotated[float | None, typer.Option(
+    "--max-recall-loss", min=0.0, max=1.0,
+    help="A new index is switched in only when it is not worse than the live one by more than "
+    "this much recall@k: the 95 % interval of the per-probe difference (new − live) must stay "
+    "above minus this. (ingest's rebuild checks it only when given: its live search scans the "
+    "rows outside the index exactly, and a rebuild trades a little of that recall for "
+    "speed.)")]
 
 MinCoverage = Annotated[float, typer.Option(
     "--min-coverage", min=0.0, max=1.0,

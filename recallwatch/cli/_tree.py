@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import typer
 
-__all__ = ["EXIT_CODES", "HINTS", "OLD_NAMES", "add_exit_codes", "hint_for", "old_name_note"]
+__all__ = ["EXIT_CODES", "HINTS", "OLD_NAMES", "OLD_OPTIONS", "add_exit_codes", "hint_for",
+           "new_option_names", "old_name_note"]
 
 # The exit codes every command shares, in one place (the root help and each command's help).
 EXIT_CODES = ("Exit codes: 0 success or ACCEPT, 1 STOP, alarm or refusal, 2 usage or input "
@@ -34,6 +35,61 @@ OLD_NAMES: dict[str, tuple[str, str]] = {
     "plan": ("bench", "plan"),
     "experiments": ("bench", "reference"),
 }
+
+
+# command path -> {older option spelling: its name now}. One option name means one thing in
+# every command (a data version is never --version, the program's; a folder is --out-dir, a
+# file --out); the older spellings still work, with a note.
+OLD_OPTIONS: dict[tuple[str, ...], dict[str, str]] = {
+    ("ops", "probes"): {"--version": "--probe-version"},
+    ("ops", "promote"): {"--version": "--index-version"},
+    ("golden", "migrate"): {"--version": "--golden-version"},
+    ("bench", "quantize"): {"--metric": "--distance", "--out": "--out-dir"},
+    ("history", "groups"): {"--metric": "--value"},
+    ("bench", "sweep"): {"--out": "--out-dir"},
+    ("bench", "filtered"): {"--out": "--out-dir"},
+    ("bench", "streaming"): {"--out": "--out-dir"},
+    ("bench", "reference"): {"--out": "--out-dir", "--n": "--size"},
+    ("experiment",): {"--out": "--out-dir"},
+}
+
+
+def new_option_names(args: list[str]) -> tuple[list[str], list[str]]:
+    """``args`` with each older option spelling of :data:`OLD_OPTIONS` replaced by its name
+    now, and a note for each one replaced."""
+    path = _command_path(args)
+    renamed = OLD_OPTIONS.get(path, {})
+    if not renamed:
+        return args, []
+    out, notes = list(args), []
+    for i, arg in enumerate(args):
+        if arg == "--":
+            break
+        name, eq, value = arg.partition("=")
+        if name in renamed:
+            out[i] = renamed[name] + eq + value
+            notes.append(f"note: `{name}` of `recallwatch {' '.join(path)}` is now "
+                         f"`{renamed[name]}`; the old name keeps working")
+    return out, notes
+
+
+def _command_path(args: list[str]) -> tuple[str, ...]:
+    """The command an argument list names, old top-level names and the ``bench SWEEP.yaml``
+    shorthand resolved: ``("ops", "probes")``, ``("experiment",)``."""
+    words = [a for a in args[:2] if not a.startswith("-")]
+    if not words:
+        return ()
+    if words[0] in OLD_NAMES:
+        return OLD_NAMES[words[0]]
+    groups = {path[0] for path in OLD_OPTIONS if len(path) == 2}
+    if words[0] in groups:
+        second = words[1] if len(words) > 1 else ""
+        known = {path[1] for path in OLD_OPTIONS if path[0] == words[0]}
+        if second in known:
+            return (words[0], second)
+        return ("bench", "sweep") if words[0] == "bench" and second.endswith(
+            (".yaml", ".yml", ".json")) else (words[0], second)
+    return (words[0],)
 
 
 def old_name_note(old: str) -> str:

@@ -40,7 +40,8 @@ class CIChoice(str, Enum):
 
 def compare(
     qrels: Annotated[Path, typer.Argument(
-        help="TREC qrels file (qid 0 docid rel), optionally gzip.")],
+        help="TREC qrels file (qid 0 docid rel), optionally gzip; or a public collection's "
+        "judgments: irds:DATASET_ID (ir_datasets) or beir:DIR[#split].")],
     run_a: Annotated[Path, typer.Argument(
         help="Run A, the baseline (TREC run file, or Parquet/Arrow).")],
     run_b: Annotated[Path, typer.Argument(
@@ -138,12 +139,12 @@ def compare(
         body = {"schema": shape.pop("schema"), "qrels": str(qrels), "run_a": str(run_a),
                 "run_b": str(run_b), **shape}
         if costs is not None:
-            body["cost"] = costs
+            body["cost"], body["cost_notes"] = costs
         emit(json.dumps(body, indent=2, allow_nan=False))
     else:
         emit(render_table(result, str(run_a), str(run_b)))
         if costs is not None:
-            emit(_cost_table(costs))
+            emit(_cost_table(*costs))
 
 
 def _compare_files(qrels: Qrels, paths: list[Path], measures: list[str], **options: Any
@@ -186,19 +187,22 @@ def _emit_many(result: MultiComparison, fmt: CompareFormat) -> None:
         emit(result.to_text())
 
 
-def _costs(a: Path | None, b: Path | None) -> dict[str, dict[str, float | None]] | None:
-    """Cost deltas of B against A from their gate reports (both or neither)."""
-    from recallwatch.acceptance.cost import cost_deltas
+def _costs(a: Path | None, b: Path | None
+           ) -> tuple[dict[str, dict[str, Any]], list[str]] | None:
+    """Cost deltas of B against A from their gate reports (both or neither), and what they
+    cannot say (quantiles of too few calls, the load between two runs)."""
+    from recallwatch.acceptance.cost import cost_deltas, cost_notes
     from recallwatch.errors import UsageError
 
     if a is None and b is None:
         return None
     if a is None or b is None:
         raise UsageError("give both --cost-a and --cost-b, or neither")
-    return cost_deltas(_cost_of(a), _cost_of(b))
+    old, new = _cost_of(a), _cost_of(b)
+    return cost_deltas(old, new), cost_notes(old, new)
 
 
-def _cost_of(path: Path) -> dict[str, float]:
+def _cost_of(path: Path) -> dict[str, Any]:
     import json
 
     from recallwatch._files import read_capped
@@ -210,25 +214,24 @@ def _cost_of(path: Path) -> dict[str, float]:
         raise InputError(source=path, expected="a gate report in JSON",
                          found=type(exc).__name__) from None
     cost = data.get("cost") if isinstance(data, dict) else None
-    if not isinstance(cost, dict) or not isinstance(cost.get("search_p99_ms"), (int, float)):
+    if not isinstance(cost, dict) or not isinstance(cost.get("search_mean_ms"), (int, float)):
         raise InputError(source=path, field="cost", expected="the cost of a gate run on a store",
                          found=cost, hint="a run on a results file records no cost")
     return cost
 
 
-def _cost_table(costs: dict[str, dict[str, float | None]]) -> str:
-    from recallwatch.acceptance.cost import COST_LABELS, format_cost
+def _cost_table(costs: dict[str, dict[str, Any]], notes: list[str]) -> str:
+    from recallwatch.acceptance.cost import COST_LABELS, cost_interval, format_cost
 
     rows = [["cost", "A", "B", "delta", "increase"]]
     for key, d in costs.items():
         old, new, delta, rise = d["old"], d["new"], d["delta"], d["increase"]
-        assert old is not None and new is not None and delta is not None
         rows.append([COST_LABELS[key], format_cost(key, old), format_cost(key, new),
                      ("+" if delta >= 0 else "-") + format_cost(key, abs(delta)),
-                     "-" if rise is None else f"{rise:+.0%}"])
+                     "-" if rise is None else f"{rise:+.0%}{cost_interval(d)}"])
     lines = ["", *table_lines(rows[0], rows[1:]), "",
              "Timings are measured on the machine that ran each gate: compare them on the "
-             "same kind of machine."]
+             "same kind of machine.", *notes]
     return "\n".join(lines)
 
 

@@ -21,7 +21,8 @@ Format = Literal["table", "json", "tsv"]
 
 def eval_command(
     qrels: Annotated[Path, typer.Argument(
-        help="TREC qrels file 'qid iter docid rel' (plain or .gz).")],
+        help="TREC qrels file 'qid iter docid rel' (plain or .gz); or a public collection's "
+        "judgments: irds:DATASET_ID (ir_datasets) or beir:DIR[#split].")],
     run: Annotated[Path, typer.Argument(
         help="TREC run file 'qid Q0 docid rank score tag' (plain or .gz), or a Parquet or "
         "Arrow file (.parquet, .arrow, .feather) with columns qid, docid and score.")],

@@ -1,4 +1,5 @@
-"""``recallwatch experiment PLAN --out DIR``: a base pipeline and its variants on one golden set."""
+"""``recallwatch experiment PLAN --out-dir DIR``: a base pipeline and its variants on one golden
+set."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from recallwatch.cli._options import (
     HistoryOrNone,
     RayAddress,
     RayWorkers,
+    RequiredOutDir,
     TableJson,
     TableJsonFormat,
 )
@@ -24,17 +26,21 @@ def experiment(
     plan: Annotated[Path, typer.Argument(
         help="The plan (YAML): golden, corpus, policy (optional), base and variants. See "
         "docs/experiments.md.")],
-    out: Annotated[Path, typer.Option(
-        "--out", help="Directory for results.json, results.md, report.html and the cache of "
-        "built variants.")],
+    out: RequiredOutDir,
     force: Annotated[bool, typer.Option(
-        "--force", help="Replace the results of another plan's experiment in --out (a rerun "
+        "--force", help="Replace the results of another plan's experiment in --out-dir (a rerun "
         "of the same plan file replaces its own without it).")] = False,
     fmt: TableJsonFormat = TableJson.table,
     engine: EngineOption = EngineChoice.local,
     address: RayAddress = None,
     workers: RayWorkers = None,
     history: HistoryOrNone = None,
+    timing_rounds: Annotated[int, typer.Option(
+        "--timing-rounds", min=0, max=100,
+        help="Rounds of the side-by-side latency timing after the builds: up to 20 golden "
+        "queries searched through every variant, interleaved call by call, this many times "
+        "each (0: none; the latencies are then each gate's own, taken at different moments, "
+        "and no variant counts as cheaper).")] = 3,
 ) -> None:
     """Try a base pipeline and its variants on one golden set and say which wins, with evidence.
 
@@ -53,10 +59,16 @@ def experiment(
 
     For each variant: the gate's verdict, mean quality, recall@K, nDCG@K, MRR, fact recall@K
     (the share of quoted facts that reached the top K), the ingest time, the store's bytes on
-    disk and the search latency p50/p99; a paired randomization test against the base, with
-    Holm's correction across the variants, and the queries won, tied and lost. With a tune/test
-    split in the golden set the winner is chosen on tune and confirmed on test; without one it
-    is chosen and judged on the same queries, and a warning says so.
+    disk and the search latency p50/p99 (timed side by side, with intervals); a paired
+    randomization test against the base, with Holm's correction across the variants, and the
+    queries won, tied and lost.
+
+    A variant wins only with evidence: it must beat the base on the tune queries (mean quality,
+    or nDCG@K at no loss of quality; Holm across the variants and both measures) and be
+    confirmed on the test queries; a tie between variants goes to the significantly cheaper
+    one. Otherwise the output says "no variant beat the base: keep it" and the winner is the
+    base. Without a tune/test split the winner is chosen and judged on the same queries, and a
+    warning says so. Dominated variants (no better on quality, no cheaper) are marked.
 
     Prints the table (--format json: results.json's record); writes DIR/results.json,
     DIR/results.md (the table in Markdown) and DIR/report.html (with the quality-vs-cost
@@ -79,7 +91,8 @@ def experiment(
     with claim(out, loaded, replace=force) as folder:
         result = run_experiment(loaded, folder, engine=engine.value, address=address,
                                 workers=workers, replace=force,
-                                progress=fmt is TableJson.table and sys.stderr.isatty())
+                                progress=fmt is TableJson.table and sys.stderr.isatty(),
+                                timing_rounds=timing_rounds)
         paths = write_outputs(result, folder)
     if fmt is TableJson.json:
         emit_json(result.to_dict())

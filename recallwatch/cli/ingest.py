@@ -22,6 +22,7 @@ from recallwatch.cli._options import (
     EngineChoice,
     EngineOption,
     HistoryPath,
+    MaxRecallLoss,
     NoHistory,
     RayAddress,
     RayWorkers,
@@ -40,7 +41,8 @@ EXIT_REJECTED = 1
 
 def ingest(
     corpus: Annotated[Path, typer.Argument(
-        help="Corpus file: .jsonl, .jsonl.gz or .parquet.")],
+        help="Corpus file: .jsonl, .jsonl.gz or .parquet; or a public collection's documents "
+        "(irds:DATASET_ID, beir:DIR), one chunk each.")],
     store: StoreURI,
     embedder: EmbedderSpec = None,
     batch_size: Annotated[int, typer.Option(
@@ -54,6 +56,7 @@ def ingest(
         "--strict", help="Stop at the first bad record (exit 2) and write nothing, instead of "
         "rejecting it.")] = False,
     floor: RecallFloor = 0.95,
+    max_recall_loss: MaxRecallLoss = None,
     window: ReindexWindowHours = 24.0,
     history: HistoryPath = DEFAULT_HISTORY,
     no_history: NoHistory = False,
@@ -77,7 +80,8 @@ def ingest(
     When more than a fifth of the rows end up outside the ANN index (the structure that makes
     search fast by looking at a fraction of the vectors), the index is rebuilt beside the live one,
     checked against exact search on 100 stored rows, and switched in only if its recall@10
-    reaches --floor (at most once per --reindex-window-hours; recorded in the history).
+    reaches --floor (and, with --max-recall-loss, is not lower than the live search's beyond
+    it); at most once per --reindex-window-hours; recorded in the history.
 
     With --engine ray the embedding runs on Ray workers (each loads the model once) and this
     process writes the vectors in order: the store ends up byte for byte the same.
@@ -85,12 +89,14 @@ def ingest(
     promotable until resolved), 2 usage or input error, 130 interrupted (Ctrl-C): the message
     says how many chunks were committed; the same ingest again finishes the job.
     """
+    from recallwatch._durations import span
     from recallwatch.embedders import DEFAULT_EMBEDDER, embedder_from_spec
     from recallwatch.embedders.base import SPEC_META_KEY
     from recallwatch.ops.ingest import ingest as run_ingest
     from recallwatch.scale import engine_session
     from recallwatch.stores import open_store
 
+    span(window, "hours", "--reindex-window-hours")  # before the store is created
     opened: list[History] = []
 
     def rebuild_history() -> History | None:  # opened only when an index rebuild is recorded
@@ -114,6 +120,7 @@ def ingest(
                                 commit_every=commit_every, prune=prune, embedder_spec=spec,
                                 strict=strict, show_progress=progress,
                                 embed_batches=embed_batches, verify_floor=floor,
+                                verify_max_recall_loss=max_recall_loss,
                                 precomputed=vectors, rebuild_window_hours=window,
                                 history=rebuild_history)
         finally:

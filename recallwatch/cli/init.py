@@ -12,8 +12,6 @@ import typer
 
 from recallwatch.cli._common import emit
 
-GOLDEN_FILE = "golden.yaml"
-POLICY_FILE = "policy.yaml"
 DEFAULT_STORE = "lancedb://.recallwatch/index?table=chunks"
 
 
@@ -33,7 +31,8 @@ def init(
         "problem reported with its line; the golden set's chunk ids are checked against it.")]
         = None,
     force: Annotated[bool, typer.Option(
-        "--force", help="Overwrite golden.yaml and policy.yaml when they exist.")] = False,
+        "--force", help="Overwrite golden.yaml and policy.yaml when they exist (a symbolic "
+        "link there is replaced by the file, never written through).")] = False,
 ) -> None:
     """Start a golden set: write a golden-set template (golden.yaml: the questions and the chunks
     that answer each) and a policy template (policy.yaml: the gate's rules, explained), check
@@ -43,28 +42,26 @@ def init(
     against the corpus). Exit codes: 0 done, 1 not used, 2 usage or input error (a problem in
     the corpus or the golden set: each is listed), 3 internal error."""
     from recallwatch.formats.starter import (
+        GOLDEN_FILE,
+        POLICY_FILE,
         Language,
         check_corpus,
-        golden_template,
-        policy_template,
+        write_starter,
     )
 
-    directory.mkdir(parents=True, exist_ok=True)
     lang: Language = "es" if language is LanguageChoice.es else "en"
-    golden = directory / GOLDEN_FILE
+    what = {GOLDEN_FILE: "golden-set template: replace its two example queries with your "
+                         "questions and the ids of the chunks that answer them",
+            POLICY_FILE: "policy template: the gate's default rules, each explained"}
     lines = []
-    for path, text, what in (
-        (golden, golden_template(lang), "golden-set template: replace its two example queries "
-                                        "with your questions and the ids of the chunks that "
-                                        "answer them"),
-        (directory / POLICY_FILE, policy_template(lang), "policy template: the gate's default "
-                                                         "rules, each explained"),
-    ):
-        if path.exists() and not force:
-            lines.append(f"kept {path} (it exists; --force overwrites it)")
+    for done in write_starter(directory, lang, force=force):
+        if not done.written:
+            lines.append(f"kept {done.path} (it exists; --force overwrites it)")
             continue
-        path.write_text(text, encoding="utf-8")
-        lines.append(f"wrote {path} ({what})")
+        link = ("" if done.replaced_link is None else f"; it replaces the symbolic link to "
+                f"{done.replaced_link}; the file it pointed to is unchanged")
+        lines.append(f"wrote {done.path} ({what[done.path.name]}{link})")
+    golden = directory / GOLDEN_FILE
     ok = True
     if corpus is not None:
         check = check_corpus(corpus, golden)

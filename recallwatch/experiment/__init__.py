@@ -3,7 +3,8 @@
 A plan (:func:`load_plan`) names a golden set, a corpus, a base pipeline and its variants
 (chunking, embedder, dense / BM25 / hybrid retrieval, reranker, index settings, a corpus variant
 file). :func:`run_experiment` builds each variant once (cached by content hash), judges it with the
-gate, tests it against the base and chooses the winner; :func:`write_outputs` writes
+gate, times the variants side by side, tests each against the base and chooses the winner with
+evidence, or keeps the base (:mod:`recallwatch.experiment.choice`); :func:`write_outputs` writes
 ``results.json``, ``results.md`` and ``report.html``.
 """
 

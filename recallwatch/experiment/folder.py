@@ -1,5 +1,5 @@
-"""The folder an experiment writes into (``--out DIR``): one experiment at a time, and an earlier
-experiment's results never replaced unasked.
+"""The folder an experiment writes into (``--out-dir DIR``): one experiment at a time, and an
+earlier experiment's results never replaced unasked.
 
 :func:`claim` checks that DIR is a folder (or can be made one), takes an operating-system lock on
 ``DIR/.experiment.lock`` for as long as the experiment runs (released when the process ends,
@@ -46,7 +46,7 @@ def claim(out: Path, plan: Plan, *, replace: bool = False) -> Iterator[Path]:
             raise _busy(folder, lock) from None
         except OSError as exc:
             raise UsageError(f"cannot lock the experiment's output folder {folder}: "
-                             f"{exc.strerror or exc} (give --out a folder you may write "
+                             f"{exc.strerror or exc} (give --out-dir a folder you may write "
                              "in)") from None
         _check_outputs(folder, plan, replace)
         yield folder
@@ -60,16 +60,16 @@ def _usable(out: Path) -> Path:
         str(folder).encode("utf-8")
     except UnicodeEncodeError:
         raise UsageError(f"the experiment's output folder {str(folder)!r} has a name that is not "
-                         "UTF-8 text (give --out a folder named in UTF-8)") from None
+                         "UTF-8 text (give --out-dir a folder named in UTF-8)") from None
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except FileExistsError:  # a file is there (exist_ok covers a folder)
         raise UsageError(f"the experiment's output folder {folder} is a file, not a folder "
-                         "(give --out a folder: it is created when missing)") from None
+                         "(give --out-dir a folder: it is created when missing)") from None
     except OSError as exc:
         where = "" if exc.filename in (None, str(folder)) else f" ({exc.filename})"
         raise UsageError(f"cannot create the experiment's output folder {folder}: "
-                         f"{exc.strerror or exc}{where} (give --out a folder you may write "
+                         f"{exc.strerror or exc}{where} (give --out-dir a folder you may write "
                          "in)") from None
     return folder
 
@@ -79,7 +79,7 @@ def _busy(folder: Path, lock: Path) -> UsageError:
 
     pid = lock_holder(lock)
     who = "another recallwatch experiment" + ("" if pid is None else f" (pid {pid})")
-    return UsageError(f"{who} is using {folder}: wait for it to finish, or give another --out "
+    return UsageError(f"{who} is using {folder}: wait for it to finish, or give another --out-dir "
                       "(two experiments writing one folder would mix their builds and results)")
 
 
@@ -91,19 +91,19 @@ def _check_outputs(folder: Path, plan: Plan, replace: bool) -> None:
             expected = "folder" if name == "cache" else "file"
             raise UsageError(f"{path} is not a {expected}: the experiment writes its "
                              f"{'cache' if name == 'cache' else 'results'} there (move it away, "
-                             "or give another --out)")
+                             "or give another --out-dir)")
     results = folder / "results.json"
     if replace or not results.is_file():
         return
     earlier = _read_results(results)
     if earlier is None:
         raise UsageError(f"{results} is not the results of an experiment (not JSON with the "
-                         f"schema {_SCHEMA_PREFIX}…): give another --out, or --force to "
+                         f"schema {_SCHEMA_PREFIX}…): give another --out-dir, or --force to "
                          "replace it")
     if _same_plan(earlier, plan, folder):
         return
     raise UsageError(f"{folder} holds the results of another experiment: {_describe(earlier)} "
-                     f"(give another --out, or --force to replace them with the results of "
+                     f"(give another --out-dir, or --force to replace them with the results of "
                      f"{plan.source}; the cache of built variants is kept and reused)")
 
 

@@ -14,9 +14,16 @@ __all__ = ["TEMPLATES", "frontier", "frontier_chart", "table_rows", "to_markdown
            "view", "write_outputs"]
 
 TEMPLATES = Path(__file__).parent / "templates"
-_HEADER = ["variant", "verdict", "quality", "recall@K", "nDCG@K", "MRR", "fact recall@K",
-           "judged@K", "Δ quality (p)", "win/tie/loss", "Δ nDCG@K (p)", "ingest s", "store",
-           "p50 ms", "p99 ms"]
+_HEADER = ["variant", "choice", "verdict", "quality", "recall@K", "nDCG@K", "MRR",
+           "fact recall@K", "judged@K", "Δ quality (p)", "win/tie/loss", "Δ nDCG@K (p)",
+           "ingest s", "store", "p50 ms", "p99 ms", "dominated by"]
+_TEXT_COLUMNS = {0, 1, 2, len(_HEADER) - 1}  # left-aligned; the numbers are right-aligned
+# How the report's table lays each column out, to fit a 1280 px window: the name and the words
+# columns wrap, a figure with its p-value or interval may put that on a second line, a figure
+# never breaks.
+_PAIRS = {"Δ quality (p)", "Δ nDCG@K (p)", "p50 ms", "p99 ms"}
+_KINDS = ["name" if i == 0 else "words" if i in _TEXT_COLUMNS - {2} else
+          "pair" if h in _PAIRS else "figure" for i, h in enumerate(_HEADER)]
 
 
 def _num(value: float | None, fmt: str) -> str:
@@ -44,12 +51,36 @@ def _delta(is_base: bool, test: dict[str, Any] | None, fmt: str) -> str:
     return f"{format(test['delta'], '+' + fmt)} (p={test['p_holm']:.2g}){mark}"
 
 
+def _ordered(data: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The variants in the order the choice used (results written before the choice was
+    recorded: best mean quality first)."""
+    by_name = {v["name"]: v for v in data["variants"]}
+    order = (data.get("choice") or {}).get("order")
+    if order and set(order) == set(by_name):
+        return [by_name[n] for n in order]
+    return sorted(data["variants"], key=lambda v: -(v["metrics"]["mean_quality"] or 0.0))
+
+
+def _latency(cost: Mapping[str, Any]) -> tuple[str, str]:
+    """The p50 and p99 cells: the side-by-side timing's p50 with its 95 % interval when there is
+    one; a p99 only when enough calls bound it (else —)."""
+    from recallwatch.stats import calls_needed
+
+    timed = cost.get("side_by_side")
+    if timed:
+        p99 = timed.get("p99")
+        p50 = timed["p50"]
+        return (f"{p50['value']:.1f} [{_num(p50['low'], '.1f')}, {_num(p50['high'], '.1f')}]",
+                "—" if p99 is None else _num(p99["value"], ".1f"))
+    enough = int(cost.get("latency_queries") or 0) >= calls_needed(0.99)
+    return (_num(cost["search_p50_ms"], ".1f"),
+            _num(cost["search_p99_ms"], ".1f") if enough else "—")
+
+
 def table_rows(data: Mapping[str, Any]) -> list[list[str]]:
-    """One row per variant of a ``results.json`` record, best mean quality first (the base where
-    it ranks)."""
+    """One row per variant of a ``results.json`` record, in the order the choice used."""
     rows = []
-    ranked = sorted(data["variants"], key=lambda v: -(v["metrics"]["mean_quality"] or 0.0))
-    for v in ranked:
+    for v in _ordered(data):
         m, cost, tests = v["metrics"], v["cost"], v.get("vs_base") or {}
         is_base = v["name"] == data["base"]
         vs = tests.get("mean_quality")
@@ -57,23 +88,37 @@ def table_rows(data: Mapping[str, Any]) -> list[list[str]]:
         ndcg = _delta(is_base, tests.get("mean_ndcg"), ".3f")
         wtl = "—" if vs is None else f"{vs['wins']}/{vs['ties']}/{vs['losses']}"
         name = v["name"] + (" (winner)" if v["name"] == data["winner"] else "")
-        rows.append([name, v["verdict"], _num(m["mean_quality"], ".1f"),
+        p50, p99 = _latency(cost)
+        rows.append([name, v.get("choice", ""), v["verdict"], _num(m["mean_quality"], ".1f"),
                      _num(m["mean_recall"], ".3f"), _num(m["mean_ndcg"], ".3f"),
                      _num(m["mrr"], ".3f"), _num(m["mean_fact_recall"], ".3f"),
                      _num(m.get("judged_at_k"), ".2f"), delta, wtl, ndcg,
                      _num(cost["ingest_seconds"], ".1f"), _bytes(cost["store_bytes"]),
-                     _num(cost["search_p50_ms"], ".1f"), _num(cost["search_p99_ms"], ".1f")])
+                     p50, p99, ", ".join(v.get("dominated_by") or []) or "—"])
     return rows
 
 
 def _legend(data: Mapping[str, Any]) -> str:
+    from recallwatch.stats import calls_needed
+
     queries = "test" if data["judged_on"] == "test" else "all"
-    return (f"Variants on the {queries} queries, best mean quality first. Δ: the difference "
-            "from the base, p its p-value after Holm's correction across the variants (paired "
-            "randomization test; * significant at 0.05); win/tie/loss: queries whose quality "
-            "rose, stayed, fell; judged@K: the share of the top K that is labelled (an "
-            "unlabelled result counts as not relevant); ingest s and store: the dense index "
-            "build (— for BM25 alone); p50/p99: search latency, one call per query.")
+    chosen = "tune" if data.get("chosen_on") == "tune" else "all"
+    timed = ((data.get("choice") or {}).get("costs") or {}).get("how") == "interleaved"
+    latency = ("p50 ms: search latency timed side by side (the variants interleaved call by "
+               "call), with its 95 % interval" if timed else
+               "p50 ms: search latency, one call per query, each variant timed while it was "
+               "judged, at a different moment from the others: compare them with care")
+    return (f"Variants on the {queries} queries, in the order the choice used: those that "
+            f"beat the base on the {chosen} queries (best first), then the base, then the "
+            f"rest by mean quality, nDCG@K and MRR on the {chosen} queries. choice: what the "
+            "choice made of each. Δ: the difference from the base, p its p-value after Holm's "
+            "correction across the variants (paired randomization test; * significant at "
+            "0.05); win/tie/loss: queries whose quality rose, stayed, fell; judged@K: the "
+            "share of the top K that is labelled (an unlabelled result counts as not "
+            "relevant); ingest s and store: the dense index build (— for BM25 alone); "
+            f"{latency}; p99 ms only over at least {calls_needed(0.99)} calls, the fewest "
+            "that bound it (— otherwise); dominated by: the variants at least as good on mean "
+            "quality and nDCG@K and not significantly costlier.")
 
 
 def to_text(result: ExperimentResult) -> str:
@@ -83,8 +128,8 @@ def to_text(result: ExperimentResult) -> str:
     data = result.to_dict()
     rows = [_HEADER, *([visible(c) for c in row] for row in table_rows(data))]
     widths = [max(len(r[i]) for r in rows) for i in range(len(_HEADER))]
-    lines = ["  ".join([r[0].ljust(widths[0]), r[1].ljust(widths[1])]
-                       + [c.rjust(w) for c, w in zip(r[2:], widths[2:], strict=True)]).rstrip()
+    lines = ["  ".join(c.ljust(w) if i in _TEXT_COLUMNS else c.rjust(w)
+                       for i, (c, w) in enumerate(zip(r, widths, strict=True))).rstrip()
              for r in rows]
     return "\n".join([_legend(data), "", *lines, "", *(visible(s) for s in result.summary())])
 
@@ -94,25 +139,39 @@ def to_markdown(result: ExperimentResult) -> str:
 
     data = result.to_dict()
     lines = [_md(_legend(data)), "",
-             "| " + " | ".join(_HEADER) + " |", "|---|---|" + "---:|" * (len(_HEADER) - 2)]
+             "| " + " | ".join(_HEADER) + " |",
+             "|" + "".join("---|" if i in _TEXT_COLUMNS else "---:|"
+                           for i in range(len(_HEADER)))]
     for row in table_rows(data):
         lines.append("| " + " | ".join(_md(c) for c in row) + " |")
     lines += ["", *(_md(s) for s in result.summary())]
     return "\n".join(lines) + "\n"
 
 
+def _x_ms(v: Mapping[str, Any]) -> float | None:
+    timed = v["cost"].get("side_by_side")
+    value = timed["p50"]["value"] if timed else v["cost"].get("search_p50_ms")
+    return None if value is None else float(value)
+
+
 def frontier(data: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Each variant's mean quality against its p99 search latency, and whether it is on the
-    frontier (no other variant is both faster and at least as good)."""
+    """Each variant's mean quality and nDCG@K against its p50 search latency, and whether it is
+    on the front: no other variant dominates it (``dominated_by`` of results.json; results
+    written before it was recorded: none is faster and at least as good)."""
     points: list[dict[str, Any]] = []
     for v in data["variants"]:
         points.append({"name": v["name"], "quality": v["metrics"]["mean_quality"] or 0.0,
-                       "p99_ms": v["cost"]["search_p99_ms"]})
-    timed = [p for p in points if p["p99_ms"] is not None]
+                       "ndcg": v["metrics"].get("mean_ndcg"), "p50_ms": _x_ms(v),
+                       "dominated_by": list(v.get("dominated_by") or [])})
+    recorded = all("dominated_by" in v for v in data["variants"])
+    timed = [p for p in points if p["p50_ms"] is not None]
     for p in points:
-        p["frontier"] = p["p99_ms"] is not None and not any(
-            q is not p and q["p99_ms"] <= p["p99_ms"] and q["quality"] >= p["quality"]
-            and (q["p99_ms"] < p["p99_ms"] or q["quality"] > p["quality"]) for q in timed)
+        if recorded:
+            p["frontier"] = not p["dominated_by"]
+            continue
+        p["frontier"] = p["p50_ms"] is not None and not any(
+            q is not p and q["p50_ms"] <= p["p50_ms"] and q["quality"] >= p["quality"]
+            and (q["p50_ms"] < p["p50_ms"] or q["quality"] > p["quality"]) for q in timed)
     return points
 
 
@@ -120,30 +179,33 @@ def frontier_chart(data: Mapping[str, Any]) -> Any:
     """The quality-vs-cost plot of a ``results.json`` record (the report's and the dashboard's)."""
     from recallwatch.report import plots
 
-    points = [p for p in frontier(data) if p["p99_ms"] is not None]
-    on = sorted((p for p in points if p["frontier"]), key=lambda p: p["p99_ms"])
+    points = [p for p in frontier(data) if p["p50_ms"] is not None]
+    on = sorted((p for p in points if p["frontier"]), key=lambda p: p["p50_ms"])
     off = [p for p in points if not p["frontier"]]
 
     def tip(p: dict[str, Any]) -> str:
-        return f"{p['name']}: quality {p['quality']:.1f}, p99 {p['p99_ms']:.1f} ms"
+        by = f", dominated by {', '.join(p['dominated_by'])}" if p["dominated_by"] else ""
+        winner = " (winner)" if p["name"] == data["winner"] else ""
+        return f"{p['name']}{winner}: quality {p['quality']:.1f}, p50 {p['p50_ms']:.1f} ms{by}"
 
     # every point named beside it (plots places the names where they overlap nothing)
-    series = [plots.Series("on the frontier", [p["p99_ms"] for p in on],
+    series = [plots.Series("on the front", [p["p50_ms"] for p in on],
                            [p["quality"] for p in on], [tip(p) for p in on], line=True,
                            labels=[p["name"] for p in on])]
     if off:
-        series.append(plots.Series("dominated", [p["p99_ms"] for p in off],
+        series.append(plots.Series("dominated", [p["p50_ms"] for p in off],
                                    [p["quality"] for p in off], [tip(p) for p in off],
                                    line=False, labels=[p["name"] for p in off]))
-    return plots.scatter("Quality against cost: the variants no other beats on both",
-                         series, x_label="search latency p99 (ms)",
+    return plots.scatter("Quality against cost: the variants no other dominates",
+                         series, x_label="search latency p50 (ms)",
                          y_label="mean quality (points, 0–100)", connect=True)
 
 
 def view(data: Mapping[str, Any]) -> dict[str, Any]:
     """What the experiment's page shows (the report's and the dashboard's): the table's header
-    and rows, the summary lines, the plot and its points, the winner."""
-    return {"header": _HEADER, "rows": table_rows(data), "legend": _legend(data),
+    and rows (with each column's kind of layout), the summary lines, the plot and its points,
+    the winner."""
+    return {"header": _HEADER, "kinds": _KINDS, "rows": table_rows(data), "legend": _legend(data),
             "summary": list(data.get("summary") or []), "chart": frontier_chart(data),
             "points": frontier(data), "winner": data["winner"]}
 

@@ -1,10 +1,11 @@
-"""Running a plan: build every variant once (cached), judge each one, test each against the base,
-and choose the winner.
+"""Running a plan: build every variant once (cached), judge each one, time them side by side,
+test each against the base, and choose the winner or keep the base.
 
-With a golden set split into ``tune`` and ``test`` queries, the winner is the variant with the best
-mean quality on ``tune`` and is confirmed on ``test``, which no choice has seen; the paired tests
-against the base are run on ``test``. Without a split, the winner is chosen and judged on the same
-queries, and the result says so.
+With a golden set split into ``tune`` and ``test`` queries, a variant wins only when it beats the
+base on ``tune`` with evidence and is confirmed on ``test``, which the choice has not seen
+(:mod:`recallwatch.experiment.choice`); the table's paired tests against the base are run on
+``test``. Without a split, the winner is chosen and judged on the same queries, and the result
+says so.
 
 ``engine="ray"`` builds and judges the variants as Ray tasks; the work and its inputs are the
 same, so every number but the timings is the same as the local path's.
@@ -21,9 +22,11 @@ from recallwatch._progress import Step
 from recallwatch.errors import Interrupted
 from recallwatch.experiment.build import Build, build_corpus, build_index, build_keys
 from recallwatch.experiment.checks import check_golden_ids
+from recallwatch.experiment.choice import Choice, choose
 from recallwatch.experiment.evaluate import METRICS, VariantOutcome, evaluate_variant
 from recallwatch.experiment.folder import claim, plan_path
 from recallwatch.experiment.plan import Plan, VariantSpec
+from recallwatch.experiment.timing import DEFAULT_ROUNDS, Costs, separate_costs, time_variants
 
 __all__ = ["SCHEMA", "ExperimentResult", "run_experiment"]
 
@@ -39,10 +42,7 @@ class ExperimentResult:
     plan: Plan
     outcomes: list[VariantOutcome]  # the base first, then the variants in the plan's order
     vs_base: dict[str, dict[str, dict[str, Any]]]  # variant -> metric -> delta, p, p_holm…
-    winner: str
-    chosen_on: str  # "tune" | "all"
-    judged_on: str  # "test" | "all"
-    confirmed: bool | None  # on test: the winner is at least as good as the base (None: no split)
+    choice: Choice  # the winner (or the base), with the evidence of each step
     built: dict[str, list[str]]  # "corpus" / "index" -> the variants whose build ran now
     reused: dict[str, list[str]]  # the variants whose build came from the cache
     warnings: list[str] = field(default_factory=list)
@@ -51,34 +51,31 @@ class ExperimentResult:
     def base(self) -> str:
         return self.outcomes[0].name
 
+    @property
+    def winner(self) -> str:
+        """The variant that beat the base with evidence, or the base's name."""
+        return self.choice.winner
+
+    @property
+    def chosen_on(self) -> str:
+        return self.choice.chosen_on
+
+    @property
+    def judged_on(self) -> str:
+        return self.choice.judged_on
+
+    @property
+    def confirmed(self) -> bool | None:
+        """On test: the chosen variant was confirmed (None: no split, or none was chosen)."""
+        return self.choice.confirmed
+
     def outcome(self, name: str) -> VariantOutcome:
         return next(o for o in self.outcomes if o.name == name)
 
     def summary(self) -> list[str]:
-        """What a person reads first: the winner, how it was chosen, and what was rebuilt."""
-        w = self.outcome(self.winner)
-        quality = w.parts[self.judged_on].metrics["mean_quality"]
-        base_q = self.outcome(self.base).parts[self.judged_on].metrics["mean_quality"]
-        lines = []
-        if self.chosen_on == "tune":
-            tune_q = w.parts["tune"].metrics["mean_quality"]
-            lines.append(f"winner: {self.winner}, chosen on the tune queries (mean quality "
-                         f"{tune_q:.1f}) and confirmed on the test queries, which the choice "
-                         f"never saw: {quality:.1f} against the base's {base_q:.1f}"
-                         + ("" if self.confirmed else " — NOT confirmed: it does worse than the "
-                            "base there"))
-        else:
-            lines.append(f"winner: {self.winner} (mean quality {quality:.1f}, base "
-                         f"{base_q:.1f})")
-        lines.append(f"variants are ranked by mean quality on the {self.chosen_on} queries, "
-                     "then nDCG@K, then MRR (a tie keeps the plan's order)")
-        sig = self.vs_base.get(self.winner, {}).get("mean_quality")
-        if sig is not None:
-            lines.append(f"against the base ({self.base}) on {self.judged_on} queries: mean "
-                         f"quality {sig['delta']:+.1f}, p {sig['p']:.3g}, p after Holm across "
-                         f"the variants {sig['p_holm']:.3g}, "
-                         f"{sig['wins']}/{sig['ties']}/{sig['losses']} queries "
-                         "won/tied/lost")
+        """What a person reads first: the winner or "keep the base", the evidence, the
+        quality-cost front, how latency was timed, and what was rebuilt."""
+        lines = list(self.choice.lines)
         for kind in ("corpus", "index"):
             built, reused = self.built[kind], self.reused[kind]
             if built or reused:
@@ -87,14 +84,20 @@ class ExperimentResult:
 
     def to_dict(self) -> dict[str, Any]:
         variants = []
+        timed = self.choice.costs.latency if self.choice.costs.how == "interleaved" else {}
         for o in self.outcomes:
             scored = o.parts[self.judged_on]
+            cost = o.cost()
+            if o.name in timed:
+                cost["side_by_side"] = timed[o.name]
             record: dict[str, Any] = {
                 "name": o.name, "config": o.config, "verdict": scored.verdict,
                 "metrics": scored.metrics, "candidate_recall": scored.candidate_recall,
-                "failed_queries": scored.failed_queries, "cost": o.cost(),
+                "failed_queries": scored.failed_queries, "cost": cost,
                 "vs_base": self.vs_base.get(o.name, {}), "build": o.build,
                 "per_query": scored.per_query,
+                "choice": self.choice.status.get(o.name, ""),
+                "dominated_by": self.choice.dominated_by.get(o.name, []),
             }
             if "tune" in o.parts:
                 record["metrics_tune"] = o.parts["tune"].metrics
@@ -103,18 +106,22 @@ class ExperimentResult:
                 "plan_path": plan_path(self.plan), "variants": variants,
                 "base": self.base, "winner": self.winner, "chosen_on": self.chosen_on,
                 "judged_on": self.judged_on, "confirmed": self.confirmed,
+                "choice": self.choice.to_dict(),
                 "cache": {"built": self.built, "reused": self.reused},
                 "warnings": self.warnings, "summary": self.summary()}
 
 
 def run_experiment(plan: Plan, out: Path, *, engine: str = "local", address: str | None = None,
                    workers: int | None = None, replace: bool = False,
-                   progress: bool = False) -> ExperimentResult:
+                   progress: bool = False, timing_rounds: int = DEFAULT_ROUNDS
+                   ) -> ExperimentResult:
     """Build, judge and compare every variant of ``plan``; caches under ``out/cache``.
 
     ``out`` (relative to the working folder) is held for the run: another experiment on it is
     refused, and so are another plan's results there unless ``replace``
-    (:func:`recallwatch.experiment.folder.claim`). ``progress`` draws the steps on stderr."""
+    (:func:`recallwatch.experiment.folder.claim`). ``progress`` draws the steps on stderr.
+    ``timing_rounds``: rounds of the side-by-side latency timing (0: none, each gate's own
+    timings are reported, and no variant counts as cheaper than another)."""
     from recallwatch._progress import steps
     from recallwatch.scale import engine_session
 
@@ -133,13 +140,14 @@ def run_experiment(plan: Plan, out: Path, *, engine: str = "local", address: str
                 builds = work.build(corpora, indexes, progress and not on_ray)
                 outcomes = work.run(evaluate_variant, [(plan, v, builds[v.name]) for v in specs],
                                     [f"judging {v.name}" for v in specs])
+            costs = time_variants(plan, specs, cache, timing_rounds)
         except (KeyboardInterrupt, Interrupted):
             raise Interrupted(_kept(plan, folder, keys)) from None
     built = {kind: [v.name for v in specs if kind in builds[v.name].built]
              for kind in ("corpus", "index")}
     reused = {kind: [v.name for v in specs if kind not in builds[v.name].built
                      and (kind == "corpus" or v.dense)] for kind in ("corpus", "index")}
-    result = _judge(plan, outcomes, built, reused)
+    result = _judge(plan, outcomes, built, reused, costs)
     notes = {n: None for v in specs for n in builds[v.name].notes}
     result.warnings[:0] = list(notes)  # the cache entries rebuilt, first
     return result
@@ -236,34 +244,25 @@ def _kept(plan: Plan, folder: Path, keys: dict[str, tuple[str, str | None]]) -> 
 
 
 def _judge(plan: Plan, outcomes: list[VariantOutcome], built: dict[str, list[str]],
-           reused: dict[str, list[str]]) -> ExperimentResult:
+           reused: dict[str, list[str]], costs: Costs | None = None) -> ExperimentResult:
     split = "tune" in outcomes[0].parts
-    judged_on, chosen_on = ("test", "tune") if split else ("all", "all")
+    judged_on = "test" if split else "all"
     warnings = sorted({w for o in outcomes for w in o.warnings})
     if not split:
         warnings.append("the golden set has no tune/test split, so the winner is chosen and "
                         "judged on the same queries: its lead may not hold on new questions "
                         "(`recallwatch golden split` assigns a split)")
-
-    def rank(o: VariantOutcome) -> tuple[float, ...]:
-        m = o.parts[chosen_on].metrics
-        return tuple(-(m[k] or 0.0) for k in ("mean_quality", "mean_ndcg", "mrr"))
-
-    warnings += _judged_warning(outcomes, judged_on)
-    order = {o.name: i for i, o in enumerate(outcomes)}
-    winner = min(outcomes, key=lambda o: (*rank(o), order[o.name])).name
-    vs_base = _vs_base(outcomes, judged_on)
-    confirmed = None
-    if split:
-        test = {o.name: o.parts["test"].metrics["mean_quality"] or 0.0 for o in outcomes}
-        confirmed = test[winner] >= test[outcomes[0].name]
-    return ExperimentResult(plan, outcomes, vs_base, winner, chosen_on, judged_on, confirmed,
-                            built, reused, warnings)
+    choice = choose(outcomes, costs or separate_costs({o.name: o.cost() for o in outcomes}))
+    warnings += _judged_warning(outcomes, judged_on, choice.order)
+    return ExperimentResult(plan, outcomes, _vs_base(outcomes, judged_on), choice, built,
+                            reused, warnings)
 
 
-def _judged_warning(outcomes: list[VariantOutcome], part: str) -> list[str]:
+def _judged_warning(outcomes: list[VariantOutcome], part: str, ranked: list[str]) -> list[str]:
     """A warning when judged@K differs much between variants: a variant whose top K holds
-    chunks nobody labelled is scored as if they were wrong, so it may look worse than it is."""
+    chunks nobody labelled is scored as if they were wrong, so its scores are lower bounds. Each
+    little-judged variant is named with the place it took in the ranking (``ranked``, best
+    first): one ranked low may deserve better; one ranked top did so even with that handicap."""
     shares = {o.name: o.parts[part].metrics.get("judged_at_k") for o in outcomes}
     known = {n: float(s) for n, s in shares.items() if s is not None}
     if len(known) < 2:
@@ -272,14 +271,22 @@ def _judged_warning(outcomes: list[VariantOutcome], part: str) -> list[str]:
     high = max(known, key=lambda n: known[n])
     if known[high] - known[low] <= JUDGED_SPREAD:
         return []
-    under = [n for n, s in known.items() if known[high] - s > JUDGED_SPREAD]
+    under = [n for n in ranked if n in known and known[high] - known[n] > JUDGED_SPREAD]
+    places = "; ".join(
+        f"{n} ranked {_ordinal(ranked.index(n) + 1)} of {len(ranked)}"
+        + (" even so" if ranked.index(n) == 0 else ", and may deserve better") for n in under)
     return [f"judged@K (the share of each variant's top K that is labelled: an expected chunk, "
             f"a chunk holding a quoted fact, or a judged pair) differs between variants: "
             f"{known[high]:.2f} for {high} but {known[low]:.2f} for {low}. The scores count an "
-            f"unlabelled result as not relevant, so {', '.join(under)} may rank low only "
-            "because nobody judged what it finds: pool its results (`recallwatch label pool "
-            "--pipeline`), judge them, and give the judgments to the plan (`judgments:`) before "
-            "trusting the ranking"]
+            f"unlabelled result as not relevant, so those of a little-judged variant are lower "
+            f"bounds: {places}. Pool their results (`recallwatch label pool --pipeline`), judge "
+            "them, and give the judgments to the plan (`judgments:`) before trusting the "
+            "ranking"]
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 def _vs_base(outcomes: list[VariantOutcome], part: str) -> dict[str, dict[str, dict[str, Any]]]:

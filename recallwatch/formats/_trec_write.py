@@ -1,5 +1,6 @@
 """Writing TREC qrels and run files, as :mod:`recallwatch.formats.trec` reads them back: one
-space between fields, ids checked to hold no whitespace, scores at full precision."""
+space between fields, ids (and a run's tag) checked to hold no whitespace, scores at full
+precision; each file replaced whole (:func:`recallwatch._files.atomic_path`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from recallwatch._files import atomic_path
 from recallwatch.errors import InputError
 
 __all__ = ["write_qrels", "write_run"]
@@ -48,6 +50,8 @@ def write_run(
 
     Scores are written with ``repr`` precision, so they parse back to the same float64.
     """
+    if not tag or any(c.isspace() for c in tag):
+        raise InputError(source=path, field="tag", expected=_NO_SPACE, found=tag, hint=_WHY)
     n = len(scores)
     score_text = pc.cast(pa.array(np.asarray(scores, dtype=np.float64)), pa.string())
     _write(
@@ -63,6 +67,10 @@ def write_run(
     )
 
 
+_NO_SPACE = "a non-empty id without whitespace"
+_WHY = "TREC files separate their fields by whitespace, so an id cannot hold any"
+
+
 def _write(path: str | PathLike[str], columns: dict[str, Any]) -> None:
     for name in ("qid", "docid"):
         text = columns[name]
@@ -70,13 +78,15 @@ def _write(path: str | PathLike[str], columns: dict[str, Any]) -> None:
         bad = pc.or_(pc.match_substring_regex(text, r"\s"), pc.equal(pc.binary_length(text), 0))
         if len(text) and pc.any(bad).as_py():
             first = text.filter(bad)[0].as_py()
-            raise InputError(field=name, expected="non-empty ids without whitespace", found=first)
+            raise InputError(source=path, field=name, expected=_NO_SPACE, found=first,
+                             hint=_WHY)
         columns[name] = text
     table = pa.table(columns)
     options = pacsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none")
     target = Path(path)
-    if target.suffix == ".gz":
-        with pa.CompressedOutputStream(str(target), "gzip") as out:
-            pacsv.write_csv(table, out, write_options=options)
-    else:
-        pacsv.write_csv(table, str(target), write_options=options)
+    with atomic_path(target) as tmp:
+        if target.suffix == ".gz":
+            with pa.CompressedOutputStream(str(tmp), "gzip") as out:
+                pacsv.write_csv(table, out, write_options=options)
+        else:
+            pacsv.write_csv(table, str(tmp), write_options=options)

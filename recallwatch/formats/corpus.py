@@ -268,7 +268,15 @@ def corpus_records(
     p: Path,
 ) -> Iterator[tuple[int | None, dict[str, Any] | InputError]]:
     """(line, record) of every record of a corpus file, read as a stream; a JSON line that is
-    not an object comes as its InputError, in its place. A file that cannot be read raises."""
+    not an object comes as its InputError, in its place. A file that cannot be read raises.
+    ``irds:DATASET_ID`` and ``beir:DIR`` are a public collection's documents, one chunk each
+    (its id the document's; the title opens the text)."""
+    from recallwatch.formats.collections import corpus_record, is_collection, open_collection
+
+    if is_collection(p):
+        for number, doc in enumerate(open_collection(p).docs(), start=1):
+            yield number, corpus_record(*doc)
+        return
     name = p.name.lower()
     if name.endswith(".parquet"):
         yield from _parquet_records(p)

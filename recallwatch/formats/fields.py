@@ -6,6 +6,7 @@ each error located at the record's line.
 from __future__ import annotations
 
 import datetime as dt
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,22 @@ from typing import Any
 from recallwatch.errors import InputError
 from recallwatch.formats.structured import LINE_KEY
 
-__all__ = ["bounded", "check_keys", "iso_date", "line_of", "number_text", "shown", "text_id"]
+__all__ = ["TREC_ID_WHY", "bounded", "check_keys", "check_trec_id", "iso_date", "line_of",
+           "number_text", "shown", "text_id"]
+
+#: Why a label bound for a TREC file cannot have an id with whitespace in it.
+TREC_ID_WHY = "the labels go to a TREC qrels file, whose fields are separated by whitespace"
+
+
+def check_trec_id(value: str, field: str, *, source: str | os.PathLike[str],
+                  line: int | None = None, record: str | None = None,
+                  expected: str = "an id without whitespace", found: object = None) -> None:
+    """Raise InputError, located, when ``value`` holds whitespace: it cannot be a TREC file's
+    id. ``found`` is what the message shows (default: the value)."""
+    if any(c.isspace() for c in value):
+        raise InputError(source=source, line=line, record=record, field=field,
+                         expected=expected, found=value if found is None else found,
+                         hint=TREC_ID_WHY)
 
 
 def iso_date(value: Any, name: str, where: dict[str, Any]) -> dt.date | None:

@@ -26,7 +26,7 @@ MAX_TOP_K = 10_000
 
 _TOP_KEYS = {"name", "version", "top_k", "queries", "description", "as_of"}
 _QUERY_KEYS = {"id", "text", "expected", "gold", "domain", "tags", "top_k", "language", "source",
-               "split", "frequency", "groups"}
+               "split", "frequency", "groups", "reference"}
 # A query's part: policies and thresholds are calibrated on `tune`, the gate's verdict is
 # computed on `test` (queries that no calibration has seen).
 SPLITS = ("tune", "test")
@@ -115,6 +115,9 @@ class GoldenQuery:
     groups: tuple[str, ...] | None = None
     # Groups of alternatives listed in `expected` ({any: [...]}, {at_least: N, of: [...]}).
     alternatives: tuple[Alternatives, ...] = ()
+    # The right answer in words, for answer-level evaluation (gate --answers/--generator):
+    # an answer's correctness is measured against it (else against the anchors' quotes).
+    reference: str | None = None
 
     @property
     def all_expected(self) -> tuple[str, ...]:
@@ -144,6 +147,8 @@ class GoldenQuery:
             out["frequency"] = self.frequency
         if self.groups is not None:
             out["groups"] = list(self.groups)
+        if self.reference is not None:
+            out["reference"] = self.reference
         return out
 
 
@@ -192,7 +197,14 @@ def load_golden(path: str | Path, *, unlabelled: bool = False) -> GoldenSet:
     """Read a golden dataset from YAML, JSON or JSONL, validating every record.
 
     ``unlabelled=True`` accepts queries whose ``expected`` list is still empty (a set sampled
-    from a log, before judging); the gate never reads a set that way."""
+    from a log, before judging); the gate never reads a set that way. ``irds:DATASET_ID`` or
+    ``beir:DIR[#split]`` is a public collection's queries, each expecting the documents judged
+    relevant (see :mod:`recallwatch.formats.collections`)."""
+    from recallwatch.formats.collections import golden_data, is_collection, open_collection
+
+    if is_collection(path):
+        collection = open_collection(path)
+        return _parse(golden_data(collection), Path(collection.name), unlabelled)
     p = Path(path)
     data = load_structured(p)
     if isinstance(data, list):  # JSONL (or a bare list): records are queries, name from the file
@@ -296,11 +308,14 @@ def _parse_query(raw: Any, source: Path, index: int, unlabelled: bool = False) -
                 raise InputError(source=source, line=line, record=qid, field="groups",
                                  expected=f"group names: {problem}", found=shown(group))
         groups = tuple(dict.fromkeys(groups))
+    reference = raw.get("reference")
+    if reference is not None:
+        reference = _string(reference, source, line, qid, "reference")
     return GoldenQuery(
         id=qid, text=text, expected=tuple(expected), gold=tuple(gold), domain=domain,
         tags=tuple(tags), top_k=None if top_k is None else _top_k(top_k, source, line, qid),
         extra=extra, split=split, frequency=frequency, anchors=anchors, groups=groups,
-        alternatives=alternatives,
+        alternatives=alternatives, reference=reference,
     )
 
 

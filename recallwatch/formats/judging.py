@@ -33,7 +33,14 @@ from typing import Any
 
 from recallwatch._files import open_input
 from recallwatch.errors import InputError
-from recallwatch.formats.fields import bounded, check_keys, line_of, shown, text_id
+from recallwatch.formats.fields import (
+    bounded,
+    check_keys,
+    check_trec_id,
+    line_of,
+    shown,
+    text_id,
+)
 from recallwatch.formats.structured import iter_jsonl
 
 __all__ = [
@@ -142,9 +149,12 @@ def judgments_text(records: Iterable[Mapping[str, Any]]) -> str:
     return "".join(json.dumps(dict(r), ensure_ascii=False) + "\n" for r in records)
 
 
-def read_judgment_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+def read_judgment_records(path: str | os.PathLike[str], *,
+                          trec_ids: bool = False) -> list[dict[str, Any]]:
     """The records of a judgments file (JSON Lines), validated, in file order; a TREC qrels file
-    gives records with ``source: "qrels"`` and no judge. An empty file has no records."""
+    gives records with ``source: "qrels"`` and no judge. An empty file has no records.
+    ``trec_ids``: the judgments go to a TREC file, so an id holding whitespace is refused at its
+    line."""
     p = Path(path)
     with open_input(p, "a judgments file", gzipped=False) as stream:
         head = stream.read(4096).lstrip()
@@ -158,6 +168,9 @@ def read_judgment_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
         check_keys(obj, JUDGMENT_KEYS, source=p, record=qid)
         cid = _text(obj, "id", p, qid)
         record = f"{qid} / {cid}"
+        if trec_ids:
+            for key, value in (("query_id", qid), ("id", cid)):
+                check_trec_id(value, key, source=p, line=line_of(obj), record=record)
         rec = {k: v for k, v in obj.items() if k in JUDGMENT_KEYS}
         rec.update(query_id=qid, id=cid,
                    grade=bounded(obj.get("grade"), 0, 3, source=p, line=line_of(obj),

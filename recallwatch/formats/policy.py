@@ -14,6 +14,7 @@ from typing import Any, Literal, get_args
 from recallwatch.errors import InputError
 from recallwatch.formats.fields import bounded, check_keys, line_of, shown, text_id
 from recallwatch.formats.golden import MAX_TOP_K, canonical_hash
+from recallwatch.formats.policy_answers import ANSWER_KEYS, AnswerRules, parse_answer_rules
 from recallwatch.formats.policy_limits import LIMIT_KEYS, Limits, parse_limits
 from recallwatch.formats.structured import LINE_KEY, load_structured
 from recallwatch.records import FILTER_FIELDS
@@ -29,7 +30,7 @@ MAX_BOOST = 10.0
 _KEYS = {
     "top_k", "recall_floor", "min_mean_quality", "noise_ceiling", "gold_failures_allowed",
     "other_failures_allowed", "waivers", "search", "min_group_quality", "staleness",
-    "noise_unlisted", "drift_alarm_p", "twins_count_as_found", *LIMIT_KEYS,
+    "noise_unlisted", "drift_alarm_p", "twins_count_as_found", *LIMIT_KEYS, *ANSWER_KEYS,
 }
 # What the noise rule assumes of a top-K result that is neither expected nor judged: "unjudged"
 # (unknown: a query whose labels are too sparse for the rule is not judged on noise) or
@@ -101,6 +102,8 @@ class Policy:
     drift_alarm_p: float | None = None
     # Run-level limits: rank-measure targets, max_drop against the baseline, cost caps.
     limits: Limits = field(default_factory=Limits)
+    # Rules on the answers of a RAG assistant (gate --answers/--generator), each None if unset.
+    answers: AnswerRules = field(default_factory=AnswerRules)
     source: str | None = None
     search_line: int | None = field(default=None, compare=False)  # for errors about `search`
 
@@ -131,6 +134,7 @@ class Policy:
                if self.noise_unlisted != "unjudged" else {}),
             **({} if self.twins_count_as_found else {"twins_count_as_found": False}),
             **self.limits.rules_dict(),
+            **self.answers.rules_dict(),
         }
 
     @property
@@ -201,6 +205,7 @@ def parse_policy(data: Any, source: Path) -> Policy:
         drift_alarm_p=None if drift_p is None else float(
             number("drift_alarm_p", 0.01, 0.0, 1.0)),
         limits=parse_limits(data, source, line),
+        answers=parse_answer_rules(data, source, line),
         source=str(source),
         search_line=line_of(data.get("search")) or line,
     )

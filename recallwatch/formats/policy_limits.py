@@ -10,6 +10,8 @@ baseline, and cost caps.
       nDCG@10: 0.02
     max_latency_p99_ms: 50   # search latency cap, 99th percentile over the golden queries
     max_cost_increase: 0.25  # relative increase allowed in latency, embedding time, index bytes
+    cost_load_factor: 2.0    # how much slower machine load alone may make a run timed apart
+                             # from its baseline (an increase within it is noise)
 
 Measure names are checked against the measure catalog by the gate (this layer sits below the
 metrics), with the line of the mapping that names them kept here for the error.
@@ -27,11 +29,14 @@ from recallwatch.formats.structured import LINE_KEY
 
 __all__ = ["LIMIT_KEYS", "Limits", "parse_limits"]
 
-LIMIT_KEYS = {"targets", "max_drop", "max_latency_p99_ms", "max_cost_increase"}
+LIMIT_KEYS = {"targets", "max_drop", "max_latency_p99_ms", "max_cost_increase",
+              "cost_load_factor"}
 # A p99 cap above ten minutes is a typo in the unit.
 _MAX_LATENCY_MS = 600_000.0
 # +10 000 %: anything larger is a typo of a fraction (0.25 means +25 %).
 _MAX_INCREASE = 100.0
+# A load factor is a ratio of speeds: 1 (no load effect) to 100.
+_MAX_LOAD_FACTOR = 100.0
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,9 @@ class Limits:
     max_drop: dict[str, float] = field(default_factory=dict)  # measure -> largest mean drop
     max_latency_p99_ms: float | None = None
     max_cost_increase: float | None = None  # a fraction: 0.25 allows +25 %
+    # A run timed apart from its baseline may be this many times slower from load alone (None:
+    # the default, recallwatch.acceptance.cost.LOAD_FACTOR).
+    cost_load_factor: float | None = None
     # Where each measure name was written ("targets", "targets.per_domain.legal", "max_drop"),
     # so that the gate can locate an unknown measure name.
     lines: dict[str, int | None] = field(default_factory=dict, compare=False)
@@ -67,6 +75,8 @@ class Limits:
             out["max_latency_p99_ms"] = self.max_latency_p99_ms
         if self.max_cost_increase is not None:
             out["max_cost_increase"] = self.max_cost_increase
+        if self.cost_load_factor is not None:
+            out["cost_load_factor"] = self.cost_load_factor
         return out
 
 
@@ -96,6 +106,7 @@ def parse_limits(data: dict[str, Any], source: Path, line: int | None) -> Limits
                           "max_drop")
     latency = data.get("max_latency_p99_ms")
     increase = data.get("max_cost_increase")
+    load = data.get("cost_load_factor")
     return Limits(
         targets=targets, targets_per_domain=per_domain, max_drop=drops,
         max_latency_p99_ms=None if latency is None else float(bounded(
@@ -103,6 +114,9 @@ def parse_limits(data: dict[str, Any], source: Path, line: int | None) -> Limits
             integer=False)),
         max_cost_increase=None if increase is None else float(bounded(
             increase, 0.0, _MAX_INCREASE, source=source, line=line, field="max_cost_increase",
+            integer=False)),
+        cost_load_factor=None if load is None else float(bounded(
+            load, 1.0, _MAX_LOAD_FACTOR, source=source, line=line, field="cost_load_factor",
             integer=False)),
         lines=lines,
     )

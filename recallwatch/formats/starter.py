@@ -1,23 +1,36 @@
 """What ``recallwatch init`` writes and checks: a golden-set template and a policy template (in
 English or Spanish), and a check of a corpus file (every bad record, located, not just the first)
-and of a golden set's chunk ids against it."""
+and of a golden set's chunk ids against it.
+
+:func:`write_starter` writes the two templates into a folder, each replaced whole. It never
+writes through a symbolic link: with ``force`` a link is replaced by the template (the file it
+points to is left as it is); without, a link to an existing file is kept like any existing file,
+and a link to nothing is refused, as is a folder where a template goes. Every target is decided
+before anything is written.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
+import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
+from recallwatch._files import cannot_write, write_atomic
 from recallwatch.errors import InputError
 from recallwatch.formats.corpus import GOLD_LABELS, read_corpus
 from recallwatch.formats.duplicates import Duplicates, find_duplicates
 from recallwatch.formats.golden import GoldenSet, load_golden
 from recallwatch.records import Chunk
 
-__all__ = ["LANGUAGES", "CorpusCheck", "Language", "check_corpus", "expected_twins",
-           "golden_template", "policy_template"]
+__all__ = ["GOLDEN_FILE", "LANGUAGES", "POLICY_FILE", "CorpusCheck", "Language", "StarterFile",
+           "check_corpus", "expected_twins", "golden_template", "policy_template",
+           "write_starter"]
+
+GOLDEN_FILE = "golden.yaml"
+POLICY_FILE = "policy.yaml"
 
 Language = Literal["en", "es"]
 LANGUAGES: tuple[str, ...] = get_args(Language)
@@ -138,6 +151,55 @@ def golden_template(language: Language) -> str:
 
 def policy_template(language: Language) -> str:
     return _POLICY[language]
+
+
+@dataclass(frozen=True)
+class StarterFile:
+    """One template :func:`write_starter` handled."""
+
+    path: Path
+    written: bool  # False: an existing file was kept
+    replaced_link: str | None = None  # the target of the symbolic link the template replaced
+
+
+def write_starter(directory: str | os.PathLike[str], language: Language, *,
+                  force: bool = False) -> list[StarterFile]:
+    """Write ``golden.yaml`` and ``policy.yaml`` templates into ``directory`` (created when
+    missing); existing files are kept unless ``force``. A path that cannot take them is an
+    InputError naming it, raised before anything is written."""
+    folder = Path(directory)
+    if folder.exists() and not folder.is_dir():
+        raise InputError(source=folder, expected="a folder to write golden.yaml and policy.yaml "
+                         "into", found="<a file>", hint="give init a folder, or nothing for the "
+                         "current one")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise cannot_write(folder, exc, "the folder") from None
+    texts = {folder / GOLDEN_FILE: golden_template(language),
+             folder / POLICY_FILE: policy_template(language)}
+    plan = [_decide(path, force) for path in texts]
+    for item in plan:
+        if item.written:
+            write_atomic(item.path, texts[item.path])
+    return plan
+
+
+def _decide(path: Path, force: bool) -> StarterFile:
+    """Whether ``path`` gets its template, or why it cannot."""
+    if path.is_symlink():
+        target = os.readlink(path)
+        if force:
+            return StarterFile(path, True, target)
+        if not path.exists():
+            raise InputError(source=path, expected="a file or nothing",
+                             found=f"<a symbolic link to {target}, which does not exist>",
+                             hint="init does not write through a link: remove it, or run init "
+                             "with --force to replace the link by the template")
+    if path.is_dir():
+        raise InputError(source=path, expected="a file or nothing", found="<a directory>",
+                         hint="move the folder away, or run init in another folder")
+    return StarterFile(path, force or not path.exists())
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,8 @@ baselines, trended over time.
 
 * :func:`record_gate_run` — compare a run with the previous run of its dataset and the last
   ACCEPT of its golden set and policy, then record it in one transaction;
+* :func:`latency_baseline` — the last ACCEPT's index version, opened for the gate to time beside
+  the candidate's (the cost rule then compares both under the same load);
 * :class:`History` — a SQLite file or a ``postgresql://`` database: runs, per-query rows, monitor
   records, migrations;
 * :func:`copy_history` — a history moved between the two, row for row;
@@ -30,11 +32,12 @@ from recallwatch.history._experiments import (
     recorded_experiments,
     results_digest,
 )
-from recallwatch.history._prune import PruneReport, prune_history
+from recallwatch.history._prune import PruneReport, nothing_to_prune, prune_history
 from recallwatch.history._record import (
     baselines,
     compare_with_baselines,
     ingested_since,
+    latency_baseline,
     record_gate_run,
 )
 from recallwatch.history._schema import MIGRATIONS, SCHEMA_VERSION
@@ -63,6 +66,8 @@ __all__ = [
     "experiment_results",
     "ingested_since",
     "is_postgresql",
+    "latency_baseline",
+    "nothing_to_prune",
     "prune_history",
     "record_experiment",
     "record_gate_run",

@@ -138,6 +138,9 @@ class SQLiteBackend(Backend):
     @classmethod
     def open(cls, path: Path, *, create: bool, timeout: float, read_only: bool,
              prepare: Prepare) -> SQLiteBackend:
+        if path.is_dir():
+            raise HistoryError(f"{path}: expected a run history file, found a directory (name "
+                               f"a file in it, e.g. {path / 'history.db'})")
         if read_only:
             if not path.is_file():
                 raise HistoryError(f"no run history at {path} (run the gate with --history "

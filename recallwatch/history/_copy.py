@@ -1,6 +1,6 @@
 """``recallwatch history copy SRC DST``: a history moved between backends (a SQLite file, a
 PostgreSQL database), row for row: runs, query rows, monitor records, online readouts and
-recorded experiments.
+recorded experiments, and each run's per-call timings with it.
 
 Every column of every row is copied as stored, ``seq`` and monitor ids included, so run order,
 both baselines of every later run, run references and every stored comparison mean the same in
@@ -26,7 +26,8 @@ from recallwatch.history._store import History
 __all__ = ["CopyReport", "copy_history"]
 
 # Delete children first, insert parents first.
-_TABLES = ("runs", "query_results", "monitor_runs", "online_readouts", "experiments")
+_TABLES = ("runs", "query_results", "run_timings", "monitor_runs", "online_readouts",
+           "experiments")
 _BATCH = 200
 
 
@@ -66,8 +67,8 @@ def copy_history(source: str | Path, destination: str | Path, *, replace: bool =
                     f"{held['monitor_runs']} monitor record(s)); copying into it would mix two "
                     "histories: name an empty one, or pass --replace to empty it first")
             if replace:
-                for table in ("query_results", "runs", "monitor_runs", "online_readouts",
-                              "experiments"):
+                for table in ("query_results", "run_timings", "runs", "monitor_runs",
+                              "online_readouts", "experiments"):
                     out.execute(f"DELETE FROM {table}")
             runs, queries = _copy_runs(src._db, out, progress)
             monitors = _copy_rows(src._db, out, "monitor_runs", "id")
@@ -98,6 +99,7 @@ def _insert(db: Backend, table: str, columns: list[str], rows: list[tuple[Any, .
 def _copy_runs(src: Backend, out: Backend,
                progress: Callable[[int], None] | None) -> tuple[int, int]:
     run_cols, query_cols = src.columns("runs"), src.columns("query_results")
+    timing_cols = src.columns("run_timings")
     seq_at, id_at = run_cols.index("seq"), run_cols.index("run_id")
     n_runs = n_queries = 0
     last = -(2**62)
@@ -110,8 +112,12 @@ def _copy_runs(src: Backend, out: Backend,
         queries = src.execute(
             f"SELECT {', '.join(query_cols)} FROM query_results "
             f"WHERE run_id IN ({', '.join('?' for _ in ids)}) ORDER BY run_id, query_id", ids)
+        timings = src.execute(
+            f"SELECT {', '.join(timing_cols)} FROM run_timings "
+            f"WHERE run_id IN ({', '.join('?' for _ in ids)}) ORDER BY run_id, series", ids)
         _insert(out, "runs", run_cols, runs)
         _insert(out, "query_results", query_cols, queries)
+        _insert(out, "run_timings", timing_cols, timings)
         n_runs += len(runs)
         n_queries += len(queries)
         last = runs[-1][seq_at]

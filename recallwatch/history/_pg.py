@@ -156,7 +156,7 @@ class PostgresBackend(Backend):
         try:
             check_schema(self)
             for table in ("runs", "query_results", "monitor_runs", "online_readouts",
-                          "experiments"):
+                          "experiments", "run_timings"):
                 self.execute(f"SELECT count(*) FROM {table}")
         except HistoryError as exc:
             return str(exc)

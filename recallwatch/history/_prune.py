@@ -17,13 +17,14 @@ The runs and their query rows go in one write transaction; then the engine recla
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
-from recallwatch.errors import UsageError
+from recallwatch._durations import count_back, span
+from recallwatch.errors import HistoryError, UsageError
 from recallwatch.history._store import History, RunSummary
 
-__all__ = ["PruneReport", "prune_history"]
+__all__ = ["PruneReport", "nothing_to_prune", "prune_history"]
 
 _BATCH = 500  # run ids per DELETE statement
 
@@ -42,6 +43,7 @@ class PruneReport:
     size_before: int  # the history's bytes on disk before ...
     size_after: int  # ... and after (the same for a dry run)
     not_reclaimed: str | None = None  # why the engine could not give the space back now
+    exists: bool = True  # False: a dry run on a history file not created yet
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -55,30 +57,16 @@ def prune_history(history: History, *, keep_last: int | None = None,
                   now: datetime | None = None) -> PruneReport:
     """Remove the runs outside the window (the last ``keep_last`` runs, or those of the last
     ``keep_days`` days; with both, a run either keeps is kept) that nothing points at."""
-    _check(keep_last, "--keep-last")
-    _check(keep_days, "--keep-days")
-    if keep_last is None and keep_days is None:
-        raise UsageError("history prune: say what to keep: --keep-last N (the newest N runs) or "
-                         "--keep-days N (the runs of the last N days), or both")
+    cutoff = _window(keep_last, keep_days, now)
     db = history._db
     size_before = db.size_bytes()
-    with history._write():  # nothing is recorded meanwhile: the baselines cannot move
-        runs = history.runs()  # newest first
-        cutoff = None if keep_days is None else (now or datetime.now(UTC)) - timedelta(keep_days)
-        in_window = {r.run_id for i, r in enumerate(runs)
-                     if (keep_last is not None and i < keep_last)
-                     or (cutoff is not None and _when(r.created_at) >= cutoff)}
-        pointed = _pointed_at(history, runs)
-        removed = [r for r in runs if r.run_id not in in_window and r.run_id not in pointed]
-        protected = sum(1 for r in runs if r.run_id not in in_window and r.run_id in pointed)
-        ids = [r.run_id for r in removed]
-        removed_bytes = _bytes_of(history, ids)
-        if not dry_run:
-            for start in range(0, len(ids), _BATCH):
-                batch = ids[start:start + _BATCH]
-                marks = ", ".join("?" for _ in batch)
-                db.execute(f"DELETE FROM query_results WHERE run_id IN ({marks})", batch)
-                db.execute(f"DELETE FROM runs WHERE run_id IN ({marks})", batch)
+    try:
+        with history._write():  # nothing is recorded meanwhile: the baselines cannot move
+            runs, removed, protected, removed_bytes = _select(history, keep_last, cutoff, dry_run)
+    except db.errors as exc:  # a read-only file or folder, a full disk…
+        raise HistoryError(f"{history.location}: cannot prune the run history: "
+                           f"{db.describe(exc)} (nothing was removed: pruning needs to write "
+                           "to the history file and its folder)") from None
     not_reclaimed = None
     if removed and not dry_run:
         try:  # the runs are gone already; a reader holding the file only delays the compaction
@@ -89,6 +77,50 @@ def prune_history(history: History, *, keep_last: int | None = None,
     return PruneReport(history.location, history.backend, dry_run, keep_last, keep_days,
                        len(runs), removed, protected, removed_bytes, size_before,
                        size_before if dry_run else db.size_bytes(), not_reclaimed)
+
+
+def nothing_to_prune(location: str, *, keep_last: int | None = None,
+                     keep_days: int | None = None) -> PruneReport:
+    """The dry run of a history file that does not exist yet (the gate has not recorded a run):
+    nothing to prune. The window is checked as :func:`prune_history` checks it."""
+    _window(keep_last, keep_days, None)
+    return PruneReport(location, "sqlite", True, keep_last, keep_days, 0, [], 0, 0, 0, 0,
+                       exists=False)
+
+
+def _window(keep_last: int | None, keep_days: int | None, now: datetime | None
+            ) -> datetime | None:
+    """The checked window: the date before which runs are outside it (None: by count alone)."""
+    _check(keep_last, "--keep-last")
+    _check(keep_days, "--keep-days")
+    if keep_last is None and keep_days is None:
+        raise UsageError("history prune: say what to keep: --keep-last N (the newest N runs) or "
+                         "--keep-days N (the runs of the last N days), or both")
+    return None if keep_days is None else count_back(
+        now or datetime.now(UTC), span(keep_days, "days", "--keep-days", whole=True))
+
+
+def _select(history: History, keep_last: int | None, cutoff: datetime | None, dry_run: bool
+            ) -> tuple[list[RunSummary], list[RunSummary], int, int]:
+    """Inside the write transaction: every run (newest first), the runs removed (deleted
+    unless ``dry_run``), how many outside the window were kept, and the removed runs' bytes."""
+    db = history._db
+    runs = history.runs()  # newest first
+    in_window = {r.run_id for i, r in enumerate(runs)
+                 if (keep_last is not None and i < keep_last)
+                 or (cutoff is not None and _when(r.created_at) >= cutoff)}
+    pointed = _pointed_at(history, runs)
+    removed = [r for r in runs if r.run_id not in in_window and r.run_id not in pointed]
+    protected = sum(1 for r in runs if r.run_id not in in_window and r.run_id in pointed)
+    ids = [r.run_id for r in removed]
+    removed_bytes = _bytes_of(history, ids)
+    if not dry_run:
+        for start in range(0, len(ids), _BATCH):
+            batch = ids[start:start + _BATCH]
+            marks = ", ".join("?" for _ in batch)
+            for table in ("query_results", "run_timings", "runs"):
+                db.execute(f"DELETE FROM {table} WHERE run_id IN ({marks})", batch)
+    return runs, removed, protected, removed_bytes
 
 
 def _check(value: int | None, option: str) -> None:
@@ -135,7 +167,8 @@ def _bytes_of(history: History, ids: list[str]) -> int:
                 "verdict", "result_json", "result_zlib")
     query_text = ("run_id", "query_id", "domain", "failed_rules", "expected", "diagnosis")
     total = 0
-    for table, text, numbers in (("runs", run_text, 9), ("query_results", query_text, 7)):
+    for table, text, numbers in (("runs", run_text, 9), ("query_results", query_text, 7),
+                                 ("run_timings", ("run_id", "series", "ms_zlib"), 1)):
         size = " + ".join(f"COALESCE({db.byte_length(c)}, 0)" for c in text)
         for start in range(0, len(ids), _BATCH):
             batch = ids[start:start + _BATCH]

@@ -4,16 +4,21 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from recallwatch._redact import redact
 from recallwatch.acceptance.model import GateResult
-from recallwatch.errors import StoreError
+from recallwatch.errors import RecallwatchError, StoreError
 from recallwatch.history._store import BaselinesMoved, History
 from recallwatch.history.compare import compare_runs
 from recallwatch.stores.base import VectorStore
 
-__all__ = ["baselines", "compare_with_baselines", "ingested_since", "record_gate_run"]
+if TYPE_CHECKING:  # the retrieval code (numpy) loads only when a gate runs
+    from recallwatch.acceptance.gate import FindBaseline
+    from recallwatch.acceptance.retrieve import LatencyBaseline
+
+__all__ = ["baselines", "compare_with_baselines", "ingested_since", "latency_baseline",
+           "record_gate_run"]
 
 
 def baselines(history: History, result: GateResult, *,
@@ -66,6 +71,58 @@ def ingested_since(base: GateResult, store: VectorStore | None,
             cache[key] = None
             return None, f"cannot list what was ingested since v{key}: {exc}"
     return cache[key], None
+
+
+def latency_baseline(history_path: str | Path) -> FindBaseline:
+    """What the gate calls to time the baseline's index beside the candidate's: with the open
+    store, the golden set's and the policy's hashes, the last accepted run of both, and a
+    read-only view of the index version it searched, when that version can still be read: on
+    this same store, or on the store the run searched (opened by its recorded URI, when that
+    holds no redacted password) if it was built with the same embedder. None otherwise: the cost
+    rule then compares the stored timings of the two runs, with the load factor."""
+    def find(store: VectorStore, dataset_hash: str, policy_hash: str) -> LatencyBaseline | None:
+        with History(history_path) as history:
+            run_id = history.last_accepted(dataset_hash, policy_hash)
+            base = history.load(run_id) if run_id is not None else None
+        if base is None:
+            return None
+        uri, version = base.store.get("uri"), base.store.get("version")
+        if uri is None or version is None:
+            return None
+        from recallwatch.acceptance.retrieve import LatencyBaseline
+
+        owner = None
+        try:
+            if redact(str(uri)) != redact(store.uri):
+                if "***" in str(uri):  # its password was not recorded: it cannot be reopened
+                    return None
+                owner = _same_space(str(uri), store)
+                if owner is None:
+                    return None
+            view = (owner or store).checkout(str(version))
+        except RecallwatchError:  # gone, cleaned up, unreachable, or without versions
+            if owner is not None:
+                owner.close()
+            return None
+        return LatencyBaseline(base.run_id, str(version), view, owner)
+
+    return find
+
+
+def _same_space(uri: str, store: VectorStore) -> VectorStore | None:
+    """The store at ``uri``, opened to read, when its vectors were built with the embedder that
+    built ``store``'s (the query vectors then fit both); None when they were not."""
+    from recallwatch.embedders.base import FINGERPRINT_META_KEY
+    from recallwatch.stores import open_store
+
+    mine = store.get_meta(FINGERPRINT_META_KEY)
+    if mine is None:
+        return None
+    other = open_store(uri)
+    if other.get_meta(FINGERPRINT_META_KEY) != mine:
+        other.close()
+        return None
+    return other
 
 
 def record_gate_run(result: GateResult, history_path: str | Path, *,

@@ -132,6 +132,20 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
             results_zlib BLOB NOT NULL
         );
     """),
+    ("0007_run_timings", """
+        -- Every timed call of a gate run on a store, in milliseconds, so that the next run's cost
+        -- rule compares call for call rather than one p99 with another: one row per run and
+        -- series (search_ms, embed_ms, and baseline.search_ms for the baseline's index timed
+        -- interleaved), the values a JSON list, zlib-compressed. The run's result JSON holds
+        -- them only in memory: they are stored here once.
+        CREATE TABLE run_timings (
+            run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+            series TEXT NOT NULL,
+            calls INTEGER NOT NULL,
+            ms_zlib BLOB NOT NULL,
+            PRIMARY KEY (run_id, series)
+        );
+    """),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

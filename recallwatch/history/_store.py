@@ -29,6 +29,7 @@ from recallwatch.errors import HistoryError, UsageError
 from recallwatch.history._backend import Backend
 from recallwatch.history._detail import pack, unpack
 from recallwatch.history._open import open_backend
+from recallwatch.history._timings import attach_timings, split_timings
 
 __all__ = ["BaselinesMoved", "History", "MonitorRun", "OnlineReadoutRow", "RunSummary"]
 
@@ -215,6 +216,7 @@ class History:
         if "uri" in store:
             store["uri"] = redact(str(store["uri"]))  # defensively: never store a password
         data["store"] = store
+        data["cost"], timings = split_timings(result.cost)  # stored apart: run_timings
         embedder = result.config.get("embedder")
         a = result.aggregate
         db.execute(
@@ -242,6 +244,10 @@ class History:
               json.dumps([asdict(d) for d in q.diagnosis], ensure_ascii=False, default=str))
              for q in result.queries],
         )
+        if timings:
+            db.executemany("INSERT INTO run_timings (run_id, series, calls, ms_zlib) "
+                           "VALUES (?, ?, ?, ?)",
+                           [(result.run_id, *row) for row in timings])
 
     def runs(self, *, dataset: str | None = None, limit: int | None = None,
              offset: int = 0) -> list[RunSummary]:
@@ -280,8 +286,12 @@ class History:
                            (run_id,))
         if not rows:
             raise UsageError(f"no run {run_id!r} in {self.location}")
+        timings = self._query("SELECT series, ms_zlib FROM run_timings WHERE run_id = ?",
+                              (run_id,))
         try:
-            return GateResult.from_dict(json.loads(unpack(*rows[0])))
+            data = json.loads(unpack(*rows[0]))
+            attach_timings(data, timings)
+            return GateResult.from_dict(data)
         except (ValueError, KeyError, TypeError, zlib.error) as exc:
             raise HistoryError(f"{self.location}: run {run_id} is unreadable: {exc}") from None
 

@@ -6,7 +6,11 @@ The shape returned by :func:`compare_runs` is what every report reads (``result.
 
     {"run_id", "created_at", "verdict", "index_version", "comparable", "why", "summary",
      "details", "n_shared", "newly_failing", "newly_passing", "still_failing", "rank_changes",
-     "deltas", "buried_by", "entered_top_k"}
+     "deltas", "buried_by", "entered_top_k", "cost", "cost_notes"}
+
+``cost`` holds each cost figure both runs state, a timing with the 95 % interval of its ratio
+from the per-call samples; ``cost_notes`` what those figures cannot say (a p99 of too few calls,
+the load between two runs timed apart).
 """
 
 from __future__ import annotations
@@ -15,7 +19,14 @@ import json
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from recallwatch.acceptance.cost import COST_LABELS, cost_deltas, format_cost
+from recallwatch.acceptance.cost import (
+    COST_LABELS,
+    LOAD_FACTOR,
+    cost_deltas,
+    cost_interval,
+    cost_notes,
+    format_cost,
+)
 from recallwatch.acceptance.model import GateResult, QueryResult
 from recallwatch.formats.golden import normalise_quote
 
@@ -206,6 +217,9 @@ def compare_runs(
         "queries_added": only_new,
         "queries_removed": only_old,
         "cost": cost_deltas(base.cost, current.cost),  # search latency, embedding, index bytes
+        # what the cost deltas cannot say: quantiles of too few calls, the load between runs
+        "cost_notes": cost_notes(base.cost, current.cost,
+                                 float(current.policy.get("cost_load_factor") or LOAD_FACTOR)),
     }
     c["summary"] = _summary(c)
     c["details"] = _details(c, base, by_new, since)
@@ -295,8 +309,10 @@ def _details(c: dict[str, Any], base: GateResult,
     if c["cost"]:
         lines.append("cost: " + ", ".join(
             f"{COST_LABELS[k]} {format_cost(k, d['old'])} → {format_cost(k, d['new'])}"
-            + (f" ({d['increase']:+.0%})" if d["increase"] is not None else "")
+            + (f" ({d['increase']:+.0%}{cost_interval(d)})" if d["increase"] is not None
+               else "")
             for k, d in c["cost"].items()))
+    lines += [f"cost: {note}" for note in c["cost_notes"]]
     for qid in c["newly_passing"]:
         old, new = by_new[qid]
         lines.append(f"{qid} failed at run {base.run_id} and passes now (recall "

@@ -98,13 +98,15 @@ class JudgmentLog:
         return last
 
 
-def load_judgments(paths: Sequence[str | os.PathLike[str]]) -> list[Judgment]:
+def load_judgments(paths: Sequence[str | os.PathLike[str]], *,
+                   trec_ids: bool = False) -> list[Judgment]:
     """Judgments of several files in order; a line without a judge (qrels) is credited to its
-    file's name, so two qrels files can be compared as two judges."""
+    file's name, so two qrels files can be compared as two judges. ``trec_ids``: they go to a
+    TREC file, so an id holding whitespace is refused at its line."""
     out = []
     for path in paths:
         out += [j if j.judge else replace(j, judge=Path(path).name)
-                for j in read_judgments(path)]
+                for j in read_judgments(path, trec_ids=trec_ids)]
     return out
 
 

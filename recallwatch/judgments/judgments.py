@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from os import PathLike
@@ -189,13 +188,8 @@ def write_qrels_file(path: str | PathLike[str], labels: Sequence[tuple[str, str,
     if target.is_dir():
         raise InputError("is a folder: name the qrels file to write", source=target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp{os.getpid()}{target.suffix}")
-    try:
-        write_qrels(tmp, [q for q, _, _ in labels], [d for _, d, _ in labels],
-                    [g for _, _, g in labels])
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_qrels(target, [q for q, _, _ in labels], [d for _, d, _ in labels],
+                [g for _, _, g in labels])  # written whole or not at all
 
 
 def write_judged_qrels(path: str | PathLike[str], judgments: JudgmentSet,
@@ -241,13 +235,14 @@ def agreement_with_qrels(labels: dict[tuple[str, str], int],
                      rater_a=reference_name, rater_b=rater)
 
 
-def read_judgments(path: str | PathLike[str]) -> list[Judgment]:
+def read_judgments(path: str | PathLike[str], *, trec_ids: bool = False) -> list[Judgment]:
     """The judgments of a judgments file (JSON Lines, see :mod:`recallwatch.formats.judging`) or
-    of TREC qrels (source ``qrels``, no judge), in file order."""
+    of TREC qrels (source ``qrels``, no judge), in file order. ``trec_ids``: they go to a TREC
+    file, so an id holding whitespace is refused at its line."""
     from recallwatch.formats.judging import read_judgment_records
 
     out = []
-    for r in read_judgment_records(path):
+    for r in read_judgment_records(path, trec_ids=trec_ids):
         ci = r.get("ci")
         out.append(Judgment(
             query_id=r["query_id"], id=r["id"], grade=int(r["grade"]), source=r["source"],

@@ -80,7 +80,8 @@ class ChatClient:
 
     def __init__(self, base_url: str, model: str, *, api_key_env: str | None = None,
                  timeout: float = 60.0, max_retries: int = 3, retry_wait: float = 0.5,
-                 max_chars: int = 4000, max_tokens: int = 16) -> None:
+                 max_chars: int = 4000, max_tokens: int = 16,
+                 timeout_fix: str | None = None) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise UsageError(f"the model's base URL must start with http:// or https://, "
                              f"found {base_url!r}")
@@ -98,6 +99,9 @@ class ChatClient:
         self.retry_wait = retry_wait
         self.max_chars = max_chars  # passages are cut to this many characters
         self.max_tokens = max_tokens
+        # how a user waits longer, when the endpoint times out (a command's own setting)
+        self.timeout_fix = timeout_fix or ("if the endpoint is only slow, raise --timeout "
+                                           f"(seconds, now {timeout:g})")
 
     def _headers(self) -> dict[str, str]:
         if self.api_key_env is None:
@@ -119,8 +123,7 @@ class ChatClient:
         }
         call = Call(JudgeError, f"model {self.model!r}", timeout=self.timeout,
                     max_retries=self.max_retries, retry_wait=self.retry_wait,
-                    timeout_fix="if the endpoint is only slow, raise --timeout (seconds, now "
-                    f"{self.timeout:g})",
+                    timeout_fix=self.timeout_fix,
                     redirect_fix="give the URL it points to as the endpoint's base URL")
         answer = post_json(self.url, body, headers=self._headers(), call=call)
         try:
@@ -158,9 +161,11 @@ class JudgePair:
     line: int | None = None
 
 
-def read_pairs(path: str | PathLike[str]) -> list[JudgePair]:
-    """(query, passage) pairs to grade, JSONL: ``{"query_id", "query", "id", "text"}``."""
-    from recallwatch.formats.fields import line_of
+def read_pairs(path: str | PathLike[str], *, trec_ids: bool = False) -> list[JudgePair]:
+    """(query, passage) pairs to grade, JSONL: ``{"query_id", "query", "id", "text"}``.
+    ``trec_ids``: the labels go to a TREC file, so an id holding whitespace is refused at its
+    line."""
+    from recallwatch.formats.fields import check_trec_id, line_of
     from recallwatch.formats.structured import iter_jsonl
 
     pairs = []
@@ -174,6 +179,8 @@ def read_pairs(path: str | PathLike[str]) -> list[JudgePair]:
                 raise InputError(source=path, line=line, field=key,
                                  expected="a non-empty string",
                                  found="<nothing>" if value is None else value)
+            if trec_ids and key in ("query_id", "id"):
+                check_trec_id(value, key, source=path, line=line)
             values[key] = value
         key2 = (values["query_id"], values["id"])
         if key2 in seen:

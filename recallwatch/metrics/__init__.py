@@ -17,7 +17,7 @@ their declared parameters, ``combine`` turns per-query values into the run's fig
 
 from recallwatch.metrics._catalog import *  # noqa: F403  (registers the measure families)
 from recallwatch.metrics._data import Qrels, Run
-from recallwatch.metrics._evaluate import EvalResult, evaluate
+from recallwatch.metrics._evaluate import EvalResult, MeasureMap, evaluate, measure_labels
 from recallwatch.metrics._measure import (
     MEASURES,
     Family,
@@ -35,6 +35,7 @@ __all__ = [
     "Family",
     "FileEvaluation",
     "Measure",
+    "MeasureMap",
     "Param",
     "Qrels",
     "Run",
@@ -42,5 +43,6 @@ __all__ = [
     "combine",
     "evaluate",
     "evaluate_file",
+    "measure_labels",
     "parse_measure",
 ]

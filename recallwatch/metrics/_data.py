@@ -6,20 +6,21 @@ evaluation never meets a duplicate document or a non-numeric value.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from os import PathLike
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from recallwatch.errors import InputError
+from recallwatch.errors import InputError, UsageError
 from recallwatch.formats import trec
 from recallwatch.formats.arrow import from_numpy, to_numpy
+from recallwatch.formats.frames import Frame, to_frame
 from recallwatch.metrics._keys import PAD, Blocks, DocKeys, mix, query_blocks
 from recallwatch.metrics._tables import (
     COLUMNAR,
@@ -31,9 +32,35 @@ from recallwatch.metrics._tables import (
     string_column,
 )
 
-__all__ = ["Qrels", "Run"]
+__all__ = ["Frame", "Qrels", "Run"]
 
 Array = np.ndarray[Any, Any]
+T = TypeVar("T")
+
+_EXPECTED = ("expected {what}: a {{query_id: {{doc_id: {value}}}}} dict, a pandas or polars "
+             "DataFrame with columns query_id, doc_id and {value}, a {file} file's path"
+             "{extra} or a {cls}; found {found}")
+
+
+def _shaped(value: Any, read: Callable[[Any], T], from_dict: Callable[[Any], T],
+            from_frame: Callable[[Any], T], expected: str) -> T:
+    """Qrels or a run from a path, a nested mapping or a frame; anything else is refused with
+    ``expected``."""
+    if isinstance(value, str | PathLike):
+        return read(value)
+    if isinstance(value, Mapping):
+        return from_dict(value)
+    if _is_frame(value):
+        return from_frame(value)
+    raise UsageError(expected)
+
+
+def _is_frame(value: Any) -> bool:
+    """A pandas or polars DataFrame or an Arrow table, recognised without importing either."""
+    module = type(value).__module__.split(".")[0]
+    return isinstance(value, pa.Table) or (module in ("pandas", "polars")
+                                           and hasattr(value, "columns"))
+
 
 
 def _encode(strings: pa.Array) -> tuple[Array, pa.Array]:
@@ -202,8 +229,47 @@ class Qrels(_Entries):
     @classmethod
     def from_dict(cls, qrels: Mapping[str, Mapping[str, int]]) -> Qrels:
         """``{query_id: {doc_id: grade}}``; grades must be integers."""
-        qids, docids, values = flatten(qrels)
+        qids, docids, values = flatten(qrels, "grade")
         return cls(qids, docids, integers(values, "grade"))
+
+    @classmethod
+    def read(cls, path: str | PathLike[str]) -> Qrels:
+        """A TREC qrels file, or a public collection's judgments: ``irds:DATASET_ID``
+        (through ir_datasets) or ``beir:DIR[#split]`` (a BEIR folder's ``qrels/<split>.tsv``)."""
+        from recallwatch.formats.collections import is_collection, open_collection
+
+        if not is_collection(path):
+            return cls.from_trec(path)
+        collection = open_collection(str(path))
+        rows = list(collection.qrels())
+        return cls(string_column([r[0] for r in rows], "query id"),
+                   string_column([r[1] for r in rows], "doc id"),
+                   np.asarray([r[2] for r in rows], dtype=np.int64), collection.name)
+
+    @classmethod
+    def of(cls, qrels: Any) -> Qrels:
+        """Judgments in any of the shapes a user holds them: a :class:`Qrels`, ``{query_id:
+        {doc_id: grade}}``, a pandas or polars DataFrame (or Arrow table) with columns
+        ``query_id``, ``doc_id`` and ``relevance``, a TREC qrels file's path, or
+        ``irds:DATASET_ID`` / ``beir:DIR[#split]``."""
+        if isinstance(qrels, Qrels):
+            return qrels
+        return _shaped(qrels, cls.read, cls.from_dict, cls.from_frame, _EXPECTED.format(
+            what="qrels", value="relevance", file="TREC qrels",
+            extra=", irds:DATASET_ID, beir:DIR", cls="Qrels", found=type(qrels).__name__))
+
+    def to_dict(self) -> dict[str, dict[str, int]]:
+        """``{query_id: {doc_id: grade}}``, in the order the judgments were given."""
+        out: dict[str, dict[str, int]] = {}
+        for qid, docid, grade in zip(self.query_ids.to_pylist(), self.doc_ids.to_pylist(),
+                                     self.grades.tolist(), strict=True):
+            out.setdefault(qid, {})[docid] = grade
+        return out
+
+    def to_frame(self, library: Frame = "pandas") -> Any:
+        """A DataFrame with columns ``query_id``, ``doc_id`` and ``relevance``."""
+        return to_frame(pa.table({"query_id": self.query_ids, "doc_id": self.doc_ids,
+                                "relevance": from_numpy(self.grades)}), library)
 
     @classmethod
     def from_frame(
@@ -331,23 +397,82 @@ class Run(_Entries):
     @classmethod
     def from_dict(cls, run: Mapping[str, Mapping[str, float]]) -> Run:
         """``{query_id: {doc_id: score}}``."""
-        qids, docids, values = flatten(run)
+        qids, docids, values = flatten(run, "score")
         return cls(qids, docids, floats(values, "score"))
 
     @classmethod
-    def from_ranked(cls, ranked: Mapping[str, Sequence[str]]) -> Run:
+    def of(cls, run: Any) -> Run:
+        """A run in any of the shapes a user holds it: a :class:`Run`, ``{query_id: {doc_id:
+        score}}``, a pandas or polars DataFrame (or Arrow table) with columns ``query_id``,
+        ``doc_id`` and ``score``, or a run file's path (TREC, Parquet or Arrow)."""
+        if isinstance(run, Run):
+            return run
+        return _shaped(run, cls.read, cls.from_dict, cls.from_frame, _EXPECTED.format(
+            what="a run", value="score", file="TREC run", extra="", cls="Run",
+            found=type(run).__name__))
+
+    def rank_order(self) -> Array:
+        """The rows in rank order: queries in the order they first appear, each query's
+        documents by score descending, then document id descending (trec_eval's order); a run
+        built with :meth:`from_ranked` keeps its own."""
+        if self.preordered:
+            return np.arange(len(self), dtype=np.int64)
+        first = np.full(len(self.query_dictionary), len(self), dtype=np.int64)
+        np.minimum.at(first, self.query_codes, np.arange(len(self), dtype=np.int64))
+        doc_rank = self.doc_order[self.doc_codes]
+        return np.lexsort((-doc_rank, -self.scores, first[self.query_codes]))
+
+    def __iter__(self) -> Iterator[tuple[str, dict[str, float]]]:
+        """``(query_id, {doc_id: score})`` per query, each query's documents in rank order."""
+        return iter(self.to_dict().items())
+
+    def to_dict(self) -> dict[str, dict[str, float]]:
+        """``{query_id: {doc_id: score}}``, each query's documents in rank order."""
+        order = self.rank_order()
+        out: dict[str, dict[str, float]] = {}
+        qids = self.query_ids.take(from_numpy(order)).to_pylist()
+        docids = self.doc_ids.take(from_numpy(order)).to_pylist()
+        for qid, docid, score in zip(qids, docids, self.scores[order].tolist(), strict=True):
+            out.setdefault(qid, {})[docid] = score
+        return out
+
+    def to_frame(self, library: Frame = "pandas") -> Any:
+        """A DataFrame with columns ``query_id``, ``doc_id``, ``score`` and ``rank`` (1 first),
+        in rank order."""
+        order = self.rank_order()
+        qcodes = self.query_codes[order]
+        starts = np.flatnonzero(np.r_[True, qcodes[1:] != qcodes[:-1]]) if len(order) else \
+            np.empty(0, dtype=np.int64)
+        rank = np.arange(len(order), dtype=np.int64) - np.repeat(
+            starts, np.diff(np.r_[starts, len(order)])) + 1
+        taken = from_numpy(order)
+        return to_frame(pa.table({"query_id": self.query_ids.take(taken),
+                                "doc_id": self.doc_ids.take(taken),
+                                "score": from_numpy(self.scores[order]),
+                                "rank": from_numpy(rank)}), library)
+
+    @classmethod
+    def from_ranked(cls, ranked: Mapping[str, Sequence[str]],
+                    scores: Sequence[float] | None = None) -> Run:
         """``{query_id: [doc_id, ...]}``, rank 1 first. The order is kept exactly as given:
-        no re-sorting by score or id. Scores are set to n, n-1, ..., 1 so a TREC file written
+        no re-sorting by score or id. ``scores``: every document's, in the same order (they
+        should not increase within a query); default n, n-1, ..., 1, so a TREC file written
         from this run ranks the same."""
         lengths = [len(docs) for docs in ranked.values()]
         qids = string_column(
             [q for q, n in zip(ranked, lengths, strict=True) for _ in range(n)], "query id"
         )
         docids = string_column([d for docs in ranked.values() for d in docs], "doc id")
-        scores = np.concatenate(
-            [np.arange(n, 0, -1, dtype=np.float64) for n in lengths] or [np.empty(0)]
-        )
-        return cls(qids, docids, scores, preordered=True)
+        if scores is not None:
+            values = floats(scores, "score")
+            if len(values) != len(docids):
+                raise InputError(field="scores", expected=f"one per document ({len(docids)})",
+                                 found=len(values))
+        else:
+            values = np.concatenate(
+                [np.arange(n, 0, -1, dtype=np.float64) for n in lengths] or [np.empty(0)]
+            )
+        return cls(qids, docids, values, preordered=True)
 
     @classmethod
     def from_frame(

@@ -22,6 +22,7 @@ import numpy as np
 
 from recallwatch.errors import InputError, UsageError
 from recallwatch.formats.arrow import from_numpy
+from recallwatch.formats.collections import is_collection
 from recallwatch.formats.trec import TrecTable
 from recallwatch.formats.trec_blocks import DEFAULT_BLOCK_BYTES, NotStreamable, whole_queries
 from recallwatch.metrics._data import Qrels, Run
@@ -58,8 +59,8 @@ def evaluate_file(
     wanted = list(dict.fromkeys(parse_measure(m) for m in measures))
     if not wanted:
         raise UsageError("no measure given: name at least one, e.g. nDCG@10")
-    if isinstance(qrels, Qrels):
-        return _with_qrels(qrels, run_path, wanted, block_bytes)
+    if isinstance(qrels, Qrels) or is_collection(qrels):
+        return _with_qrels(Qrels.of(qrels), run_path, wanted, block_bytes)
     note = None
     if too_large_to_hold(qrels, block_bytes):
         try:

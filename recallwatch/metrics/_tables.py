@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from itertools import chain, compress
+from operator import methodcaller
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from recallwatch.errors import InputError
-from recallwatch.formats.arrow import strings, to_numpy
+from recallwatch.formats.arrow import from_numpy, strings, to_numpy
 
 __all__ = ["COLUMNAR", "columnar_batches", "columns", "flatten", "floats", "integers",
            "read_columnar", "string_column"]
@@ -22,16 +24,30 @@ __all__ = ["COLUMNAR", "columnar_batches", "columns", "flatten", "floats", "inte
 Array = np.ndarray[Any, Any]
 
 
-def flatten(nested: Mapping[str, Mapping[str, Any]]) -> tuple[pa.Array, pa.Array, list[Any]]:
-    lengths = [len(docs) for docs in nested.values()]
-    qids = string_column([q for q, n in zip(nested, lengths, strict=True) for _ in range(n)],
-                         "query id")
-    docids: list[Any] = []
-    values: list[Any] = []
-    for docs in nested.values():
-        docids.extend(docs.keys())
-        values.extend(docs.values())
-    return qids, string_column(docids, "doc id"), values
+def flatten(nested: Mapping[str, Mapping[str, Any]], value: str = "score"
+            ) -> tuple[pa.Array, pa.Array, list[Any]]:
+    """``{query_id: {doc_id: value}}`` as three columns; anything else is an InputError that
+    says what was expected.
+
+    Built without a Python loop over the entries: the ids and values are gathered by C-level
+    iteration (``itertools.chain``), and each query id is written once and repeated by Arrow."""
+    if not isinstance(nested, Mapping):
+        raise InputError(expected=f"a mapping {{query_id: {{doc_id: {value}}}}}",
+                         found=f"<{type(nested).__name__}>")
+    inner = list(nested.values())
+    if set(map(type, inner)) - {dict}:  # plain dicts are mappings: only the others are asked
+        for qid, docs in nested.items():
+            if not isinstance(docs, Mapping):
+                raise InputError(record=str(qid), expected=f"a mapping {{doc_id: {value}}}",
+                                 found=f"<{type(docs).__name__}>",
+                                 hint=f"write {{query_id: {{doc_id: {value}, ...}}, ...}}")
+    lengths = np.fromiter(map(len, inner), np.int64, count=len(inner))
+    named = list(compress(nested, lengths.tolist()))  # the queries with entries
+    queries = string_column(named, "query id").take(
+        from_numpy(np.repeat(np.arange(len(named)), lengths[lengths > 0])))
+    docids = list(chain.from_iterable(inner))
+    values = list(chain.from_iterable(map(methodcaller("values"), inner)))
+    return queries, string_column(docids, "doc id"), values
 
 
 def string_column(values: list[Any], what: str) -> pa.Array:

@@ -211,7 +211,7 @@ def read_judgments(qrels: str | PathLike[str], subtopics: str | PathLike[str] | 
     document under each of its subtopics, which plain judgments may not)."""
     diverse = [m for m in measures if m.family.needs == "subtopics"]
     if subtopics is not None:
-        return Qrels.from_trec(qrels), SubtopicQrels.from_trec(subtopics)
+        return Qrels.read(qrels), SubtopicQrels.from_trec(subtopics)
     if diverse and len(diverse) == len(measures):
         judged = SubtopicQrels.from_trec(qrels)
         return judged.to_qrels(), judged
@@ -220,4 +220,4 @@ def read_judgments(qrels: str | PathLike[str], subtopics: str | PathLike[str] | 
         raise UsageError(f"{diverse[0]} needs subtopic judgments and {plain} plain ones: give "
                          f"the plain judgments as QRELS and the subtopic ones ({_FORMAT}) with "
                          "--subtopics FILE")
-    return Qrels.from_trec(qrels), None
+    return Qrels.read(qrels), None

@@ -84,6 +84,45 @@ A golden set records no subtopics, so a gate policy cannot name `alpha_nDCG`.
 
 # Hand-written: how recallwatch.formats.trec reads files, checked against trec_eval 10's
 # get_qrels.c and get_trec_results.c. tests/formats holds a test for every rule here.
+# Hand-written: the measures of answers (recallwatch.answers.measures holds the same words).
+_ANSWERS = """
+## Answers
+
+The measures of a RAG assistant's answers, reported by `recallwatch gate --answers FILE` or
+`--generator SPEC` ([answers.md](answers.md) has the inputs, the judges and a worked example).
+They are not rank measures: a policy sets them with `min_faithfulness`, `min_answer_relevance`
+and `max_hallucination_rate`, not `targets`. With S the answer's statements (its sentences of
+at least three words or with a number), C its contexts in the order it was given them, and T
+the right answer — the query's `reference` cut into statements, or else the quotes of its
+content anchors (its facts):
+
+- **faithfulness** = |statements of S that C backs| / |S|; 1 when S is empty (it says nothing
+  unbacked). The answer is **hallucinated** when a statement is not backed; the
+  **hallucination rate** is the share of hallucinated answers.
+- **relevance** = how well the answer addresses the question, 0 to 1 (an LLM's grade 0-3
+  divided by 3; the offline judge's cosine similarity of question and answer, rescaled so that
+  its calibrated threshold reads 0.5). An answer is relevant at 0.5 or more.
+- **correctness** = the share of T the answer states: with a reference, the share of its
+  statements the answer backs; with facts, the share of facts that back a statement of the
+  answer. None without a reference or facts; 0 for an answer with no statement. What the answer
+  says beyond T is faithfulness's to judge.
+- **context recall** (RAGAS) = the share of T that C holds: a reference's statements C backs, or
+  the facts whose quote C holds word for word; without T, the share of the query's expected
+  chunks among C.
+- **context precision** (RAGAS) = the mean, over the relevant contexts, of the precision of C
+  up to each of them: (Σ_k precision@k × rel_k) / (number of relevant contexts), 0 when none is
+  relevant, 1 when every relevant context comes before every other. A context is relevant when
+  it is one of the query's expected chunks, or, given as a text, when it holds a fact or backs a
+  statement of the reference.
+
+An answer is **right** when, by every measure its judge is trusted with, it is not hallucinated,
+relevant, and correct (correctness at least 0.5). "Backs" is the judge's verdict: the offline
+judge's (a unit of the passages close enough in meaning that holds the statement's numbers) or
+an LLM's; a measure is used only when the judge's verdicts agree with labelled answers (Cohen's
+kappa at least 0.6 by default), and is `null` otherwise. The run's figures are means over the
+answered queries.
+"""
+
 _TREC_FILES = """
 ## Reading TREC files
 
@@ -165,6 +204,7 @@ def render() -> str:
             parts.append(f"- Also accepted as: {', '.join(f'`{a}`' for a in f.aliases)}\n")
         parts.append(f"- trec_eval: {f.trec_eval}\n")
     parts.append(_DIVERSITY)
+    parts.append(_ANSWERS)
     parts.append(_TREC_FILES)
     return "".join(parts)
 

@@ -18,12 +18,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from recallwatch._durations import LONGEST_DAYS, TOO_LONG, Unit, count_back
 from recallwatch.errors import InputError, UsageError
 
 if TYPE_CHECKING:
     from recallwatch.online.log import Impression, InteractionLog
 
-_UNITS = {"m": 60.0, "h": 3600.0, "d": 86400.0}
+_UNITS: dict[str, Unit] = {"m": "minutes", "h": "hours", "d": "days"}
 
 __all__ = ["DEFAULT_BASELINE", "DEFAULT_WINDOW", "LiveSignals", "live_signals", "parse_window",
            "window_and_baseline", "window_signals"]
@@ -105,20 +106,20 @@ def live_signals(impressions: Iterable[Impression], *, start: datetime | None = 
     )
 
 
-def parse_window(text: str) -> timedelta:
-    """``30m``, ``6h``, ``7d`` (minutes, hours, days) as a duration."""
+def parse_window(text: str, option: str = "--window") -> timedelta:
+    """``30m``, ``6h``, ``7d`` (minutes, hours, days) as a duration; ``option`` names the option
+    it came from in the refusal."""
     unit = _UNITS.get(text[-1:].lower())
     try:
         amount = float(text[:-1]) if unit is not None else float("nan")
     except ValueError:
         amount = float("nan")
-    if unit is None or not 0 < amount * unit <= _LONGEST.total_seconds():
-        raise UsageError(f"a window is a positive number of minutes, hours or days, e.g. 30m, "
-                         f"24h or 7d, at most {_LONGEST.days:,}d; found {text!r}")
-    return timedelta(seconds=amount * unit)
-
-
-_LONGEST = timedelta(days=999_999)  # the longest window a date can be counted back by
+    longest = LONGEST_DAYS * {"minutes": 1440, "hours": 24, "days": 1}.get(unit or "days", 1)
+    if unit is None or not 0 < amount <= longest:
+        raise UsageError(f"{option}: a window is a positive number of minutes, hours or days, "
+                         f"e.g. 30m, 24h or 7d, at most {LONGEST_DAYS:,}d; found {text!r}"
+                         + (f" ({TOO_LONG})" if amount > longest else ""))
+    return timedelta(**{unit: amount})
 
 
 def window_signals(log: InteractionLog, window: timedelta | None = None) -> LiveSignals:
@@ -140,7 +141,7 @@ def window_signals(log: InteractionLog, window: timedelta | None = None) -> Live
     if newest is None:  # an empty log: an empty window
         return live_signals((), source=source)
     end = newest + timedelta(microseconds=1)  # the window's end is exclusive
-    return live_signals(log, start=end - window, end=end, source=source)
+    return live_signals(log, start=count_back(end, window), end=end, source=source)
 
 
 def window_and_baseline(log: InteractionLog, window: timedelta | None = None, *,
@@ -170,9 +171,10 @@ def window_and_baseline(log: InteractionLog, window: timedelta | None = None, *,
     if length is None:
         span = end - oldest
         length = DEFAULT_WINDOW if span >= 2 * DEFAULT_WINDOW else span / 2
-    start = end - length
+    start = count_back(end, length)
     judged = live_signals(log, start=start, end=end, source=source)
     if start <= oldest:
         return judged, None
-    before = live_signals(log, start=max(start - baseline, oldest), end=start, source=source)
+    before = live_signals(log, start=max(count_back(start, baseline), oldest), end=start,
+                          source=source)
     return judged, before

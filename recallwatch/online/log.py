@@ -20,7 +20,7 @@ import math
 import os
 import zlib
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -31,9 +31,10 @@ from typing import Any
 from recallwatch._files import line_cap, line_too_long
 from recallwatch._progress import LARGE_FILE, Advance, progress
 from recallwatch.errors import InputError
+from recallwatch.formats.fields import check_trec_id
 from recallwatch.formats.structured import parse_json_value
 
-__all__ = ["Impression", "InteractionLog", "LogSummary", "parse_timestamp"]
+__all__ = ["Impression", "InteractionLog", "LogSummary", "parse_timestamp", "trec_ids"]
 
 Team = str  # "A" or "B" when interleaving two rankers; any name when multileaving more
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -148,6 +149,7 @@ class InteractionLog:
         if buffered.peek(2)[:2] == _GZIP_MAGIC:
             stream = gzip.GzipFile(fileobj=buffered, mode="rb")
         number = 0
+        rankers = _Rankers(source)
         # one 64-bit hash per line (8 bytes each) to count exact duplicates at the end
         line_hashes = array("q")
         cap = line_cap()
@@ -176,7 +178,9 @@ class InteractionLog:
                 summary.lines = number
                 summary.impressions += 1
                 line_hashes.append(hash(raw_line.strip()))
-                yield parse_line(raw_line, source=source, line=number)
+                impression = parse_line(raw_line, source=source, line=number)
+                rankers.check(impression)
+                yield impression
             # drain what is left (a gzip trailer) so that the digest covers every byte
             while buffered.read(1 << 20):
                 pass
@@ -192,6 +196,57 @@ class InteractionLog:
         summary.duplicate_lines = _duplicates(line_hashes)
         summary.complete = True
         self.summary = summary
+
+
+class _Rankers:
+    """The rankers of an interleaved log, as its impressions name them: a name that appears only
+    after a list long enough to have shown every ranker did not show it is not one of them.
+
+    A team draft gives every ranker a result in each round (interleaving two, multileaving
+    more), so a list of L results shows min(L, rankers) of them. A list showing at least two
+    teams is the evidence (a list of one team is what a ranker with no results gives); when a
+    new name comes after evidence at least as long as the rankers it would make, it is refused:
+    a typo, or lines of another experiment."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.known: set[str] = set()
+        self.longest = 0  # the longest list that showed two teams or more ...
+        self.line = 0  # ... and its line
+
+    def check(self, imp: Impression) -> None:
+        if imp.teams is None:
+            return
+        teams = set(imp.teams)
+        new = teams - self.known
+        if new and self.longest >= len(self.known | new):
+            position, team = next((i, t) for i, t in enumerate(imp.teams, 1) if t in new)
+            shown = ", ".join(sorted(self.known))
+            raise InputError(
+                source=self.source, line=imp.line, record=imp.query_id,
+                field=f"shown[{position}].team",
+                expected=f"one of this log's rankers, {shown} (line {self.line} shows "
+                f"{self.longest} results of these alone, and a team draft gives every ranker a "
+                "result in a list that long)", found=team,
+                hint="a typo, or lines of another experiment in this log?")
+        self.known |= teams
+        if len(teams) >= 2 and len(imp.shown) > self.longest:
+            self.longest, self.line = len(imp.shown), imp.line
+
+
+def trec_ids(impressions: Iterable[Impression], source: str) -> Iterator[Impression]:
+    """The impressions, each checked to name its query and shown results with ids a TREC file
+    can hold (no whitespace): for labels that go to a qrels file. The first that cannot is an
+    InputError naming its line and field."""
+    for imp in impressions:
+        check_trec_id(imp.query_key, "query_id", source=source, line=imp.line,
+                      **({} if imp.query_id is not None else {
+                          "expected": "a query_id without whitespace (without one, the "
+                          "query's text names it)", "found": "<nothing>"}))
+        for position, doc in enumerate(imp.shown, 1):
+            check_trec_id(doc, f"shown[{position}].id", source=source, line=imp.line,
+                          record=imp.query_key)
+        yield imp
 
 
 def parse_line(raw: bytes | str, *, source: str = "<log>", line: int = 1) -> Impression:

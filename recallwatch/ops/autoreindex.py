@@ -9,7 +9,9 @@ Two triggers call :func:`auto_reindex`:
 
 Either way the rebuild is :func:`recallwatch.ops.reindex.reindex`: the new index is built while
 the current one keeps serving, measured on probes against exact search, and switched in
-atomically only when it reaches the floor; a new index that fails is never switched in.
+atomically only when it reaches the floor and is not worse than the live index beyond the
+tolerance (``max_recall_loss``, with the interval of the difference in the reason); a new index
+that fails either is never switched in.
 
 A guard allows one automatic reindex per store per window (default 24 hours), counted from the
 last *attempt*, switched or not: a store whose new indexes keep failing the floor must not be
@@ -32,7 +34,7 @@ import numpy as np
 
 from recallwatch.errors import InputError
 from recallwatch.ops.probes import ProbeSet
-from recallwatch.ops.reindex import ReindexResult, reindex
+from recallwatch.ops.reindex import DEFAULT_MAX_RECALL_LOSS, ReindexResult, reindex
 from recallwatch.stores.base import (
     SupportsContentHashes,
     SupportsIndexInspection,
@@ -125,12 +127,13 @@ def auto_reindex(
     store: VectorStore, probes: ProbeSet, *, trigger: str, why: str, k: int = 10,
     floor: float = 0.95, window: timedelta = DEFAULT_WINDOW, history: History | None = None,
     now: datetime | None = None, vectors: np.ndarray | None = None,
-    exact: ExactSearch | None = None,
+    exact: ExactSearch | None = None, max_recall_loss: float | None = DEFAULT_MAX_RECALL_LOSS,
 ) -> AutoReindex:
     """Reindex ``store`` unless one was attempted within ``window``; the new index is switched
-    in only when its recall@k on ``probes`` reaches ``floor``. ``vectors``: the probes already
-    embedded (the monitor has them), so they are not embedded twice; ``exact``: the exact search
-    recall is measured against (default the store's own)."""
+    in only when its recall@k on ``probes`` reaches ``floor`` and is not lower than the live
+    index's by more than ``max_recall_loss`` (:func:`recallwatch.ops.reindex.reindex`).
+    ``vectors``: the probes already embedded (the monitor has them), so they are not embedded
+    twice; ``exact``: the exact search recall is measured against (default the store's own)."""
     if window < timedelta(0):
         raise InputError(field="window", expected="a duration of 0 or more", found=str(window))
     now = now or datetime.now(UTC)
@@ -158,7 +161,8 @@ def auto_reindex(
     attempt = {"at": now.isoformat(timespec="seconds"), "trigger": trigger, "why": why}
     store.set_meta(AUTO_REINDEX_META_KEY, attempt)  # before the build: a kill still counts
     result = reindex(store, probes, k=k, floor=floor, history=history,
-                     trigger={"trigger": trigger, "why": why}, vectors=vectors, exact=exact)
+                     trigger={"trigger": trigger, "why": why}, vectors=vectors, exact=exact,
+                     max_recall_loss=max_recall_loss)
     store.set_meta(AUTO_REINDEX_META_KEY,
                    {**attempt, "outcome": "switched" if result.switched else "refused",
                     "version": result.version, "recall": result.recall_candidate})

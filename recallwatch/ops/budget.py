@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from recallwatch._durations import count_back, span
 from recallwatch.errors import InputError
 
 __all__ = ["BudgetPolicy", "BudgetStatus", "error_budget"]
@@ -45,10 +46,8 @@ class BudgetPolicy:
         if self.window_runs is not None and self.window_runs < 1:
             raise InputError(field="budget window runs", expected="at least 1",
                              found=self.window_runs)
-        if self.window_days is not None and not 0 < self.window_days <= 999_999:  # NaN too
-            raise InputError(field="budget window days", expected="a positive number of days, "
-                             "at most 999,999",
-                             found=self.window_days)
+        if self.window_days is not None:
+            span(self.window_days, "days", "--budget-days", zero=False)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -134,8 +133,8 @@ def error_budget(
     runs = sorted(((r[0], r[1], len(r) > 2 and bool(r[2])) for r in recalls),
                   key=lambda r: r[0])
     if policy.window_days is not None:
-        start = (now or (runs[-1][0] if runs else datetime.now())) - timedelta(
-            days=policy.window_days)
+        start = count_back(now or (runs[-1][0] if runs else datetime.now()),
+                           timedelta(days=policy.window_days))
         runs = [r for r in runs if r[0] >= start]
     else:
         runs = runs[-(policy.window_runs or 1):]

@@ -125,6 +125,23 @@ class ThresholdCalibration:
         d["curve"] = [{"threshold": t, "precision": p, "coverage": c} for t, p, c in self.curve]
         return d
 
+    def refusal(self, min_coverage: float) -> str | None:
+        """Why this threshold must not be stored, with what to change; None when it may be: it
+        misses its target (no threshold reaches it on these queries), or its coverage is under
+        ``min_coverage`` (it would leave most answerable questions without an answer)."""
+        if not self.reached:
+            got = self.precision if self.target == "precision" else self.coverage
+            return (f"NOT stored: {self.target} {got:.3f} misses the target "
+                    f"{self.target_value:g}, and no threshold reaches it on these queries; "
+                    f"ask for what the search can reach (--target-{self.target} {got:.3f} "
+                    "or lower), or improve the search and calibrate again")
+        if self.coverage < min_coverage:
+            return (f"NOT stored: coverage {self.coverage:.3f} is under --min-coverage "
+                    f"{min_coverage:g} (the threshold would leave most answerable questions "
+                    "without an answer); lower --target-precision, or ask for --target-coverage, "
+                    "or pass --min-coverage 0 to store it anyway")
+        return None
+
 
 def _scores(values: Sequence[float | None] | np.ndarray) -> np.ndarray:
     """Scores as floats, "nothing" (None) as −inf: never at or above any threshold."""
@@ -343,6 +360,12 @@ class NoiseCalibration:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @property
+    def default_ceiling(self) -> float:
+        """The snippet's default: calibrated from all healthy queries when there are enough,
+        else the run's policy's. The domains with too few queries take it."""
+        return self.overall.suggested if self.overall else self.default
+
     def summary(self) -> list[str]:
         """What the calibration used and left out, one sentence each."""
         used = sum(d.healthy for d in self.domains)
@@ -352,8 +375,8 @@ class NoiseCalibration:
             lines.append("used: " + ", ".join(f"{d.domain} {d.healthy}" for d in self.domains)
                          + f" ({used} queries)")
         if self.too_few:
-            lines.append("too few healthy queries, not calibrated (they keep the default "
-                         f"{self.default:.2f}): " + ", ".join(
+            lines.append("too few healthy queries, not calibrated (they take the default "
+                         f"ceiling below, {self.default_ceiling:.2f}): " + ", ".join(
                              f"{d} {n}" for d, n in sorted(self.too_few.items())))
         if self.unmeasured:
             lines.append(f"left out: {len(self.unmeasured)} healthy quer"
@@ -379,7 +402,7 @@ class NoiseCalibration:
         lines += [f"# baseline = 95th percentile of their noise, ceiling = baseline + "
                   f"{self.margin} chunk(s), over K",
                   "noise_ceiling:",
-                  f"  default: {(self.overall.suggested if self.overall else self.default):.2f}"
+                  f"  default: {self.default_ceiling:.2f}"
                   + ("" if self.overall else "  # not calibrated: too few healthy queries"),
                   "  per_domain:"]
         for d in self.domains:

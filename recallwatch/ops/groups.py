@@ -4,7 +4,9 @@ golden field, with each group's gap to the overall mean and a bootstrap interval
 Fields: ``domain`` and ``tags`` come with the run (a query with several tags is in each of its
 tags' groups); any other golden field (``language``, ``source``…) is read from the golden set.
 The gap's interval is the bootstrap interval of ``mean(group) − overall mean`` (the overall mean
-held fixed), from :func:`recallwatch.stats.bootstrap_ci`, seeded.
+held fixed), from :func:`recallwatch.stats.bootstrap_ci`, seeded. A group of fewer than
+:data:`MIN_INTERVAL_QUERIES` queries gets none (``None``): resampling one to four values gives an
+interval of no width, or one that says nothing, never the uncertainty of the gap.
 """
 
 from __future__ import annotations
@@ -20,11 +22,14 @@ if TYPE_CHECKING:
     from recallwatch.acceptance.model import GateResult, QueryResult
     from recallwatch.formats.golden import GoldenSet
 
-__all__ = ["GROUP_METRICS", "GroupGap", "GroupMetric", "GroupReport", "group_gaps"]
+__all__ = ["GROUP_METRICS", "MIN_INTERVAL_QUERIES", "GroupGap", "GroupMetric", "GroupReport",
+           "group_gaps"]
 
 GroupMetric = Literal["quality", "recall", "precision", "rr", "ndcg", "noise", "passed"]
 GROUP_METRICS: tuple[str, ...] = get_args(GroupMetric)
 _NONE = "(none)"
+#: The fewest queries a group needs for an interval of its gap.
+MIN_INTERVAL_QUERIES = 5
 
 
 @dataclass(frozen=True)
@@ -33,8 +38,8 @@ class GroupGap:
     n: int
     mean: float
     gap: float  # mean - overall mean
-    ci_low: float  # of the gap
-    ci_high: float
+    ci_low: float | None  # of the gap; None: too few queries for an interval
+    ci_high: float | None
     below_min: bool  # under the policy's min_group_quality (metric "quality" only)
 
 
@@ -94,10 +99,13 @@ def group_gaps(
     groups = []
     for key, vals in sorted(members.items()):
         arr = np.asarray(vals, dtype=np.float64)
-        ci = bootstrap_ci(np.full(arr.size, overall), arr, level=level, seed=seed,
-                          n_resamples=n_resamples, method="percentile")
+        low = high = None
+        if arr.size >= MIN_INTERVAL_QUERIES:
+            ci = bootstrap_ci(np.full(arr.size, overall), arr, level=level, seed=seed,
+                              n_resamples=n_resamples, method="percentile")
+            low, high = ci.low, ci.high
         mean = float(arr.mean())
-        groups.append(GroupGap(key, arr.size, mean, mean - overall, ci.low, ci.high,
+        groups.append(GroupGap(key, arr.size, mean, mean - overall, low, high,
                                minimum is not None and metric == "quality" and mean < minimum))
     return GroupReport(field, metric, overall, len(result.queries), tuple(groups), level,
                        minimum, result.run_id)

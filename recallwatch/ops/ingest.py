@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from recallwatch._durations import span
 from recallwatch._progress import progress
 from recallwatch._redact import redact
 from recallwatch.embedders.base import (
@@ -169,6 +170,7 @@ def ingest(
     strict: bool = False,
     show_progress: bool = False,
     verify_floor: float = 0.95,
+    verify_max_recall_loss: float | None = None,
     rebuild_window_hours: float = 24.0,
     history: History | Callable[[], History | None] | None = None,
     embed_batches: Callable[[Iterable[list[str]]], Iterable[np.ndarray]] | None = None,
@@ -191,9 +193,13 @@ def ingest(
     the two reads is an InputError (the groups already committed are kept).
 
     An index rebuild this ingestion triggers must reach recall@10 ``verify_floor`` against exact
-    search on stored rows to be switched in; it is recorded in ``history`` (a History, or a
-    function opening one only when needed, so an ingestion that rebuilds nothing writes no
-    history).
+    search on stored rows to be switched in; with ``verify_max_recall_loss``, it must also not be
+    lower than the live search's by more than that (the interval of the difference). By default
+    that difference is reported but not held against the rebuild: the live search scans the rows
+    outside the index exactly, so a rebuild that puts them in the index is expected to lose a
+    little recall for its speed, and the floor is what guards it. The rebuild is
+    recorded in ``history`` (a History, or a function opening one only when needed, so an
+    ingestion that rebuilds nothing writes no history).
 
     ``embed_batches`` embeds elsewhere (e.g. :class:`recallwatch.scale.ray_engine.RayEmbedding`):
     it gets the batches as cut here, lazily (an iterable, read as it asks for them), and yields
@@ -210,6 +216,7 @@ def ingest(
     if precomputed and (vectors is not None or isinstance(corpus, Corpus)):
         raise UsageError("precomputed reads the vectors of a corpus file: give the file, and "
                          "no vectors")
+    rebuild_window = span(rebuild_window_hours, "hours", "--reindex-window-hours")
     t_start = time.perf_counter()
     started = _now()
     fingerprint = fingerprint_of(embedder) if precomputed else None  # the vectors' dimension
@@ -316,8 +323,8 @@ def ingest(
     t_index = 0.0
     if todo:
         t0 = time.perf_counter()
-        report.index_rebuild = _rebuild_if_needed(store, verify_floor, rebuild_window_hours,
-                                                  history)
+        report.index_rebuild = _rebuild_if_needed(store, verify_floor, rebuild_window,
+                                                  history, verify_max_recall_loss)
         t_index = time.perf_counter() - t0
         report.version = store.current_version()
     report.finished_at = _now()
@@ -340,9 +347,9 @@ def _kept(store: str, committed: int, todo: int, commits: int, groups: int) -> s
             "again to finish: the chunks already committed are skipped")
 
 
-def _rebuild_if_needed(store: VectorStore, floor: float, window_hours: float,
-                       history: History | Callable[[], History | None] | None
-                       ) -> dict[str, Any] | None:
+def _rebuild_if_needed(store: VectorStore, floor: float, window: timedelta,
+                       history: History | Callable[[], History | None] | None,
+                       max_recall_loss: float | None) -> dict[str, Any] | None:
     from recallwatch.ops.autoreindex import auto_reindex, index_needs_rebuild, row_probes
 
     why = index_needs_rebuild(store)
@@ -351,7 +358,7 @@ def _rebuild_if_needed(store: VectorStore, floor: float, window_hours: float,
         return None
     hist = history() if callable(history) else history
     done = auto_reindex(store, probes, trigger="ingest", why=why, floor=floor,
-                        window=timedelta(hours=window_hours), history=hist)
+                        window=window, history=hist, max_recall_loss=max_recall_loss)
     return {**done.to_dict(), "summary": done.summary()}
 
 

@@ -24,7 +24,8 @@ One :func:`run_monitor` call measures, for a probe set on a store:
   whose live traffic crossed a threshold counts as bad;
 * with ``reindex_below``, the **operation loop**: recall under that level triggers a verified
   background reindex (:mod:`recallwatch.ops.autoreindex`, at most one per window), switched in
-  only when the new index reaches the floor; the report says what it did.
+  only when the new index reaches the floor and is not worse than the live one beyond the
+  tolerance; the report says what it did.
 
 Recall is measured by :mod:`recallwatch.ops.recall`. It alarms when the index is missing or
 cannot answer, recall < floor, coverage < ``min_coverage``, the probes' p99 latency is over
@@ -53,6 +54,7 @@ from recallwatch.ops.live_signals import LiveCheck, live_breached
 from recallwatch.ops.pipeline_probes import PipelineProbes
 from recallwatch.ops.probes import ProbeSet
 from recallwatch.ops.recall import ExactSearch, probe_vectors, recall_vs_exact
+from recallwatch.ops.reindex import DEFAULT_MAX_RECALL_LOSS
 from recallwatch.stores.base import SupportsIndexSize
 
 if TYPE_CHECKING:
@@ -140,13 +142,15 @@ def run_monitor(
     exact: ExactSearch | None = None, min_coverage: float = 0.0,
     drift_alarm_p: float | None = None, max_latency_p99_ms: float | None = None,
     pipeline: PipelineProbes | None = None,
+    max_recall_loss: float | None = DEFAULT_MAX_RECALL_LOSS,
 ) -> MonitorReport:
     """Measure the live index with the probes; record the run in ``history`` when given (the
     error budget is computed over the history's earlier monitor runs of this store). ``live``:
     the live signals of real traffic, already held to their thresholds
     (:func:`recallwatch.ops.live_signals.check_live`); its alarms are the monitor's. With
     ``reindex_below``, recall under it triggers a verified reindex (switched only when the new
-    index reaches ``floor``). ``exact``: the exact search recall is measured against, in the
+    index reaches ``floor`` and is not lower than the live one by more than
+    ``max_recall_loss``). ``exact``: the exact search recall is measured against, in the
     reindex's verification too (default the store's own, ``search(exact=True)``; the Ray engine:
     :class:`recallwatch.scale.ray_exact_knn.RayExactSearch`). ``drift_alarm_p``: alarm when the
     data-drift test's p-value is under it (None: never). ``max_latency_p99_ms``: alarm when the
@@ -260,6 +264,7 @@ def run_monitor(
         done = auto_reindex(store, probes, trigger="monitor",
                             why=f"recall@{k} {recall:.3f} < {reindex_below:g}", k=k, floor=floor,
                             window=reindex_window, history=history, now=now,
+                            max_recall_loss=max_recall_loss,
                             vectors=vectors, exact=exact)
         loop = {**done.to_dict(), "summary": done.summary()}
     held = _resources(store, int(vectors.shape[1]), notes)  # after the loop: what serves now

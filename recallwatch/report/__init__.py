@@ -13,6 +13,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+from recallwatch._files import check_output_dir, check_output_file
 from recallwatch.acceptance.model import GateResult
 from recallwatch.errors import InputError
 from recallwatch.report._text import md_escape, visible
@@ -52,26 +53,17 @@ def json_parts(result: GateResult) -> Iterator[str]:
     yield "  ],\n" + after + "\n"
 
 
-def _check_parents(path: Path) -> None:
-    for parent in path.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise InputError(source=path, expected="a path inside a directory",
-                                 found=f"<{parent} is a file>")
-            return
-
-
 def check_report_dir(path: Path, option: str = "--report") -> None:
     """Raise InputError unless ``path`` can take a report set: absent, or a directory that holds
     nothing but an earlier set (which is replaced whole). Run before the gate, so that a bad
     path stops the run before anything is recorded."""
-    _check_parents(path)
-    if not path.exists():
-        return
-    if not path.is_dir():
+    if path.exists() and not path.is_dir():
         raise InputError(source=path, expected="a directory", found="<a file>",
                          hint=f"{option} names the directory that receives "
                          f"{', '.join(REPORT_FILES)}")
+    check_output_dir(path, option)
+    if not path.exists():
+        return
     other = sorted(p.name for p in path.iterdir() if p.name not in REPORT_FILES)
     if other:
         shown = ", ".join(other[:5]) + (", …" if len(other) > 5 else "")
@@ -83,16 +75,13 @@ def check_report_dir(path: Path, option: str = "--report") -> None:
 
 def check_report_file(path: Path, option: str = "--junit") -> None:
     """Raise InputError unless a report file can be written at ``path``."""
-    _check_parents(path)
-    if path.is_dir():
-        raise InputError(source=path, expected="a file name", found="<a directory>",
-                         hint=f"{option} names the file to write, e.g. gate.xml")
+    check_output_file(path, option, example="gate.xml")
 
 
 def write_report_set(result: GateResult, directory: str | Path, option: str = "--report"
                      ) -> list[Path]:
     """Write the report set into ``directory`` whole; returns the files' final paths."""
-    from recallwatch._files import atomic_dir, write_atomic
+    from recallwatch._files import atomic_dir
     from recallwatch.report.html import to_html
     from recallwatch.report.junit import to_junit
     from recallwatch.report.markdown import to_markdown
@@ -103,7 +92,9 @@ def write_report_set(result: GateResult, directory: str | Path, option: str = "-
     try:
         with atomic_dir(target, lambda p: check_report_dir(p, option)) as tmp:
             for name in REPORT_FILES:
-                write_atomic(tmp / name, renderers[name](result))
+                # into the hidden directory, which atomic_dir syncs file by file and puts in
+                # place whole: a file-by-file atomic write there would sync everything twice
+                (tmp / name).write_bytes(renderers[name](result).encode("utf-8"))
     except OSError as exc:
         raise InputError(f"cannot write the report set: {exc.strerror or exc}",
                          source=target) from None

@@ -5,6 +5,11 @@ same in a file attached to a CI job and on ``recallwatch ops serve``.
 
 Safety: every template is rendered with autoescape on; user strings reach JavaScript only as a
 JSON data island (:func:`json_script`), never concatenated into markup or code.
+
+Speed: what does not depend on the run is done once. The templates compiled to Python code are
+kept in recallwatch's user cache (``templates``, :mod:`recallwatch._usercache`; Jinja's bytecode
+cache, keyed by each template's source, so an edited template is compiled afresh), the static
+CSS and JS are read once per process, and the CSP hash of the script computed once.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import base64
 import hashlib
 import json
 import math
+import os
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
@@ -24,10 +30,18 @@ from urllib.parse import quote
 import jinja2
 from markupsafe import Markup
 
+from recallwatch._usercache import user_cache
 from recallwatch._version import __version__
 from recallwatch.acceptance.cost import cost_line
 from recallwatch.acceptance.model import CAUSE_ORDER, GateResult, QueryResult
 from recallwatch.acceptance.score import SCORE_TOLERANCE
+from recallwatch.report._answers import (
+    FAILURE_WORDS,
+    answer_lines,
+    answers_line,
+    judge_line,
+    wrong_answers,
+)
 from recallwatch.report._text import alternatives_line, anchor_line, twin_line, visible
 from recallwatch.report.plots import Chart, bars, fit, hbars
 
@@ -47,9 +61,10 @@ _JSON_SCRIPT_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u
 def json_script(value: Any, element_id: str) -> Markup:
     """``value`` as a ``<script type="application/json">`` element, inert whatever it holds."""
     data = json.dumps(value, ensure_ascii=False, default=str, allow_nan=False)
+    for char, escaped in _JSON_SCRIPT_ESCAPES.items():  # str.replace: at memory speed
+        data = data.replace(chr(char), escaped)
     safe_id = Markup.escape(element_id)
-    return Markup(f'<script type="application/json" id="{safe_id}">'
-                  f"{data.translate(_JSON_SCRIPT_ESCAPES)}</script>")
+    return Markup(f'<script type="application/json" id="{safe_id}">{data}</script>')
 
 
 def _path_segment(value: object) -> str:
@@ -133,6 +148,7 @@ def environment(*extra: Path) -> jinja2.Environment:
     (the dashboard's pages). Autoescape on for every template, undefined names are errors."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader([*(str(p) for p in extra), str(TEMPLATES)]),
+        bytecode_cache=_compiled_templates(),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
@@ -143,6 +159,9 @@ def environment(*extra: Path) -> jinja2.Environment:
     env.filters["visible"] = visible
     env.filters["pretty"] = _pretty
     env.globals["cost_line"] = cost_line
+    env.globals.update(answers_line=answers_line, judge_line=judge_line,
+                       answer_lines=answer_lines, wrong_answers=wrong_answers,
+                       failure_words=FAILURE_WORDS)
     env.globals["json_script"] = json_script
     env.globals["inline_css"] = Markup((STATIC / "report.css").read_text(encoding="utf-8"))
     script = (STATIC / "report.js").read_text(encoding="utf-8")
@@ -160,6 +179,32 @@ def environment(*extra: Path) -> jinja2.Environment:
     env.globals["gold_title"] = ("expects a Gold chunk: a curated synthesis the team wrote, which "
                                  "must never be missed")
     return env
+
+
+class _BytecodeCache(jinja2.FileSystemBytecodeCache):
+    """Jinja's bytecode cache in a directory of recallwatch's user cache, best effort: a cache
+    that cannot be read or written (read-only, full, an unreadable entry) costs a compilation,
+    never a report."""
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        try:
+            super().load_bytecode(bucket)
+        except Exception:  # a damaged or foreign entry: compiled afresh, and replaced
+            bucket.reset()
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        try:
+            os.makedirs(self.directory, exist_ok=True)
+            super().dump_bytecode(bucket)
+        except OSError:
+            pass
+
+
+def _compiled_templates() -> jinja2.BytecodeCache | None:
+    """Where compiled templates are kept between runs; None when recallwatch's caches are off
+    (``RECALLWATCH_CACHE=0``)."""
+    directory = user_cache("templates")
+    return None if directory is None else _BytecodeCache(str(directory))
 
 
 def content_security_policy(script: str) -> str:

@@ -54,6 +54,9 @@ def to_junit(result: GateResult) -> str:
             ET.SubElement(case, "skipped", {"message": visible(c.message)})
         else:
             ET.SubElement(case, "system-out").text = visible(f"{c.status}: {c.message}")
+    if result.warnings:  # what the verdict's reader should know that is no rule
+        ET.SubElement(suite, "system-out").text = visible(
+            "\n".join(f"warning: {w}" for w in result.warnings))
     ET.indent(suite)
     body = ET.tostring(suite, encoding="unicode")
     return f'<?xml version="1.0" encoding="UTF-8"?>\n{body}\n'

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from recallwatch.acceptance.cost import cost_line
 from recallwatch.acceptance.judged import judged_line
 from recallwatch.acceptance.model import CAUSE_ORDER, GateResult
 from recallwatch.acceptance.pipeline import stage_lines, stages_line
+from recallwatch.report._answers import (
+    FAILURE_WORDS,
+    answer_lines,
+    answers_line,
+    judge_line,
+    wrong_answers,
+)
 from recallwatch.report._text import alternatives_line, anchor_line, md_escape, twin_line
 
 __all__ = ["to_markdown"]
@@ -58,6 +67,12 @@ def to_markdown(result: GateResult) -> str:
         out.append("")
     if result.cost:
         out += [md_escape(cost_line(result.cost)), ""]
+    if result.warnings:
+        out.append("### Warnings")
+        out += [f"- {md_escape(w)}" for w in result.warnings]
+        out.append("")
+    if result.answers:
+        out += _answers(result, result.answers)
     failing = result.failing()
     if failing:
         out += ["### Failing queries", ""]
@@ -101,3 +116,21 @@ def to_markdown(result: GateResult) -> str:
                 out += [f"  - {md_escape(x)}" for x in c.get("details", [])[:10]]
         out.append("")
     return "\n".join(out) + "\n"
+
+
+def _answers(result: GateResult, answers: dict[str, Any]) -> list[str]:
+    """The answers judged: the measures, the judge's trust, a table of the wrong answers."""
+    out = ["### Answers", "", md_escape(answers_line(answers)), "",
+           md_escape(judge_line(answers)), ""]
+    wrong = wrong_answers(result)
+    if wrong:
+        named = any(q.answer and q.answer.get("failure") for q in wrong)
+        out += [md_escape(f"Wrong answers ({len(wrong)})"
+                          + (f"; {FAILURE_WORDS}." if named else ".")), "",
+                "| query | failure and figures | answer |", "|---|---|---|"]
+        for q in wrong:
+            first, *rest = answer_lines(q)
+            out.append(f"| {md_escape(q.id)} | {md_escape(first.split(': ', 1)[1])} | "
+                       + "<br>".join(md_escape(line) for line in rest) + " |")
+        out.append("")
+    return out

@@ -13,6 +13,13 @@ from recallwatch.acceptance.cost import cost_line
 from recallwatch.acceptance.judged import judged_line
 from recallwatch.acceptance.model import CAUSE_ORDER, GateResult, QueryResult
 from recallwatch.acceptance.pipeline import stage_lines, stages_line
+from recallwatch.report._answers import (
+    FAILURE_WORDS,
+    answer_lines,
+    answers_line,
+    judge_line,
+    wrong_answers,
+)
 from recallwatch.report._text import alternatives_line, anchor_line, twin_line, visible
 
 __all__ = ["print_report", "render"]
@@ -95,6 +102,8 @@ def render(result: GateResult) -> Group:
         parts.append(Panel(reasons, title="why STOP", border_style="red"))
     if a.mean_fact_recall is not None:
         parts.append(_t(_anchor_summary(result), "dim"))
+    if result.answers:
+        parts += _answers(result, result.answers)
     failing = result.failing()
     if failing:
         parts.append(_t(f"failing queries ({len(failing)})", "bold"))
@@ -124,6 +133,21 @@ def render(result: GateResult) -> Group:
     parts.append(_t(f"{a.n_queries} queries in {t['total']:.2f}s (embed {t['embed']:.2f}s, "
                     f"search {t['search']:.2f}s, other {t['other']:.2f}s)", "dim"))
     return Group(*parts)
+
+
+def _answers(result: GateResult, answers: dict[str, Any]) -> list[Text]:
+    """The answers judged: the run's measures, the judge's trust, then each wrong answer."""
+    out = [_t(answers_line(answers), "bold"), _t(judge_line(answers), "dim")]
+    wrong = wrong_answers(result)
+    if wrong:
+        named = any(q.answer and q.answer.get("failure") for q in wrong)
+        out.append(_t(f"wrong answers ({len(wrong)})" + (f"; {FAILURE_WORDS}" if named else ""),
+                      "dim"))
+        for q in wrong:
+            first, *rest = answer_lines(q)
+            out.append(Text.assemble(("✗ ", "bold red"), _t(first)))
+            out += [_t(f"    {line}") for line in rest]
+    return out
 
 
 def _anchor_summary(result: GateResult) -> str:

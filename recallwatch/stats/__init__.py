@@ -3,15 +3,32 @@
 Everything works on paired per-query score arrays (``a[i]`` and ``b[i]`` are the same query under
 systems A and B) and is two-sided; randomness is seeded, so the same inputs give the same
 numbers. :func:`compare` runs the whole A/B comparison from qrels and two runs; :func:`compare_many`
-runs several.
+runs several; :func:`compare_runs` (``recallwatch.compare``) takes them in any shape. Timings
+have their own: :func:`quantile` (a quantile of per-call latencies with its interval, or none
+from too few calls) and :func:`quantile_ratio` (the bootstrap of the ratio of two quantiles).
 """
 
 from recallwatch.stats._bootstrap import CIMethod, ConfidenceInterval, bootstrap_ci
 from recallwatch.stats._compare import Comparison, MeasureComparison, compare, compare_scores
 from recallwatch.stats._holm import holm
-from recallwatch.stats._multi import MultiComparison, PairTest, compare_many, compare_many_scores
+from recallwatch.stats._latency import (
+    Quantile,
+    QuantileRatio,
+    calls_needed,
+    quantile,
+    quantile_name,
+    quantile_ratio,
+)
+from recallwatch.stats._multi import (
+    MultiComparison,
+    PairTest,
+    compare_many,
+    compare_many_scores,
+    compare_runs,
+)
 from recallwatch.stats._paired import Method, TestName, TestResult, paired_test
 from recallwatch.stats._power import paired_t_power, queries_needed, queries_needed_from
+from recallwatch.stats._quantile import QuantileInterval, quantile_interval, rounds_separate
 
 __all__ = [
     "CIMethod",
@@ -21,16 +38,26 @@ __all__ = [
     "Method",
     "MultiComparison",
     "PairTest",
+    "Quantile",
+    "QuantileInterval",
+    "QuantileRatio",
     "TestName",
     "TestResult",
     "bootstrap_ci",
+    "calls_needed",
     "compare",
     "compare_many",
     "compare_many_scores",
+    "compare_runs",
     "compare_scores",
     "holm",
     "paired_t_power",
     "paired_test",
+    "quantile",
+    "quantile_interval",
+    "quantile_name",
+    "quantile_ratio",
     "queries_needed",
     "queries_needed_from",
+    "rounds_separate",
 ]

@@ -13,23 +13,25 @@ import csv
 import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
+from os import PathLike
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from recallwatch._terminal import table_lines
-from recallwatch.errors import InputError, NotInstalledError, UsageError
+from recallwatch.errors import InputError, UsageError
 from recallwatch.stats._paired import TestName, paired_differences, test_differences
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
+    from recallwatch.formats.frames import Frame
     from recallwatch.metrics import Measure, Qrels, Run, SubtopicQrels
 
-__all__ = ["MultiComparison", "PairTest", "compare_many", "compare_many_scores", "letter"]
+__all__ = ["MultiComparison", "PairTest", "compare_many", "compare_many_scores", "compare_runs",
+           "letter"]
 
 #: Version of the shape returned by :meth:`MultiComparison.to_dict`.
 SCHEMA = "recallwatch.compare-many/1"
 
-Frame = Literal["pandas", "polars"]
 
 
 class ManyOptions(TypedDict, total=False):
@@ -139,20 +141,21 @@ class MultiComparison:
     def to_frame(self, library: Frame = "pandas") -> Any:
         """The table as a pandas or polars DataFrame: one row per run, each measure's mean and a
         ``MEASURE beats`` column with the letters of the runs it beats significantly."""
-        rows = self.rows()
-        if library == "pandas":
-            try:
-                import pandas as pd
-            except ImportError:
-                raise NotInstalledError("pandas", "frames") from None
-            return pd.DataFrame(rows)
-        if library == "polars":
-            try:
-                import polars as pl
-            except ImportError:
-                raise NotInstalledError("polars", "frames") from None
-            return pl.DataFrame(rows)
-        raise UsageError(f"unknown DataFrame library {library!r}; valid: pandas, polars")
+        from recallwatch.formats.frames import to_frame
+
+        return to_frame(self.rows(), library)
+
+    def _repr_html_(self) -> str:
+        """The table for Jupyter: one row per run, each mean with the letters of the runs it
+        beats significantly, then what the letters mean."""
+        from html import escape
+
+        rows = self.cells()
+        head = "".join(f"<th>{escape(c)}</th>" for c in rows[0])
+        body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in r) + "</tr>"
+                       for r in rows[1:])
+        return (f"<table><caption>{escape(self.legend())}</caption><thead><tr>{head}</tr>"
+                f"</thead><tbody>{body}</tbody></table>")
 
     def to_csv(self) -> str:
         buffer = io.StringIO()
@@ -293,6 +296,39 @@ def compare_many(
         names = [str(m) for m in res.measures]
         scores[name] = dict(zip(names, _aligned(res, query_ids), strict=True))
     return compare_many_scores(list(runs), query_ids, scores, **options)
+
+
+def compare_runs(qrels: Any, runs: Sequence[Any] | Mapping[str, Any],
+                 measures: str | Measure | Sequence[str | Measure], *,
+                 subtopics: SubtopicQrels | None = None,
+                 **options: Unpack[ManyOptions]) -> MultiComparison:
+    """:func:`compare_many` for data in the user's shapes: ``qrels`` and each run as
+    :meth:`Qrels.of` and :meth:`Run.of` take them (objects, dicts, frames, paths); ``runs`` a
+    mapping name -> run, or a list (named by their paths, else run1, run2, …, in order). The
+    result is keyed by the measure names as given (``res.aggregate[run]["nDCG@10"]``)."""
+    from dataclasses import replace
+
+    from recallwatch.metrics import Qrels, Run, measure_labels
+
+    labels = measure_labels(measures)
+    if isinstance(runs, Mapping):
+        named = {str(name): Run.of(run) for name, run in runs.items()}
+    elif isinstance(runs, Sequence) and not isinstance(runs, str):
+        named = {}
+        for i, run in enumerate(runs, start=1):
+            name = str(run) if isinstance(run, str | PathLike) else f"run{i}"
+            named[name if name not in named else f"{name} ({i})"] = Run.of(run)
+    else:
+        raise UsageError(f"runs: expected a list of runs or a mapping name -> run; found "
+                         f"{type(runs).__name__}")
+    result = compare_many(Qrels.of(qrels), named, list(labels.values()), subtopics=subtopics,
+                          **options)
+    as_given = {str(m): label for label, m in labels.items()}
+    return replace(
+        result, measures=tuple(as_given[m] for m in result.measures),
+        aggregate={r: {as_given[m]: v for m, v in values.items()}
+                   for r, values in result.aggregate.items()},
+        tests=tuple(replace(t, measure=as_given[t.measure]) for t in result.tests))
 
 
 def _md(text: str) -> str:

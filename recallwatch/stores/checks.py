@@ -58,7 +58,8 @@ def normalise_filter(filter: Filter | None) -> NormFilter | None:
             raise UsageError(
                 f"cannot filter on {key!r}: filterable fields are {', '.join(FILTER_FIELDS)}"
             )
-        values = (value,) if isinstance(value, str) else tuple(value)
+        values = (value,) if isinstance(value, str) else (
+            tuple(value) if isinstance(value, (list, tuple, set, frozenset)) else ())
         if not values or not all(isinstance(v, str) for v in values):
             raise UsageError(
                 f"filter on {key!r}: expected a string or a non-empty list of strings, "

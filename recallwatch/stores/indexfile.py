@@ -85,9 +85,29 @@ class _Graph:
             return labels, scores
         self.index.set_ef(max(ef, k))
         keep = None if allowed is None else set(allowed.tolist())
-        labels, dists = self.index.knn_query(
-            q, k=k, filter=None if keep is None else keep.__contains__)
+        only = None if keep is None else keep.__contains__
+        try:
+            labels, dists = self.index.knn_query(q, k=k, filter=only)
+        except RuntimeError:
+            labels, dists = self._search_each(q, k, only)
         return labels.astype(np.int64), 1.0 - dists
+
+    def _search_each(self, q: np.ndarray, k: int, only: Any) -> tuple[np.ndarray, np.ndarray]:
+        """hnswlib refuses a batch when its graph reaches fewer than k points for one query (a
+        weak graph, or a filter that leaves few): search query by query, each for as many as the
+        graph reaches, and pad with label -1 (none) as faiss does, so a weak index measures as
+        the recall it gives instead of an error."""
+        labels = np.full((len(q), k), -1, dtype=np.int64)
+        dists = np.full((len(q), k), np.inf, dtype=np.float32)
+        for row, vector in enumerate(q):
+            for take in range(k, 0, -1):
+                try:
+                    found, far = self.index.knn_query(vector[None, :], k=take, filter=only)
+                except RuntimeError:
+                    continue
+                labels[row, :take], dists[row, :take] = found[0], far[0]
+                break
+        return labels, dists
 
     def save(self, path: Path) -> None:
         with atomic_path(path) as tmp:
@@ -275,12 +295,7 @@ class IndexFileStore(VersionedStore):
                 scores = cosine_scores(vectors, version.vectors[pos])
                 return [(found, best.tolist())
                         for found, best in (top_k(ids, s, k) for s in scores)]
-            try:
-                labels, scores = version.graph.search(vectors, min(k, size), self.ef, allowed)
-            except RuntimeError as exc:
-                # hnswlib gives up when a filter leaves too few reachable points for k
-                raise StoreError(f"{self._uri}: ANN search failed ({exc}); retry with exact=True "
-                                 "or a larger ef") from None
+            labels, scores = version.graph.search(vectors, min(k, size), self.ef, allowed)
             return [
                 ([version.rows[int(i)]["id"] for i in row if i >= 0],
                  [float(s) for i, s in zip(row, srow, strict=True) if i >= 0])

@@ -2,6 +2,8 @@
 
 :class:`Guard` wraps an ASGI app and refuses, before the app sees anything:
 
+* a request with more than one ``Host`` header: status 400, as HTTP/1.1 asks (RFC 9112,
+  section 3.2); a check of the first alone would let a second name reach the app;
 * a ``Host`` header that does not name this server exactly: ``localhost``, ``127.0.0.1`` or
   ``[::1]`` (with or without a port), or the ``--host`` the server was started with. A web page
   that points its own name at 127.0.0.1 (DNS rebinding) sends its own name, so it is refused:
@@ -108,6 +110,10 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
+def _count(scope: Scope, name: bytes) -> int:
+    return sum(1 for key, _ in scope.get("headers", []) if key.lower() == name)
+
+
 async def _plain(send: Send, status: int, text: str,
                  extra: list[tuple[bytes, bytes]] | None = None) -> None:
     body = (text + "\n").encode("utf-8")
@@ -136,6 +142,11 @@ class Guard:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        hosts = _count(scope, b"host")
+        if hosts > 1:
+            await _plain(send, 400, f"{self.what} refused a request with {hosts} Host headers: "
+                         "a request names its host once (HTTP/1.1, RFC 9112 section 3.2)")
             return
         host = _header(scope, b"host")
         if not host_allowed(host, self.names):

@@ -102,6 +102,9 @@ GROUPS: tuple[Group, ...] = (
           (Source("search latency p99 of the gate run", ("cost", "search", "p99"), "lower",
                   ("policy", "max_latency_p99_ms"), unit="ms", origin="gate",
                   verdict=("caps",)),
+           # a run that timed too few calls for a p99 states none: its median speaks
+           Source("search latency p50 of the gate run", ("cost", "search", "p50"), "lower",
+                  unit="ms", origin="gate", verdict=("caps",)),
            Source("cost", ("cost",), "lower")),
           "recallwatch gate --store … --history records each run's cost",
           (Source("query embedding, per query", ("cost", "embed", "query"), "lower",
@@ -286,7 +289,9 @@ def gate_cost_records(h: History, limit: int = GATE_RUNS_READ) -> list[MonitorRu
                   if run.policy.get(k) is not None}
         checks = [c for c in run.checks if c.rule in _COST_RULES
                   and c.status in ("pass", "stop")]
-        payload: dict[str, Any] = {"run_id": run.run_id, "cost": run.cost, "policy": policy}
+        # the figures, without the per-call timings they were computed from
+        cost = {k: v for k, v in run.cost.items() if k not in ("samples", "baseline")}
+        payload: dict[str, Any] = {"run_id": run.run_id, "cost": cost, "policy": policy}
         if checks:
             caps = [f"max_latency_p99_ms {policy['max_latency_p99_ms']:g}"
                     if "max_latency_p99_ms" in policy else "",

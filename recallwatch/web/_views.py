@@ -134,9 +134,12 @@ def _sweep_view(path: Path, doc: dict[str, Any]) -> dict[str, Any]:
                     x_label="queries per second (log scale)",
                     y_label=f"recall@{k} (share, 0–1)", log_x=True, connect=True)
     fastest = []
+    tied = answers.get("fastest_at_indistinguishable") or {}
     for target, i in (answers.get("fastest_at") or {}).items():
+        same = [results[int(j)] for j in tied.get(target) or []]
         fastest.append({"target": target, "r": None if i is None else results[int(i)],
-                        "params": "" if i is None else _params(results[int(i)])})
+                        "params": "" if i is None else _params(results[int(i)]),
+                        "tied": [f"{r.get('label', '')} {_params(r)}" for r in same]})
     frontier = [dict(r, params=_params(r), recall_k=recall(r))
                 for r in sorted((results[i] for i in answers.get("frontier", [])), key=recall)]
     return {"path": str(path), "name": doc.get("name", path.stem), "dataset": doc["dataset"],

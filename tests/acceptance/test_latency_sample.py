@@ -5,7 +5,6 @@ receives, and check the automatic sample's budget against the run's own recorded
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -23,21 +22,13 @@ from recallwatch.acceptance.retrieve import (
 )
 from recallwatch.embedders.function import CallableEmbedder
 from recallwatch.errors import InputError, UsageError
-from recallwatch.formats.golden import GoldenSet
 from recallwatch.formats.policy import parse_policy
-from recallwatch.stores.base import Chunk, Hits, VectorStore
+from recallwatch.stores.base import Hits, VectorStore
 from recallwatch.stores.lancedb.store import LanceStore
 
-DIM = 16
+from .helpers import DIM, numbered_golden, numbered_store, random_vectors
 
-
-def _vectors(texts: Sequence[str]) -> np.ndarray:
-    rows = [np.random.default_rng(abs(hash(t)) % 2**32).standard_normal(DIM) for t in texts]
-    out = np.asarray(rows, dtype=np.float32)
-    return out / np.linalg.norm(out, axis=1, keepdims=True)
-
-
-EMBEDDER = CallableEmbedder(_vectors, name="test-random", dimension=DIM)
+EMBEDDER = CallableEmbedder(random_vectors, name="test-random", dimension=DIM)
 
 
 class Counting:
@@ -59,16 +50,10 @@ class Counting:
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> LanceStore:
-    texts = [f"chunk number {i}" for i in range(300)]
-    s = LanceStore(tmp_path_factory.mktemp("kb") / "db", create=True)
-    s.upsert([Chunk(id=f"c{i:03d}", text=t) for i, t in enumerate(texts)], _vectors(texts))
-    return s
+    return numbered_store(tmp_path_factory.mktemp("kb") / "db", 300)
 
 
-def _golden(n: int) -> GoldenSet:
-    return GoldenSet.from_dict({"name": "g", "version": "1", "top_k": 5, "queries": [
-        {"id": f"q{i}", "text": f"chunk number {i}", "expected": [f"c{i:03d}"]}
-        for i in range(n)]})
+_golden = numbered_golden
 
 
 def test_rows_are_spread_over_the_set_first_and_last_included() -> None:
@@ -137,7 +122,7 @@ def test_the_automatic_sample_keeps_within_its_share_of_the_retrieval(store: Lan
 
 
 def test_bad_sample_settings_are_refused(store: LanceStore, tmp_path: Path) -> None:
-    with pytest.raises(InputError, match=r"--latency-sample.*0 or more"):
+    with pytest.raises(InputError, match=r"latency_sample=.*0 or more"):
         run_gate(_golden(3), store=store, embedder=EMBEDDER, latency_sample=-1)
     capped = parse_policy({"max_latency_p99_ms": 50}, tmp_path / "policy.yaml")
     with pytest.raises(UsageError, match="max_latency_p99_ms 50"):

@@ -112,11 +112,14 @@ def test_a_results_file_keeps_its_order_and_the_gate_says_eval_would_not(
     tied = _gate(str(kb / "golden.yaml"), "--results", str(results))
     vac = next(q for q in tied["queries"] if q["id"] == "q_vac")  # type: ignore[attr-defined]
     assert vac["rr"] == 1.0 and vac["expected"][0]["rank"] == 1
-    assert tied["warnings"] == [  # type: ignore[comparison-overlap]
+    # (the 2-query set is also warned about as too small for its policy: not this test's matter)
+    ties = [w for w in tied["warnings"] if "equal scores" in w]  # type: ignore[attr-defined]
+    assert ties == [
         "1 query (q_vac) lists results with exactly equal scores in another order than "
         "`recallwatch eval` ranks them (by id, descending, as trec_eval does): the gate scores "
         "the order your system returned, and a run file of the same results would give other "
         "RR, nDCG and AP values; give tied results distinct scores, in your order, to make both "
         "agree"]
     write(0.85)  # distinct scores in the same order: nothing to warn about
-    assert _gate(str(kb / "golden.yaml"), "--results", str(results))["warnings"] == []
+    again = _gate(str(kb / "golden.yaml"), "--results", str(results))["warnings"]
+    assert not any("equal scores" in w for w in again)  # type: ignore[attr-defined]

@@ -44,10 +44,13 @@ def test_an_identical_twin_in_the_top_k_counts_as_found_and_says_so() -> None:
     assert q.twins == ({"expected": "datetime.date.fromtimestamp",
                         "found": "sqlite3.Date.fromtimestamp", "rank": 1},)
     assert q.to_dict()["twins"] == [dict(q.twins[0])]
-    assert ("1 expected chunk(s) of 1 query were found through an identical twin, a chunk with "
-            "the same text under another id (ts: datetime.date.fromtimestamp → "
-            "sqlite3.Date.fromtimestamp at rank 1): counted as found (policy "
-            "twins_count_as_found; false counts only the chunk listed)") in res.warnings[0]
+    said = [w for w in res.warnings if "identical twin" in w]
+    assert len(said) == 1
+    assert said[0].startswith(
+        "1 expected chunk(s) of 1 query were found through an identical twin, a chunk with "
+        "the same text under another id (ts: datetime.date.fromtimestamp → "
+        "sqlite3.Date.fromtimestamp at rank 1): counted as found (policy "
+        "twins_count_as_found; false counts only the chunk listed)")
 
 
 def test_the_policy_switch_turns_twins_off() -> None:

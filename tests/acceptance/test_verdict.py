@@ -165,3 +165,21 @@ def test_json_contract_keys() -> None:
     assert q["expected"] == [{"id": "e", "rank": 15, "score": q["expected"][0]["score"],
                               "gold": False, "in_top_k": False}]
     assert {"rule", "message", "queries"} == set(d["reasons"][0])
+
+
+def test_a_long_list_of_failing_queries_says_how_many_it_does_not_name() -> None:
+    failing = {f"q{i:02d}": {"e": 40} for i in range(26)}
+    g, results = dataset(40, failing, gold={"q00", "q01", "q02", "q03", "q04", "q05", "q06",
+                                            "q07", "q08", "q09"})
+    res = run_gate(g, results=results)
+    reasons = {r.rule: r for r in res.reasons}
+    unwaived = reasons["unwaived_failure"]
+    assert len(unwaived.queries) == 16  # every one in `queries`; 8 named in the message
+    named = [f"q{i:02d} ({res.query(f'q{i:02d}').failure_words()})" for i in range(10, 18)]
+    assert unwaived.message.endswith(": " + "; ".join(named) + " and 8 more")
+    gold = reasons["gold_failure"]
+    assert len(gold.queries) == 10 and gold.message.endswith(" and 2 more")
+    g, results = dataset(40, {"q05": {"e": 30}})
+    alone = run_gate(g, results=results)
+    (one,) = alone.reasons
+    assert one.message.endswith(f": q05 ({alone.query('q05').failure_words()})")

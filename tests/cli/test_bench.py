@@ -23,7 +23,7 @@ engines:
 def test_bench_prints_the_table_and_writes_outputs(tmp_path: Path) -> None:
     sweep = tmp_path / "s.yaml"
     sweep.write_text(SWEEP, encoding="utf-8")
-    result = CliRunner().invoke(app, ["bench", str(sweep), "--out", str(tmp_path / "out"),
+    result = CliRunner().invoke(app, ["bench", str(sweep), "--out-dir", str(tmp_path / "out"),
                                       "--quiet"])
     assert result.exit_code == 0, result.output
     assert "n=1500  d=16  queries=30  metric=ip  k=10" in result.stdout
@@ -51,7 +51,7 @@ def test_bench_bad_sweep_is_one_error_line_and_exit_2(tmp_path: Path) -> None:
 
 def test_quantize_on_synthetic_vectors(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["bench", "quantize", "--synthetic", "3000x32", "--sample",
-                                      "50", "--depths", "10,100", "--out", str(tmp_path)])
+                                      "50", "--depths", "10,100", "--out-dir", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert "| float16 | 64 |" in result.stdout and "R=100" in result.stdout
     assert json.loads((tmp_path / "quantization.json").read_text())["k"] == 10
@@ -84,7 +84,7 @@ def test_quantize_rejects_a_malformed_synthetic_size() -> None:
 
 
 def test_bench_reference_writes_the_chapters_files(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["bench", "reference", "--out", str(tmp_path)])
+    result = CliRunner().invoke(app, ["bench", "reference", "--out-dir", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert "fig18_7_binary_rescoring.png" in result.stdout
     assert (tmp_path / "experiments.json").is_file()

@@ -15,7 +15,7 @@ def test_filtered_prints_json_and_writes_both_files(tmp_path: Path) -> None:
     uri = f"lancedb://{tmp_path / 'db'}?table=t"
     code, out, err = cli("bench", "filtered", "--store", uri, "--synthetic", "800x8",
                          "--queries", "5", "--selectivity", "0.05,0.5", "--format", "json",
-                         "--out", str(tmp_path / "o"))
+                         "--out-dir", str(tmp_path / "o"))
     assert code == 0, err
     doc = json.loads(out)
     assert [r["selectivity"] for r in doc["rows"]] == [1.0, 0.05, 0.5]

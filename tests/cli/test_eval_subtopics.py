@@ -14,8 +14,9 @@ from typer.testing import CliRunner
 
 from recallwatch.cli import app
 from tests.metrics.test_against_ir_measures import untied
+from tests.reference import reference_library
 
-pyndeval = pytest.importorskip("pyndeval")
+pyndeval = reference_library("pyndeval")
 runner = CliRunner()
 
 Rows = list[tuple[str, str, str, int]]

@@ -101,7 +101,8 @@ def test_a_query_expecting_more_chunks_than_k_is_warned(tmp_path: Path) -> None:
     code, out, err = wide_cli("gate", str(golden), "--results", str(results), "--no-history",
                               "--format", "json")
     assert code == 1 and "Internal error" not in err  # STOP: the wide query fails
-    warnings = json.loads(out)["warnings"]
+    # (the 2-query set is also warned about as too small for its policy: not this test's matter)
+    warnings = [w for w in json.loads(out)["warnings"] if "too small" not in w]
     assert warnings == [
         "query wide expects 12 chunks but only its top 10 are scored: its recall is at most "
         "10/12 = 0.833 (floor 0.9), so it can never pass: raise its top_k (or the policy's) to "

@@ -20,25 +20,18 @@ from tests.clirun import cli
 # The same flag naming different things in different commands. Each entry says why the flag
 # cannot share one help text; any other flag used by two commands must.
 HOMONYMS = {
-    "--version": "the program's version (root), a probe set's version (probes), the index "
-                 "version to promote (promote), the migrated golden set's version (golden "
-                 "migrate)",
-    "--metric": "a vector similarity (quantize) vs the per-query value compared (groups)",
     "--queries": "logged query texts (probes) vs query vectors (quantize) vs how many query "
                  "vectors (bench filtered, bench streaming)",
     "--sample": "how many logged queries to draw (probes) vs vectors to hold out (quantize) vs "
                 "chunks to write questions from (golden generate)",
-    "--out": "a directory of result files (bench, experiments, quantize) vs the qrels file to "
-             "write (online clicks, online judge, label export) vs a judging queue, judgments "
-             "file or golden set to write (label pool, serve, agree, merge, golden sample, "
-             "golden split, golden migrate)",
+    "--out": "the file to write: a qrels file (online clicks, online judge, label export, golden "
+             "qrels) vs a judging queue, judgments file or golden set (label pool, serve, agree, "
+             "merge, golden sample, golden split, golden migrate, golden generate)",
     "--results": "the one results file a gate scores instead of --store (gate, calibrate-noise) "
                  "vs results files pooled beside the store, repeatable (label pool)",
     "--judge": "your name on the grades you save (label serve) vs the two judges to compare "
                "(label agree)",
     "--name": "the probe set's name (probes) vs the sampled golden set's name (golden sample)",
-    "--n": "how many distinct queries to draw (golden sample) vs the vectors of the reference "
-           "experiments' collection (bench reference)",
     "--dry-run": "compute without storing the threshold (calibrate-threshold) vs without "
                  "writing the split (golden split)",
     "--test": "the paired significance test (compare) vs the share held out as test (golden "
@@ -99,6 +92,40 @@ def test_no_flag_is_declared_with_two_help_texts() -> None:
                for flag, helps in _flags().items()
                if len(helps) > 1 and flag not in HOMONYMS}
     assert not clashes, f"one flag, several help texts (declare it in cli/_options.py): {clashes}"
+
+
+# Names whose meaning is the same in every command that has them (a test checks each): the
+# program's version is --version, a data set's is --probe-version / --golden-version /
+# --index-version; a file to write is --out, a folder --out-dir; a vector similarity is
+# --distance, a rank measure --measure. The older spellings still work (cli/_tree.OLD_OPTIONS).
+ONE_MEANING = {
+    "--version": lambda path, text: path == "recallwatch",
+    "--out": lambda path, text: not any(w in text.lower() for w in ("folder", "director")),
+    "--out-dir": lambda path, text: "folder" in text.lower(),
+    "--measure": lambda path, text: "measure" in text.lower() and "per-query" not in text.lower(),
+}
+
+
+def test_one_option_name_has_one_meaning() -> None:
+    flags = _flags()
+    for flag, fits in ONE_MEANING.items():
+        for text, paths in flags[flag].items():
+            for path in paths:
+                assert fits(path, text), f"{path} {flag} means something else: {text!r}"
+    assert "--metric" not in {f for p, c in _commands() if p != "recallwatch online ab"
+                               for param in c.params for f in param.opts}
+
+
+def test_an_option_s_older_spelling_runs_with_a_note() -> None:
+    from recallwatch.cli._tree import OLD_OPTIONS
+
+    for path, renamed in OLD_OPTIONS.items():
+        for old, new in renamed.items():
+            code, out, err = cli(*path, old, "x", "--help")
+            assert code == 0, (path, old, err)
+            assert (f"note: `{old}` of `recallwatch {' '.join(path)}` is now `{new}`; the old "
+                    "name keeps working") in err
+            assert new in out
 
 
 def test_homonyms_are_real() -> None:

@@ -24,6 +24,7 @@ from recallwatch.online.simulate import (
 from tests.cli.test_history import _golden, _results
 from tests.clirun import cli
 from tests.ops.test_monitor import small_store
+from tests.readonly import read_only
 
 Files = dict[str, Path]
 
@@ -114,7 +115,7 @@ def _plan(f: Files, name: str, fuse: str) -> list[str]:
     _write(f, "plan_corpus.jsonl", '{"id": "c1", "text": "Uno."}\n')
     plan = _write(f, f"{name}.yaml", f"golden: {f['golden'].name}\ncorpus: plan_corpus.jsonl\n"
                   f"base: {{name: b, retrieval: {{fuse: {fuse}}}}}\n")
-    return ["experiment", plan, "--out", str(f["dir"] / f"{name}-out")]
+    return ["experiment", plan, "--out-dir", str(f["dir"] / f"{name}-out")]
 
 
 CASES: dict[str, Callable[[Files], list[str]]] = {
@@ -243,3 +244,263 @@ def test_hostile_input_is_a_located_error(case: str, files: Files) -> None:
     assert "Internal error" not in err and "Traceback" not in err + out, err
     assert code == 2, (out, err)
     assert err.startswith("Error: ") and err.count("\n") == 1, err
+
+
+# Third wave (issue 35): every case below was an internal error, or was accepted, or wrote where
+# it should not; each is now refused with exit 2 and exactly this message.
+SPAN = "(999,999 days, about 2,700 years, already reach back past the year 1, where dates begin)"
+TREC = "(the labels go to a TREC qrels file, whose fields are separated by whitespace)"
+
+
+def _jsonl(f: Files, name: str, *records: object) -> str:
+    return _write(f, name, "".join(json.dumps(r) + "\n" for r in records))
+
+
+def _interleaved_with_c(f: Files) -> str:
+    return _jsonl(f, "team-c.jsonl",
+                  {"query_id": "q1", "shown": [{"id": f"d{i}", "team": t}
+                                               for i, t in enumerate("ABAB")], "clicks": []},
+                  {"query_id": "q2", "shown": [{"id": "e0", "team": "A"},
+                                               {"id": "e1", "team": "C"},
+                                               {"id": "e2", "team": "B"}], "clicks": []})
+
+
+def _spaced_log(f: Files) -> str:
+    return _jsonl(f, "spaced.jsonl", {"query_id": "q1", "shown": [{"id": "d1"}, {"id": "doc 2"}],
+                                      "clicks": [{"id": "doc 2"}]})
+
+
+def _spaced_judgments(f: Files) -> str:
+    return _jsonl(f, "spaced.judgments.jsonl",
+                  {"query_id": "q1", "id": "d1", "grade": 1, "judge": "ana"},
+                  {"query_id": "q1", "id": "doc 2", "grade": 3, "judge": "ana"})
+
+
+def _judgments(f: Files) -> str:
+    return _jsonl(f, "two.judgments.jsonl",
+                  {"query_id": "q00", "id": "q00_a", "grade": 3, "judge": "ana"},
+                  {"query_id": "q00", "id": "q00_a", "grade": 1, "judge": "bo"})
+
+
+def _dangling_policy(f: Files) -> str:
+    folder = f["dir"] / "dangling"
+    if not folder.exists():
+        folder.mkdir()
+        (folder / "policy.yaml").symlink_to(f["dir"] / "outside.yaml")
+    return str(folder)
+
+
+def _unknown_query(f: Files) -> str:
+    text = f["results"].read_text(encoding="utf-8").replace('"q05"', '"q5"')
+    return _write(f, "unknown-query.jsonl", text)
+
+
+def _folder(f: Files) -> str:
+    return str(f["dir"] / "a-folder")
+
+
+def _file(f: Files) -> str:
+    return str(f["golden"])
+
+
+def _out_file(f: Files, example: str) -> str:
+    return (f"{_folder(f)}: expected a file name, found <a directory> (--out names the file to "
+            f"write, e.g. {example})")
+
+
+def _out_dir(f: Files) -> str:
+    return (f"{_file(f)}: expected a directory, found <a file> (--out-dir names the directory "
+            "to write the result files into)")
+
+
+EXACT: dict[str, tuple[Callable[[Files], list[str]], Callable[[Files], str]]] = {
+    "prune --keep-days 999999999": (
+        lambda f: ["history", "prune", "--history", str(f["db"]), "--keep-days", "999999999"],
+        lambda f: "field '--keep-days': expected a whole number of days from 0 to 999,999, found "
+                  f"999999999 {SPAN}"),
+    "prune --keep-days 999999999 --dry-run": (
+        lambda f: ["history", "prune", "--history", str(f["db"]), "--keep-days", "999999999",
+                   "--dry-run"],
+        lambda f: "field '--keep-days': expected a whole number of days from 0 to 999,999, found "
+                  f"999999999 {SPAN}"),
+    "monitor --reindex-window-hours 1e300": (
+        lambda f: ["ops", "monitor", "--store", _store(f), "--probes", str(f["probes"]),
+                   "--reindex-window-hours", "1e300", "--no-history"],
+        lambda f: "field '--reindex-window-hours': expected a number of hours from 0 to "
+                  f"23,999,976, found 1e+300 {SPAN}"),
+    "monitor --window 1e300d": (
+        lambda f: ["ops", "monitor", "--store", _store(f), "--probes", str(f["probes"]),
+                   "--log", str(f["ab"]), "--window", "1e300d", "--no-history"],
+        lambda f: "--window: a window is a positive number of minutes, hours or days, e.g. 30m, "
+                  f"24h or 7d, at most 999,999d; found '1e300d' {SPAN}"),
+    "monitor --baseline 1e300d": (
+        lambda f: ["ops", "monitor", "--store", _store(f), "--probes", str(f["probes"]),
+                   "--log", str(f["ab"]), "--baseline", "1e300d", "--no-history"],
+        lambda f: "--baseline: a window is a positive number of minutes, hours or days, e.g. "
+                  f"30m, 24h or 7d, at most 999,999d; found '1e300d' {SPAN}"),
+    "monitor --budget-days 1e300": (
+        lambda f: ["ops", "monitor", "--store", _store(f), "--probes", str(f["probes"]),
+                   "--budget-days", "1e300", "--no-history"],
+        lambda f: "field '--budget-days': expected a number of days above 0, at most 999,999, "
+                  f"found 1e+300 {SPAN}"),
+    "ingest --reindex-window-hours 1e300": (
+        lambda f: ["ingest", str(f["golden"]), "--store", f"lancedb://{f['dir']}/never?table=t",
+                   "--reindex-window-hours", "1e300"],
+        lambda f: "field '--reindex-window-hours': expected a number of hours from 0 to "
+                  f"23,999,976, found 1e+300 {SPAN}"),
+    "init on a file": (
+        lambda f: ["init", _file(f)],
+        lambda f: f"{_file(f)}: expected a folder to write golden.yaml and policy.yaml into, "
+                  "found <a file> (give init a folder, or nothing for the current one)"),
+    "init over a dangling policy.yaml link": (
+        lambda f: ["init", _dangling_policy(f)],
+        lambda f: f"{f['dir'] / 'dangling' / 'policy.yaml'}: expected a file or nothing, found "
+                  f"<a symbolic link to {f['dir'] / 'outside.yaml'}, which does not exist> (init "
+                  "does not write through a link: remove it, or run init with --force to replace "
+                  "the link by the template)"),
+    "online clicks team C": (
+        lambda f: ["online", "clicks", _interleaved_with_c(f)],
+        lambda f: f"{f['dir'] / 'team-c.jsonl'}:2: record 'q2': field 'shown[2].team': expected "
+                  "one of this log's rankers, A, B (line 1 shows 4 results of these alone, and a "
+                  "team draft gives every ranker a result in a list that long), found 'C' (a "
+                  "typo, or lines of another experiment in this log?)"),
+    "online interleave team C": (
+        lambda f: ["online", "interleave", _interleaved_with_c(f)],
+        lambda f: f"{f['dir'] / 'team-c.jsonl'}:2: record 'q2': field 'shown[2].team': expected "
+                  "one of this log's rankers, A, B (line 1 shows 4 results of these alone, and a "
+                  "team draft gives every ranker a result in a list that long), found 'C' (a "
+                  "typo, or lines of another experiment in this log?)"),
+    "online clicks --out, an id with a space": (
+        lambda f: ["online", "clicks", _spaced_log(f), "--out", str(f["dir"] / "c.qrels"),
+                   "--min-impressions", "1"],
+        lambda f: f"{f['dir'] / 'spaced.jsonl'}:1: record 'q1': field 'shown[2].id': expected an "
+                  f"id without whitespace, found 'doc 2' {TREC}"),
+    "label export, an id with a space": (
+        lambda f: ["label", "export", _spaced_judgments(f), "--out", str(f["dir"] / "j.qrels")],
+        lambda f: f"{f['dir'] / 'spaced.judgments.jsonl'}:2: record 'q1 / doc 2': field 'id': "
+                  f"expected an id without whitespace, found 'doc 2' {TREC}"),
+    "online judge --out, an id with a space": (
+        lambda f: ["online", "judge", "--qrels", str(f["dir"] / "h.qrels"),
+                   _jsonl(f, "pairs.jsonl", {"query_id": "q1", "query": "a question",
+                                             "id": "doc 2", "text": "a passage"}),
+                   "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
+                   "--out", str(f["dir"] / "llm.qrels")],
+        lambda f: f"{f['dir'] / 'pairs.jsonl'}:1: field 'id': expected an id without "
+                  f"whitespace, found 'doc 2' {TREC}"),
+    "gate, a results line for an unknown query": (
+        lambda f: ["gate", str(f["golden"]), "--results", _unknown_query(f), "--no-history"],
+        lambda f: f"{f['dir'] / 'unknown-query.jsonl'}: no results line for 1 golden query: q05; "
+                  "its lines for query ids the golden set does not have: 'q5' (did you mean "
+                  "'q05'?) (write {\"query_id\": ID, \"results\": []} for a query that returned "
+                  "nothing, and give each line the id of its golden query)"),
+    # a folder given where a file is written
+    "golden sample --out DIR": (
+        lambda f: ["golden", "sample", _write(f, "asked.txt", "one\ntwo\n"), "--out", _folder(f)],
+        lambda f: _out_file(f, "golden.yaml")),
+    "golden split --out DIR": (
+        lambda f: ["golden", "split", str(f["golden"]), "--out", _folder(f)],
+        lambda f: _out_file(f, "golden.yaml")),
+    "golden migrate --out DIR": (
+        lambda f: ["golden", "migrate", str(f["golden"]), "--from", str(f["results"]),
+                   "--out", _folder(f)],
+        lambda f: _out_file(f, "golden.yaml")),
+    "golden generate --out DIR": (
+        lambda f: ["golden", "generate", str(f["results"]), "--llm", "http://127.0.0.1:9/v1",
+                   "--model", "m", "--out", _folder(f)],
+        lambda f: _out_file(f, "golden.yaml")),
+    "label pool --out DIR": (
+        lambda f: ["label", "pool", str(f["golden"]), "--results", str(f["results"]),
+                   "--out", _folder(f)],
+        lambda f: _out_file(f, "queue.jsonl")),
+    "label agree --out DIR": (
+        lambda f: ["label", "agree", _judgments(f), "--out", _folder(f)],
+        lambda f: _out_file(f, "adjudicate.jsonl")),
+    "label merge --out DIR": (
+        lambda f: ["label", "merge", str(f["golden"]), _judgments(f), "--out", _folder(f)],
+        lambda f: _out_file(f, "golden.yaml")),
+    "label export --out DIR": (
+        lambda f: ["label", "export", _judgments(f), "--out", _folder(f)],
+        lambda f: _out_file(f, "judged.qrels")),
+    "online clicks --out DIR": (
+        lambda f: ["online", "clicks", str(f["clicks"]), "--out", _folder(f)],
+        lambda f: _out_file(f, "clicks.qrels")),
+    "online judge --out DIR": (
+        lambda f: ["online", "judge", "--qrels", str(f["dir"] / "h.qrels"),
+                   str(f["dir"] / "pairs.jsonl"), "--base-url", "http://127.0.0.1:9/v1",
+                   "--model", "m", "--out", _folder(f)],
+        lambda f: _out_file(f, "judge.qrels")),
+    "ops probes DIR": (
+        lambda f: ["ops", "probes", _folder(f), "--golden", str(f["golden"])],
+        lambda f: f"{_folder(f)}: expected a file name, found <a directory> (OUT names the file "
+                  "to write, e.g. probes.json)"),
+    "history copy into a folder": (
+        lambda f: ["history", "copy", str(f["db"]), _folder(f)],
+        lambda f: f"{_folder(f)}: expected a run history file, found a directory (name a file "
+                  f"in it, e.g. {f['dir'] / 'a-folder' / 'history.db'})"),
+    # a file given where a folder is written
+    "bench quantize --out FILE": (
+        lambda f: ["bench", "quantize", "--synthetic", "60x4", "--sample", "5", "--out-dir",
+                   _file(f)],
+        _out_dir),
+    "bench filtered --out FILE": (
+        lambda f: ["bench", "filtered", "--store", f"lancedb://{f['dir']}/bf?table=t",
+                   "--synthetic", "60x4", "--queries", "5", "--out-dir", _file(f)],
+        _out_dir),
+    "bench streaming --out FILE": (
+        lambda f: ["bench", "streaming", "--store", f"lancedb://{f['dir']}/bs?table=t",
+                   "--synthetic", "60x4", "--queries", "5", "--out-dir", _file(f)],
+        _out_dir),
+    "bench reference --out FILE": (
+        lambda f: ["bench", "reference", "--out-dir", _file(f)],
+        _out_dir),
+    "gate --runs-out FILE": (
+        lambda f: ["gate", str(f["golden"]), "--pipeline",
+                   _write(f, "pipeline.yaml", f"retrievers: {{r: 'bm25:{f['results']}'}}\n"),
+                   "--runs-out", _file(f), "--no-history"],
+        lambda f: f"{_file(f)}: expected a directory, found <a file> (--runs-out names the "
+                  "directory to write the result files into)"),
+}
+
+
+@pytest.mark.parametrize("case", EXACT)
+def test_hostile_input_gets_exactly_this_message(case: str, files: Files) -> None:
+    args, message = EXACT[case]
+    (files["dir"] / "a-folder").mkdir(exist_ok=True)
+    (files["dir"] / "h.qrels").write_text("q1 0 d1 1\n", encoding="utf-8")
+    code, out, err = cli(*args(files))
+    assert (code, err) == (2, f"Error: {message(files)}\n"), out
+    assert not (files["dir"] / "outside.yaml").exists()  # nothing written through a link
+    assert not (files["dir"] / "never").exists()  # no store created for a refused ingest
+    assert list((files["dir"] / "a-folder").iterdir()) == []
+
+
+def test_a_read_only_history_and_folder_are_located_errors(files: Files, tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    db.write_bytes(files["db"].read_bytes())
+    for _ in range(2):  # runs the prune may remove (the latest of a dataset is always kept)
+        assert cli("gate", str(files["golden"]), "--results", str(files["results"]),
+                   "--history", str(db))[0] == 0
+    with read_only(db):
+        code, _, err = cli("history", "prune", "--history", str(db), "--keep-last", "0")
+    assert (code, err) == (2, f"Error: {db}: cannot prune the run history: attempt to write a "
+                              "readonly database (nothing was removed: pruning needs to write to "
+                              "the history file and its folder)\n")
+    assert cli("history", "list", "--history", str(db), "--format", "json")[1].count(
+        '"run_id"') == 3
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    with read_only(folder):
+        code, _, err = cli("init", str(folder))
+        assert (code, err) == (2, f"Error: {folder / 'golden.yaml'}: cannot write the file: "
+                                  "permission denied (choose a path you may write to)\n")
+        code, _, err = cli("init", str(folder / "sub"))
+        assert (code, err) == (2, f"Error: {folder / 'sub'}: cannot write the folder: "
+                                  "permission denied (choose a path you may write to)\n")
+    assert list(folder.iterdir()) == []
+    queue = folder / "queue.jsonl"
+    queue.write_text(json.dumps({"query_id": "q1", "query": "q", "id": "c1", "text": "t"})
+                     + "\n", encoding="utf-8")
+    with read_only(folder):  # the judging page refuses before it serves, not at the first grade
+        code, _, err = cli("label", "serve", str(queue), "--judge", "ana", "--port", "0")
+    assert (code, err) == (2, f"Error: {folder / 'queue.ana.judgments.jsonl'}: cannot write the "
+                              "file: permission denied (choose a path you may write to)\n")

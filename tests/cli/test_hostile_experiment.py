@@ -36,40 +36,40 @@ def _out_with(d: Path, name: str, make: Callable[[Path], object]) -> str:
 
 CASES: dict[str, Case] = {
     "--out is a file": lambda d: (
-        ["experiment", _plan(d), "--out", str(_file(d, "taken"))],
+        ["experiment", _plan(d), "--out-dir", str(_file(d, "taken"))],
         f"Error: the experiment's output folder {d / 'taken'} is a file, not a folder"),
     "--out under a file": lambda d: (
-        ["experiment", _plan(d), "--out", str(_file(d, "taken") / "out")],
+        ["experiment", _plan(d), "--out-dir", str(_file(d, "taken") / "out")],
         f"Error: cannot create the experiment's output folder {d / 'taken' / 'out'}: "),
     "--out name too long": lambda d: (
-        ["experiment", _plan(d), "--out", str(d / ("x" * 300))],
+        ["experiment", _plan(d), "--out-dir", str(d / ("x" * 300))],
         f"Error: cannot create the experiment's output folder {d / ('x' * 300)}: "
         "File name too long"),
     "--out not UTF-8": lambda d: (
-        ["experiment", _plan(d), "--out", str(d / "bad\udcffname")],
+        ["experiment", _plan(d), "--out-dir", str(d / "bad\udcffname")],
         "Error: the experiment's output folder "),
     "--out/results.json is a folder": lambda d: (
-        ["experiment", _plan(d), "--out", _out_with(d, "results.json", Path.mkdir)],
+        ["experiment", _plan(d), "--out-dir", _out_with(d, "results.json", Path.mkdir)],
         f"Error: {d / 'out' / 'results.json'} is not a file: the experiment writes its "
         "results there"),
     "--out/report.html is a folder": lambda d: (
-        ["experiment", _plan(d), "--out", _out_with(d, "report.html", Path.mkdir)],
+        ["experiment", _plan(d), "--out-dir", _out_with(d, "report.html", Path.mkdir)],
         f"Error: {d / 'out' / 'report.html'} is not a file"),
     "--out/cache is a file": lambda d: (
-        ["experiment", _plan(d), "--out", _out_with(d, "cache", lambda p: p.write_text("x"))],
+        ["experiment", _plan(d), "--out-dir", _out_with(d, "cache", lambda p: p.write_text("x"))],
         f"Error: {d / 'out' / 'cache'} is not a folder: the experiment writes its cache there"),
     "--out lock is a folder": lambda d: (
-        ["experiment", _plan(d), "--out", _out_with(d, ".experiment.lock", Path.mkdir)],
+        ["experiment", _plan(d), "--out-dir", _out_with(d, ".experiment.lock", Path.mkdir)],
         f"Error: cannot lock the experiment's output folder {d / 'out'}: Is a directory"),
     "--out/results.json is not JSON": lambda d: (
-        ["experiment", _plan(d), "--out",
+        ["experiment", _plan(d), "--out-dir",
          _out_with(d, "results.json", lambda p: p.write_bytes(b"\xff\x00garbage"))],
         f"Error: {d / 'out' / 'results.json'} is not the results of an experiment"),
     "unknown embedder on a BM25 variant": lambda d: (
-        ["experiment", _plan(d, "{name: v, embedder: no-such-model}"), "--out", str(d / "o")],
+        ["experiment", _plan(d, "{name: v, embedder: no-such-model}"), "--out-dir", str(d / "o")],
         f"Error: {d / 'plan.yaml'}:6: record 'v': field 'embedder': expected an embedder name"),
     "embedder spec that is only options": lambda d: (
-        ["experiment", _plan(d, "{name: v, embedder: '?path=x'}"), "--out", str(d / "o")],
+        ["experiment", _plan(d, "{name: v, embedder: '?path=x'}"), "--out-dir", str(d / "o")],
         f"Error: {d / 'plan.yaml'}:6: record 'v': field 'embedder': expected an embedder name"),
 }
 

@@ -104,3 +104,47 @@ def test_duplicate_chunks_and_expected_chunks_with_a_twin_are_noted(tmp_path: Pa
             "datetime.date.fromtimestamp = sqlite3.Date.fromtimestamp): the gate counts the "
             "twin as found when it reaches the top K instead") in out
     assert "  no problems found (2 notes above)" in out
+
+
+def test_force_replaces_a_symbolic_link_never_the_file_it_points_to(tmp_path: Path) -> None:
+    theirs = tmp_path / "shared" / "golden.yaml"
+    theirs.parent.mkdir()
+    theirs.write_text("someone else's golden set", encoding="utf-8")
+    here = tmp_path / "here"
+    here.mkdir()
+    (here / "golden.yaml").symlink_to(theirs)
+    code, out, _ = cli("init", str(here))  # a link to a file is kept, like any existing file
+    assert code == 0 and f"kept {here / 'golden.yaml'} (it exists; --force overwrites it)" in out
+    code, out, err = cli("init", str(here), "--force")
+    assert code == 0, err
+    assert (f"wrote {here / 'golden.yaml'} (golden-set template: replace its two example "
+            "queries with your questions and the ids of the chunks that answer them; it replaces "
+            f"the symbolic link to {theirs}; the file it pointed to is unchanged)") in out
+    assert not (here / "golden.yaml").is_symlink()
+    assert load_golden(here / "golden.yaml").queries[0].id == "q1"
+    assert theirs.read_text(encoding="utf-8") == "someone else's golden set"
+
+
+def test_a_dangling_link_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
+    here = tmp_path / "here"
+    here.mkdir()
+    (here / "policy.yaml").symlink_to(tmp_path / "outside.yaml")
+    code, out, err = cli("init", str(here))
+    assert (code, out) == (2, "")
+    assert err == (f"Error: {here / 'policy.yaml'}: expected a file or nothing, found <a "
+                   f"symbolic link to {tmp_path / 'outside.yaml'}, which does not exist> (init "
+                   "does not write through a link: remove it, or run init with --force to "
+                   "replace the link by the template)\n")
+    assert not (tmp_path / "outside.yaml").exists() and not (here / "golden.yaml").exists()
+    assert cli("init", str(here), "--force")[0] == 0
+    assert load_policy(here / "policy.yaml").rules_dict() == Policy().rules_dict()
+    assert not (tmp_path / "outside.yaml").exists()
+
+
+def test_a_folder_where_a_template_goes_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "golden.yaml").mkdir()
+    code, _, err = cli("init", str(tmp_path), "--force")
+    assert (code, err) == (2, f"Error: {tmp_path / 'golden.yaml'}: expected a file or nothing, "
+                              "found <a directory> (move the folder away, or run init in another "
+                              "folder)\n")
+    assert not (tmp_path / "policy.yaml").exists()

@@ -95,8 +95,9 @@ def test_reindex_rollback_and_refusals(tmp_path: Path) -> None:
                   "--history", db)
     assert refused.exit_code == 1, refused.output
     assert "not switched; the current index keeps serving" in refused.stdout
+    # any recall and any loss against the live index: this test is about the switch itself
     done = run("ops", "reindex", "--store", uri, "--probes", str(probes), "--floor", "0",
-               "--history", db)
+               "--max-recall-loss", "1", "--history", db)
     assert done.exit_code == 0 and "switched" in done.stdout, done.output
     back = run("ops", "rollback", "--store", uri, "--history", db)
     assert back.exit_code == 0 and "previous index restored" in back.stdout
@@ -159,8 +160,9 @@ def test_calibrate_noise_prints_a_valid_policy_snippet(tmp_path: Path) -> None:
     # by default a domain needs 5 healthy queries: these have 2 and 1, and the output says so
     out = run("ops", "calibrate-noise", str(golden), "--results", str(res), "--policy", str(strict))
     assert out.exit_code == 0, out.output
-    assert ("# too few healthy queries, not calibrated (they keep the default 0.30): A 2, B 1"
-            in out.stdout)
+    assert ("# too few healthy queries, not calibrated (they take the default ceiling below, "
+            "0.30): A 2, B 1" in out.stdout)
+    assert "\n  default: 0.30  # not calibrated: too few healthy queries\n" in out.stdout
     assert load_policy_text(tmp_path, out.stdout).noise_ceiling_per_domain == {}
     both = run("ops", "calibrate-noise", str(golden))
     assert both.exit_code == 2 and "exactly one of --store URI or --results FILE" in both.stderr
@@ -183,6 +185,11 @@ def test_groups_from_a_report_and_from_the_history(tmp_path: Path) -> None:
     out = run("history", "groups", str(report), "--by", "domain", "--metric", "recall")
     assert out.exit_code == 0, out.output
     assert "recall by domain" in out.stdout and "overall 1.000 over 3 queries" in out.stdout
+    # groups of 2 and 1 queries: no interval, said in words (never a zero-width one)
+    rows = [ln for ln in out.stdout.splitlines() if ln.startswith(("A ", "B "))]
+    assert len(rows) == 2 and all(r.endswith("  too few queries for an interval") for r in rows)
+    assert out.stdout.rstrip().endswith("(an interval needs 5 queries or more: resampling fewer "
+                                        "says nothing about the gap)")
     lang = run("history", "groups", "latest", "--history", db, "--by", "language", "--golden",
                str(golden),
                "--format", "json")

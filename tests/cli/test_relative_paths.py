@@ -27,9 +27,9 @@ from tests.test_readme import RUN_SECTION, Step, readme_steps
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ("README.md", "docs/getting-started.md", "docs/experiments.md")
-PLAN_SYNOPSIS = ("recallwatch experiment PLAN.yaml --out DIR [--force] [--format json] [--engine "
-                 "ray [--address ADDR] [--workers N]]")
-DOCS_EXPERIMENT = "recallwatch experiment examples/kb/experiment.yaml --out exp"
+PLAN_SYNOPSIS = ("recallwatch experiment PLAN.yaml --out-dir DIR [--force] [--format json] "
+                 "[--timing-rounds 3] [--engine ray [--address ADDR] [--workers N]]")
+DOCS_EXPERIMENT = "recallwatch experiment examples/kb/experiment.yaml --out-dir exp"
 # Commands not run at all, with the reason (README's own list is tests/test_readme.NOT_RUN).
 NOT_RUN = {
     PLAN_SYNOPSIS: "the synopsis (PLAN.yaml, DIR and the brackets are placeholders); its "
@@ -107,7 +107,7 @@ def test_the_documented_experiment_runs_from_another_folder(
     small_kb(kb)
     (kb / "experiment.yaml").write_text(PLAN, encoding="utf-8")
     monkeypatch.chdir(work)
-    code, stdout, stderr = cli("experiment", "../the kb/experiment.yaml", "--out", "exp")
+    code, stdout, stderr = cli("experiment", "../the kb/experiment.yaml", "--out-dir", "exp")
     assert code == 0, stderr
     assert stderr == WROTE
     assert "corpus builds: 1 built, 2 from the cache" in stdout
@@ -116,9 +116,9 @@ def test_the_documented_experiment_runs_from_another_folder(
     assert [v["verdict"] for v in results["variants"]] == ["ACCEPT"] * 3
     assert (work / "exp" / "cache").is_dir() and not (kb / "exp").exists()
 
-    # docs/experiments.md: "recallwatch experiment plan.yaml --out exp --history
+    # docs/experiments.md: "recallwatch experiment plan.yaml --out-dir exp --history
     # .recallwatch/history.db" (the history relative to the working folder too)
-    code, stdout, stderr = cli("experiment", "../the kb/experiment.yaml", "--out", "exp",
+    code, stdout, stderr = cli("experiment", "../the kb/experiment.yaml", "--out-dir", "exp",
                                "--history", ".recallwatch/history.db")
     assert code == 0, stderr
     assert stderr == WROTE + "recorded experiment 1 in .recallwatch/history.db\n"
@@ -127,7 +127,7 @@ def test_the_documented_experiment_runs_from_another_folder(
 
     # from the plan's folder, the same output folder named the other way round
     monkeypatch.chdir(kb)
-    code, stdout, stderr = cli("experiment", "experiment.yaml", "--out", "../work dir/exp")
+    code, stdout, stderr = cli("experiment", "experiment.yaml", "--out-dir", "../work dir/exp")
     assert code == 0, stderr
     assert "index builds: 0 built, 2 from the cache" in stdout
     again = json.loads((work / "exp" / "results.json").read_text(encoding="utf-8"))

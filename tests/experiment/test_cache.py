@@ -20,7 +20,7 @@ from tests.experiment.conftest import small_kb, write_plan
 
 
 def _run(plan: Path, out: Path) -> tuple[dict[str, Any], str]:
-    code, stdout, stderr = cli("experiment", str(plan), "--out", str(out))
+    code, stdout, stderr = cli("experiment", str(plan), "--out-dir", str(out))
     assert code == 0, stderr
     return json.loads((out / "results.json").read_text(encoding="utf-8")), stdout
 

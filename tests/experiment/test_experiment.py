@@ -36,10 +36,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     small_kb(folder)
     write_plan(folder, "{name: dense}", VARIANTS)
     out = folder / "out"
-    first = cli("experiment", str(folder / "plan.yaml"), "--out", str(out))
+    first = cli("experiment", str(folder / "plan.yaml"), "--out-dir", str(out))
     assert first[0] == 0, first[2]
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
-    second = cli("experiment", str(folder / "plan.yaml"), "--out", str(out))
+    second = cli("experiment", str(folder / "plan.yaml"), "--out-dir", str(out))
     assert second[0] == 0, second[2]
     again = json.loads((out / "results.json").read_text(encoding="utf-8"))
     return {"folder": folder, "out": out, "first": first, "results": results, "again": again}
@@ -71,8 +71,17 @@ def test_results_json_contract(runs: dict[str, Any]) -> None:
     assert by_name["sentences-bm25"]["config"]["chunking"] == {
         "method": "sentences", "size": 200, "overlap": 0}
     assert r["winner"] in by_name
-    tune = {v["name"]: v["metrics_tune"]["mean_quality"] for v in r["variants"]}
-    assert tune[r["winner"]] == max(tune.values())  # chosen on tune
+    choice = r["choice"]
+    assert set(choice["order"]) == set(by_name) and choice["chosen_on"] == "tune"
+    if r["winner"] == r["base"]:  # no variant beat the base with evidence: it is kept
+        assert choice["candidate"] is None or r["confirmed"] is False
+    else:  # the winner beat the base on tune and was confirmed on test
+        assert r["winner"] in choice["beat_base"] and r["confirmed"] is True
+        assert choice["tune_tests"][r["winner"]][choice["won_on"][r["winner"]]]["p_holm"] <= 0.05
+    for v in r["variants"]:
+        assert isinstance(v["dominated_by"], list) and v["choice"]
+        calls = v["cost"]["side_by_side"]["calls"]  # 3 rounds of the same queries for each
+        assert calls == r["variants"][0]["cost"]["side_by_side"]["calls"] and calls % 3 == 0
 
 
 @pytest.mark.slow  # the runs fixture: five variants built and judged, twice
@@ -138,10 +147,15 @@ def test_a_rerun_builds_nothing_and_gives_the_same_numbers(runs: dict[str, Any])
 def test_outputs_for_people(runs: dict[str, Any]) -> None:
     _, stdout, stderr = runs["first"]
     out = runs["out"]
-    assert re.search(r"^variant +verdict +quality +recall@K .* judged@K ", stdout, flags=re.M)
+    assert re.search(r"^variant +choice +verdict +quality +recall@K .* judged@K .* dominated by$",
+                     stdout, flags=re.M)
     assert "judged@K: the share of the top K that is labelled" in stdout
-    assert "| variant | verdict | quality |" in (out / "results.md").read_text(encoding="utf-8")
-    assert f"winner: {runs['results']['winner']}, chosen on the tune queries" in stdout
+    assert "| variant | choice | verdict | quality |" in (out / "results.md").read_text(
+        encoding="utf-8")
+    results = runs["results"]
+    verdict = (f"no variant beat the base: keep it ({results['base']})"
+               if results["winner"] == results["base"] else f"winner: {results['winner']}")
+    assert verdict in stdout
     assert "index builds: 1 built, 2 from the cache" in stdout
     assert f"wrote {out / 'report.html'}" in stderr
     html = (out / "report.html").read_text(encoding="utf-8")
@@ -158,7 +172,7 @@ def test_without_a_split_the_winner_is_judged_on_the_queries_it_was_chosen_on(
         "base: {name: bm25, retrieval: bm25}\n"
         "variants:\n  - {name: bm25-sentences, chunking: {method: sentences, size: 1}}\n",
         encoding="utf-8")
-    code, stdout, stderr = cli("experiment", str(tmp_path / "plan.yaml"), "--out",
+    code, stdout, stderr = cli("experiment", str(tmp_path / "plan.yaml"), "--out-dir",
                                str(tmp_path / "out"))
     assert code == 0, stderr
     results = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
@@ -212,7 +226,8 @@ def test_judgments_count_and_a_judged_at_k_gap_is_warned(tmp_path: Path) -> None
             "  - {{name: sentences, chunking: {{method: sentences, size: 120}}, "
             "retrieval: bm25}}\n")
     (tmp_path / "plan.yaml").write_text(plan.format(judgments=""), encoding="utf-8")
-    code, _, stderr = cli("experiment", str(tmp_path / "plan.yaml"), "--out", str(tmp_path / "a"))
+    code, _, stderr = cli("experiment", str(tmp_path / "plan.yaml"), "--out-dir",
+                          str(tmp_path / "a"))
     assert code == 0, stderr
     before = json.loads((tmp_path / "a" / "results.json").read_text(encoding="utf-8"))
     # every (query, chunk as written) pair judged (TREC qrels, grade 0): the written chunking's
@@ -221,7 +236,7 @@ def test_judgments_count_and_a_judged_at_k_gap_is_warned(tmp_path: Path) -> None
                                                 for c in corpus), encoding="utf-8")
     (tmp_path / "plan.yaml").write_text(plan.format(judgments="judgments: all.qrels\n"),
                                         encoding="utf-8")
-    code, stdout, stderr = cli("experiment", str(tmp_path / "plan.yaml"), "--out",
+    code, stdout, stderr = cli("experiment", str(tmp_path / "plan.yaml"), "--out-dir",
                                str(tmp_path / "b"))
     assert code == 0, stderr
     after = json.loads((tmp_path / "b" / "results.json").read_text(encoding="utf-8"))
@@ -231,9 +246,34 @@ def test_judgments_count_and_a_judged_at_k_gap_is_warned(tmp_path: Path) -> None
     assert before["variants"][0]["metrics"]["judged_at_k"] < 1.0
     warned = [w for w in after["warnings"] if w.startswith("judged@K")]
     assert len(warned) == 1
-    assert (f"1.00 for bm25 but {judged['sentences']:.2f} for sentences" in warned[0]
-            and "so sentences may rank low only because nobody judged" in warned[0])
+    assert f"1.00 for bm25 but {judged['sentences']:.2f} for sentences" in warned[0]
+    # the warning says where the little-judged variant ranked, as the results rank it
+    ranked = sorted(after["variants"], key=lambda v: (
+        *(-(v["metrics"][m] or 0.0) for m in ("mean_quality", "mean_ndcg", "mrr")),
+        after["variants"].index(v)))
+    place = [v["name"] for v in ranked].index("sentences") + 1
+    said = ("sentences ranked 1st of 2 even so" if place == 1
+            else "sentences ranked 2nd of 2, and may deserve better")
+    assert f"so those of a little-judged variant are lower bounds: {said}. " in warned[0]
+    assert ranked[0]["name"] == after["winner"]
     assert "judged@K (the share of each variant's top K" in stdout
+
+
+def test_the_judged_at_k_warning_names_the_place_each_little_judged_variant_took() -> None:
+    from recallwatch.experiment.evaluate import PartResult, VariantOutcome
+    from recallwatch.experiment.runner import _judged_warning
+
+    def outcome(name: str, judged: float) -> VariantOutcome:
+        part = PartResult("ACCEPT", {"judged_at_k": judged}, {}, 0, None, None)
+        return VariantOutcome(name, {}, {}, {"all": part}, None, None, 0.0)
+
+    variants = [outcome("base", 1.0), outcome("bm25", 0.5), outcome("hybrid", 0.6)]
+    (warned,) = _judged_warning(variants, "all", ["bm25", "base", "hybrid"])
+    assert ("lower bounds: bm25 ranked 1st of 3 even so; hybrid ranked 3rd of 3, and may "
+            "deserve better. Pool their results") in warned
+    assert "may rank low" not in warned
+    assert _judged_warning([variants[0], outcome("close", 0.85)], "all", ["base", "close"]) \
+        == []
 
 
 def test_a_bad_judgments_file_is_refused_before_anything_is_built(tmp_path: Path) -> None:
@@ -243,7 +283,8 @@ def test_a_bad_judgments_file_is_refused_before_anything_is_built(tmp_path: Path
     (tmp_path / "plan.yaml").write_text(
         "golden: golden.yaml\ncorpus: corpus.jsonl\njudgments: bad.jsonl\n"
         "base: {name: bm25, retrieval: bm25}\n", encoding="utf-8")
-    code, _, stderr = cli("experiment", str(tmp_path / "plan.yaml"), "--out", str(tmp_path / "o"))
+    code, _, stderr = cli("experiment", str(tmp_path / "plan.yaml"), "--out-dir",
+                          str(tmp_path / "o"))
     assert code == 2
     assert "bad.jsonl" in stderr and "grade" in stderr and "Traceback" not in stderr
     assert not (tmp_path / "o" / "cache").exists() or not any((tmp_path / "o" / "cache").iterdir())
@@ -277,7 +318,8 @@ def test_a_cross_encoder_variant_is_judged_as_the_gate_judges_its_pipeline(
         "golden: golden.yaml\ncorpus: corpus.jsonl\npolicy: policy.yaml\ndepth: 20\n"
         "base: {name: bm25, retrieval: bm25}\nvariants:\n"
         "  - {name: bm25-ce, rerank: {cross_encoder: ce}}\n", encoding="utf-8")
-    code, _, stderr = cli("experiment", str(tmp_path / "plan.yaml"), "--out", str(tmp_path / "o"))
+    code, _, stderr = cli("experiment", str(tmp_path / "plan.yaml"), "--out-dir",
+                          str(tmp_path / "o"))
     assert code == 0, stderr
     results = json.loads((tmp_path / "o" / "results.json").read_text(encoding="utf-8"))
     variant = results["variants"][1]

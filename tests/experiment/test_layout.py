@@ -1,7 +1,7 @@
 """The experiment's report at 1280 px in a real headless Chromium, with seven variants named as
-people name them: the table fits the page (its last column, p99, on screen), each variant's name
-on at most two lines, every point of the quality-against-cost plot named, and no name drawn over
-another name or over a point (the layout checks every dashboard page passes)."""
+people name them: the table fits the page (its last column, dominated by, on screen), each
+variant's name on at most two lines, every point of the quality-against-cost plot named, and no
+name drawn over another name or over a point (the layout checks every dashboard page passes)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
         f"{{name: {NAMES[4]}, chunking: {{method: size, size: 800, overlap: 160}}}}",
         f"{{name: {NAMES[5]}, chunking: {{method: paragraph, size: 2000}}}}",
         f"{{name: {NAMES[6]}, chunking: {{method: size, size: 800, overlap: 100}}}}"])
-    code, _, stderr = cli("experiment", str(folder / "plan.yaml"), "--out", str(folder / "out"))
+    code, _, stderr = cli("experiment", str(folder / "plan.yaml"), "--out-dir", str(folder / "out"))
     assert code == 0, stderr
     return folder / "out" / "report.html"
 
@@ -63,7 +63,7 @@ def test_the_table_fits_1280_px_with_its_last_column_on_screen(page: Any) -> Non
     assert page.evaluate("(t) => t.scrollWidth <= t.parentElement.clientWidth",
                          table.element_handle())
     last = table.locator("thead th").last
-    assert last.inner_text().replace("\n", " ") == "p99 ms"
+    assert last.inner_text().replace("\n", " ") == "dominated by"
     box = last.bounding_box()
     assert box is not None and box["x"] + box["width"] <= 1280
 
@@ -74,8 +74,11 @@ def test_each_name_holds_on_at_most_two_lines(page: Any) -> None:
     line = page.evaluate("(c) => parseFloat(getComputedStyle(c).lineHeight)",
                          cells.first.element_handle())
     for i in range(cells.count()):
-        box = cells.nth(i).bounding_box()
-        assert box is not None and box["height"] <= 2 * line + 10, cells.nth(i).inner_text()
+        # the name's own lines (its row may be taller: another column can wrap further)
+        height = page.evaluate("(c) => { const r = document.createRange(); "
+                               "r.selectNodeContents(c); return r.getBoundingClientRect().height }",
+                               cells.nth(i).element_handle())
+        assert height <= 2 * line + 2, cells.nth(i).inner_text()
     assert {c.split(" (")[0] for c in cells.all_inner_texts()} == set(NAMES)
 
 

@@ -35,7 +35,7 @@ def test_a_re_chunked_variant_of_a_golden_set_of_ids_says_golden_migrate(
     ids = _golden_of_ids(tmp_path)
     plan = write_plan(tmp_path, "{name: written, retrieval: bm25}", [SENTENCES])
     monkeypatch.chdir(tmp_path)
-    code, _, stderr = cli("experiment", "plan.yaml", "--out", "out")
+    code, _, stderr = cli("experiment", "plan.yaml", "--out-dir", "out")
     assert code == 2
     assert stderr == (
         "Error: plan.yaml:6: record 'sentences': field 'chunking': this variant re-chunks the "
@@ -52,7 +52,7 @@ def test_a_re_chunked_variant_of_a_golden_set_of_ids_says_golden_migrate(
     plan.write_text(plan.read_text(encoding="utf-8").replace("golden: golden.yaml",
                                                              "golden: golden_anchors.yaml"),
                     encoding="utf-8")
-    code, _, stderr = cli("experiment", "plan.yaml", "--out", "out")
+    code, _, stderr = cli("experiment", "plan.yaml", "--out-dir", "out")
     assert code == 0, stderr
 
 
@@ -64,7 +64,7 @@ def test_ids_missing_from_the_corpus_name_the_plan_and_the_variant(tmp_path: Pat
                                                                  '"expected": ["lost_'),
                       encoding="utf-8")
     plan = write_plan(tmp_path, "{name: written, retrieval: bm25}", [])
-    code, _, stderr = cli("experiment", str(plan), "--out", str(tmp_path / "out"))
+    code, _, stderr = cli("experiment", str(plan), "--out-dir", str(tmp_path / "out"))
     assert code == 2
     assert stderr.startswith(f"Error: {plan}:4: record 'written': field 'corpus': 3 of the "
                              "golden set's 3 expected chunk ids are not in this variant's "
@@ -82,7 +82,7 @@ def test_an_unknown_embedder_is_refused_on_every_variant(
         tmp_path: Path, where: str, variants: list[str], line: int, record: str) -> None:
     small_kb(tmp_path)
     plan = write_plan(tmp_path, where, variants)
-    code, _, stderr = cli("experiment", str(plan), "--out", str(tmp_path / "out"))
+    code, _, stderr = cli("experiment", str(plan), "--out-dir", str(tmp_path / "out"))
     assert code == 2
     given = (where if not variants else variants[0]).split("embedder: ")[1].rstrip("}")
     close = {"use-multilingal": "(did you mean 'use-multilingual'?) ",
@@ -109,7 +109,7 @@ def test_ctrl_c_says_what_was_kept_and_to_run_the_experiment_again(
 
     with monkeypatch.context() as m:
         m.setattr(USEEmbedder, "embed_documents", interrupted)
-        code, _, stderr = cli("experiment", str(plan), "--out", str(out))
+        code, _, stderr = cli("experiment", str(plan), "--out-dir", str(out))
     assert code == 130
     assert stderr == (
         f"Error: experiment interrupted before its results were written: {out / 'cache'} keeps "
@@ -118,7 +118,7 @@ def test_ctrl_c_says_what_was_kept_and_to_run_the_experiment_again(
         f"experiment again (plan {plan}, the same output folder) to finish it: the builds kept "
         "are reused\n")
     assert not (out / "results.json").exists()
-    code, _, stderr = cli("experiment", str(plan), "--out", str(out))
+    code, _, stderr = cli("experiment", str(plan), "--out-dir", str(out))
     assert code == 0, stderr
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
     assert results["cache"]["built"] == {"corpus": [], "index": ["dense"]}

@@ -84,7 +84,7 @@ def test_bad_plans_are_located_errors_with_exit_2(folder: Path, body: str,
     with pytest.raises(InputError) as err:
         load_plan(path)
     assert message in str(err.value)
-    code, _, stderr = cli("experiment", str(path), "--out", str(folder / "out"))
+    code, _, stderr = cli("experiment", str(path), "--out-dir", str(folder / "out"))
     assert code == 2, stderr
     assert stderr.startswith("Error: ") and message in stderr and "Traceback" not in stderr
     assert not (folder / "out" / "results.json").exists()

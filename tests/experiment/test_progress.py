@@ -30,7 +30,7 @@ def kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def on_a_terminal(kb: Path) -> tuple[int, str, str]:
-    return _run(["experiment", "plan.yaml", "--out", "out"], kb, terminal=True)
+    return _run(["experiment", "plan.yaml", "--out-dir", "out"], kb, terminal=True)
 
 
 def test_on_a_terminal_each_step_is_shown(on_a_terminal: tuple[int, str, str]) -> None:
@@ -44,21 +44,21 @@ def test_on_a_terminal_each_step_is_shown(on_a_terminal: tuple[int, str, str]) -
     assert -1 not in at and at == sorted(at), stderr[-3000:]
     assert "ingesting into lancedb://" in stderr  # the embedding's own bar, under its step
     assert "-:--:--" in stderr  # the time-left column, unknown until steps are done
-    assert "winner:" in stdout and "experiment, step" not in stdout
+    assert "Variants on the test queries" in stdout and "experiment, step" not in stdout
 
 
 def test_in_a_pipe_nothing_but_what_was_written(kb: Path,
                                                 on_a_terminal: tuple[int, str, str]) -> None:
-    code, stdout, stderr = _run(["experiment", "plan.yaml", "--out", "out"], kb, terminal=False)
+    code, stdout, stderr = _run(["experiment", "plan.yaml", "--out-dir", "out"], kb, terminal=False)
     assert code == 0, stderr
     assert stderr == "".join(f"wrote out/{name}\n"
                              for name in ("results.json", "results.md", "report.html"))
-    assert "winner:" in stdout
+    assert "Variants on the test queries" in stdout
 
 
 def test_with_format_json_the_terminal_shows_no_progress(
         kb: Path, on_a_terminal: tuple[int, str, str]) -> None:
-    code, stdout, stderr = _run(["experiment", "plan.yaml", "--out", "out", "--format", "json"],
+    code, stdout, stderr = _run(["experiment", "plan.yaml", "--out-dir", "out", "--format", "json"],
                                 kb, terminal=True)
     assert code == 0, stderr
     assert "experiment, step" not in stderr and "\x1b[" not in stderr

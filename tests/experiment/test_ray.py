@@ -24,7 +24,7 @@ def test_ray_gives_the_local_numbers(local_ray: ModuleType, tmp_path: Path) -> N
     results = {}
     for engine in ("local", "ray"):
         out = tmp_path / engine
-        code, _, stderr = cli("experiment", str(tmp_path / "plan.yaml"), "--out", str(out),
+        code, _, stderr = cli("experiment", str(tmp_path / "plan.yaml"), "--out-dir", str(out),
                               "--engine", engine)
         assert code == 0, stderr
         results[engine] = json.loads((out / "results.json").read_text(encoding="utf-8"))

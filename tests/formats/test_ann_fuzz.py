@@ -129,7 +129,7 @@ def test_a_valid_file_of_each_kind_passes(tmp_path: Path) -> None:
         folder.mkdir()
         write(folder / name)
         result = runner.invoke(COMMAND, ["bench", str(_sweep(folder, folder / name)),
-                                         "--out", str(folder / "out")])
+                                         "--out-dir", str(folder / "out")])
         assert result.exit_code == 0, result.stderr
 
 
@@ -140,7 +140,7 @@ def test_malformed_vector_file_is_one_error_line(name: str, write: Writer,
     data = tmp_path / name
     write(data)
     result = runner.invoke(COMMAND, ["bench", str(_sweep(tmp_path, data)),
-                                     "--out", str(tmp_path / "out")])
+                                     "--out-dir", str(tmp_path / "out")])
     assert result.exit_code == 2, (result.exit_code, result.stderr, result.stdout)
     assert result.stdout == ""
     lines = result.stderr.splitlines()

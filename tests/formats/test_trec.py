@@ -86,10 +86,18 @@ def test_write_read_round_trip(
 
 
 def test_writer_rejects_ids_with_whitespace(tmp_path: Path) -> None:
-    with pytest.raises(
-        InputError, match="field 'docid': expected non-empty ids without whitespace, found 'a b'"
-    ):
-        write_run(tmp_path / "run", ["q"], ["a b"], [1], [1.0])
+    why = " (TREC files separate their fields by whitespace, so an id cannot hold any)"
+    for args, field, found in (((["q"], ["a b"]), "docid", "'a b'"),
+                               ((["q\t1"], ["a"]), "qid", "'q\\t1'")):
+        with pytest.raises(InputError) as refused:
+            write_run(tmp_path / "run", *args, [1], [1.0])
+        assert str(refused.value) == (f"{tmp_path / 'run'}: field {field!r}: expected a non-empty "
+                                      f"id without whitespace, found {found}{why}")
+    with pytest.raises(InputError) as refused:
+        write_run(tmp_path / "run", ["q"], ["a"], [1], [1.0], tag="my run")
+    assert str(refused.value) == (f"{tmp_path / 'run'}: field 'tag': expected a non-empty id "
+                                  f"without whitespace, found 'my run'{why}")
+    assert not (tmp_path / "run").exists() and list(tmp_path.iterdir()) == []
 
 
 def test_line_of_record_skips_blank_lines() -> None:

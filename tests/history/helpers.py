@@ -27,6 +27,26 @@ from tests.acceptance.helpers import ranked
 LENIENT = Policy(noise_ceiling=1.0)
 
 
+def timed_cost(seed: int = 0, calls: int = 400, *, baseline: str | None = None
+               ) -> dict[str, Any]:
+    """The cost of a run on a store with ``calls`` injected per-call timings (a log-normal
+    around 2 ms), embedding calls, and with ``baseline`` (a run id) the baseline's index timed
+    interleaved."""
+    from recallwatch.acceptance.cost import measure_cost
+    from recallwatch.acceptance.retrieve import Timings
+
+    rng = np.random.default_rng(seed)
+    t = Timings(embed=0.05, embedded=20, timed_queries=20,
+                search_each=list(0.002 * rng.lognormal(0.0, 0.35, calls)),
+                embed_each=list(0.001 * rng.lognormal(0.0, 0.2, 100)))
+    if baseline is not None:
+        t.baseline_each = list(0.002 * rng.lognormal(0.0, 0.35, calls))
+        t.baseline = {"run_id": baseline, "version": "3"}
+    cost = measure_cost(t, 4096)
+    assert cost is not None
+    return cost
+
+
 def golden_set(n: int = 20, *, domains: Sequence[str] = (), top_k: int = 10,
                version: str = "1", name: str = "kb") -> GoldenSet:
     """Queries q00…, each expecting ``qNN_a`` and ``qNN_b`` (and a domain, cycling)."""

@@ -22,11 +22,11 @@ from recallwatch.history import (
     record_gate_run,
 )
 from recallwatch.history._schema import applied_migrations
-from tests.history.helpers import gate_run, golden_set, raw_backend
+from tests.history.helpers import gate_run, golden_set, raw_backend, timed_cost
 from tests.pg import PG_PASSWORD
 
-TABLES = {"runs": "seq", "query_results": "run_id, query_id", "monitor_runs": "id",
-          "online_readouts": "id", "experiments": "id"}
+TABLES = {"runs": "seq", "query_results": "run_id, query_id", "run_timings": "run_id, series",
+          "monitor_runs": "id", "online_readouts": "id", "experiments": "id"}
 
 
 def _rows(location: str) -> dict[str, Any]:
@@ -47,7 +47,8 @@ def _fill(location: str) -> None:
             gate_run(kb, {"q03": {"q03_a": 2, "q03_b": 1}}),
             gate_run(other, {"q00": {"q00_a": 30}})]
     runs[3] = replace(runs[3], store={"uri": "postgresql://app:hunter2@db/kb?table=c",
-                                      "version": 7, "count": 3})
+                                      "version": 7, "count": 3},
+                      cost=timed_cost(baseline=runs[1].run_id))  # per-call timings, 3 series
     for r in runs:
         record_gate_run(r, location)
     with History(location) as h:
@@ -117,8 +118,8 @@ def test_a_non_empty_destination_is_refused_unless_replaced(
         copy_history(source, dest)
     assert _rows(dest) == before
     report = copy_history(source, dest, replace=True)
-    assert report.replaced == {"runs": 1, "query_results": 2, "monitor_runs": 0,
-                               "online_readouts": 0, "experiments": 0}
+    assert report.replaced == {"runs": 1, "query_results": 2, "run_timings": 0,
+                               "monitor_runs": 0, "online_readouts": 0, "experiments": 0}
     assert _rows(dest) == _rows(source)
 
 
@@ -154,8 +155,9 @@ def test_the_command(tmp_path: Path, postgres_server: Any, pg_databases: Callabl
                                "record(s))")
     r = runner.invoke(app, ["history", "copy", source, typed, "--replace", "--format", "json"])
     assert r.exit_code == 0, r.output
-    assert json.loads(r.output)["replaced"] == {"runs": 5, "query_results": 21, "monitor_runs": 3,
-                                                "online_readouts": 1, "experiments": 1}
+    assert json.loads(r.output)["replaced"] == {"runs": 5, "query_results": 21, "run_timings": 3,
+                                                "monitor_runs": 3, "online_readouts": 1,
+                                                "experiments": 1}
     assert PG_PASSWORD not in r.output
     r = runner.invoke(app, ["history", "list", "--history", dest])
     assert r.exit_code == 0 and r.output.startswith(f"5 run(s) in {dest}\n")

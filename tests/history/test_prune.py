@@ -131,3 +131,31 @@ def test_the_command_lists_removes_and_refuses(tmp_path: Path) -> None:
     missing = runner.invoke(app, ["history", "prune", "--history", str(tmp_path / "no.db"),
                                   "--keep-last", "1"])
     assert missing.exit_code == 2 and "no run history" in missing.output
+
+
+def test_a_dry_run_on_a_history_not_created_yet_has_nothing_to_prune(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the default history, .recallwatch/history.db, is not there
+    dry = runner.invoke(app, ["history", "prune", "--keep-last", "200", "--dry-run"])
+    assert (dry.exit_code, dry.stdout) == (0, ".recallwatch/history.db: no run history there "
+                                              "yet, so nothing to prune (the gate creates it "
+                                              "when it records its first run)\n")
+    as_json = runner.invoke(app, ["history", "prune", "--keep-days", "7", "--dry-run",
+                                  "--format", "json"])
+    out = json.loads(as_json.stdout)
+    assert as_json.exit_code == 0 and out["exists"] is False
+    assert (out["runs_before"], out["removed"], out["runs_after"]) == (0, [], 0)
+    assert not (tmp_path / ".recallwatch").exists()  # a dry run creates nothing
+    # the window is checked all the same; a real prune still needs the history
+    bad = runner.invoke(app, ["history", "prune", "--keep-days", "-1", "--dry-run"])
+    assert bad.exit_code == 2 and "--keep-days takes a whole number of 0 or more" in bad.stderr
+    real = runner.invoke(app, ["history", "prune", "--keep-last", "200"])
+    assert real.exit_code == 2 and "no run history at .recallwatch/history.db" in real.stderr
+
+
+def test_a_window_longer_than_all_recorded_time_keeps_every_run(tmp_path: Path) -> None:
+    location = str(tmp_path / "h.db")
+    runs = _fill(location)
+    with History(location) as h:
+        report = prune_history(h, keep_days=999_999)
+    assert report.removed == [] and report.runs_before == len(runs)

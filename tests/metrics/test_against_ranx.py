@@ -16,8 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from recallwatch.metrics import Qrels, Run, evaluate
+from tests.reference import reference_library
 
-ranx = pytest.importorskip("ranx")
+ranx = reference_library("ranx")
 
 pytestmark = [
     # ranx's numba kernels warn on an internal uint64 -> int64 cast we cannot avoid (the message

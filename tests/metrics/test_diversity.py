@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 from recallwatch.errors import InputError, UsageError
 from recallwatch.metrics.diversity import SubtopicQrels, alpha_ndcg
+from tests.reference import reference_library
 
-pyndeval = pytest.importorskip("pyndeval")
+pyndeval = reference_library("pyndeval")
 
 
 def test_a_hand_worked_case() -> None:

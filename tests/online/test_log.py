@@ -182,3 +182,33 @@ def test_duplicate_lines_are_counted_without_copying_the_hashes(tmp_path: Path) 
     finally:
         tracemalloc.stop()
     assert peak < len(hashes) * 8 / 4, peak
+
+
+def _interleaved(*lists: str) -> list[dict[str, object]]:
+    """One impression per string of team names, one shown result per letter."""
+    return [{"query_id": f"q{n}", "shown": [{"id": f"d{i}", "team": t} for i, t in enumerate(s)],
+             "clicks": []} for n, s in enumerate(lists, 1)]
+
+
+def test_a_team_that_is_not_one_of_the_logs_rankers_is_refused(tmp_path: Path) -> None:
+    log = InteractionLog(write(tmp_path / "log.jsonl", _interleaved("ABBA", "BAB", "ABC")))
+    with pytest.raises(InputError) as refused:
+        list(log)
+    assert str(refused.value) == (
+        f"{tmp_path / 'log.jsonl'}:3: record 'q3': field 'shown[3].team': expected one of this "
+        "log's rankers, A, B (line 1 shows 4 results of these alone, and a team draft gives "
+        "every ranker a result in a list that long), found 'C' (a typo, or lines of another "
+        "experiment in this log?)")
+
+
+@pytest.mark.parametrize("lists", [
+    ("ABC", "CAB", "BCAB"),  # multileaving three rankers
+    ("ABCDEFGHIJ", "KABCDEFGHI", "LKABCDEFGH"),  # twelve rankers, ten results a list
+    ("AB", "BCA"),  # a list of two cannot show every one of three rankers
+    ("AAAA", "ABAB"),  # B had nothing to add to the first list (one team is no evidence)
+    ("A", "B", "AB"),
+])
+def test_multileaved_and_short_lists_keep_every_ranker(tmp_path: Path,
+                                                       lists: tuple[str, ...]) -> None:
+    impressions = list(InteractionLog(write(tmp_path / "log.jsonl", _interleaved(*lists))))
+    assert [imp.teams for imp in impressions] == [tuple(s) for s in lists]

@@ -34,6 +34,11 @@ from .test_monitor import small_store
 
 runner = CliRunner()
 T0 = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
+# The test index is weak on purpose (IVF_PQ probing 2 lists: recall about 0.45), so its 40 probes
+# leave the new-versus-live difference an interval of about ±0.07: tests of the loop's mechanics
+# accept any loss, as they accept any recall (floor 0); the comparison itself is tested on its
+# own (test_a_reindex_to_a_worse_index_is_refused and below).
+LOOSE = 1.0
 
 
 def _uuids(store: LanceStore) -> tuple[str, ...]:
@@ -47,7 +52,8 @@ def test_monitor_below_the_level_reindexes_once_per_window(tmp_path: Path) -> No
     probes = ProbeSet("p", "1", vectors=data.queries)
     history = History(tmp_path / "h.db")
     old = _uuids(store)
-    first = run_monitor(store, probes, floor=0.0, reindex_below=1.0, history=history, now=T0)
+    first = run_monitor(store, probes, floor=0.0, reindex_below=1.0, max_recall_loss=LOOSE,
+                        history=history, now=T0)
     assert first.recall < 1.0 and first.reindex is not None
     assert first.reindex["trigger"] == "monitor" and first.reindex["switched"]
     assert f"recall@10 {first.recall:.3f} < 1" in first.reindex["why"]
@@ -58,13 +64,15 @@ def test_monitor_below_the_level_reindexes_once_per_window(tmp_path: Path) -> No
     guard = store.get_meta(AUTO_REINDEX_META_KEY)
     assert guard["at"] == T0.isoformat(timespec="seconds") and guard["outcome"] == "switched"
     # within the window: measured, not rebuilt again
-    again = run_monitor(store, probes, floor=0.0, reindex_below=1.0, history=history,
+    again = run_monitor(store, probes, floor=0.0, reindex_below=1.0, max_recall_loss=LOOSE,
+                        history=history,
                         now=T0 + timedelta(hours=23))
     assert again.reindex is not None and again.reindex["result"] is None
     assert "at most one per 24 hours" in again.reindex["skipped"]
     assert len(history.monitor_runs(kind="reindex")) == 1
     # past it: the loop may act again
-    later = run_monitor(store, probes, floor=0.0, reindex_below=1.0, history=history,
+    later = run_monitor(store, probes, floor=0.0, reindex_below=1.0, max_recall_loss=LOOSE,
+                        history=history,
                         now=T0 + timedelta(hours=25))
     assert later.reindex is not None and later.reindex["result"] is not None
     assert len(history.monitor_runs(kind="reindex")) == 2
@@ -227,7 +235,8 @@ def test_cli_monitor_reindex_below_says_what_it_did(tmp_path: Path) -> None:
     store, data = small_store(tmp_path / "s")
     np.save(tmp_path / "p.npy", data.queries)
     args = ["ops", "monitor", "--store", store.uri, "--probes", str(tmp_path / "p.npy"), "--floor",
-            "0", "--reindex-below", "1", "--history", str(tmp_path / "h.db")]
+            "0", "--reindex-below", "1", "--max-recall-loss", "1", "--history",
+            str(tmp_path / "h.db")]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "automatic reindex (recall@10 " in result.output and ": switched" in result.output
@@ -263,8 +272,10 @@ def test_dashboard_timeline_shows_the_loops_events(tmp_path: Path) -> None:
     probes = ProbeSet("p", "1", vectors=data.queries)
     db = tmp_path / "h.db"
     with History(db) as history:
-        run_monitor(store, probes, floor=0.0, reindex_below=1.0, history=history, now=T0)
-        run_monitor(store, probes, floor=0.0, reindex_below=1.0, history=history,
+        run_monitor(store, probes, floor=0.0, reindex_below=1.0, max_recall_loss=LOOSE,
+                    history=history, now=T0)
+        run_monitor(store, probes, floor=0.0, reindex_below=1.0, max_recall_loss=LOOSE,
+                    history=history,
                     now=T0 + timedelta(hours=1))
     doc = H.parse(TestClient(base_url="http://127.0.0.1", app=create_app(db)).get("/monitor").text)
     rows = [[H.text(c) for c in r.cssselect("td")]
@@ -273,7 +284,8 @@ def test_dashboard_timeline_shows_the_loops_events(tmp_path: Path) -> None:
     assert rows[0][1].startswith("automatic reindex (recall@10 ")
     assert "at most one per 24 hours" in rows[0][1]
     assert rows[1][1].startswith("reindex automatic (monitor: recall@10 ")
-    assert "≥ floor 0: switched" in rows[1][1]
+    assert "≥ floor 0, and not worse than the live index's beyond the tolerance (live " in rows[
+        1][1] and "tolerance: a loss of at most 1): switched" in rows[1][1]
 
 
 def test_a_store_without_an_index_to_rebuild_is_skipped_without_holding_the_guard(

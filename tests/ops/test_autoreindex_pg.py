@@ -74,9 +74,11 @@ def test_the_loop_on_pgvector(pg_store: VersionedStore, tmp_path: Path) -> None:
     assert pg_store.get_meta(REINDEX_META_KEY) is None
     assert [r.status for r in history.monitor_runs(kind="reindex")] == ["refused"]
 
-    # past the guard's window, a floor the new index reaches: built, verified, switched
+    # past the guard's window, a floor the new index reaches and any loss against the live one
+    # accepted (40 probes of a one-list IVFFlat leave the difference a wide interval; the
+    # comparison is tested in test_reindex_tolerance.py): built, verified, switched
     switched = run_monitor(pg_store, probes, floor=0.0, reindex_below=1.0, history=history,
-                           now=T0 + timedelta(hours=25))
+                           now=T0 + timedelta(hours=25), max_recall_loss=1.0)
     loop = switched.reindex
     assert loop is not None and loop["switched"], loop
     new = loop["result"]["version"]

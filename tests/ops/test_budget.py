@@ -70,7 +70,9 @@ def test_no_runs_spend_nothing() -> None:
     ({"window_runs": 0}, "at least 1"),
     ({"window_runs": None}, "exactly one"),
     ({"window_runs": 10, "window_days": 2.0}, "exactly one"),
-    ({"window_runs": None, "window_days": -1.0}, "positive"),
+    ({"window_runs": None, "window_days": -1.0},
+     "field '--budget-days': expected a number of days above 0, at most 999,999, found -1.0$"),
+    ({"window_runs": None, "window_days": 1e300}, r"found 1e\+300 \(999,999 days, about 2,700 "),
 ])
 def test_bad_policies_are_input_errors(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(InputError, match=message):
@@ -91,3 +93,9 @@ def test_a_recorded_status_reads_back_and_explains_itself() -> None:
     assert "up to 0.1% of the 0 runs" in empty.explain_consumed()  # never rounded to 0%
     with pytest.raises(KeyError):
         BudgetStatus.from_dict({"remaining": 0.5})
+
+
+def test_a_day_window_longer_than_all_recorded_time_holds_every_run() -> None:
+    runs = [(T0 - timedelta(days=d), 0.5) for d in (1, 400, 700_000)]
+    status = error_budget(runs, BudgetPolicy(0.95, 0.9, None, 999_999.0), now=T0)
+    assert status.runs == 3 and status.bad == 3

@@ -22,6 +22,7 @@ from recallwatch.formats.policy import Policy, load_policy
 from recallwatch.formats.results import RankedList
 from recallwatch.ops.calibrate import (
     THRESHOLD_META_KEY,
+    ThresholdCalibration,
     calibrate_noise,
     calibrate_threshold,
     choose,
@@ -310,8 +311,12 @@ def test_a_domain_with_too_few_healthy_queries_keeps_the_default_and_is_named() 
     assert cal.too_few == {"B": 2}
     summary = cal.summary()
     assert "used: A 6 (6 queries)" in summary
-    assert ("too few healthy queries, not calibrated (they keep the default 0.30): B 2"
-            in summary)
+    # B takes the snippet's default, calibrated from all 8 healthy queries: the line says
+    # which value that is, the value the snippet then prints
+    assert cal.overall is not None and cal.default_ceiling == cal.overall.suggested
+    assert ("too few healthy queries, not calibrated (they take the default ceiling below, "
+            f"{cal.overall.suggested:.2f}): B 2" in summary)
+    assert f"  default: {cal.overall.suggested:.2f}\n" in cal.policy_yaml()
     assert "B:" not in cal.policy_yaml().split("per_domain:")[1]
     # with fewer healthy queries in all than needed, the default is not calibrated either
     small = calibrate_noise(_run({"b1": ("B", 1), "b2": ("B", 2)}))
@@ -349,3 +354,24 @@ def test_noise_calibration_needs_a_healthy_query() -> None:
         calibrate_noise(result)
     with pytest.raises(InputError, match="margin"):
         calibrate_noise(_run({"a": ("A", 1)}), margin=-1)
+
+
+def test_a_threshold_that_misses_its_target_or_covers_too_little_is_refused() -> None:
+    def point(target: str, value: float, precision: float, coverage: float,
+              reached: bool) -> ThresholdCalibration:
+        return ThresholdCalibration(0.4, target, value, precision, coverage,  # type: ignore[arg-type]
+                                    reached, 10, 10, ())
+
+    assert point("precision", 0.95, 0.97, 0.8, True).refusal(0.5) is None
+    missed = point("precision", 0.95, 0.436, 0.9, False).refusal(0.5)
+    assert missed == ("NOT stored: precision 0.436 misses the target 0.95, and no threshold "
+                      "reaches it on these queries; ask for what the search can reach "
+                      "(--target-precision 0.436 or lower), or improve the search and calibrate "
+                      "again")
+    assert point("precision", 0.95, 0.436, 0.9, False).refusal(0.0) == missed  # not waived
+    assert point("coverage", 0.9, 0.8, 0.6, False).refusal(0.5).startswith(  # type: ignore[union-attr]
+        "NOT stored: coverage 0.600 misses the target 0.9")
+    low = point("precision", 0.95, 0.97, 0.05, True).refusal(0.5)
+    assert low is not None and low.startswith("NOT stored: coverage 0.050 is under "
+                                              "--min-coverage 0.5")
+    assert point("precision", 0.95, 0.97, 0.05, True).refusal(0.0) is None

@@ -165,7 +165,8 @@ def test_reindex_switches_and_rollback_restores(tmp_path: Path, index_type: str,
     old = lx.state()
     assert old is not None and old.trained_at is not None
     before = [h.ids for h in store.search(data.queries, 10)]
-    result = reindex(store, probes, k=10, floor=0.0)
+    # any recall, any loss against the live index: this test is about the switch and rollback
+    result = reindex(store, probes, k=10, floor=0.0, max_recall_loss=1.0)
     assert result.switched and int(result.version) > int(result.built_on_version)
     new = lx.state()
     assert new is not None and new.uuids != old.uuids

@@ -192,3 +192,55 @@ def test_gate_report_dir_writes_the_html(tmp_path: Path) -> None:
     H.assert_inert(html)
     assert "&lt;img src=x onerror=alert(1)&gt;" in html
     assert H.text(H.parse(html).cssselect("#verdict")[0]).startswith("ACCEPT")
+
+
+def _fresh_environment(monkeypatch: pytest.MonkeyPatch, cache: Path | None) -> None:
+    """The next render builds its Jinja environment anew, with recallwatch's user cache in
+    ``cache`` (None: caches off)."""
+    from recallwatch.report import html
+
+    if cache is None:
+        monkeypatch.setenv("RECALLWATCH_CACHE", "0")
+    else:
+        monkeypatch.delenv("RECALLWATCH_CACHE", raising=False)
+        monkeypatch.setenv("RECALLWATCH_CACHE_DIR", str(cache))
+    html.environment.cache_clear()
+
+
+def test_compiled_templates_are_kept_and_the_report_is_the_same(
+        stop: GateResult, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from recallwatch.report import html
+
+    try:
+        _fresh_environment(monkeypatch, None)
+        without = to_html(stop)  # compiled in memory, nothing kept
+        _fresh_environment(monkeypatch, tmp_path)
+        first = to_html(stop)  # compiled, then kept
+        kept = sorted(p.name for p in (tmp_path / "templates").iterdir())
+        assert kept and all(name.endswith(".cache") for name in kept)
+        _fresh_environment(monkeypatch, tmp_path)
+        again = to_html(stop)  # read back, not compiled
+        assert (without, first) == (again, again)
+        # an entry that cannot be read (damaged, or another version's) is compiled afresh
+        from jinja2.bccache import bc_magic
+
+        for entry in (tmp_path / "templates").iterdir():
+            entry.write_bytes(bc_magic + b"\x80 not a template")
+        _fresh_environment(monkeypatch, tmp_path)
+        assert to_html(stop) == again
+        # a cache that cannot be written costs a compilation, never the report
+        (tmp_path / "ro").write_text("a file where the cache directory would be")
+        _fresh_environment(monkeypatch, tmp_path / "ro")
+        assert to_html(stop) == again
+    finally:
+        html.environment.cache_clear()
+
+
+def test_json_script_escapes_as_before(stop: GateResult) -> None:
+    value = {"q": "</script><!-- & \u2028\u2029 >", "nested": [stop.to_dict()["verdict"]]}
+    text = str(json_script(value, "x"))
+    body = json.dumps(value, ensure_ascii=False)
+    for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+                         ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        body = body.replace(raw, escaped)
+    assert text == f'<script type="application/json" id="x">{body}</script>'

@@ -1,16 +1,20 @@
 """Fusion gives ranx's results (``ranx.fuse``) for every method and normalisation, on random
-runs with tied scores, lists of different lengths and queries one retriever has no hits for; and
-bad settings are errors that say what is valid."""
+runs with tied scores, lists of different lengths and queries one retriever has no hits for; the
+same lists, scores and order, to the last bit, as fusing each query alone by the definitions
+(fusion computes all queries at once, on arrays); and bad settings are errors that say what is
+valid."""
 
 from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
 from recallwatch.errors import UsageError
 from recallwatch.retrievers.base import Hit
 from recallwatch.retrievers.fusion import METHODS, NORMS, fuse, normalize
+from tests.reference import reference_library
 
 RANX_METHOD = {"rrf": "rrf", "combsum": "sum", "combmnz": "mnz", "combmax": "max",
                "wsum": "wsum"}
@@ -40,7 +44,7 @@ def random_runs(seed: int, queries: int = 8, *,
                             "ignore:.*unsafe cast from uint64 to int64")
 @pytest.mark.parametrize("seed", [1, 2])
 def test_every_method_and_norm_equals_ranx(seed: int) -> None:
-    ranx = pytest.importorskip("ranx")
+    ranx = reference_library("ranx")
     for method in METHODS:
         for norm in [None, *NORMS]:
             # ranx's zmuv fails on a list without hits (the mean of nothing) inside a parallel
@@ -161,7 +165,7 @@ def test_combmax_is_the_best_score_whatever_its_value(norm: str | None) -> None:
 def test_combmax_departs_from_ranx_only_below_its_floor(norm: str | None) -> None:
     """ranx counts a chunk a list did not return as -1e9 there, so it floors such a chunk at
     -1e9; everywhere else the two agree."""
-    ranx = pytest.importorskip("ranx")
+    ranx = reference_library("ranx")
     runs = [ranx.Run.from_dict({f"q{q}": dict(hits) for q, hits in enumerate(lists)}, name=n)
             for n, lists in LOW.items()]
     theirs = ranx.fuse(runs, norm=norm, method="max").to_dict()
@@ -173,3 +177,88 @@ def test_combmax_departs_from_ranx_only_below_its_floor(norm: str | None) -> Non
     if norm == "max":
         assert dict(mine[0])["x"] == pytest.approx(-3e9)
         assert theirs["q0"]["x"] == pytest.approx(-1e9)  # ranx's floor
+
+
+def _by_definition(lists: list[list[Hit]], method: str, norm: str | None, k: int,
+                   weights: list[float]) -> list[Hit]:
+    """One query fused as the module docstring defines it, a chunk at a time in plain Python
+    (the way fusion was computed before it worked on all queries at once)."""
+    scored = [dict(hits) for hits in lists]  # a repeated chunk: first rank, last score
+    if norm == "borda":
+        every = list(dict.fromkeys(c for hits in scored for c in hits))
+        scored = [{c: 1 - list(hits).index(c) / len(every) if c in hits
+                   else 0.5 - (len(hits) - 1) / (2 * len(every)) for c in every}
+                  for hits in scored]
+    elif norm is not None:
+        scored = [_normalised(hits, norm) for hits in scored]
+    fused: dict[str, float] = {}
+    for c in dict.fromkeys(c for hits in scored for c in hits):
+        present = [(i, hits) for i, hits in enumerate(scored) if c in hits]
+        if method == "rrf":
+            fused[c] = sum(1 / (k + list(hits).index(c) + 1) for _, hits in present)
+        elif method == "combmax":
+            fused[c] = max(hits[c] for _, hits in present)
+        else:
+            total = sum((weights[i] if method == "wsum" else 1) * hits[c] for i, hits in present)
+            fused[c] = total * len(present) if method == "combmnz" else total
+    # best first; exact ties by id descending (a stable sort by id, then by score)
+    return sorted(sorted(fused.items(), reverse=True), key=lambda item: -item[1])
+
+
+def _normalised(hits: dict[str, float], norm: str) -> dict[str, float]:
+    if not hits:
+        return {}
+    values = list(hits.values())
+    lo, hi, n = min(values), max(values), len(values)
+    if norm == "zmuv":
+        mean, d = float(np.mean(values)), max(float(np.std(values)), 1e-9)
+        return {c: (s - mean) / d for c, s in hits.items()}
+    if norm == "rank":
+        return {c: 1 - i / n for i, c in enumerate(hits)}
+    lo_, d = {"min-max": (lo, max(hi - lo, 1e-9)), "max": (0.0, max(hi, 1e-9)),
+              "sum": (lo, max(sum(values) - lo * n, 1e-9))}[norm]
+    return {c: (s - lo_) / d for c, s in hits.items()}
+
+
+def _lists(seed: int, queries: int, sizes: list[int], pool: list[str],
+           values: list[float]) -> dict[str, list[list[Hit]]]:
+    rng = random.Random(seed)
+    return {name: [[(rng.choice(pool), rng.choice(values) if values else rng.uniform(-5, 40))
+                    for _ in range(rng.choice(sizes))] for _ in range(queries)]
+            for name in NAMES}
+
+
+@pytest.mark.parametrize(("queries", "sizes", "values"), [
+    (300, [0, 1, 2, 3], [1.0, 0.5, 2.0]),  # many short lists, ties everywhere
+    (20, [0, 7, 9, 40], [1.0, 1.0, 0.0, -0.0, 0.25]),  # long runs of tied scores
+    (4, [127, 129, 300], []),  # long lists (numpy sums more than 128 values pairwise)
+])
+def test_every_method_and_norm_equals_fusing_each_query_by_definition(
+        queries: int, sizes: list[int], values: list[float]) -> None:
+    # ids repeat within a list (kept once: first rank, last score), include a NUL, non-ASCII
+    # and a prefix of another, and compare as Python compares str
+    pool = [f"d{i}" for i in range(40)] + ["x", "x\x00", "x\x00\x00", "é", "\U0001F600", "d1\x00"]
+    runs = _lists(queries, queries, sizes, pool, values)
+    for method in METHODS:
+        for norm in [None, *NORMS]:
+            if method == "rrf" and norm == "borda":
+                continue
+            weights = {"dense": 0.2, "keyword": 0.0, "api": 1.5} if method == "wsum" else None
+            got = fuse(runs, method=method, norm=norm, k=3, weights=weights)
+            want = [_by_definition([runs[n][q] for n in NAMES], method, norm, 3,
+                                   [weights[n] for n in NAMES] if weights else [])
+                    for q in range(queries)]
+            assert got == want, (method, norm)
+
+
+def test_normalize_one_query_equals_the_definitions() -> None:
+    lists = [{"a": 3.0, "b": 1.0, "c": 1.0}, {}, {"c": -2.0, "d": 0.5}]
+    for norm in NORMS:
+        got = normalize(lists, norm)
+        if norm == "borda":
+            every = ["a", "b", "c", "d"]
+            want = [{c: 1 - list(h).index(c) / 4 if c in h else 0.5 - (len(h) - 1) / 8
+                     for c in every} for h in lists]
+        else:
+            want = [_normalised(h, norm) for h in lists]
+        assert got == want and [list(g) for g in got] == [list(w) for w in want], norm

@@ -45,7 +45,7 @@ engines:
 
 # what a point's measurement gives besides its timings
 _TIMINGS = ("qps_single", "qps_batch", "latency", "cpu_s_per_1000_single",
-            "cpu_s_per_1000_batch", "build_seconds", "rss_delta_bytes", "load")
+            "cpu_s_per_1000_batch", "build_seconds", "rss_delta_bytes", "load", "timing")
 
 
 def sweep_file(tmp: Path, text: str = SWEEP) -> Path:
@@ -86,7 +86,7 @@ def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_bench_on_ray_prints_recallwatch_progress_only(tmp_path: Path) -> None:
     sweep = sweep_file(tmp_path)
     out = _run([RECALLWATCH, "bench", str(sweep), "--engine", "ray", "--workers", "2",
-                "--format", "json", "--out", str(tmp_path / "out")], tmp_path)
+                "--format", "json", "--out-dir", str(tmp_path / "out")], tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     lines = out.stderr.splitlines()
     progress = [ln for ln in lines if not ln.startswith("wrote ")]

@@ -304,7 +304,8 @@ def test_a_sweep_on_ray_gives_the_single_process_results_and_frontier(
     # the frontier and the chosen points are a function of recall and QPS alone: with the same
     # QPS, the Ray results choose the same points as one process
     timed = replace(spread, results=[replace(r, qps_single=o.qps_single,
-                                             cpu_s_per_1000_single=o.cpu_s_per_1000_single)
+                                             cpu_s_per_1000_single=o.cpu_s_per_1000_single,
+                                             timing=o.timing)
                                      for r, o in zip(spread.results, one.results, strict=True)])
     assert answers(timed) == answers(one)
     # and the Ray run's own frontier is drawn from its own timings, in the same document

@@ -13,6 +13,7 @@ from recallwatch.errors import UsageError
 from recallwatch.metrics import Qrels, Run
 from recallwatch.stats import compare_many, compare_many_scores
 from recallwatch.stats._multi import letter
+from tests.reference import reference_library
 
 QUERIES = [f"q{i:02d}" for i in range(40)]
 RNG = np.random.default_rng(11)
@@ -79,7 +80,7 @@ def test_t_test_p_values_are_scipys_and_holm_covers_the_whole_table(all_pairs: b
 @pytest.mark.filterwarnings("ignore:.*unsafe cast from uint64 to int64")
 @pytest.mark.slow
 def test_means_agree_with_ranx() -> None:
-    ranx = pytest.importorskip("ranx")
+    ranx = reference_library("ranx")
     qrels = ranx.Qrels({q: {f"{q}-rel": 1} for q in QUERIES})
     result = compare_many(QRELS, RUNS, ["RR", "P@1"], test="t")
     for name, ranks in RANKS.items():

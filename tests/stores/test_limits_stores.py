@@ -73,9 +73,10 @@ def _blocked(store: VectorStore, embedder: Embedder, tmp_path: Path) -> None:
     golden, policy = load_golden(KB / "golden.yaml"), load_policy(tmp_path / "policy.yaml")
     history = tmp_path / "history.db"
     base = record_gate_run(run_gate(golden, store=store, embedder=embedder, policy=policy,
-                                    latency_sample=len(golden.queries)), history)
+                                    latency_sample=400), history)  # a p99's worth of calls
     assert base.verdict == "ACCEPT", base.reasons
     assert base.cost is not None and base.cost["queries"] == len(golden.queries)
+    assert base.cost["calls"] == 400 and len(base.cost["samples"]["search_ms"]) == 400
     assert isinstance(store, SupportsIndexSize) and base.cost["index_bytes"] > 0
     assert base.cost["search_p99_ms"] >= base.cost["search_p50_ms"] > 0
     lowered = record_gate_run(run_gate(golden, store=Reversed(store), embedder=embedder,

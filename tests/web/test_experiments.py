@@ -38,7 +38,7 @@ def experiments(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = folder / "experiments"
     for name, variants in (("first", FIRST), ("second", SECOND)):
         (folder / f"{name}.yaml").write_text(PLAN.format(variants=variants), encoding="utf-8")
-        code, _, stderr = cli("experiment", str(folder / f"{name}.yaml"), "--out",
+        code, _, stderr = cli("experiment", str(folder / f"{name}.yaml"), "--out-dir",
                               str(root / name))
         assert code == 0, stderr
         shutil.rmtree(root / name / "cache")  # the dashboard reads results.json alone
@@ -94,7 +94,8 @@ def test_an_experiment_page_is_its_ranked_table_and_frontier(client: TestClient,
     data = _results(experiments, "first")
     doc = get(client, f"/experiments/{experiment_id(experiments / 'first' / 'results.json')}")
     rows = doc.cssselect("table.experiment tbody tr")
-    ranked = sorted(data["variants"], key=lambda v: -v["metrics"]["mean_quality"])
+    by_name = {v["name"]: v for v in data["variants"]}
+    ranked = [by_name[n] for n in data["choice"]["order"]]  # the order the choice used
     names = [H.text(r.cssselect("td")[0]).removesuffix(" (winner)") for r in rows]
     assert names == [v["name"] for v in ranked]
     header = [H.text(h) for h in doc.cssselect("table.experiment thead th")]
@@ -127,7 +128,7 @@ def test_an_experiment_recorded_in_the_history_is_listed_without_its_folder(
     db = tmp_path / "history.db"
     shutil.copy(site[0], db)
     folder = experiments.parent
-    code, _, stderr = cli("experiment", str(folder / "second.yaml"), "--out",
+    code, _, stderr = cli("experiment", str(folder / "second.yaml"), "--out-dir",
                           str(tmp_path / "out" / "second"), "--history", str(db))
     assert code == 0, stderr
     assert f"recorded experiment 1 in {db}" in stderr
@@ -136,8 +137,10 @@ def test_an_experiment_recorded_in_the_history_is_listed_without_its_folder(
     rows = get(bare, "/experiments").cssselect("table.experiments tbody tr")
     assert len(rows) == 1
     cells = [H.text(c) for c in rows[0].cssselect("td")]
-    assert cells[1:6] == [data["plan"], str(len(data["variants"])), data["base"],
-                          data["winner"], data["chosen_on"]]
+    assert cells[1:4] + cells[5:6] == [data["plan"], str(len(data["variants"])), data["base"],
+                                       data["chosen_on"]]
+    kept = " (the base: no variant beat it)" if data["winner"] == data["base"] else ""
+    assert cells[4] == data["winner"] + kept
     assert cells[6:] == [str((tmp_path / "out" / "second").resolve()), "history"]
     assert rows[0].cssselect("a")[0].get("href") == "/experiments/h1"
     both = TestClient(base_url="http://127.0.0.1",
@@ -148,7 +151,8 @@ def test_an_experiment_recorded_in_the_history_is_listed_without_its_folder(
     doc = get(bare, "/experiments/h1")
     names = [H.text(r.cssselect("td")[0]).removesuffix(" (winner)")
              for r in doc.cssselect("table.experiment tbody tr")]
-    ranked = sorted(data["variants"], key=lambda v: -v["metrics"]["mean_quality"])
+    by_name = {v["name"]: v for v in data["variants"]}
+    ranked = [by_name[n] for n in data["choice"]["order"]]  # the order the choice used
     assert names == [v["name"] for v in ranked]
     assert [H.text(p) for p in doc.cssselect("section.summary p")] == data["summary"]
     assert "no recorded experiment 2" in H.text(get(bare, "/experiments/h2", status=404))
@@ -159,7 +163,7 @@ def test_a_history_that_cannot_be_opened_stops_the_experiment_before_it_runs(
     not_a_dir = tmp_path / "file.txt"
     not_a_dir.write_text("", encoding="utf-8")
     out = tmp_path / "out"
-    code, _, stderr = cli("experiment", str(experiments.parent / "second.yaml"), "--out",
+    code, _, stderr = cli("experiment", str(experiments.parent / "second.yaml"), "--out-dir",
                           str(out), "--history", str(not_a_dir / "history.db"))
     assert code == 2, stderr
     assert str(not_a_dir / "history.db") in stderr and "Traceback" not in stderr
@@ -206,9 +210,9 @@ def test_in_a_browser_from_the_nav_to_the_frontier_plot(base_url: str,
             circles = page.locator("figure.chart svg circle")
             assert circles.count() == len(data["variants"])
             tips = page.locator("figure.chart svg circle title").all_text_contents()
-            assert sorted(t.split(": ")[1] for t in tips) == sorted(
+            assert sorted(t.split(": ")[1].removesuffix(" (winner)") for t in tips) == sorted(
                 v["name"] for v in data["variants"])
-            on = sum("on the frontier" in t
+            on = sum("on the front" in t
                      for t in page.locator("ul.frontier li").all_inner_texts())
             assert on >= 1
             assert page.locator("figure.chart svg path").count() == (1 if on > 1 else 0)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -161,3 +162,65 @@ def test_real_server_checks_host_and_token(served: str, site: Site) -> None:
     r = httpx.post(served, content=b"z" * (MAX_BODY * 4), timeout=60,
                    headers={"Authorization": f"Bearer {TOKEN}"})
     assert r.status_code == 413
+
+
+async def _asgi(app: Any, headers: list[tuple[bytes, bytes]]) -> tuple[int, str]:
+    """One GET / straight through the ASGI interface, with exactly these headers (a client
+    library folds or refuses repeated Host headers before they are sent)."""
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "http_version": "1.1", "method": "GET", "path": "/",
+             "raw_path": b"/", "query_string": b"", "root_path": "", "scheme": "http",
+             "headers": headers, "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 8000)}
+    await app(scope, receive, send)
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return int(sent[0]["status"]), body.decode("utf-8")
+
+
+TWO_HOSTS = "a request with 2 Host headers: a request names its host once (HTTP/1.1, RFC 9112 " \
+            "section 3.2)\n"
+
+
+@pytest.mark.parametrize("second", [b"evil.example", b"127.0.0.1:8000"])
+def test_two_host_headers_are_refused_in_process(site: Site, second: bytes) -> None:
+    app = create_app(site[0])
+    status, text = asyncio.run(_asgi(app, [(b"host", b"127.0.0.1:8000"), (b"host", second)]))
+    assert (status, text) == (400, "the dashboard refused " + TWO_HOSTS)
+    status, text = asyncio.run(_asgi(app, [(b"host", second), (b"Host", b"localhost")]))
+    assert status == 400 and site[2][-1].run_id not in text
+    status, text = asyncio.run(_asgi(app, [(b"host", b"127.0.0.1:8000")]))
+    assert status == 200 and site[2][-1].run_id in text
+
+
+def _raw_get(url: str, hosts: list[str]) -> tuple[str, str]:
+    """GET / sent byte for byte over a socket: the status line and the body."""
+    import socket
+    from urllib.parse import urlsplit
+
+    where = urlsplit(url)
+    request = (f"GET /?token={TOKEN} HTTP/1.1\r\n" + "".join(f"Host: {h}\r\n" for h in hosts)
+               + "Connection: close\r\n\r\n")
+    with socket.create_connection((where.hostname, where.port), timeout=60) as s:
+        s.sendall(request.encode("ascii"))
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    return head.split(b"\r\n")[0].decode("ascii"), body.decode("utf-8", "replace")
+
+
+def test_real_server_refuses_two_host_headers(served: str) -> None:
+    wait_up(served)
+    own = served.split("/")[2]
+    for hosts in ([own, "evil.example"], ["evil.example", own], [own, own]):
+        status, body = _raw_get(served, hosts)
+        assert status == "HTTP/1.1 400 Bad Request", (hosts, status)
+        assert body == "the dashboard refused " + TWO_HOSTS
+    status, _ = _raw_get(served, [own])  # one Host header: on to the token, which sets a cookie
+    assert status == "HTTP/1.1 303 See Other"

@@ -236,3 +236,18 @@ def test_funnel_page_lists_changes_awaiting_a_readout(kb: KB, tmp_path: Path) ->
         f"baseline {first.run_id} · nDCG@K, 0–1 {expected:+.4f}")
     # the readout already attached is still listed as read out
     assert [r.get("class") for r in doc.cssselect("table.funnel tbody tr")] == ["agreed"]
+
+
+def test_cost_card_shows_the_median_of_a_run_without_a_p99() -> None:
+    """A gate run that timed too few calls for a p99 states none; the card shows its median."""
+    from recallwatch.history import MonitorRun
+    from recallwatch.web._indicators import indicator_cards
+
+    cost = {"queries": 13, "calls": 13, "search_p50_ms": 2.5, "search_p99_ms": None,
+            "search_p99_missing": "not enough calls for a p99: 13 of 368 needed",
+            "embed_ms_per_query": 3.0, "index_bytes": 0}
+    run = MonitorRun(id=1, kind="gate", created_at="2026-12-06T00:00:00",
+                     store_uri="lancedb://kb", index_version="2", status="ACCEPT",
+                     payload={"run_id": "r1", "cost": cost, "policy": {}})
+    (card,) = [c for c in indicator_cards([], [run]) if c["group"] == "cost"]
+    assert (card["title"], card["shown"]) == ("search latency p50 of the gate run", "2.5 ms")

@@ -180,3 +180,24 @@ def test_drill_down_reads_as_plain_words(watch: Watch, base_url: str, site: Site
         rest = d.summary.removeprefix(d.chunk_id).strip()
         assert summary.lower() == rest.replace("(", "", 1).replace("):", ":", 1).lower()
     watch.assert_clean()
+
+
+def test_judging_page_shows_ids_as_written(watch: Watch, tmp_path: Path) -> None:
+    """Ids are case-sensitive: the judging page shows the query's and the chunk's exactly as
+    the queue writes them (its headings are in capitals; the ids in them are not)."""
+    from recallwatch.formats.judging import QueueItem, write_queue
+    from recallwatch.web.judge import create_judge_app
+    from tests.browser import served
+
+    queue = tmp_path / "queue.jsonl"
+    write_queue(queue, [QueueItem("Q-json.Decode", "How do I parse JSON?",
+                                  "chunk json.JSONDecoder", "Simple JSON decoder.", {}, {})])
+    token = "Tok3n-for.the~judging_0123"
+    app = create_judge_app(queue, tmp_path / "j.jsonl", judge="ana", token=token)
+    with served(app) as url:
+        watch.page.goto(f"{url}/?token={token}")
+        watch.page.wait_for_selector('body[data-ready="1"]', state="attached")
+        assert watch.page.inner_text("#chunk-id") == "chunk json.JSONDecoder"
+        assert watch.page.inner_text("#query-id") == "Q-json.Decode"
+        assert watch.page.inner_text("section h2").startswith("QUERY ")  # the heading's capitals
+    watch.assert_clean()

@@ -56,6 +56,11 @@ def bench(
     threads: Annotated[int | None, typer.Option(
         "--threads", min=1, help="Threads for batched search and builds (overrides the sweep's "
         "'threads').")] = None,
+    rounds: Annotated[int | None, typer.Option(
+        "--rounds", min=1, max=100,
+        help="Rounds of the one-query-at-a-time timing (overrides the sweep's timing.rounds; "
+        "default 5): each query setting of a build is timed this many times, interleaved "
+        "round by round; QPS-1 is the median and the range of the rounds its spread.")] = None,
     fmt: TableJsonFormat = TableJson.table,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress lines on stderr.")] = False,
     engine: EngineOption = EngineChoice.local,
@@ -64,6 +69,11 @@ def bench(
 ) -> None:
     """Sweep ANN engines on one dataset: recall, QPS, latency, memory, the frontier, and the
     fastest configuration at each recall target.
+
+    The one-query-at-a-time timing is repeated in rounds (--rounds, default 5), the query
+    settings of each build interleaved round by round: QPS-1 is the median of the rounds, with
+    their range; the frontier ranks two settings by speed only when their ranges do not overlap,
+    and "fastest at recall ≥ X" names the settings it cannot be told apart from.
 
     With --out (default: the sweep's 'out', if any) it writes results.json, results.csv and
     three plots there: recall against QPS (frontier.png), against build time (build_time.png)
@@ -74,17 +84,25 @@ def bench(
     and the same frontier as one process, with the timings of the workers."""
     from dataclasses import replace
 
+    from recallwatch._files import check_output_dir
     from recallwatch.bench.output import render_table, sweep_to_dict, write_outputs
     from recallwatch.bench.sweep import ConfigResult, load_sweep, run_sweep
 
     config = load_sweep(sweep)
     if threads is not None:
         config = replace(config, threads=threads)
+    target = out or (None if config.out is None else Path(config.base_dir) / config.out)
+    if target is not None:
+        check_output_dir(target, "--out-dir" if out is not None else f"{sweep}: out")
+    if rounds is not None:
+        config = replace(config, rounds=rounds)
 
     def progress(r: ConfigResult) -> None:
         if not quiet:
+            spread = r.qps_rounds
             typer.echo(f"{r.label} {r.params}: R@{r.k} {r.recall[r.k]:.4f}, "
-                       f"{r.qps_single:,.0f} QPS-1", err=True)
+                       f"{r.qps_single:,.0f} QPS-1 ({min(spread):,.0f}–{max(spread):,.0f} over "
+                       f"{len(spread)} rounds)", err=True)
 
     from recallwatch.scale import engine_session
 
@@ -95,7 +113,6 @@ def bench(
             result = sweep_on_ray(config, on_result=progress, workers=workers)
         else:
             result = run_sweep(config, on_result=progress)
-    target = out or (None if config.out is None else Path(config.base_dir) / config.out)
     if fmt is TableJson.json:
         emit(json.dumps(sweep_to_dict(result), indent=2, default=str))
     else:
@@ -118,7 +135,7 @@ def quantize(
         "--synthetic", help="Instead of BASE, N synthetic vectors of dimension D clustered around "
         "random topics: NxD, e.g. 20000x128.")] = None,
     metric: Annotated[str, typer.Option(
-        "--metric", help="Similarity of the vectors: ip, l2 or cosine (an .hdf5 file brings "
+        "--distance", help="Similarity of the vectors: ip, l2 or cosine (an .hdf5 file brings "
         "its own).")] = "ip",
     k: MinOneDepth = 10,
     depths: Annotated[str, typer.Option(
@@ -138,6 +155,7 @@ def quantize(
 
     --seed draws the held-out queries (or the synthetic data); with --out it writes
     quantization.json and quantization.md there."""
+    from recallwatch._files import check_output_dir
     from recallwatch.bench.datasets import dataset_from_spec
     from recallwatch.bench.exact_knn import ground_truth
     from recallwatch.bench.quantize import quantization_study
@@ -145,6 +163,8 @@ def quantize(
 
     if sum(x is not None for x in (base, synthetic, store)) != 1:
         raise UsageError("give exactly one of BASE, --synthetic NxD or --store URI")
+    if out is not None:
+        check_output_dir(out, "--out-dir")
     try:
         rs = [int(v) for v in depths.split(",") if v.strip()]
     except ValueError:
@@ -191,16 +211,16 @@ def quantize(
                   for p in study.rescoring]
         emit("\n".join(lines))
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "quantization.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-        (out / "quantization.md").write_text(markdown, encoding="utf-8")
-        typer.echo(f"wrote {out / 'quantization.json'}, {out / 'quantization.md'}", err=True)
+        from recallwatch.bench.output import write_report_pair
+
+        written = write_report_pair(out, "quantization", doc, markdown)
+        typer.echo(f"wrote {', '.join(str(p) for p in written)}", err=True)
 
 
 # Below ~39 vectors per IVF list (128 lists) faiss warns that k-means has too few to train on;
 # past 10M the collection and its copies need tens of GB.
 ReferenceSize = Annotated[int, typer.Option(
-    "--n", min=5_000, max=10_000_000,
+    "--size", min=5_000, max=10_000_000,
     help="Vectors in the collection the experiments run on (the drift experiment adds half as "
     "many again per wave of new topics). The default is small enough for a laptop; a larger "
     "collection shows the magnitudes of a larger one.")]
@@ -211,8 +231,10 @@ def reference(out: RequiredOutDir, n: ReferenceSize = 20_000) -> None:
     by depth k, latency against collection size, drift and reindex, quantization and binary
     rescoring, written into --out with experiments.json (the configuration of every number).
     Each file is printed with the size it was made at."""
+    from recallwatch._files import check_output_dir
     from recallwatch.bench.reference import ExperimentConfig, figure_sizes, run_experiments
 
+    check_output_dir(out, "--out-dir")
     cfg = ExperimentConfig(n=n)
     result = run_experiments(out, cfg)
     sizes = figure_sizes(cfg)

@@ -52,6 +52,7 @@ def filtered(
     pgvector walks its index until k rows pass, or filters afterwards with
     ?iterative_scan=off), and recall is measured against the exact top-k among the rows that
     pass the filter (brute force). With --out it writes filtered.json and filtered.md there."""
+    from recallwatch._files import check_output_dir
     from recallwatch.bench.filtered import run_filtered
     from recallwatch.bench.live import open_empty
     from recallwatch.errors import InputError
@@ -61,6 +62,8 @@ def filtered(
     except ValueError:
         raise InputError(field="--selectivity", expected="comma-separated fractions, e.g. "
                          "0.01,0.1,0.5", found=selectivity) from None
+    if out is not None:
+        check_output_dir(out, "--out-dir")
     data = _dataset(base, synthetic, queries, seed)
     opened = open_empty(store)
     try:
@@ -94,9 +97,12 @@ def streaming(
     (their latency under writes). After each batch every query runs again: recall@k against
     the exact top-k over the rows inserted so far (brute force), with p50/p99 latency. With
     --out it writes streaming.json and streaming.md there."""
+    from recallwatch._files import check_output_dir
     from recallwatch.bench.live import open_empty
     from recallwatch.bench.streaming import run_streaming
 
+    if out is not None:
+        check_output_dir(out, "--out-dir")
     data = _dataset(base, synthetic, queries, seed)
     first = max(1, round(initial * data.base.shape[0]))
     opened = open_empty(store)
@@ -127,13 +133,12 @@ def _dataset(base: Path | None, synthetic: str, queries: int, seed: int) -> Any:
 
 def _report(doc: dict[str, Any], markdown: str, fmt: TableJson, out: Path | None,
             name: str) -> None:
+    from recallwatch.bench.output import write_report_pair
+
     emit(json.dumps(doc, indent=2, default=str) if fmt is TableJson.json else markdown)
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / f"{name}.json").write_text(json.dumps(doc, indent=2, default=str) + "\n",
-                                          encoding="utf-8")
-        (out / f"{name}.md").write_text(markdown + "\n", encoding="utf-8")
-        typer.echo(f"wrote {out / f'{name}.json'}, {out / f'{name}.md'}", err=True)
+        written = write_report_pair(out, name, doc, markdown)
+        typer.echo(f"wrote {', '.join(str(p) for p in written)}", err=True)
 
 
 def register(app: typer.Typer) -> None:

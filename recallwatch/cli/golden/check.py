@@ -18,6 +18,7 @@ from recallwatch.cli._common import emit, emit_json
 from recallwatch.cli._options import (
     EmbedderSpec,
     GoldenArg,
+    PolicyFile,
     StoreURIOrNone,
     TableJson,
     TableJsonFormat,
@@ -72,6 +73,7 @@ def check(
     store: StoreURIOrNone = None,
     corpus: Annotated[Path | None, typer.Option(
         "--corpus", help="Check against this corpus file instead of --store.")] = None,
+    policy: PolicyFile = None,
     fmt: TableJsonFormat = TableJson.table,
 ) -> None:
     """Check that every chunk id and content anchor of a golden set resolves to current chunks.
@@ -83,30 +85,40 @@ def check(
     a chunk id). An expected chunk id whose text another chunk repeats word for word is listed
     with those identical twins: the gate counts a twin in the top K as found. Exit 2 when any
     label is lost.
+
+    Also warns, with the arithmetic, when the set is too small for the policy's rules (--policy,
+    or the default rules) to mean anything: with 2 queries one failure is 50 %, so a 5 %
+    tolerance cannot be met or missed by less than one query. A warning only.
     """
     from recallwatch.acceptance.golden_labels import check_labels, load_chunks
+    from recallwatch.acceptance.golden_size import golden_size, scored_count, size_warning
     from recallwatch.errors import DatasetError, UsageError
     from recallwatch.formats.golden import load_golden
+    from recallwatch.formats.policy import load_policy
 
     if (store is None) == (corpus is None):
         raise UsageError("give exactly one of --store URI or --corpus FILE")
-    golden_set = load_golden(golden)
+    golden_set, rules = load_golden(golden), load_policy(policy)
     where = store if store is not None else str(corpus)
     with load_chunks(where) as chunks:
         labels = check_labels(golden_set, chunks)
     lost = [x for x in labels if x.status == "lost"]
     twinned = [x for x in labels if x.twins]
+    scored = scored_count(golden_set)
     if fmt is TableJson.json:
         emit_json({"golden": str(golden), "against": where, "labels": [x.to_dict() for x in labels],
-                   "lost": len(lost), "twins": len(twinned)})
+                   "lost": len(lost), "twins": len(twinned),
+                   "golden_size": golden_size(scored, rules)})
     else:
         groups = sum(len(q.alternatives) for q in golden_set.queries)
         note = ([f"{groups} group(s) of alternatives: each counts as one expected item, found "
                  "when any member (at_least N: N members) is in the top K; the others are "
                  "never noise"] if groups else [])
         note += _twin_lines(twinned, golden)
+        too_small = size_warning(scored, rules)
         emit("\n".join([*_lines(labels, golden, only_problems=True),
-                        f"{len(labels)} label(s) against {where}: {_counts(labels)}", *note]))
+                        f"{len(labels)} label(s) against {where}: {_counts(labels)}", *note,
+                        *([f"warning: {too_small}"] if too_small else [])]))
     if lost:
         first = lost[0]
         raise DatasetError(
@@ -128,7 +140,8 @@ def migrate(
         "--into", help="Rewrite chunk ids as content anchors (they survive later re-chunkings) "
         "or as the new chunks' ids.")] = Into.anchors,
     version: Annotated[str | None, typer.Option(
-        "--version", help="The migrated set's version (default: the old one plus one).")] = None,
+        "--golden-version",
+        help="The migrated set's version (default: the old one plus one).")] = None,
     quote: Annotated[Quote, typer.Option(
         "--quote", help="What an anchor quotes: the whole old chunk, or the sentence of it most "
         "similar to the query (by the embedder), which survives a re-chunking that cuts the "
@@ -151,6 +164,7 @@ def migrate(
     """
     from contextlib import ExitStack
 
+    from recallwatch._files import check_output_file
     from recallwatch.acceptance.golden_labels import (
         load_chunks,
         migrate_labels,
@@ -159,6 +173,7 @@ def migrate(
     )
     from recallwatch.formats.golden import load_golden
 
+    check_output_file(out, "--out", example="golden.yaml")
     golden_set = load_golden(golden)
     with ExitStack() as stack:
         old_chunks = stack.enter_context(load_chunks(old))

@@ -45,12 +45,13 @@ def generate(
     longer than 1,000 characters is left out (the chunk is named). Review every one before the
     gate relies on it.
     """
-    from recallwatch._files import write_atomic
+    from recallwatch._files import check_output_file, write_atomic
     from recallwatch.errors import JudgeError
     from recallwatch.formats.corpus import read_corpus
     from recallwatch.judgments.generate import generate_questions, golden_yaml, sample_chunks
     from recallwatch.judgments.llm_judge import ChatClient
 
+    check_output_file(out, "--out", example="golden.yaml")  # before any request is paid for
     client = ChatClient(llm, model, api_key_env=api_key_env, max_tokens=200 * per_chunk,
                         timeout=timeout)
     picked = sample_chunks(read_corpus(corpus).chunks, sample, seed)

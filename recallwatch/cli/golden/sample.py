@@ -50,7 +50,7 @@ def sample(
     from its text, so a query drawn again keeps its id. Label the queries (list the chunks that
     answer each under `expected`) before the gate reads the file.
     """
-    from recallwatch._files import write_atomic
+    from recallwatch._files import check_output_file, write_atomic
     from recallwatch.judgments.sample import (
         draw,
         golden_yaml,
@@ -58,6 +58,7 @@ def sample(
         read_query_log,
     )
 
+    check_output_file(out, "--out", example="golden.yaml")
     query_log = read_query_log(log)
     merged = merge_near_duplicates(query_log.counts, similarity=similarity)
     strat = None if stratify is None else stratify.value
@@ -111,9 +112,11 @@ def split(
     already have a split keep it unless --reassign; in a YAML file only `split:` lines are added,
     comments and layout stay.
     """
-    from recallwatch._files import write_atomic
+    from recallwatch._files import check_output_file, write_atomic
     from recallwatch.judgments.split import split_golden
 
+    if out is not None:
+        check_output_file(out, "--out", example="golden.yaml")
     strat = None if stratify is None else stratify.value
     plan, text = split_golden(golden, test=test, seed=seed, stratify=strat, reassign=reassign)
     target = out or golden

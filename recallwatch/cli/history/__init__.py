@@ -175,7 +175,9 @@ def _print_comparison(c: dict[str, Any], a: str, b: str) -> None:
                           (f"{d['p_holm']:.3g}{' *' if d['significant'] else ''}" if tested
                            else "—"))
         for key, d in c.get("cost", {}).items():  # what the quality cost, beside it
-            rise = "" if d["increase"] is None else f" ({d['increase']:+.0%})"
+            interval = (f", ×{d['interval'][0]:.2f}–×{d['interval'][1]:.2f}"
+                        if d.get("interval") else "")
+            rise = "" if d["increase"] is None else f" ({d['increase']:+.0%}{interval})"
             table.add_row(COST_LABELS[key], format_cost(key, d["old"]),
                           format_cost(key, d["new"]),
                           ("+" if d["delta"] >= 0 else "−") + format_cost(key, abs(d["delta"]))

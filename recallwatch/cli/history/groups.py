@@ -41,7 +41,7 @@ def groups(
     corpus: Annotated[Path | None, typer.Option(
         "--corpus", help="With --by-chunk: the corpus file, instead of --store.")] = None,
     metric: Annotated[str, typer.Option(
-        "--metric", help="Per-query value compared across groups: quality, recall, precision, "
+        "--value", help="Per-query value compared across groups: quality, recall, precision, "
         "rr, ndcg, noise or passed.")] = "quality",
     golden: GoldenOption = None,
     policy: PolicyFile = None,
@@ -59,7 +59,7 @@ def groups(
     from recallwatch.errors import UsageError
     from recallwatch.formats.golden import load_golden
     from recallwatch.formats.policy import load_policy
-    from recallwatch.ops.groups import group_gaps
+    from recallwatch.ops.groups import MIN_INTERVAL_QUERIES, group_gaps
 
     if (by is None) == (by_chunk is None):
         raise UsageError("give exactly one of --by (a query field) or --by-chunk (a chunk field)")
@@ -78,8 +78,12 @@ def groups(
              f"{'group':<24} {'n':>4} {'mean':>9} {'gap':>9}  {'95% CI of gap':<22}"]
     for g in rep.groups:
         flag = f"  BELOW min_group_quality {rep.minimum:g}" if g.below_min else ""
-        lines.append(f"{g.group[:24]:<24} {g.n:>4} {g.mean:>9.3f} {g.gap:>+9.3f}  "
-                     f"[{g.ci_low:+.3f}, {g.ci_high:+.3f}]{flag}")
+        ci = ("too few queries for an interval" if g.ci_low is None or g.ci_high is None
+              else f"[{g.ci_low:+.3f}, {g.ci_high:+.3f}]")
+        lines.append(f"{g.group[:24]:<24} {g.n:>4} {g.mean:>9.3f} {g.gap:>+9.3f}  {ci}{flag}")
+    if any(g.ci_low is None for g in rep.groups):
+        lines.append(f"(an interval needs {MIN_INTERVAL_QUERIES} queries or more: resampling "
+                     "fewer says nothing about the gap)")
     emit("\n".join(lines))
 
 

@@ -1,13 +1,15 @@
 """``recallwatch history prune``: keep the last N runs or N days of a run history, and every
 baseline and production run.
 
-Exit codes: 0 pruned (or listed, with ``--dry-run``); 2 usage or input error (no window given, a
-negative number, an unreadable history…). Registered into the ``history`` group by name, as
+Exit codes: 0 pruned (or listed, with ``--dry-run``; a dry run on a history file that does not
+exist yet has nothing to list); 2 usage or input error (no window given, a negative number, an
+unreadable or read-only history…). Registered into the ``history`` group by name, as
 ``history copy`` is.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -42,13 +44,21 @@ def prune(
     transaction; then a SQLite file is compacted (VACUUM) and PostgreSQL marks the space for
     reuse. Monitor records and online readouts are kept.
     """
-    from recallwatch.history import prune_history
+    from recallwatch.history import is_postgresql, nothing_to_prune, prune_history
     from recallwatch.report import visible
 
-    with existing_history(history) as h:
-        report = prune_history(h, keep_last=keep_last, keep_days=keep_days, dry_run=dry_run)
+    if dry_run and not is_postgresql(history) and not Path(history).exists():
+        report = nothing_to_prune(history, keep_last=keep_last, keep_days=keep_days)
+    else:
+        with existing_history(history) as h:
+            report = prune_history(h, keep_last=keep_last, keep_days=keep_days,
+                                   dry_run=dry_run)
     if fmt is TableJson.json:
         emit_json(report.to_dict())
+        return
+    if not report.exists:
+        emit(f"{visible(report.location)}: no run history there yet, so nothing to prune (the "
+             "gate creates it when it records its first run)")
         return
     verb = "would remove" if dry_run else "removed"
     lines = [f"{visible(report.location)}: {verb} {len(report.removed)} of "

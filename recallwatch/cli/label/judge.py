@@ -58,8 +58,10 @@ def pool(
     file) and writes the rest to --out, best-ranked first.
     """
     from recallwatch import __version__
+    from recallwatch._files import check_output_file
     from recallwatch.judgments.pool import pool_from_files, write_pool
 
+    check_output_file(out, "--out", example="queue.jsonl")  # before the systems are searched
     made, provenance = pool_from_files(queries, store=store, results=results or [], bm25=bm25,
                                        depth=depth, judgments=judgments or [],
                                        embedder=embedder, pipeline=pipeline)
@@ -102,6 +104,7 @@ def serve(
     import getpass
     import secrets
 
+    from recallwatch._files import check_writable
     from recallwatch.cli.ops.serve import _listen
     from recallwatch.errors import NotInstalledError
 
@@ -113,6 +116,7 @@ def serve(
         raise NotInstalledError(f"{exc.name} (needed by the judging page)", "web") from None
     name = judge or getpass.getuser()
     target = out or queue.with_name(f"{queue.name.removesuffix('.jsonl')}.{name}.judgments.jsonl")
+    check_writable(target, "--out")  # a read-only place is refused now, not at the first grade
     token = secrets.token_urlsafe(24)
     web_app = create_judge_app(queue, target, judge=name, token=token)
     sock = _listen("127.0.0.1", port)
@@ -169,6 +173,7 @@ def agree(
     Kappa is agreement corrected for chance: 1 perfect, 0 what chance alone gives. Weighted
     (quadratic by default) it counts a 2-versus-3 as a near miss and a 0-versus-3 as a full one.
     """
+    from recallwatch._files import check_output_file
     from recallwatch.errors import UsageError
     from recallwatch.formats.judging import QueueItem, read_queue, write_queue
     from recallwatch.judgments.agreement import WEIGHTS
@@ -176,6 +181,8 @@ def agree(
 
     if weights not in WEIGHTS:
         raise UsageError(f"--weights must be one of {', '.join(WEIGHTS)}, found {weights!r}")
+    if out is not None:
+        check_output_file(out, "--out", example="adjudicate.jsonl")
     result = judges_agreement(load_judgments(judgments), judges, weights=weights,
                               seed=seed)
     items = {i.pair: i for i in read_queue(queue)} if queue is not None else {}
@@ -208,10 +215,12 @@ def export(
     Where judges disagree the last file given wins: pass the adjudication last.
     """
     from recallwatch import __version__
+    from recallwatch._files import check_output_file
     from recallwatch.judgments.judging import load_judgments, resolve
     from recallwatch.judgments.judgments import write_judged_qrels
 
-    loaded = load_judgments(judgments)
+    check_output_file(out, "--out", example="judged.qrels")
+    loaded = load_judgments(judgments, trec_ids=True)
     final, overridden = resolve(loaded)
     judges = sorted({j.judge for j in loaded if j.judge})
     sidecar = write_judged_qrels(out, final, {
@@ -247,10 +256,11 @@ def merge(
     """
     import yaml
 
-    from recallwatch._files import write_atomic
+    from recallwatch._files import check_output_file, write_atomic
     from recallwatch.formats.golden import GoldenSet, load_golden
     from recallwatch.judgments.judging import load_judgments, merge_into_golden, resolve
 
+    check_output_file(out, "--out", example="golden.yaml")
     current = load_golden(golden)
     final, _ = resolve(load_judgments(judgments))
     merged, report = merge_into_golden(current.to_dict(), final.grades(), min_grade=min_grade)

@@ -337,6 +337,7 @@ def judge(
     """Optional LLM judge (any OpenAI-compatible chat endpoint) grading (query, passage) pairs
     0-3: measured against human judgments first (weighted kappa), refused below --min-kappa."""
     from recallwatch import __version__
+    from recallwatch._files import check_output_file
     from recallwatch.errors import UsageError
     from recallwatch.judgments.agreement import WEIGHTS
     from recallwatch.judgments.judgments import read_qrels_grades, write_judged_qrels
@@ -344,8 +345,10 @@ def judge(
 
     if weights not in WEIGHTS:
         raise UsageError(f"--weights must be one of {', '.join(WEIGHTS)}, found {weights!r}")
+    if out is not None:
+        check_output_file(out, "--out", example="judge.qrels")
     human = read_qrels_grades(qrels)
-    todo = read_pairs(pairs)
+    todo = read_pairs(pairs, trec_ids=out is not None)
     grader = LLMJudge(base_url, model, api_key_env=api_key_env, timeout=timeout)
     result = run_judge(grader, todo, human, min_kappa=min_kappa, max_bad_share=max_bad_share,
                        min_pairs=min_pairs, weights=weights)

@@ -4,6 +4,7 @@ kept apart from the command's options in ``online_cmd``."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +14,7 @@ if TYPE_CHECKING:
     from recallwatch.judgments.click_models import ClickCounts, ClickModelFit
     from recallwatch.judgments.click_models.prior import PriorChoice
     from recallwatch.judgments.judgments import JudgmentSet
-    from recallwatch.online.log import Impression
+    from recallwatch.online.log import Impression, InteractionLog
 
 __all__ = ["run_clicks"]
 
@@ -49,23 +50,22 @@ def run_clicks(log: Path, *, model: str, min_impressions: int, min_examinations:
         read_qrels_grades,
         write_judged_qrels,
     )
-    from recallwatch.online import InteractionLog
 
     CLICK_MODELS.get(model)  # an unknown name fails before the log is read
     strength = _prior(prior)
     cut_points = list(check_cuts(cuts))
+    source, impressions = _opened(log, out)
     human = None if qrels is None else read_qrels_grades(qrels)
-    source = InteractionLog(log)
     tails = model == "dbn"
     counter = ClickCounter(max_rank=max_rank, tails=tails)
     choice: PriorChoice | None = None
     if strength is None:  # auto: every fifth impression held out to choose the strength
         train = ClickCounter(max_rank=max_rank, tails=tails)
         held = ClickCounter(max_rank=max_rank, tails=tails)
-        counter.add(_split(source, train, held))
+        counter.add(_split(impressions, train, held))
         choice = choose_prior(train.counts(), held.counts(), model)
     else:
-        counter.add(source)
+        counter.add(impressions)
     counts = counter.counts()
     if strength is not None and strength > 0.0:
         choice = PriorChoice(strength, fitted_mean(fit(counts, model)))
@@ -117,6 +117,21 @@ def run_clicks(log: Path, *, model: str, min_impressions: int, min_examinations:
                  f"{kappa}{ci}, same grade {measured.exact:.0%}")
     if out is not None:
         emit(f"wrote {out} ({len(judged.judgments)} labels) and {sidecar}")
+
+
+def _opened(log: Path, out: Path | None) -> tuple[InteractionLog, Iterable[Impression]]:
+    """The log, and its impressions as the counters read them: with --out (checked to be a file
+    name first) every id must fit a qrels file, refused at its line as the log is read."""
+    from recallwatch._files import check_output_file
+    from recallwatch.online import InteractionLog
+    from recallwatch.online.log import trec_ids
+
+    if out is None:
+        source = InteractionLog(log)
+        return source, source
+    check_output_file(out, "--out", example="clicks.qrels")
+    source = InteractionLog(log)
+    return source, trec_ids(source, str(log))
 
 
 def _split(log: Any, train: Any, held: Any) -> Any:

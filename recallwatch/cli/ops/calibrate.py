@@ -1,8 +1,8 @@
 """``recallwatch ops calibrate-threshold`` (the no-result score threshold) and
 ``recallwatch ops calibrate-noise`` (per-domain noise ceilings from a healthy gate run).
 
-Exit codes: 0 done, 1 calibrate-threshold refused a threshold under --min-coverage (not stored),
-2 usage or input error.
+Exit codes: 0 done, 1 calibrate-threshold refused a threshold (not stored: it misses its target,
+or its coverage is under --min-coverage), 2 usage or input error.
 """
 
 from __future__ import annotations
@@ -71,7 +71,8 @@ def calibrate_threshold(
     nothing gets "no result". The golden set's queries are the answerable ones. Prints
     precision (share of answers that hold an expected chunk) and coverage (share of answerable
     queries answered) at each threshold, and the chosen point, stored in the store's metadata
-    under the embedder's fingerprint."""
+    under the embedder's fingerprint. A point that misses its target, or whose coverage is
+    under --min-coverage, is printed and not stored (exit 1)."""
     from recallwatch.embedders import embedder_from_spec
     from recallwatch.embedders.base import SPEC_META_KEY
     from recallwatch.errors import UsageError
@@ -97,15 +98,12 @@ def calibrate_threshold(
         cal = run(vs, embedder_from_spec(spec), gold, off, negatives=kind, target=target,
                   value=value, unanswerable_source=None if unanswerable is None
                   else str(unanswerable))
-        refused = cal.coverage < min_coverage  # with --dry-run: said, not an error
+        why = cal.refusal(min_coverage) or ""  # with --dry-run: said, not an error
+        refused = bool(why)
         if not dry_run and not refused:
             store_threshold(vs, cal)
     finally:
         vs.close()
-    why = (f"NOT stored: coverage {cal.coverage:.3f} is under --min-coverage {min_coverage:g} "
-           "(the threshold would leave most answerable questions without an answer); lower "
-           "--target-precision, or ask for --target-coverage, or pass --min-coverage 0 to store "
-           "it anyway") if refused else ""
     if fmt is TableJson.json:
         emit_json({**cal.to_dict(), "stored": not dry_run and not refused,
                    "min_coverage": min_coverage, **({"refused": why} if refused else {})})
@@ -139,14 +137,20 @@ def calibrate_threshold(
 def _gate_result(golden: Path, store: str | None, results: Path | None,
                  policy: Path | None, split: SplitPart,
                  judgments: dict[tuple[str, str], int] | None = None) -> GateResult:
-    from recallwatch.acceptance.gate import gate_from_files
+    from recallwatch.acceptance.run import SourceSpec, gate
+    from recallwatch.errors import UsageError
     from recallwatch.formats.golden import load_golden
     from recallwatch.ops.calibrate import tuning_part
 
+    if (store is None) == (results is None):
+        raise UsageError("give exactly one of --store URI or --results FILE")
     # Refuse `test` (and a split without tune queries) before anything is searched.
-    has_split = tuning_part(load_golden(golden), split.value).has_split
-    return gate_from_files(golden, store=store, results=results, policy=policy,
-                           part="tune" if has_split else "auto", judgments=judgments)
+    golden_set = load_golden(golden)
+    has_split = tuning_part(golden_set, split.value).has_split
+    source = SourceSpec("store", store) if store is not None else SourceSpec("results",
+                                                                             str(results))
+    return gate(golden_set, source, policy, part="tune" if has_split else "auto",
+                judgments=judgments)
 
 
 def calibrate_noise(

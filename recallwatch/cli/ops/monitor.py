@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -22,6 +21,7 @@ from recallwatch.cli._options import (
     EngineOption,
     GoldenOption,
     HistoryPath,
+    MaxRecallLoss,
     MinCoverage,
     NoHistory,
     PipelineFile,
@@ -155,13 +155,15 @@ def probes(
         "--sample", help="Draw this many logged queries.")] = None,
     seed: Seed = 0,
     name: Annotated[str, typer.Option("--name", help="Probe-set name.")] = "probes",
-    version: Annotated[str, typer.Option("--version", help="Probe-set version.")] = "1",
+    version: Annotated[str, typer.Option("--probe-version", help="Probe-set version.")] = "1",
 ) -> None:
     """Build a versioned probe set from the queries of a golden set (--golden) and/or a random
     sample of logged queries (--queries, --sample, drawn with --seed)."""
+    from recallwatch._files import check_output_file
     from recallwatch.formats.golden import load_golden
     from recallwatch.ops.probes import build_probes, write_probes
 
+    check_output_file(out, "OUT", example="probes.json")
     built = build_probes(golden=None if golden is None else load_golden(golden),
                          logged=() if queries is None else queries,
                          sample=sample, seed=seed, name=name, version=version)
@@ -192,8 +194,9 @@ def monitor(
         "--reindex-below", min=0.0, max=1.0,
         help="Close the loop: when recall@k falls under this, rebuild the index in the "
         "background, check the new one on the probes, and switch to it only if it reaches "
-        "--floor.")] = None,
+        "--floor and is not worse than the live one beyond --max-recall-loss.")] = None,
     reindex_window: ReindexWindowHours = 24.0,
+    max_recall_loss: MaxRecallLoss = 0.01,
     min_coverage: MinCoverage = 0.5,
     log: Annotated[Path | None, typer.Option(
         "--log", help="Interaction log of real traffic (JSON Lines, plain or gzip): adds the "
@@ -257,6 +260,7 @@ def monitor(
     With --pipeline the probes (texts) are also searched through a pipeline of retrievers, and
     the latency cap applies to the pipeline (what users wait for). A pipeline alone (no --store)
     gives latency, answered share and failures only."""
+    from recallwatch._durations import span
     from recallwatch.cli.ops._pipeline import (
         check_pipeline_only,
         pipeline_only_text,
@@ -274,6 +278,7 @@ def monitor(
         raise InputError(field="--floor", expected="a recall between 0 and 1", found=floor)
     if webhook is not None:
         check_webhook(webhook)  # now, not when an alarm fires
+    reindex_span = span(reindex_window, "hours", "--reindex-window-hours")
     window = budget_window if budget_window is not None or budget_days is not None else 30
     policy = BudgetPolicy(target=floor if budget_target is None else budget_target,
                           slo=budget_slo, window_runs=window, window_days=budget_days)
@@ -306,7 +311,8 @@ def monitor(
                         report = run_monitor(
                             vs, probe_set, k=k, floor=floor, budget=policy, history=hist,
                             reindex_below=reindex_below,
-                            reindex_window=timedelta(hours=reindex_window), live=live,
+                            reindex_window=reindex_span, live=live,
+                            max_recall_loss=max_recall_loss,
                             exact=exact, min_coverage=min_coverage,
                             drift_alarm_p=drift_alarm_p, max_latency_p99_ms=max_probe_latency_p99,
                             pipeline=through)
@@ -380,7 +386,8 @@ def _live_check(log: Path | None, window: str | None, *, baseline: str | None,
     else:
         signals, before = window_and_baseline(
             source, None if window is None else parse_window(window),
-            baseline=DEFAULT_BASELINE if baseline is None else parse_window(baseline))
+            baseline=DEFAULT_BASELINE if baseline is None else parse_window(baseline,
+                                                                             "--baseline"))
     return check_live({**signals.to_dict(), "log": source.summary.to_dict()}, policy,
                       None if before is None else before.to_dict())
 

@@ -26,7 +26,7 @@ from recallwatch.cli._options import (
 def promote_cmd(
     store: StoreURI,
     version: Annotated[str | None, typer.Option(
-        "--version", help="Index version to promote (default: the store's current "
+        "--index-version", help="Index version to promote (default: the store's current "
         "version).")] = None,
     golden: GoldenOption = None,
     policy: PolicyFile = None,

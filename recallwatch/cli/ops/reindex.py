@@ -1,8 +1,8 @@
 """``recallwatch ops reindex`` and ``recallwatch ops rollback``: rebuild the index and switch
 atomically, or put the previous one back.
 
-Exit codes: 0 switched / rolled back, 1 not switched (the new index missed the floor), 2 usage or
-input error.
+Exit codes: 0 switched / rolled back, 1 not switched (the new index missed the floor, or may be
+worse than the live one beyond the tolerance), 2 usage or input error.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from recallwatch.cli._options import (
     EngineChoice,
     EngineOption,
     HistoryPath,
+    MaxRecallLoss,
     NoHistory,
     ProbesFile,
     RayAddress,
@@ -32,6 +33,7 @@ def reindex(
     probes_file: ProbesFile,
     k: Depth = 10,
     floor: RecallFloor = 0.95,
+    max_recall_loss: MaxRecallLoss = 0.01,
     history: HistoryPath = DEFAULT_HISTORY,
     no_history: NoHistory = False,
     engine: EngineOption = EngineChoice.local,
@@ -40,7 +42,9 @@ def reindex(
     fmt: TableJsonFormat = TableJson.table,
 ) -> None:
     """Build a new index in the background, verify it on the probes, and switch atomically (exit
-    1: the new index missed --floor and the current one keeps serving). Any adapter; the new
+    1: the new index missed --floor, or may be worse than the live one by more than
+    --max-recall-loss, and the current one keeps serving; the report gives the difference's
+    95 % interval). Any adapter; the new
     index is built with the URI's index parameters. LanceDB: one index commit; other adapters:
     a copy of production with a fresh index, promoted by the engine's view, alias or pointer
     switch once verified and checked to hold the same content. With --engine ray the exact
@@ -54,7 +58,8 @@ def reindex(
     hist = recording_history(history, no_history)
     try:
         with exact_search(engine, address, workers) as exact:
-            result = run(vs, probe_set, k=k, floor=floor, history=hist, exact=exact)
+            result = run(vs, probe_set, k=k, floor=floor, history=hist, exact=exact,
+                         max_recall_loss=max_recall_loss)
     finally:
         vs.close()
         if hist is not None:

@@ -1,0 +1,162 @@
+"""The user's generator, run by recallwatch: the question and its contexts in, the answer out.
+
+``gate --generator SPEC`` takes
+
+* ``python:MODULE:ATTR`` — a function ``f(question: str, contexts: list[str]) -> str`` in the
+  user's code (MODULE imported from the working directory, then the golden set's folder), or a
+  function or class without arguments that returns one (a factory). It is loaded and called
+  through the same place as a ``python:`` retriever (:mod:`recallwatch.retrievers.python`);
+* ``http(s)://…/v1?model=NAME[&prompt=FILE][&api_key_env=VAR][&timeout=S][&max_tokens=N]`` — an
+  OpenAI-compatible chat endpoint (:mod:`recallwatch.answers.chat`), asked at temperature 0 with
+  :data:`SYSTEM_PROMPT` and the user message of the prompt template: :data:`USER_TEMPLATE`, or
+  the file ``prompt=FILE``, in which ``{question}`` and ``{contexts}`` (the passages, numbered
+  ``[1]``, ``[2]`` …) are replaced and nothing else is.
+
+An answer must be a non-empty string; anything else is a :class:`~recallwatch.errors.
+GeneratorError` naming the generator and the question.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from recallwatch._usercode import UserCode
+from recallwatch.answers.chat import ChatSpec, is_chat_spec, parse_chat_spec
+from recallwatch.answers.judges import numbered
+from recallwatch.errors import GeneratorError, InputError, UsageError
+from recallwatch.retrievers.python import DEFAULT_TIMEOUT, load_attribute, user_code
+
+__all__ = ["SYSTEM_PROMPT", "USER_TEMPLATE", "ChatGenerator", "Generator", "PythonGenerator",
+           "open_generator"]
+
+SYSTEM_PROMPT = (
+    "You answer questions using only the numbered passages you are given. If they do not hold "
+    "the answer, say so. Answer in the language of the question, in a few sentences.")
+USER_TEMPLATE = "Passages:\n{contexts}\n\nQuestion: {question}"
+_PLACEHOLDERS = ("{question}", "{contexts}")
+
+
+class Generator(Protocol):
+    def answer(self, question: str, contexts: Sequence[str]) -> str: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+
+def _checked(value: object, where: str, question: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        found = "an empty string" if isinstance(value, str) else type(value).__name__
+        raise GeneratorError(f"{where} answered {question[:60]!r} with {found}: expected the "
+                             "answer's text")
+    return value
+
+
+def _guard(spec: str) -> UserCode:
+    """The guard every call into a python: generator goes through, as a python: retriever's:
+    its prints go to standard error, sys.exit is an input error, a call is bounded in time."""
+    return replace(user_code(f"generator {spec}", "the answer's text", DEFAULT_TIMEOUT,
+                             "(a generator's timeout is not settable yet)"),
+                   error=GeneratorError)
+
+
+@dataclass
+class PythonGenerator:
+    target: Callable[[str, list[str]], Any]
+    spec: str
+    guard: UserCode
+
+    def answer(self, question: str, contexts: Sequence[str]) -> str:
+        value = self.guard.call(self.target, question, list(contexts),
+                                during=f"on question {question[:60]!r}")
+        return _checked(value, f"generator {self.spec}", question)
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "python", "spec": self.spec}
+
+
+def _takes(fn: Callable[..., Any], *args: Any) -> bool:
+    """Whether ``fn`` can be called with ``args`` (an object whose signature cannot be read is
+    taken at its word)."""
+    try:
+        inspect.signature(fn).bind(*args)
+    except TypeError:
+        return False
+    except ValueError:
+        return True
+    return True
+
+
+def _python(spec: str, base_dir: Path) -> PythonGenerator:
+    where = f"generator {spec}"
+    guard = _guard(spec)
+    target = load_attribute(spec, base_dir=base_dir, what=where, guard=guard)
+    if callable(target) and (inspect.isclass(target) or _takes(target)):
+        target = guard.call(target, during="while building the generator")
+    if not callable(target) or not _takes(target, "question", ["context"]):
+        raise UsageError(f"{where} is a {type(target).__name__}: expected a function "
+                         "f(question, contexts) -> answer text, or a factory returning one")
+    return PythonGenerator(target, spec, guard)
+
+
+@dataclass
+class ChatGenerator:
+    spec: ChatSpec
+    template: str
+    template_source: str | None
+    max_tokens: int
+
+    def __post_init__(self) -> None:
+        self.client = self.spec.client(max_tokens=self.max_tokens)
+
+    def answer(self, question: str, contexts: Sequence[str]) -> str:
+        user = self.template.replace("{contexts}", numbered(contexts, self.client.max_chars)) \
+            .replace("{question}", question)
+        reply = self.client.complete(SYSTEM_PROMPT, user)
+        return _checked(reply, f"generator {self.spec.model!r} at {self.spec.base_url}",
+                        question)
+
+    def describe(self) -> dict[str, Any]:
+        import hashlib
+
+        return {"kind": "chat", **self.spec.describe(), "max_tokens": self.max_tokens,
+                "prompt": self.template_source or "default", "prompt_sha256": hashlib.sha256(
+                    f"{SYSTEM_PROMPT}\n---\n{self.template}".encode()).hexdigest()}
+
+
+def _template(path: str | None, base_dir: Path) -> tuple[str, str | None]:
+    if path is None:
+        return USER_TEMPLATE, None
+    p = Path(path) if Path(path).is_absolute() or Path(path).exists() else base_dir / path
+    from recallwatch.formats.structured import text_lines
+
+    text = "\n".join(line for _, line in text_lines(p))
+    missing = [ph for ph in _PLACEHOLDERS if ph not in text]
+    if missing:
+        raise InputError(source=p, field="prompt",
+                         expected="a prompt template holding {question} and {contexts}",
+                         found=f"<no {' and no '.join(missing)}>")
+    return text, str(p)
+
+
+def _chat(spec: str, base_dir: Path) -> ChatGenerator:
+    chat = parse_chat_spec(spec, "--generator", extra=("prompt", "max_tokens"))
+    template, source = _template(chat.options.get("prompt"), base_dir)
+    raw = chat.options.get("max_tokens", "512")
+    if not raw.isdigit() or not 1 <= int(raw) <= 100_000:
+        raise UsageError(f"--generator: max_tokens must be a whole number from 1 to 100000, "
+                         f"found {raw!r}")
+    return ChatGenerator(chat, template, source, int(raw))
+
+
+def open_generator(spec: str, *, base_dir: Path | None = None) -> Generator:
+    """The generator ``spec`` names (see the module's documentation)."""
+    folder = base_dir or Path.cwd()
+    if spec.startswith("python:"):
+        return _python(spec, folder)
+    if is_chat_spec(spec):
+        return _chat(spec, folder)
+    raise UsageError(f"--generator must be python:MODULE:ATTR or an OpenAI-compatible chat "
+                     f"endpoint http(s)://…?model=NAME; found {spec!r}")

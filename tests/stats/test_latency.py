@@ -1,0 +1,80 @@
+"""Quantiles of per-call timings with distribution-free intervals, and the bootstrap of the ratio
+of two quantiles: checked against scipy's binomial distribution and against simulated truth."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import binom
+
+from recallwatch.errors import UsageError
+from recallwatch.stats import calls_needed, quantile, quantile_ratio
+
+
+def test_calls_needed_is_the_first_count_whose_interval_has_both_ends() -> None:
+    assert calls_needed(0.99) == 368 and calls_needed(0.5) == 6 and calls_needed(0.95) == 72
+    for q in (0.5, 0.9, 0.99):
+        n = calls_needed(q)
+        # with n calls the slowest one is above the true quantile often enough; with n - 1 not
+        assert 1 - q ** n >= 0.975 > 1 - q ** (n - 1)
+    with pytest.raises(UsageError, match="strictly between 0 and 1"):
+        calls_needed(1.0)
+
+
+def test_a_quantile_of_too_few_calls_is_not_stated() -> None:
+    est = quantile(np.arange(13.0), 0.99)
+    assert est.value is None and est.low is None and not est.enough
+    assert est.missing() == "not enough calls for a p99: 13 of 368 needed"
+    assert quantile(np.arange(6.0), 0.5).enough and not quantile(np.arange(5.0), 0.5).enough
+
+
+def test_the_interval_is_the_order_statistics_scipy_gives() -> None:
+    x = np.random.default_rng(0).lognormal(size=500)
+    est = quantile(x, 0.99)
+    s = np.sort(x)
+    assert est.value == pytest.approx(np.percentile(x, 99))
+    # both ends from the binomial distribution of the count of calls below the true p99
+    lo = int(binom.ppf(0.025, 500, 0.99))
+    hi = int(binom.ppf(0.975, 500, 0.99)) + 1
+    assert (est.low, est.high) == (s[lo - 1], s[min(hi, 500) - 1])
+
+
+def test_the_interval_covers_the_true_quantile_at_least_95_percent_of_the_time() -> None:
+    rng = np.random.default_rng(1)
+    truth = math.exp(2.3263478740408408)  # the p99 of a standard log-normal
+    covered = 0
+    for _ in range(400):
+        est = quantile(rng.lognormal(size=400), 0.99)
+        assert est.low is not None and est.high is not None
+        covered += est.low <= truth <= est.high
+    assert covered / 400 >= 0.93  # nominal 0.95 or more (order statistics are conservative)
+
+
+def test_the_ratio_of_two_quantiles() -> None:
+    rng = np.random.default_rng(2)
+    old = rng.lognormal(0.0, 0.4, 400)
+    same = quantile_ratio(rng.lognormal(0.0, 0.4, 400), old, 0.5)
+    assert same.low < 1.0 < same.high and not same.real
+    slower = quantile_ratio(3.0 * rng.lognormal(0.0, 0.4, 400), old, 0.99, bound=2.0)
+    assert slower.real and 2.0 < slower.low < 3.0 < slower.high
+    assert slower.calls == (400, 400) and not slower.paired
+    # the interval follows from each side's: the new p99 at least, the old one at most
+    assert slower.low == pytest.approx(slower.new.low / slower.old.high)  # type: ignore[operator]
+    with pytest.raises(UsageError, match="a ratio of p99s needs 368 calls on each side"):
+        quantile_ratio(old[:100], old, 0.99)
+    with pytest.raises(UsageError, match="as many calls on each side"):
+        quantile_ratio(old[:300], old, 0.5, paired=True)
+
+
+def test_an_unchanged_distribution_is_called_real_at_most_5_percent_of_the_time() -> None:
+    """Same distribution, heavy tail: the rise claims of the p99 and of the median are rare
+    (the bound each side's interval gives is wrong at most 2.5 % of the time per side)."""
+    rng = np.random.default_rng(4)
+    claims = {0.5: 0, 0.99: 0}
+    for _ in range(400):
+        a, b = rng.lognormal(0.0, 0.6, 368), rng.lognormal(0.0, 0.6, 368)
+        for q in claims:
+            claims[q] += quantile_ratio(a, b, q).real
+    assert claims[0.5] <= 20 and claims[0.99] <= 20  # 5 % of 400
