@@ -14,12 +14,17 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
+# The demo install runs every example of the docs that needs no other service: the dashboard
+# (web) and BM25 keyword search (bm25: hybrid pipelines, experiment variants); see
+# tests/test_demo_install.py.
+DEMO_EXTRAS := web,bm25
+
 $(DEMO_STAMP): pyproject.toml | $(BIN)/python
-	@echo "Installing recallwatch and its dashboard into $(VENV) ..."
-	$(BIN)/pip install --quiet -e '.[web]'
+	@echo "Installing recallwatch, its dashboard and BM25 keyword search into $(VENV) ..."
+	$(BIN)/pip install --quiet -e '.[$(DEMO_EXTRAS)]'
 	touch $@
 
-# [all] includes [web], so a test install also serves the demo.
+# [all] includes [web] and [bm25], so a test install also serves the demo.
 $(TEST_STAMP): pyproject.toml | $(BIN)/python
 	@echo "Installing recallwatch with every extra and the test tools into $(VENV) (a few minutes) ..."
 	$(BIN)/pip install --quiet -e '.[all,dev]'

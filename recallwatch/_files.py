@@ -431,6 +431,13 @@ class _GzipInput(gzip.GzipFile):
             self._raw.close()
 
 
+def bytes_read(stream: io.BufferedIOBase) -> Callable[[], int]:
+    """How many bytes of the file under ``stream`` (compressed ones, for a gzip stream) have
+    been read so far: what a progress bar over the file's size counts."""
+    raw = stream._raw if isinstance(stream, _GzipInput) else stream
+    return raw.tell
+
+
 def capped_lines(stream: io.BufferedIOBase, source: str | os.PathLike[str],
                  first: int = 1) -> Iterator[bytes]:
     """The lines of ``stream`` (with their line break), each at most :func:`line_cap` bytes:

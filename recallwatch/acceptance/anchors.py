@@ -17,6 +17,12 @@ RAG system would read, with no model involved.
 Groups of alternatives (``{any: [...]}``, ``{at_least: N, of: [...]}``: chunk ids or anchors)
 are settled the same way: the source scores every member, then the ``N`` best-ranked members
 count as the group's expected items (:meth:`QueryAnchors.settle`), and the report says which.
+
+**Twins.** A chunk whose text is identical to an expected chunk's (the same content under
+another id: :mod:`recallwatch.formats.duplicates`) answers the query as well. With the policy's
+``twins_count_as_found`` (the default), an expected chunk missing from the top K whose twin is in
+the top K is an alternative of it: :func:`find_twins` finds them, :meth:`QueryAnchors.settle`
+counts the twin in its place (at the twin's rank), and :meth:`QueryAnchors.twin_rows` says so.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from recallwatch.errors import DatasetError
+from recallwatch.formats.duplicates import duplicate_text
 from recallwatch.formats.golden import Alternatives, Anchor, GoldenQuery, normalise_quote
 from recallwatch.records import Chunk
 
@@ -36,6 +43,7 @@ __all__ = [
     "QueryAnchors",
     "closest_chunks",
     "fact_found",
+    "find_twins",
     "locate",
     "resolve_queries",
 ]
@@ -169,6 +177,11 @@ class QueryAnchors:
     # the chunks that count for them
     chosen: dict[str, tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]] = field(
         default_factory=dict)
+    # query id -> expected chunk (missing from the top K) -> its identical twins in the top K,
+    # best-ranked first (:func:`find_twins`); given before :meth:`settle`
+    twins: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
+    # query id -> expected chunk -> the twin :meth:`settle` counted in its place
+    swapped: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def splits(self) -> dict[str, str]:
@@ -238,6 +251,9 @@ class QueryAnchors:
         out = []
         for q, ids in zip(queries, ranked):
             position = {cid: i for i, cid in enumerate(ids)}
+            twins = self.twins.get(q.id, {})
+            for cid, found in twins.items():  # a twin is an alternative of its expected chunk
+                position[cid] = min(position.get(cid, len(ids)), position[found[0]])
             chosen: dict[str, tuple[str, ...]] = {}
             for r in self.by_query.get(q.id, ()):
                 if r.kind == "whole":
@@ -256,14 +272,31 @@ class QueryAnchors:
                 self.chosen[q.id] = tuple(names)
                 settled = replace(settled, expected=tuple(dict.fromkeys([*settled.expected,
                                                                          *counted])))
-            out.append(settled)
+            out.append(self._swap_twins(settled, twins))
         return out
+
+    def _swap_twins(self, q: GoldenQuery, twins: Mapping[str, tuple[str, ...]]) -> GoldenQuery:
+        """``q`` with each expected chunk that has a twin in the top K replaced by its
+        best-ranked twin (a Gold chunk's twin is Gold)."""
+        swap = {c: twins[c][0] for c in q.expected if c in twins}
+        if not swap:
+            return q
+        self.swapped[q.id] = swap
+        return replace(q, expected=tuple(dict.fromkeys(swap.get(c, c) for c in q.expected)),
+                       gold=tuple(dict.fromkeys([*q.gold, *(swap[c] for c in q.gold
+                                                            if c in swap)])))
+
+    def twin_rows(self, qid: str, ranks: Mapping[str, int | None]) -> tuple[dict[str, Any], ...]:
+        """Per expected chunk counted through its twin: ``{"expected", "found", "rank"}``."""
+        return tuple({"expected": c, "found": t, "rank": ranks.get(t)}
+                     for c, t in self.swapped.get(qid, {}).items())
 
     def group_rows(self, q: GoldenQuery, top: Sequence[str],
                    context: Sequence[Chunk]) -> tuple[dict[str, Any], ...]:
         """Per group of alternatives: its members, how many it needs, the members counted, and
         the members found in the top K (an anchor: its quote in the top-K text)."""
         in_top = set(top)
+        in_top |= {c for c, t in self.swapped.get(q.id, {}).items() if t in in_top}
         rows = []
         for g, (names, chunks) in zip(q.alternatives, self.chosen.get(q.id, ())):
             found = [m if isinstance(m, str) else m.key for m in g.members
@@ -287,9 +320,12 @@ class QueryAnchors:
         """Per anchor: its resolution, the chunk(s) the gate expected and whether its quote is in
         the top-K context; and the query's fact recall@K (None without anchors)."""
         rows = []
+        swapped = self.swapped.get(q.id, {})
+        counted = set(chosen)
         for r in self.by_query.get(q.id, ()):
             row = r.to_dict()
-            row["expected"] = [c for c in r.chunk_ids if c in chosen]
+            row["expected"] = [swapped.get(c, c) for c in r.chunk_ids
+                               if c in counted or swapped.get(c) in counted]
             row["in_context"] = fact_found(r.anchor, context)
             rows.append(row)
         # a group holding anchors is one fact: found when enough of its members' quotes are
@@ -309,6 +345,43 @@ def _short(quote: str, width: int = 60) -> str:
 
 def _all_anchors(q: GoldenQuery) -> tuple[Anchor, ...]:
     return (*q.anchors, *(a for g in q.alternatives for a in g.anchors))
+
+
+def find_twins(queries: Sequence[GoldenQuery], ranked: Sequence[Sequence[str]],
+               ks: Sequence[int], chunks_of: Callable[[Sequence[str]], Mapping[str, Chunk]],
+               ) -> dict[str, dict[str, tuple[str, ...]]]:
+    """Query id → each expected chunk missing from its top K → the chunks of its top K with
+    identical text (normalised as :func:`recallwatch.formats.duplicates.duplicate_text`),
+    best-ranked first. A chunk the query itself expects is nobody's twin (it counts on its
+    own). ``queries`` carry every chunk they may expect (:meth:`QueryAnchors.candidates`);
+    ``chunks_of(ids)`` reads chunks (those it cannot read have no twins). Only queries missing
+    an expected chunk are read: their top K and missing chunks, a block of queries at a time."""
+    wanted = []
+    for q, ids, k in zip(queries, ranked, ks):
+        top = list(ids[:k])
+        in_top = set(top)
+        missing = [c for c in q.expected if c not in in_top]
+        if missing:
+            wanted.append((q, top, missing))
+    out: dict[str, dict[str, tuple[str, ...]]] = {}
+    for start in range(0, len(wanted), _TWIN_BLOCK):
+        block = wanted[start:start + _TWIN_BLOCK]
+        read = chunks_of(list(dict.fromkeys(c for _, top, missing in block
+                                            for c in (*missing, *top))))
+        text = {cid: duplicate_text(c) for cid, c in read.items()}
+        for q, top, missing in block:
+            own = set(q.expected)
+            found = {c: tuple(t for t in top if t not in own and t in text
+                              and text[t] == text[c])
+                     for c in missing if c in text}
+            found = {c: t for c, t in found.items() if t}
+            if found:
+                out[q.id] = found
+    return out
+
+
+# Queries whose chunks find_twins reads in one call: the reads stay bounded on a large set.
+_TWIN_BLOCK = 512
 
 
 def resolve_queries(queries: Sequence[GoldenQuery],

@@ -19,7 +19,7 @@ from recallwatch.formats.policy import SearchSettings
 from recallwatch.stores.base import Chunk
 from recallwatch.vectors import cosine_pairs
 
-__all__ = ["DiagnosisContext", "diagnose", "patterns", "prose_words"]
+__all__ = ["DiagnosisContext", "diagnose", "patterns", "prose_words", "shared_domains"]
 
 NUMERIC_TAGS = frozenset({"numeric", "table"})
 _WORD = re.compile(r"[^\W\d_]{3,}", re.UNICODE)
@@ -78,6 +78,9 @@ class DiagnosisContext:
     # chunk id -> the content anchor found in it: the gate expects it for its content, wherever
     # a re-chunking put that content, not for its id
     holders: Mapping[str, tuple[str, str]] = field(default_factory=dict)  # (in words, quote)
+    # whether the golden set's query domains name the corpus's domains (shared_domains): only
+    # then does a chunk labelled with another domain than its query's look mislabelled
+    domains_shared: bool = True
 
 
 # A line that is whole although it does not end a sentence: code, a call signature, a doctest
@@ -221,11 +224,27 @@ def description_findings(chunk: Chunk) -> list[str]:
             f"{tail}"]
 
 
+# Fewer (query domain, expected chunk domain) pairs than this cannot show that a golden set
+# groups its questions otherwise than the corpus: its domains are taken as the corpus's.
+MIN_DOMAIN_PAIRS = 5
+
+
+def shared_domains(pairs: Sequence[tuple[str | None, str | None]]) -> bool:
+    """Whether queries and chunks use one vocabulary of domains: unless, of
+    ``MIN_DOMAIN_PAIRS`` or more (query domain, expected chunk domain) pairs where both are set,
+    fewer than half agree. A golden set that groups its questions otherwise (topics of its own,
+    not the corpus's domains) disagrees on most, and then a mismatch says nothing about the
+    chunk's label."""
+    both = [(a, b) for a, b in pairs if a and b]
+    return len(both) < MIN_DOMAIN_PAIRS or 2 * sum(a == b for a, b in both) >= len(both)
+
+
 def labelling_findings(chunk: Chunk, q: QueryResult, ctx: DiagnosisContext, *,
                        moved: bool = False) -> list[str]:
     """``moved``: the domain mismatch is already explained by a re-chunking (moved_findings)."""
     found = []
-    if q.domain and chunk.domain and chunk.domain != q.domain and not moved:
+    if q.domain and chunk.domain and chunk.domain != q.domain and not moved \
+            and ctx.domains_shared:
         found.append(f"labelled domain {chunk.domain!r}, the query's domain is {q.domain!r}")
     if chunk.valid_to is not None and chunk.valid_to < ctx.run_date:
         found.append(f"validity ended {chunk.valid_to.isoformat()} (run date "

@@ -19,9 +19,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from recallwatch._hashing import canonical_hash
-from recallwatch.acceptance.anchors import QueryAnchors, resolve_queries
+from recallwatch.acceptance.anchors import QueryAnchors, find_twins, resolve_queries
 from recallwatch.acceptance.cost import measure_cost
-from recallwatch.acceptance.diagnosis import DiagnosisContext, diagnose, halves_similarity, patterns
+from recallwatch.acceptance.diagnosis import (
+    DiagnosisContext,
+    diagnose,
+    halves_similarity,
+    patterns,
+    shared_domains,
+)
 from recallwatch.acceptance.golden_size import golden_size, size_warning
 from recallwatch.acceptance.limits import check_measures, run_checks
 from recallwatch.acceptance.model import (
@@ -38,6 +44,7 @@ from recallwatch.acceptance.permissions import apply_permissions, leak_diagnoses
 from recallwatch.acceptance.retrieve import (
     LatencyBaseline,
     ResultsSource,
+    Retrieved,
     Source,
     StoreSource,
     ties_note,
@@ -68,8 +75,8 @@ def _new_run_id(now: datetime) -> str:
 
 @dataclass(frozen=True)
 class _Found:
-    """What the search step hands on: the queries as scored (anchors settled), their scores, and
-    the expected chunks read."""
+    """What the search step hands on: the queries as scored (anchors settled, twins counted),
+    their scores, and the expected chunks read."""
 
     queries: tuple[GoldenQuery, ...]
     anchors: QueryAnchors | None
@@ -78,6 +85,12 @@ class _Found:
     # a warning when a list the user's system ordered holds ties in another order than the
     # measures' (see ties_note)
     tied: list[str]
+    # whether the golden set has content anchors or groups of alternatives (then fact recall
+    # and the groups are reported); ``anchors`` may be set for twins alone
+    labelled: bool
+    # whether the golden set's query domains are the corpus's (shared_domains): only then is a
+    # chunk of another domain than its query's diagnosed as mislabelled
+    domains_shared: bool
 
 
 @dataclass(frozen=True)
@@ -129,6 +142,8 @@ class Gate:
             # changes no quality figure, so runs with other samples still compare)
             config = {**config, "latency_sample": source.timings.sample}
         warnings = [*_gate_warnings(self.golden, self.policy, queries, scored, split),
+                    *_twins_note(scored),
+                    *([] if found.domains_shared else [_domains_note(scored, found.chunks)]),
                     *found.tied]
         total = time.perf_counter() - start
         embed, search = source.timings.embed, source.timings.search
@@ -159,34 +174,56 @@ class Gate:
         )
 
     def _search(self, source: Source, queries: tuple[GoldenQuery, ...]) -> _Found:
-        """Each query's deep ranked list from ``source``, scored against the policy. Content
-        anchors are resolved against the chunks now, and the source scores every chunk an anchor
-        or a group of alternatives may stand for; then the best-ranked ones count. The deep
-        lists are dropped once scored: they are the largest per-query data."""
-        depth = max(self.policy.search.depth,
-                    max(self.policy.top_k or q.top_k or self.golden.top_k for q in queries))
-        anchors = None
-        if any(q.anchors or q.alternatives for q in queries):
-            anchors = resolve_queries(queries, source.siblings)
-            retrieved = source.retrieve(anchors.candidates(queries), depth)
-            queries = tuple(anchors.settle(queries, [r.ids for r in retrieved]))
-        else:
-            retrieved = source.retrieve(queries, depth)
+        """Each query's deep ranked list from ``source``, scored against the policy (see
+        :meth:`_retrieve`). The deep lists are dropped once scored: they are the largest
+        per-query data."""
+        labelled = any(q.anchors or q.alternatives for q in queries)
+        queries, retrieved, anchors = self._retrieve(source, queries, labelled)
         chunks = source.chunks(list(dict.fromkeys(c for q in queries for c in q.expected)))
         scored = score_queries(queries, retrieved, chunks, self.policy, self.golden.top_k,
                                self.judgments)
-        return _Found(queries, anchors, scored, chunks, ties_note(queries, retrieved))
+        shared = shared_domains([(q.domain, chunks[h.id].domain) for q in scored
+                                 for h in q.expected if h.id in chunks])
+        return _Found(queries, anchors, scored, chunks, ties_note(queries, retrieved),
+                      labelled, shared)
+
+    def _retrieve(self, source: Source, queries: Sequence[GoldenQuery], labelled: bool
+                  ) -> tuple[tuple[GoldenQuery, ...], list[Retrieved], QueryAnchors | None]:
+        """The deep ranked lists, and each query with the chunks it finally expects: content
+        anchors resolved against the chunks now and groups of alternatives (``labelled``: the
+        source scores every chunk they may stand for, then the best-ranked ones count), and an
+        identical twin of an expected chunk in the top K counted in its place."""
+        ks = [self.policy.top_k or q.top_k or self.golden.top_k for q in queries]
+        depth = max(self.policy.search.depth, max(ks))
+        anchors = resolve_queries(queries, source.siblings) if labelled else None
+        asked = anchors.candidates(queries) if anchors is not None else list(queries)
+        retrieved = source.retrieve(asked, depth)
+        twins = (find_twins(asked, [r.ids for r in retrieved], ks, source.chunks)
+                 if self.policy.twins_count_as_found else {})
+        if anchors is None and twins:
+            anchors = QueryAnchors()
+        if anchors is None:
+            return tuple(queries), retrieved, None
+        anchors.twins = twins
+        settled = tuple(anchors.settle(queries, [r.ids for r in retrieved]))
+        _score_twins(settled, retrieved, anchors)
+        return settled, retrieved, anchors
 
     def _read_shown(self, source: Source, found: _Found
                     ) -> tuple[list[QueryResult], dict[str, str]]:
         """One read of every chunk the run shows, for its excerpt; whole only where fact recall
-        reads the text or the permission check reads the chunks' acl (then not kept)."""
+        reads the text or the permission check reads the chunks' acl (then not kept). Each
+        query also says which expected chunks it found through an identical twin."""
         checks_acl = any(q.groups is not None for q in found.queries)
         shown, texts = _shown_chunks(found.scored, source, found.chunks,
-                                     whole=found.anchors is not None or checks_acl)
+                                     whole=found.labelled or checks_acl)
         scored = apply_permissions(found.queries, found.scored, shown)
-        if found.anchors is not None:
-            scored = _with_fact_recall(scored, found.queries, found.anchors, shown)
+        anchors = found.anchors
+        if anchors is not None and found.labelled:
+            scored = _with_fact_recall(scored, found.queries, anchors, shown)
+        if anchors is not None and anchors.swapped:
+            scored = [replace(q, twins=anchors.twin_rows(q.id, {h.id: h.rank for h in q.expected}))
+                      for q in scored]
         return scored, texts
 
     def _diagnose(self, source: Source, found: _Found, scored: list[QueryResult],
@@ -205,6 +242,7 @@ class Gate:
             halves_similarity=halves_similarity(failing_chunks, source.embed),
             splits=anchors.splits if anchors is not None else {},
             holders=anchors.holders if anchors is not None else {},
+            domains_shared=found.domains_shared,
         )
         return [q if q.passed else replace(q, diagnosis=(*leak_diagnoses(q), *diagnose(q, ctx)))
                 for q in scored]
@@ -300,6 +338,44 @@ def _with_fact_recall(scored: list[QueryResult], queries: Sequence[GoldenQuery],
         out.append(replace(q, anchors=rows, fact_recall=fact_recall, alternatives=groups))
     return out
 
+
+
+def _score_twins(queries: Sequence[GoldenQuery], retrieved: Sequence[Retrieved],
+                 anchors: QueryAnchors) -> None:
+    """Each twin counted in place of an expected chunk gets the score it was ranked with."""
+    for q, r in zip(queries, retrieved):
+        for twin in anchors.swapped.get(q.id, {}).values():
+            r.expected_scores[twin] = float(r.scores[r.ids.index(twin)])
+
+
+def _domains_note(scored: Sequence[QueryResult], chunks: Mapping[str, Chunk]) -> str:
+    """Why no chunk is diagnosed as labelled with the wrong domain: the two sets of domains."""
+    def some(names: set[str | None]) -> str:
+        shown = sorted(n for n in names if n)
+        return ", ".join(shown[:5]) + (" …" if len(shown) > 5 else "")
+
+    held = some({c.domain for c in chunks.values()})
+    return (f"the golden set's query domains ({some({q.domain for q in scored})}) are mostly "
+            f"not the domains of the chunks they expect ({held}): they group the questions in "
+            "their own way, so a "
+            "chunk of another domain than its query's is not diagnosed as mislabelled (use the "
+            "corpus's domains in the golden set to have it checked)")
+
+
+def _twins_note(scored: Sequence[QueryResult]) -> list[str]:
+    """One line naming the queries whose expected chunk was found through an identical twin."""
+    rows = [(q.id, t) for q in scored for t in q.twins]
+    if not rows:
+        return []
+    shown = "; ".join(f"{qid}: {t['expected']} → {t['found']} at rank {t['rank']}"
+                      for qid, t in rows[:5])
+    more = f" and {len(rows) - 5} more" if len(rows) > 5 else ""
+    queries = len({qid for qid, _ in rows})
+    return [f"{len(rows)} expected chunk(s) of {queries} quer{'y' if queries == 1 else 'ies'} "
+            f"were found through an identical twin, a chunk with the same text under another "
+            f"id ({shown}{more}): counted as found (policy twins_count_as_found; false counts "
+            "only the chunk listed); remove the copies from the corpus or list both as "
+            "{any: [A, B]}"]
 
 
 # Chunks read at a time for their excerpts: a large run never holds every shown chunk whole.

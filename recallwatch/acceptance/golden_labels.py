@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from recallwatch._registry import suggest
 from recallwatch.acceptance.anchors import AnchorResolution, closest_chunks, locate
 from recallwatch.errors import DatasetError, InputError
+from recallwatch.formats.duplicates import find_duplicates
 from recallwatch.formats.fields import line_of
 from recallwatch.formats.golden import Alternatives, Anchor, GoldenQuery, GoldenSet
 from recallwatch.formats.sentences import split_sentences
@@ -76,12 +77,16 @@ class LabelCheck:
     detail: str
     line: int | None = None
     resolution: AnchorResolution | None = None
+    # the chunks with the same text as this chunk id, under other ids (its identical twins)
+    twins: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"query": self.query, "label": self.label, "status": self.status,
                                "detail": self.detail, "line": self.line}
         if self.resolution is not None:
             out["resolution"] = self.resolution.to_dict()
+        if self.twins:
+            out["twins"] = list(self.twins)
         return out
 
 
@@ -109,24 +114,18 @@ def _label(a: Anchor) -> str:
 def check_labels(golden: GoldenSet, chunks: Sequence[Chunk]) -> list[LabelCheck]:
     """Every chunk id and anchor of ``golden`` against ``chunks``: found (``ok``; ``split`` or
     ``ambiguous`` for an anchor that resolves but not to one chunk) or ``lost``, with the closest
-    chunks by content (for an anchor) or by name (for an id)."""
+    chunks by content (for an anchor) or by name (for an id). A chunk id found is listed with
+    its identical twins, if any (chunks of the same text under other ids)."""
     by_id = {c.id: c for c in chunks}
     by_doc: dict[str, list[Chunk]] = {}
     for c in chunks:
         by_doc.setdefault(c.doc_id or "", []).append(c)
+    twins = find_duplicates(chunks, near=False).twins()
     lines = _lines(golden)
     out: list[LabelCheck] = []
     for q in golden.queries:
         line = lines.get(q.id)
-        alternative = {c: g.describe() for g in q.alternatives for c in g.ids}
-        for cid in q.all_expected:
-            if cid in by_id:
-                detail = ("chunk exists" if cid not in alternative else
-                          f"chunk exists; an alternative: {alternative[cid]} answers")
-                out.append(LabelCheck(q.id, cid, "ok", detail, line))
-            else:
-                near = suggest(cid, list(by_id)).strip() or "no chunk with a similar id"
-                out.append(LabelCheck(q.id, cid, "lost", f"no chunk with this id; {near}", line))
+        out += [_id_check(q, cid, by_id, twins, line) for cid in q.all_expected]
         for a in (*q.anchors, *(a for g in q.alternatives for a in g.anchors)):
             r = locate(a, by_doc.get(a.doc_id, []))
             if r.kind == "unresolved" and a.doc_id not in by_doc:
@@ -138,6 +137,25 @@ def check_labels(golden: GoldenSet, chunks: Sequence[Chunk]) -> list[LabelCheck]
                               "unresolved": "lost"}[r.kind]
             out.append(LabelCheck(q.id, _label(a), status, detail, line, r))
     return out
+
+
+def _id_check(q: GoldenQuery, cid: str, by_id: Mapping[str, Chunk],
+              twins: Mapping[str, tuple[str, ...]], line: int | None) -> LabelCheck:
+    """One chunk id of a query: found (said with its group and its identical twins) or lost."""
+    if cid not in by_id:
+        near = suggest(cid, list(by_id)).strip() or "no chunk with a similar id"
+        return LabelCheck(q.id, cid, "lost", f"no chunk with this id; {near}", line)
+    group = next((g.describe() for g in q.alternatives if cid in g.ids), None)
+    detail = "chunk exists" if group is None else f"chunk exists; an alternative: {group} answers"
+    own = twins.get(cid, ())
+    if own:
+        detail += (f"; identical text in {', '.join(own)}: the gate counts any of them in the "
+                   "top K as this chunk (policy twins_count_as_found)")
+        both = [t for t in own if t in q.expected and cid in q.expected]
+        if both:
+            detail += (f"; {', '.join(both)} is listed as required too, so both must be found: "
+                       f"list them as {{any: [{cid}, {', '.join(both)}]}}")
+    return LabelCheck(q.id, cid, "ok", detail, line, twins=own)
 
 
 @dataclass(frozen=True)

@@ -154,6 +154,9 @@ class QueryResult:
     labels_sparse: bool = False
     noise_unjudged: int = 0
     noise_measured: bool = True
+    # Expected chunks found through an identical twin (a chunk of the same text under another
+    # id, in the top K; policy twins_count_as_found): {"expected", "found", "rank"} each.
+    twins: tuple[dict[str, Any], ...] = ()
     # The assistant's answer to this query, judged (gate --answers/--generator): faithfulness,
     # relevance, correctness, hallucinated, failure ("retrieval" | "generation" | "both" | None)
     # and the evidence (recallwatch.answers); None when the run judged no answers.
@@ -211,6 +214,7 @@ class QueryResult:
             "stage": self.stage,
             "labels_sparse": self.labels_sparse, "noise_unjudged": self.noise_unjudged,
             "noise_measured": self.noise_measured,
+            "twins": [dict(t) for t in self.twins],
             "answer": self.answer,
         }
 
@@ -433,6 +437,7 @@ class GateResult:
                    "diagnosis": tuple(Diagnosis(**x) for x in q["diagnosis"]),
                    "anchors": tuple(q.get("anchors", ())),
                    "alternatives": tuple(q.get("alternatives", ())),
+                   "twins": tuple(q.get("twins", ())),
                    "groups": None if q.get("groups") is None else tuple(q["groups"]),
                    "permission_leaks": tuple(PermissionLeak(x["id"], tuple(x["acl"]))
                                              for x in q.get("permission_leaks", ()))}

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from recallwatch._progress import progress
 from recallwatch.acceptance.model import GateResult
 from recallwatch.acceptance.retrieve import Retrieved, Timings, latency_rows
 from recallwatch.errors import DatasetError
@@ -28,6 +29,7 @@ from recallwatch.retrievers.http import redirect_notes
 from recallwatch.retrievers.pipeline import Pipeline, PipelineRun
 from recallwatch.retrievers.store import StoreRetriever
 from recallwatch.retrievers.tune import Tuned
+from recallwatch.stores.base import SEARCH_BLOCK
 
 __all__ = ["PipelineSource", "with_stages", "write_runs"]
 
@@ -49,15 +51,19 @@ class PipelineSource:
         rest = [i for i in range(len(texts)) if i not in timed]
         t0 = time.perf_counter()
         finals: dict[int, list[Hit]] = {}
-        if rest:
-            self._keep([texts[i] for i in rest], self.pipeline.search([texts[i] for i in rest],
-                                                                      depth), rest, finals)
-        # latency as a user meets it: one call per query, on up to 100 queries of the set
-        for i in sorted(timed):
-            s0 = time.perf_counter()
-            run = self.pipeline.search([texts[i]], depth)
-            self.timings.search_each.append(time.perf_counter() - s0)
-            self._keep([texts[i]], run, [i], finals)
+        with progress(len(texts), f"searching the pipeline ({len(texts):,} queries)") as advance:
+            for start in range(0, len(rest), SEARCH_BLOCK):
+                rows = rest[start:start + SEARCH_BLOCK]
+                block = [texts[i] for i in rows]
+                self._keep(block, self.pipeline.search(block, depth), rows, finals)
+                advance(len(rows))
+            # latency as a user meets it: one call per query, on up to 100 queries of the set
+            for i in sorted(timed):
+                s0 = time.perf_counter()
+                run = self.pipeline.search([texts[i]], depth)
+                self.timings.search_each.append(time.perf_counter() - s0)
+                self._keep([texts[i]], run, [i], finals)
+                advance()
         self.timings.search += time.perf_counter() - t0
         out = []
         for i, q in enumerate(queries):

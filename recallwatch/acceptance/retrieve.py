@@ -12,6 +12,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from recallwatch._blas import blas_threads
+from recallwatch._progress import in_blocks
 from recallwatch._registry import listed, suggest
 from recallwatch.embedders.base import (
     FINGERPRINT_META_KEY,
@@ -24,7 +25,14 @@ from recallwatch.errors import DatasetError, InputError
 from recallwatch.formats.golden import GoldenQuery
 from recallwatch.formats.policy import SearchSettings
 from recallwatch.formats.results import RankedList
-from recallwatch.stores.base import Chunk, Hits, SupportsAclFilter, SupportsIndexSize, VectorStore
+from recallwatch.stores.base import (
+    SEARCH_BLOCK,
+    Chunk,
+    Hits,
+    SupportsAclFilter,
+    SupportsIndexSize,
+    VectorStore,
+)
 from recallwatch.vectors import measured_tie_order
 
 __all__ = ["LatencyBaseline", "ResultsSource", "Retrieved", "Source", "StoreSource", "ties_note"]
@@ -324,6 +332,14 @@ class StoreSource:
 
     def _search(self, vectors: np.ndarray, groups: Sequence[tuple[str, ...] | None],
                 depth: int) -> list[Hits]:
+        """The store's search, ``SEARCH_BLOCK`` queries a call (a progress bar on a terminal
+        counts them)."""
+        n = len(vectors)
+        return in_blocks(n, SEARCH_BLOCK, f"searching {self.store.uri} ({n:,} queries)",
+                         lambda a, b: self._search_block(vectors[a:b], groups[a:b], depth))
+
+    def _search_block(self, vectors: np.ndarray, groups: Sequence[tuple[str, ...] | None],
+                      depth: int) -> list[Hits]:
         """The store's search; a query carrying the asking user's groups is kept to what they
         may see by the store's own filter where it has one (queries grouped by their groups)."""
         flt = self.settings.filter or None

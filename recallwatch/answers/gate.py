@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from recallwatch._progress import tracked
 from recallwatch.acceptance.model import Check, GateResult, QueryResult, Reason
 from recallwatch.answers.generate import Generator, open_generator
 from recallwatch.answers.judges import AnswerJudge, open_judge
@@ -158,8 +159,9 @@ def with_answers(result: GateResult, policy: Policy, plan: AnswerPlan,
     if not trust.accepted:
         return _refused(result, policy.answers, plan, trust)
     by_id = {q.id: q for q in plan.golden.queries}
+    # each query's answer (generated, then judged: language-model calls) counted on a terminal
     judged = [(q, _judge_query(q, by_id[q.id], plan, texts, trust.trusted))
-              for q in result.queries]
+              for q in tracked(result.queries, len(result.queries), "judging the answers")]
     queries = tuple(q if a is None else replace(q, answer=a) for q, a in judged)
     summary = _summary([a for _, a in judged if a is not None], plan, trust,
                        [q.id for q, a in judged if a is None])

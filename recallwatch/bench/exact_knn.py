@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from recallwatch._files import atomic_path
+from recallwatch._progress import progress
 from recallwatch.errors import InputError, NotInstalledError
 from recallwatch.formats.ann import Metric
 from recallwatch.vectors import normalise
@@ -196,10 +197,14 @@ def _search(base: np.ndarray, queries: np.ndarray, k: int, metric: Metric,
     xb = prepare(base, metric)
     ids = np.empty((queries.shape[0], k), dtype=np.int64)
     dist = np.empty((queries.shape[0], k), dtype=np.float32)
-    for start in range(0, queries.shape[0], block):
-        scores, found = exact_scores(xb, queries[start:start + block], k, metric)
-        ids[start:start + len(found)] = found
-        dist[start:start + len(found)] = scores_to_distances(scores, metric)
+    n = queries.shape[0]
+    with progress(n, f"exact nearest neighbours of {n:,} queries in {len(xb):,} vectors"
+                  ) as advance:
+        for start in range(0, n, block):
+            scores, found = exact_scores(xb, queries[start:start + block], k, metric)
+            ids[start:start + len(found)] = found
+            dist[start:start + len(found)] = scores_to_distances(scores, metric)
+            advance(len(found))
     return ids, dist
 
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from recallwatch._files import atomic_path, output_dir, write_atomic
 from recallwatch._hashing import canonical_hash
+from recallwatch._progress import steps
 from recallwatch.bench.datasets import synthetic, topic_collection
 from recallwatch.bench.exact_knn import content_hash, ground_truth, id_recall
 from recallwatch.bench.quantize import QuantizationStudy, quantization_study
@@ -303,21 +304,33 @@ def run_experiments(out: str | Path, cfg: ExperimentConfig | None = None) -> dic
     out = output_dir(out, "--out")
     threads = faiss.omp_get_max_threads()
     faiss.omp_set_num_threads(1)  # one thread: repeatable k-means and honest latency
+    # on a terminal, each experiment is a step (redrawn only between them: latency is timed)
     try:
-        data = synthetic(cfg.n, cfg.dim, topics=cfg.topics, queries=cfg.queries, seed=cfg.seed)
-        study = quantization_study(data.base, data.queries, k=10, metric="ip",
-                                   depths=cfg.rescore_depths)
+        with steps(6, "bench reference", timed=True) as step:
+            step(f"a synthetic collection of {cfg.n:,} vectors")
+            data = synthetic(cfg.n, cfg.dim, topics=cfg.topics, queries=cfg.queries,
+                             seed=cfg.seed)
+            step("quantization: float16, int8, binary and binary with rescoring")
+            study = quantization_study(data.base, data.queries, k=10, metric="ip",
+                                       depths=cfg.rescore_depths)
+            step("metrics and recall by depth")
+            by_depth = recall_by_depth(data.base, data.queries, cfg)
+            step("latency against the collection's size")
+            latency = latency_vs_n(cfg)
+            step("drift and reindexing")
+            drift = drift_experiment(cfg)
+            step("one query's report")
+            one = one_query_report(data.base, data.queries, cfg)
         res: dict[str, Any] = {
             "config": asdict(cfg),
             "config_hash": canonical_hash(asdict(cfg)),
             "inputs": {"collection_hash": data.hash, "collection": data.source},
             "metrics_demo": metrics_demo(),
-            "recall_by_depth": {str(k): v for k, v in
-                                recall_by_depth(data.base, data.queries, cfg).items()},
-            "latency_vs_n": latency_vs_n(cfg),
+            "recall_by_depth": {str(k): v for k, v in by_depth.items()},
+            "latency_vs_n": latency,
             "quantization": study.to_dict(),
-            "drift": drift_experiment(cfg),
-            "one_query_report": one_query_report(data.base, data.queries, cfg),
+            "drift": drift,
+            "one_query_report": one,
             "sizes": figure_sizes(cfg),
             "threads": {"faiss_omp": 1, "numpy_blas_env": _blas_env()},
             "versions": {"numpy": np.__version__, "faiss": faiss.__version__},

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from recallwatch._hashing import canonical_hash
+from recallwatch._progress import progress
 from recallwatch.bench.datasets import Dataset, dataset_from_spec
 from recallwatch.bench.engines import Space, make_engine
 from recallwatch.bench.exact_knn import (
@@ -268,11 +269,17 @@ def finish_sweep(config: SweepConfig, dataset: dict[str, Any], truth_seconds: fl
     """Collect the points' results as they come (each reported to ``on_result``) into the
     sweep's result, with the machine and thread settings of this process."""
     results: list[ConfigResult] = []
-    for part in parts:
-        for result in part:
-            results.append(result)
-            if on_result is not None:
-                on_result(result)
+    total = sum(len(p.spec.queries) for p in sweep_points(config))
+    # a configuration is built once and measured at each query setting: the bar counts those,
+    # redrawn only between them (timed: never while a latency is measured)
+    with progress(total, f"bench {config.name}: configurations measured", timed=True
+                  ) as advance:
+        for part in parts:
+            for result in part:
+                results.append(result)
+                advance()
+                if on_result is not None:
+                    on_result(result)
     return SweepResult(config.name, dataset, config.k, thread_settings(config.threads),
                        machine_info(), config.raw, canonical_hash(config.raw),
                        truth_seconds, results, config.targets, started, now_utc())

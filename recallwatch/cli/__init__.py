@@ -37,6 +37,7 @@ class _Group(TyperGroup):
     secret (:mod:`recallwatch._terminal`)."""
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
+        from recallwatch._progress import shown_on_terminal
         from recallwatch._terminal import shown_streams
         from recallwatch.cli._coerce import install
 
@@ -53,7 +54,9 @@ class _Group(TyperGroup):
         # click.echo would strip ESC [ … sequences from text going to a file or a pipe,
         # changing an id; here every control character is shown instead, on every stream
         kwargs.setdefault("color", True)
-        with shown_streams():
+        # long work (embedding, searching, reading a large file…) shows its progress on a
+        # terminal's stderr, never in a pipe nor beside machine-readable output
+        with shown_streams(), shown_on_terminal(not _machine_output(given)):
             try:
                 return super().main(*args, **kwargs)
             except SystemExit as done:
@@ -150,6 +153,20 @@ def _broken_pipe(done: BaseException) -> bool:
                 isinstance(cause, OSError) and cause.errno == errno.EPIPE):
             return True
         cause = cause.__context__
+    return False
+
+
+# --format values that a program reads: no progress display beside them, even on a terminal
+_MACHINE_FORMATS = frozenset({"json", "jsonl", "tsv"})
+
+
+def _machine_output(args: list[str]) -> bool:
+    """Whether the command line asks for machine-readable output (``--format json``)."""
+    for i, arg in enumerate(args):
+        value = (arg.partition("=")[2] if arg.startswith("--format=")
+                 else args[i + 1] if arg == "--format" and i + 1 < len(args) else None)
+        if value in _MACHINE_FORMATS:
+            return True
     return False
 
 

@@ -30,7 +30,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from recallwatch._progress import progress
+from recallwatch._progress import progress, wanted
 from recallwatch.errors import EmbedderError, UsageError
 from recallwatch.vectors import normalise
 
@@ -108,8 +108,9 @@ class BatchedEmbedder(ABC):
                 raise UsageError(f"text {i} is {type(t).__name__}, expected str")
         out = np.empty((len(items), self.dimension), dtype=np.float32)
         plan = self._plan(items)
-        label = f"embedding {role}s ({self.name})"
-        show = self.progress and len(items) > self.batch_size
+        label = f"embedding {'queries' if role == 'query' else 'documents'} ({self.name})"
+        # on when built so, or when the running command shows progress (a terminal)
+        show = (self.progress or wanted()) and len(items) > self.batch_size
         with progress(len(items), label, enabled=show) as advance:
             for n, raw in self._run([[items[i] for i in rows] for rows in plan], role):
                 rows = plan[n]

@@ -18,6 +18,12 @@ _HEADER = ["variant", "choice", "verdict", "quality", "recall@K", "nDCG@K", "MRR
            "fact recall@K", "judged@K", "Δ quality (p)", "win/tie/loss", "Δ nDCG@K (p)",
            "ingest s", "store", "p50 ms", "p99 ms", "dominated by"]
 _TEXT_COLUMNS = {0, 1, 2, len(_HEADER) - 1}  # left-aligned; the numbers are right-aligned
+# How the report's table lays each column out, to fit a 1280 px window: the name and the words
+# columns wrap, a figure with its p-value or interval may put that on a second line, a figure
+# never breaks.
+_PAIRS = {"Δ quality (p)", "Δ nDCG@K (p)", "p50 ms", "p99 ms"}
+_KINDS = ["name" if i == 0 else "words" if i in _TEXT_COLUMNS - {2} else
+          "pair" if h in _PAIRS else "figure" for i, h in enumerate(_HEADER)]
 
 
 def _num(value: float | None, fmt: str) -> str:
@@ -182,21 +188,24 @@ def frontier_chart(data: Mapping[str, Any]) -> Any:
         winner = " (winner)" if p["name"] == data["winner"] else ""
         return f"{p['name']}{winner}: quality {p['quality']:.1f}, p50 {p['p50_ms']:.1f} ms{by}"
 
+    # every point named beside it (plots places the names where they overlap nothing)
     series = [plots.Series("on the front", [p["p50_ms"] for p in on],
-                           [p["quality"] for p in on], [tip(p) for p in on], line=True)]
+                           [p["quality"] for p in on], [tip(p) for p in on], line=True,
+                           labels=[p["name"] for p in on])]
     if off:
         series.append(plots.Series("dominated", [p["p50_ms"] for p in off],
                                    [p["quality"] for p in off], [tip(p) for p in off],
-                                   line=False))
+                                   line=False, labels=[p["name"] for p in off]))
     return plots.scatter("Quality against cost: the variants no other dominates",
                          series, x_label="search latency p50 (ms)",
-                         y_label="mean quality", connect=True)
+                         y_label="mean quality (points, 0–100)", connect=True)
 
 
 def view(data: Mapping[str, Any]) -> dict[str, Any]:
     """What the experiment's page shows (the report's and the dashboard's): the table's header
-    and rows, the summary lines, the plot and its points, the winner."""
-    return {"header": _HEADER, "rows": table_rows(data), "legend": _legend(data),
+    and rows (with each column's kind of layout), the summary lines, the plot and its points,
+    the winner."""
+    return {"header": _HEADER, "kinds": _KINDS, "rows": table_rows(data), "legend": _legend(data),
             "summary": list(data.get("summary") or []), "chart": frontier_chart(data),
             "points": frontier(data), "winner": data["winner"]}
 

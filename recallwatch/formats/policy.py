@@ -30,7 +30,7 @@ MAX_BOOST = 10.0
 _KEYS = {
     "top_k", "recall_floor", "min_mean_quality", "noise_ceiling", "gold_failures_allowed",
     "other_failures_allowed", "waivers", "search", "min_group_quality", "staleness",
-    "noise_unlisted", "drift_alarm_p", *LIMIT_KEYS, *ANSWER_KEYS,
+    "noise_unlisted", "drift_alarm_p", "twins_count_as_found", *LIMIT_KEYS, *ANSWER_KEYS,
 }
 # What the noise rule assumes of a top-K result that is neither expected nor judged: "unjudged"
 # (unknown: a query whose labels are too sparse for the rule is not judged on noise) or
@@ -87,6 +87,9 @@ class Policy:
     noise_ceiling: float = 0.30
     noise_ceiling_per_domain: dict[str, float] = field(default_factory=dict)
     noise_unlisted: NoiseUnlisted = "unjudged"
+    # An expected chunk missing from the top K is found when a chunk of identical text (its
+    # twin: the same content under another id) is in the top K; the report names the twin.
+    twins_count_as_found: bool = True
     gold_failures_allowed: int = 0
     other_failures_allowed: float = 0.05
     waivers: dict[str, str] = field(default_factory=dict)
@@ -129,6 +132,7 @@ class Policy:
             # only when set: the policy hash of every policy that does not set it is unchanged
             **({"noise_unlisted": self.noise_unlisted}
                if self.noise_unlisted != "unjudged" else {}),
+            **({} if self.twins_count_as_found else {"twins_count_as_found": False}),
             **self.limits.rules_dict(),
             **self.answers.rules_dict(),
         }
@@ -189,6 +193,8 @@ def parse_policy(data: Any, source: Path) -> Policy:
         noise_ceiling=ceiling,
         noise_ceiling_per_domain=per_domain,
         noise_unlisted=_noise_unlisted(data.get("noise_unlisted", "unjudged"), source, line),
+        twins_count_as_found=_flag(data.get("twins_count_as_found", True),
+                                   "twins_count_as_found", source, line),
         gold_failures_allowed=int(number("gold_failures_allowed", 0, 0, 1_000_000, integer=True)),
         other_failures_allowed=float(number("other_failures_allowed", 0.05, 0.0, 1.0)),
         waivers=clean_waivers,
@@ -227,6 +233,13 @@ def _noise(value: Any, source: Path, line: int | None) -> tuple[float, dict[str,
         str(d): _fraction(v, source, line_of(per), f"noise_ceiling.per_domain.{d}")
         for d, v in per.items() if d != LINE_KEY
     }
+
+
+def _flag(value: Any, fld: str, source: Path, line: int | None) -> bool:
+    if not isinstance(value, bool):
+        raise InputError(source=source, line=line, field=fld, expected="true or false",
+                         found=shown(value))
+    return value
 
 
 def _noise_unlisted(value: Any, source: Path, line: int | None) -> NoiseUnlisted:

@@ -21,10 +21,13 @@ from typing import Literal, get_args
 from recallwatch._files import cannot_write, write_atomic
 from recallwatch.errors import InputError
 from recallwatch.formats.corpus import GOLD_LABELS, read_corpus
-from recallwatch.formats.golden import load_golden
+from recallwatch.formats.duplicates import Duplicates, find_duplicates
+from recallwatch.formats.golden import GoldenSet, load_golden
+from recallwatch.records import Chunk
 
 __all__ = ["GOLDEN_FILE", "LANGUAGES", "POLICY_FILE", "CorpusCheck", "Language", "StarterFile",
-           "check_corpus", "golden_template", "policy_template", "write_starter"]
+           "check_corpus", "expected_twins", "golden_template", "policy_template",
+           "write_starter"]
 
 GOLDEN_FILE = "golden.yaml"
 POLICY_FILE = "policy.yaml"
@@ -107,6 +110,9 @@ noise_ceiling:
 # unjudged: a result neither expected nor judged is unknown, and a query that lists too few
 # expected chunks is not judged on noise; irrelevant: every unlisted result counts as noise.
 noise_unlisted: unjudged
+# A chunk with the same text as an expected chunk (a copy under another id) answers the query:
+# found in the top K, it counts as the expected chunk, and the report says so. false: it does not.
+twins_count_as_found: true
 # Waivers: written diagnoses that excuse a failing query (not one that expects a Gold chunk),
 # {query_id: "why it fails and what is being done"}.
 waivers: {}
@@ -129,6 +135,9 @@ noise_ceiling:
 # unjudged: un resultado ni esperado ni juzgado es desconocido, y una pregunta con muy pocos
 # fragmentos esperados no se juzga por ruido; irrelevant: todo resultado no listado es ruido.
 noise_unlisted: unjudged
+# Un fragmento con el mismo texto que uno esperado (una copia con otro id) responde igual: si
+# está en el top K cuenta como el esperado, y el informe lo dice. false: no cuenta.
+twins_count_as_found: true
 # Dispensas: diagnósticos escritos que excusan una pregunta fallida (no una que espere un
 # fragmento Gold), {id_de_pregunta: "por qué falla y qué se está haciendo"}.
 waivers: {}
@@ -204,6 +213,7 @@ class CorpusCheck:
     gold: int  # chunks labelled as Gold (either language's label)
     problems: tuple[str, ...]  # one located line each: the record's file:line, field, fix
     notes: tuple[str, ...] = field(default=())  # not errors, but worth knowing before a gate
+    duplicates: Duplicates | None = None  # chunks with identical or nearly identical text
 
     @property
     def ok(self) -> bool:
@@ -217,18 +227,39 @@ class CorpusCheck:
         out += [f"  note: {n}" for n in self.notes]
         out += [f"  problem: {p}" for p in self.problems]
         if not self.problems:
-            out.append("  no problems found")
+            out.append("  no problems found" + (f" ({len(self.notes)} note"
+                                                f"{'' if len(self.notes) == 1 else 's'} above)"
+                                                if self.notes else ""))
         return out
 
 
 def check_corpus(path: str | Path, golden: str | Path | None = None,
                  today: dt.date | None = None) -> CorpusCheck:
     """Every bad record of the corpus file (not only the first), and, with ``golden``, every
-    expected chunk id the corpus does not hold. A file that cannot be read at all raises."""
+    expected chunk id the corpus does not hold; notes on what is not an error but matters to a
+    gate (chunks without a document, expired chunks, duplicate chunks, expected chunks with an
+    identical twin). A file that cannot be read at all raises."""
     corpus = read_corpus(path, on_error="collect")
     problems = [r.reason for r in corpus.rejected]
     chunks = corpus.chunks
-    day = today or dt.datetime.now(dt.UTC).date()
+    duplicates = find_duplicates(chunks)
+    notes = [*_metadata_notes(chunks, today or dt.datetime.now(dt.UTC).date()),
+             *duplicates.lines()]
+    if golden is not None:
+        try:
+            gold_set = load_golden(golden)
+        except InputError as exc:
+            problems.append(str(exc))
+        else:
+            problems += _unknown_ids(gold_set, chunks, path, golden)
+            notes += _expected_twins(gold_set, duplicates)
+    return CorpusCheck(
+        str(path), len(chunks), len({c.doc_id for c in chunks if c.doc_id}),
+        dict(Counter(c.domain for c in chunks if c.domain)),
+        sum(c.label in GOLD_LABELS for c in chunks), tuple(problems), tuple(notes), duplicates)
+
+
+def _metadata_notes(chunks: list[Chunk], day: dt.date) -> list[str]:
     notes = []
     no_doc = [c.id for c in chunks if not c.doc_id]
     if no_doc:
@@ -239,21 +270,33 @@ def check_corpus(path: str | Path, golden: str | Path | None = None,
         notes.append(f"{len(expired)} chunk(s) whose validity ended before {day.isoformat()} "
                      f"(first: {expired[0].id}, valid_to {expired[0].valid_to}): a query that "
                      "expects one is diagnosed as a labelling problem")
-    if golden is not None:
-        try:
-            gold_set = load_golden(golden)
-        except InputError as exc:
-            problems.append(str(exc))
-        else:
-            ids = {c.id for c in chunks}
-            for q in gold_set.queries:
-                for cid in dict.fromkeys((*q.expected, *q.gold)):
-                    if cid not in ids:
-                        problems.append(str(InputError(
-                            source=golden, record=q.id, field="expected",
-                            expected=f"a chunk id of {path}", found=cid,
-                            hint="copy the id from the corpus's `id` field")))
-    return CorpusCheck(
-        str(path), len(chunks), len({c.doc_id for c in chunks if c.doc_id}),
-        dict(Counter(c.domain for c in chunks if c.domain)),
-        sum(c.label in GOLD_LABELS for c in chunks), tuple(problems), tuple(notes))
+    return notes
+
+
+def _unknown_ids(gold_set: GoldenSet, chunks: list[Chunk], path: str | Path,
+                 golden: str | Path) -> list[str]:
+    ids = {c.id for c in chunks}
+    return [str(InputError(source=golden, record=q.id, field="expected",
+                           expected=f"a chunk id of {path}", found=cid,
+                           hint="copy the id from the corpus's `id` field"))
+            for q in gold_set.queries for cid in dict.fromkeys((*q.all_expected, *q.gold))
+            if cid not in ids]
+
+
+def expected_twins(gold_set: GoldenSet, duplicates: Duplicates
+                   ) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(query id, expected chunk id, its identical twins) for every expected chunk that has
+    some, in the golden set's order."""
+    twins = duplicates.twins()
+    return [(q.id, cid, twins[cid]) for q in gold_set.queries for cid in q.all_expected
+            if cid in twins]
+
+
+def _expected_twins(gold_set: GoldenSet, duplicates: Duplicates) -> list[str]:
+    found = expected_twins(gold_set, duplicates)
+    if not found:
+        return []
+    shown = "; ".join(f"{qid}: {cid} = {', '.join(t)}" for qid, cid, t in found[:3])
+    more = f" and {len(found) - 3} more" if len(found) > 3 else ""
+    return [f"{len(found)} expected chunk(s) of the golden set have an identical twin ({shown}"
+            f"{more}): the gate counts the twin as found when it reaches the top K instead"]

@@ -18,7 +18,8 @@ from typing import Any
 
 import yaml
 
-from recallwatch._files import capped_lines, open_input, read_capped
+from recallwatch._files import bytes_read, capped_lines, open_input, read_capped
+from recallwatch._progress import LARGE_FILE, progress, wanted
 from recallwatch.errors import InputError
 
 __all__ = ["LINE_KEY", "MAX_NESTING", "iter_jsonl", "load_structured", "parse_json_line",
@@ -230,8 +231,16 @@ def text_lines(path: str | Path, *, gzipped: bool = False) -> Iterator[tuple[int
     if p.is_dir():
         raise InputError(source=p, expected="a file", found="<a directory>")
     number = 0
-    with open_input(p, "a readable file", gzipped=gzipped) as stream:
+    size = p.stat().st_size if p.is_file() else 0
+    # a large file's reading is shown on a terminal (the bar counts the file's bytes)
+    show = size >= LARGE_FILE and wanted()
+    with progress(size if show else 0, f"reading {p.name}") as advance, \
+            open_input(p, "a readable file", gzipped=gzipped) as stream:
+        position, done = bytes_read(stream), 0
         for data in capped_lines(stream, p):
+            if show and number % 4096 == 0:
+                advance(position() - done)
+                done = position()
             if number == 0 and data.startswith(b"\xef\xbb\xbf"):
                 data = data[3:]
             try:

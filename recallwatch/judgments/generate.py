@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from recallwatch._progress import tracked
 from recallwatch.errors import InputError
 from recallwatch.judgments.llm_judge import ChatClient
 from recallwatch.records import Chunk
@@ -110,7 +111,7 @@ def generate_questions(client: ChatClient, chunks: Sequence[Chunk], per_chunk: i
     queries: list[dict[str, Any]] = []
     bad: list[str] = []
     too_long: list[tuple[str, int]] = []
-    for chunk in chunks:
+    for chunk in tracked(chunks, len(chunks), f"writing questions with {client.model}"):
         questions = parse_questions(client.complete(system, chunk.text[: client.max_chars]),
                                     per_chunk)
         if questions is None:

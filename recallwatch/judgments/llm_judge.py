@@ -21,6 +21,7 @@ from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from recallwatch._progress import tracked
 from recallwatch.errors import InputError, JudgeError, UsageError
 from recallwatch.judgments.judgments import Judgment, JudgmentSet
 
@@ -258,7 +259,8 @@ def run_judge(judge: LLMJudge, pairs: Iterable[JudgePair], human: dict[tuple[str
     if not calibration:
         return refused("none of the pairs has a human label, so the judge's agreement cannot be "
                        "measured; add human judgments of some of these pairs (--qrels)", None, 0)
-    replies = [ask(p) for p in calibration]
+    replies = [ask(p) for p in tracked(calibration, len(calibration),
+                                       "grading the human-judged pairs (measuring agreement)")]
     graded = [(human[(p.query_id, p.id)], r.grade) for p, r in zip(calibration, replies)
               if r.grade is not None]
     bad = len(replies) - len(graded)
@@ -283,7 +285,7 @@ def run_judge(judge: LLMJudge, pairs: Iterable[JudgePair], human: dict[tuple[str
                        f"{weights} kappa {shown} < {min_kappa:g} on {len(graded)} pairs",
                        measured, bad)
     labels = []
-    for p in to_label:
+    for p in tracked(to_label, len(to_label), "grading the pairs to label"):
         reply = ask(p)
         if reply.grade is None:
             bad += 1

@@ -115,8 +115,10 @@ def store_rankings(queries: Sequence[PoolQuery], store: Any, depth: int,
     """The store's top ``depth`` per query, searched as the gate searches it."""
     import numpy as np
 
+    from recallwatch.stores.base import search_all
+
     vectors = np.asarray(embedder.embed_queries([q.text for q in queries]), dtype=np.float32)
-    hits = store.search(vectors, depth)
+    hits = search_all(store, vectors, depth)
     return {q.id: list(h.ids) for q, h in zip(queries, hits)}
 
 

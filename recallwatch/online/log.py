@@ -17,9 +17,11 @@ import hashlib
 import io
 import json
 import math
+import os
 import zlib
 from array import array
 from collections.abc import Iterable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from os import PathLike
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from recallwatch._files import line_cap, line_too_long
+from recallwatch._progress import LARGE_FILE, Advance, progress
 from recallwatch.errors import InputError
 from recallwatch.formats.fields import check_trec_id
 from recallwatch.formats.structured import parse_json_value
@@ -92,9 +95,11 @@ class LogSummary:
 class _HashingReader(io.RawIOBase):
     """Passes bytes through while hashing them: one read of the file gives lines and digest."""
 
-    def __init__(self, raw: io.BufferedReader) -> None:
+    def __init__(self, raw: io.BufferedReader, advance: Advance | None = None) -> None:
         self._raw = raw
         self.digest = hashlib.sha256()
+        self.advance = advance  # a progress bar over the file's bytes
+        self.seen = 0  # bytes read so far
 
     def readable(self) -> bool:
         return True
@@ -103,6 +108,9 @@ class _HashingReader(io.RawIOBase):
         n = self._raw.readinto(buffer)
         if n:
             self.digest.update(memoryview(buffer)[:n])
+            self.seen += n
+            if self.advance is not None:
+                self.advance(n)
         return n or 0
 
     def close(self) -> None:
@@ -145,7 +153,13 @@ class InteractionLog:
         # one 64-bit hash per line (8 bytes each) to count exact duplicates at the end
         line_hashes = array("q")
         cap = line_cap()
+        bar = ExitStack()
         try:
+            # a large log's reading is shown on a terminal (the bar counts the file's bytes)
+            size = os.fstat(raw.fileno()).st_size
+            hashing.advance = bar.enter_context(progress(
+                size if size >= LARGE_FILE else 0, f"reading {self.path.name}"))
+            hashing.advance(hashing.seen)  # what the first look at its head read
             while True:
                 try:
                     raw_line = stream.readline(cap + 1)
@@ -173,6 +187,7 @@ class InteractionLog:
         finally:
             stream.close()
             buffered.close()
+            bar.close()
         summary.lines = number
         if summary.impressions == 0:
             raise InputError(source=source, expected="at least one impression (a JSON object "

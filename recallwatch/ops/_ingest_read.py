@@ -1,8 +1,9 @@
 """An ingestion's two passes over its corpus, neither of which holds the corpus whole.
 
 * **Pass 1** (:meth:`FileCorpus.scan`) reads the records one by one, validates each (and its
-  precomputed vector), and keeps per accepted chunk only its id, content hash and line: enough
-  to decide what is added, updated or unchanged.
+  precomputed vector), and keeps per accepted chunk only its id, content hash and line (enough
+  to decide what is added, updated or unchanged) and what finds duplicate chunks (a digest and
+  64 MinHash values: :mod:`recallwatch.formats.duplicates`).
 * **Pass 2** (:meth:`FileCorpus.written`) reads the file again and gives the chunks to write,
   with their vectors when they are precomputed, checking on the way that every accepted record
   is still the one pass 1 saw; :class:`Groups` cuts them into commit groups and embedding
@@ -36,6 +37,7 @@ from recallwatch.formats.corpus import (
     scan_corpus,
 )
 from recallwatch.formats.corpus_vectors import CorpusVectors
+from recallwatch.formats.duplicates import DuplicateFinder
 from recallwatch.records import Chunk
 
 __all__ = ["FileCorpus", "GivenCorpus", "Groups", "ToWrite"]
@@ -52,9 +54,12 @@ class GivenCorpus:
         self.ids = [c.id for c in data.chunks]
         self.hashes = [c.content_hash for c in data.chunks]
         self.rejected: list[Rejection] = list(data.rejected)
+        self.duplicates = DuplicateFinder()
 
     def scan(self, *, strict: bool) -> None:
-        """Nothing to read: the corpus was validated when it was made."""
+        """Nothing to read: the corpus was validated when it was made; its duplicates are
+        looked for."""
+        self.duplicates.extend(self.data.chunks)
 
     def written(self, write: bytearray) -> Generator[ToWrite, None, None]:
         for k, chunk in enumerate(self.data.chunks):
@@ -77,6 +82,8 @@ class FileCorpus:
         self.hashes: list[str] = []
         self.lines = array("q")
         self.rejected: list[Rejection] = []
+        # the accepted chunks' duplicates, found as pass 1 reads them (264 bytes a chunk)
+        self.duplicates = DuplicateFinder()
         self._stamp: list[tuple[int, int] | None] = []
 
     def scan(self, *, strict: bool) -> None:
@@ -91,6 +98,7 @@ class FileCorpus:
                 self.ids.append(got.id)
                 self.hashes.append(got.content_hash)
                 self.lines.append(line or 0)
+                self.duplicates.add(got)
             elif not strict:
                 self.rejected.append(rejection(self.path, line, record, got))
             elif self.vectors is None:

@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from recallwatch.errors import EmbedderMismatchError, InputError, UsageError
-from recallwatch.stores.base import Hits, update_meta
+from recallwatch.stores.base import Hits, search_all, update_meta
 
 if TYPE_CHECKING:
     from recallwatch.acceptance.model import GateResult
@@ -197,7 +197,7 @@ def search_excluding(store: VectorStore, vectors: np.ndarray, k: int,
                          found=len(exclude))
     depth = k + max((len(e) for e in exclude), default=0)
     out = []
-    for h, ex in zip(store.search(vectors, depth), exclude, strict=True):
+    for h, ex in zip(search_all(store, vectors, depth), exclude, strict=True):
         keep = [i for i, cid in enumerate(h.ids) if cid not in ex][:k]
         out.append(Hits([h.ids[i] for i in keep], np.asarray(h.scores)[keep]))
     return out
@@ -248,7 +248,7 @@ def calibrate_threshold(
     vectors = np.asarray(embedder.embed_queries([q.text for q in queries]), np.float32)
     ks = [q.top_k or golden.top_k for q in queries]
     samples = []
-    for q, k, h in zip(queries, ks, store.search(vectors, max(ks)), strict=True):
+    for q, k, h in zip(queries, ks, search_all(store, vectors, max(ks)), strict=True):
         hits = [float(s) for cid, s in zip(h.ids[:k], h.scores[:k]) if cid in q.all_expected]
         samples.append(Sample(q.id, "answerable", *_top(h), max(hits) if hits else None))
     sources = []

@@ -43,6 +43,7 @@ from recallwatch.embedders.base import (
 from recallwatch.errors import InputError, Interrupted, UsageError
 from recallwatch.formats.corpus import Corpus, Rejection
 from recallwatch.formats.corpus_vectors import CorpusVectors
+from recallwatch.formats.duplicates import Duplicates
 from recallwatch.ops._ingest_read import FileCorpus, GivenCorpus, Groups
 from recallwatch.stores.base import (
     SupportsContentHashes,
@@ -70,6 +71,7 @@ IN_PROGRESS_META_KEY = "ingestion_in_progress"  # set while an ingestion writes;
 BLOCKS_META_KEY = "promotion_blocks"  # version -> {"reason", "rejected", "at", "resolved"?}
 _KEEP_REPORTS = 50
 _KEEP_REJECTIONS = 1000  # per stored report; the count is always exact
+_KEEP_DUPLICATES = 100  # groups and pairs listed per report; the counts are always exact
 
 
 @dataclass
@@ -93,6 +95,8 @@ class IngestReport:
     seconds: dict[str, float] = field(default_factory=dict)
     # the automatic index rebuild this ingestion triggered (AutoReindex.to_dict()), if any
     index_rebuild: dict[str, Any] | None = None
+    # chunks of the corpus with identical or nearly identical text (Duplicates), if any
+    duplicates: Duplicates | None = None
 
     @property
     def accepted(self) -> int:
@@ -109,12 +113,16 @@ class IngestReport:
 
     def to_dict(self, *, max_rejections: int | None = None) -> dict[str, Any]:
         out = asdict(self)
+        out["duplicates"] = (None if self.duplicates is None
+                             else self.duplicates.to_dict(limit=_KEEP_DUPLICATES))
         rejected = [r.to_dict() for r in self.rejected]
         out["rejected"] = rejected if max_rejections is None else rejected[:max_rejections]
         out["counts"] = {
             "read": self.read, "accepted": self.accepted, "added": len(self.added),
             "updated": len(self.updated), "unchanged": self.unchanged,
             "deleted": len(self.deleted), "rejected": len(self.rejected),
+            "duplicates": 0 if self.duplicates is None else self.duplicates.exact_chunks,
+            "near_duplicate_pairs": 0 if self.duplicates is None else len(self.duplicates.near),
         }
         out["promotable"] = self.promotable
         return out
@@ -143,6 +151,8 @@ class IngestReport:
                          f"{s.get('embed', 0):.2f}s, write {s.get('write', 0):.2f}s{index}{rate})")
         if self.index_rebuild is not None:
             lines.append(f"  {self.index_rebuild['summary']}")
+        if self.duplicates is not None:
+            lines += [f"  warning: {line}" for line in self.duplicates.lines()]
         for r in self.rejected[:20]:
             lines.append(f"  rejected: {r.reason}")
         if len(self.rejected) > 20:
@@ -209,9 +219,11 @@ def ingest(
     rebuild_window = span(rebuild_window_hours, "hours", "--reindex-window-hours")
     t_start, started = time.perf_counter(), _now()
     data, fingerprint = _read(corpus, embedder, embedder_spec, vectors, precomputed, strict)
+    duplicates = data.duplicates.result()
     t_read = time.perf_counter() - t_start
     first = _check_fingerprint(store, fingerprint)
-    report = _new_report(store, data, fingerprint, started)
+    report = _new_report(store, data, fingerprint, started,
+                         duplicates if duplicates.exact or duplicates.near else None)
     write = _plan_writes(report, data, _stored_hashes(store, data.ids, full=prune), prune)
     _mark_start(store, report, fingerprint if first else None, embedder_spec)
     clock = _Clock(built=_build_seconds(store))  # a write may build the first index: shown apart
@@ -269,13 +281,14 @@ def _check_fingerprint(store: VectorStore, fingerprint: Fingerprint) -> bool:
 
 
 def _new_report(store: VectorStore, data: FileCorpus | GivenCorpus, fingerprint: Fingerprint,
-                started: str) -> IngestReport:
+                started: str, duplicates: Duplicates | None) -> IngestReport:
     version = store.current_version()
     return IngestReport(
         corpus=data.source, store=store.uri, embedder=fingerprint.to_dict(),
         version_before=version, version=version, read=len(data.ids) + len(data.rejected),
         rejected=list(data.rejected), started_at=started,
         resumed=store.get_meta(IN_PROGRESS_META_KEY) is not None,
+        duplicates=duplicates,
     )
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from recallwatch._progress import tracked
 from recallwatch.errors import InputError, StoreError, UsageError
 from recallwatch.ops.probes import ProbeSet
 
@@ -80,7 +81,12 @@ def recall_vs_exact(
         raise InputError(field="k", expected="a positive integer", found=k)
     live: list[list[str]] = []
     seconds = np.empty(len(vectors), dtype=np.float64)
-    for i, rows in enumerate([vectors] if batched else [row[None, :] for row in vectors]):
+    calls = [vectors] if batched else [row[None, :] for row in vectors]
+    # timed: the bar is not redrawn while a probe's latency is measured
+    shown = tracked(calls, len(calls), f"searching {store.uri}" + ("" if batched else
+                                                                   ", one probe a call"),
+                    timed=True)
+    for i, rows in enumerate(shown):
         t0 = time.perf_counter()
         try:
             live.extend(h.ids for h in store.search(rows, k))

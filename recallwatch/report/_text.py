@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["anchor_line", "md_escape", "visible"]
+__all__ = ["alternatives_line", "anchor_line", "md_escape", "twin_line", "visible"]
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -50,6 +50,13 @@ def alternatives_line(group: dict[str, Any]) -> str:
     counted = ", ".join(group.get("counted", []))
     return (f"{head}: {len(found)} of {need} needed in the top-K"
             + (f" ({', '.join(found)})" if found else "") + f"; counted as expected: {counted}")
+
+
+def twin_line(twin: dict[str, Any]) -> str:
+    """An expected chunk found through its identical twin (a query result's ``twins`` entry)
+    as every report shows it."""
+    return (f"{twin.get('expected')} found through its identical twin {twin.get('found')} at "
+            f"rank {twin.get('rank')} (same text under another id; counted as found)")
 
 
 def anchor_line(anchor: dict[str, Any]) -> str:

@@ -42,7 +42,7 @@ from recallwatch.report._answers import (
     judge_line,
     wrong_answers,
 )
-from recallwatch.report._text import alternatives_line, anchor_line, visible
+from recallwatch.report._text import alternatives_line, anchor_line, twin_line, visible
 from recallwatch.report.plots import Chart, bars, fit, hbars
 
 __all__ = ["content_security_policy", "environment", "json_script", "render", "run_view", "to_html"]
@@ -171,6 +171,7 @@ def environment(*extra: Path) -> jinja2.Environment:
     env.globals["cause_order"] = CAUSE_ORDER
     env.globals["anchor_line"] = anchor_line
     env.globals["alternatives_line"] = alternatives_line
+    env.globals["twin_line"] = twin_line
     env.globals["fit"] = fit
     env.globals["evidence_label"] = evidence_label
     env.globals["chunk_figures"] = chunk_figures

@@ -15,7 +15,7 @@ from recallwatch.report._answers import (
     judge_line,
     wrong_answers,
 )
-from recallwatch.report._text import alternatives_line, anchor_line, md_escape
+from recallwatch.report._text import alternatives_line, anchor_line, md_escape, twin_line
 
 __all__ = ["to_markdown"]
 
@@ -86,6 +86,7 @@ def to_markdown(result: GateResult) -> str:
                                 if not h.in_top_k) or "—"
             diag = "<br>".join([*(md_escape(anchor_line(x)) for x in q.anchors),
                                 *(md_escape(alternatives_line(g)) for g in q.alternatives),
+                                *(md_escape(twin_line(t)) for t in q.twins),
                                 *(md_escape(x) for x in stage_lines(q.stage)),
                                 *(md_escape(x.line()) for x in q.diagnosis)])
             if q.waiver:

@@ -9,10 +9,12 @@ and tooltips here are plain ``str``; the template escapes them).
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["Chart", "Series", "bars", "fit", "hbars", "lines", "scatter", "sparkline"]
+__all__ = ["PALETTE", "Chart", "Series", "bars", "fit", "hbars", "lines", "scatter",
+           "series_classes", "sparkline", "time_ticks"]
 
 # Plot area inside the SVG (drawn at this size, never scaled down, so its text keeps the size
 # the stylesheet gives it: 12 px); the margins hold tick labels and axis titles. Two charts fit
@@ -39,6 +41,14 @@ class Dot:
     y: float
     cls: str
     tip: str
+    # a name written beside the point (``label``), where :func:`_place_labels` found room:
+    # its text's start or end (``anchor``) at (``lx``, ``ly``), joined to the point by a thin
+    # line when moved off its side (``lead``)
+    label: str = ""
+    lx: float = 0.0
+    ly: float = 0.0
+    anchor: str = "start"
+    lead: bool = False
 
 
 @dataclass(frozen=True)
@@ -95,6 +105,7 @@ class Series:
     tips: Sequence[str] = field(default_factory=tuple)
     line: bool = True  # joined by a line when the chart draws lines
     cls: str | None = None  # css class; default: the next colour of the palette
+    labels: Sequence[str] = field(default_factory=tuple)  # a name beside each point (scatter)
 
 
 def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
@@ -215,6 +226,43 @@ def hbars(title: str, labels: Sequence[str], values: Sequence[float], *, lo: flo
                  left=left, plot_w=plot_w, plot_h=plot_h)
 
 
+# The palette (css classes c0…c11 of report.css, told apart also by people who see colours
+# less well), and the patterns that tell series apart beyond it (dashed, then dotted lines).
+PALETTE = 12
+_PATTERNS = ("", " alt1", " alt2")
+
+
+def series_classes(series: Sequence[Series]) -> list[str]:
+    """The css class of each series: its own when it names one, else the next palette colour
+    no series of the chart names; past the palette's twelve, the colours again with a dashed
+    (then dotted) line, so no two series of a chart look alike (up to 36 of them)."""
+    named = {s.cls for s in series if s.cls}
+    free = [f"c{i}" for i in range(PALETTE) if f"c{i}" not in named] or ["c0"]
+    out, k = [], 0
+    for s in series:
+        if s.cls:
+            out.append(s.cls)
+            continue
+        out.append(free[k % len(free)] + _PATTERNS[min(k // len(free), len(_PATTERNS) - 1)])
+        k += 1
+    return out
+
+
+def time_ticks(times: Sequence[str]) -> list[tuple[float, str]]:
+    """An x tick per run, at 0, 1, 2…, from its ISO time (``2025-11-30T17:10:42+00:00``):
+    "11-30 17:10", with the seconds where two runs share a minute ("11-30 17:10:42"), and a
+    number where they share a second too ("11-30 17:10:42 #2"): no two runs share a label."""
+    minute = [t[5:16].replace("T", " ") for t in times]
+    crowded = {m for m, n in Counter(minute).items() if n > 1}
+    labels = [t[5:19].replace("T", " ") if m in crowded else m for t, m in zip(times, minute)]
+    seen: Counter[str] = Counter()
+    out = []
+    for i, label in enumerate(labels):
+        seen[label] += 1
+        out.append((float(i), label if seen[label] == 1 else f"{label} #{seen[label]}"))
+    return out
+
+
 def _xy_chart(title: str, series: Sequence[Series], *, x_label: str, y_label: str,
               x_ticks: Sequence[tuple[float, str]] | None, log_x: bool, draw_lines: bool,
               y_range: tuple[float, float] | None,
@@ -246,21 +294,68 @@ def _xy_chart(title: str, series: Sequence[Series], *, x_label: str, y_label: st
         xt = [t for i, t in enumerate(x_ticks) if i % every == 0]
     x = _Scale(lo_x, hi_x, base.plot_w, log=log_x)
     paths, dots = [], []
-    for n, s in enumerate(series):
-        cls = s.cls or f"c{n % 8}"
+    classes = series_classes(series)
+    for s, cls in zip(series, classes):
         pts = [(x(a), y(b)) for a, b in zip(s.x, s.y)
                if math.isfinite(a) and math.isfinite(b) and (a > 0 or not log_x)]
         if draw_lines and s.line and len(pts) > 1:
             paths.append(Path(" ".join(f"{a},{b}" for a, b in pts), cls))
         tips = list(s.tips) + [""] * (len(s.x) - len(s.tips))
-        dots += [Dot(px, py, cls, f"{s.label}: {tip or _fmt(b)}")
-                 for (px, py), tip, b in zip(pts, tips, s.y)]
+        names = list(s.labels) + [""] * (len(s.x) - len(s.labels))
+        dots += [Dot(px, py, cls, f"{s.label}: {tip or _fmt(b)}", name)
+                 for (px, py), tip, b, name in zip(pts, tips, s.y, names)]
+    if any(d.label for d in dots):
+        dots = _place_labels(dots, base.plot_w, base.plot_h)
     rules = () if floor is None else (Rule(0, y(floor[0]), base.plot_w, y(floor[0]), floor[1]),)
     return Chart(title, x_label, y_label, paths=tuple(paths), dots=tuple(dots), rules=rules,
                  x_ticks=tuple(Tick(x(v), lab) for v, lab in xt if lo_x <= v <= hi_x),
                  y_ticks=tuple(Tick(y(t), _fmt(t)) for t in yt),
-                 legend=tuple((s.cls or f"c{n % 8}", s.label) for n, s in enumerate(series))
+                 legend=tuple(zip(classes, (s.label for s in series)))
                  if len(series) > 1 else ())
+
+
+# A point's name is cut to this many pixels; its full text is the point's tooltip.
+_LABEL_PX = 150
+_LABEL_H = FONT_PX + 2  # a label's line height
+
+
+def _place_labels(dots: Sequence[Dot], plot_w: float, plot_h: float) -> list[Dot]:
+    """Each labelled dot with its name placed where it covers no other name and no other point:
+    right of the point, else left, else a line further down or up (joined to it by a leader),
+    top to bottom; inside the plot area. The first place tried is kept when none is free."""
+    Box = tuple[float, float, float, float]
+    taken: list[Box] = [(d.x - 4, d.y - 4, d.x + 4, d.y + 4) for d in dots]
+
+    def free(box: Box, own: Box) -> bool:
+        x0, y0, x1, y1 = box
+        # the margins above and right of the plot hold a name too (not the axes' side)
+        inside = x0 >= 0 and x1 <= plot_w + _RIGHT and y0 >= -_TOP and y1 <= plot_h
+        return inside and not any(t is not own and x0 < t[2] and t[0] < x1 and y0 < t[3]
+                                  and t[1] < y1 for t in taken)
+
+    out = list(dots)
+    for i in sorted(range(len(dots)), key=lambda i: (dots[i].y, dots[i].x)):
+        d = dots[i]
+        if not d.label:
+            continue
+        text = fit(d.label, _LABEL_PX)
+        width = len(text) * _CHAR_PX
+        own = taken[i]
+        tries = [(side, shift * _LABEL_H) for shift in (0, 1, -1, 2, -2, 3, -3)
+                 for side in ("start", "end")]
+        chosen = tries[0]
+        for side, dy in tries:
+            x0 = d.x + 6 if side == "start" else d.x - 6 - width
+            if free((x0, d.y + dy - _LABEL_H / 2, x0 + width, d.y + dy + _LABEL_H / 2), own):
+                chosen = (side, dy)
+                break
+        side, dy = chosen
+        x0 = d.x + 6 if side == "start" else d.x - 6 - width
+        taken.append((x0, d.y + dy - _LABEL_H / 2, x0 + width, d.y + dy + _LABEL_H / 2))
+        out[i] = Dot(d.x, d.y, d.cls, d.tip, text, round(d.x + 6 if side == "start"
+                                                          else d.x - 6, 2),
+                     round(d.y + dy + 4, 2), side, dy != 0)
+    return out
 
 
 def lines(title: str, series: Sequence[Series], *, x_label: str = "", y_label: str = "",

@@ -20,7 +20,7 @@ from recallwatch.report._answers import (
     judge_line,
     wrong_answers,
 )
-from recallwatch.report._text import alternatives_line, anchor_line, visible
+from recallwatch.report._text import alternatives_line, anchor_line, twin_line, visible
 
 __all__ = ["print_report", "render"]
 
@@ -51,6 +51,7 @@ def _failing_block(q: QueryResult) -> Text:
         lines.append(_t(f"    fact recall@{q.top_k} {q.fact_recall:.3f}"))
         lines += [_t(f"    {anchor_line(a)}") for a in q.anchors]
     lines += [_t(f"    {alternatives_line(g)}") for g in q.alternatives]
+    lines += [_t(f"    {twin_line(t)}") for t in q.twins]
     lines += [_t(f"    {line}") for line in stage_lines(q.stage)]
     for d in q.diagnosis:
         lines.append(_t(f"    {d.line()}"))

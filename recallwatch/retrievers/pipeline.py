@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from recallwatch._progress import in_blocks
 from recallwatch._redact import redact
 from recallwatch._usercode import check_timeout
 from recallwatch.errors import InputError, RecallwatchError, RetrieverError, UsageError
@@ -35,6 +36,7 @@ from recallwatch.retrievers.fusion import (
     fuse,
 )
 from recallwatch.retrievers.rerank import Reranker, rerank_lists
+from recallwatch.stores.base import SEARCH_BLOCK
 from recallwatch.vectors import ties_as_measured
 
 __all__ = ["FuseSpec", "Pipeline", "PipelineRun", "PipelineSpec", "RerankSpec", "load_pipeline",
@@ -289,6 +291,18 @@ class Pipeline:
         return cls(spec, opened, reranker, base_dir)
 
     def search(self, queries: Sequence[str], k: int) -> PipelineRun:
+        """:meth:`search_block` over ``SEARCH_BLOCK`` queries at a time (a progress bar on a
+        terminal counts them), the lists joined."""
+        n = len(queries)
+        if not n:
+            return self.search_block(queries, k)
+        parts = in_blocks(n, SEARCH_BLOCK, f"searching the pipeline {self.spec.source} "
+                          f"({n:,} queries)", lambda a, b: [self.search_block(queries[a:b], k)])
+        return PipelineRun({name: [h for p in parts for h in p.per_retriever[name]]
+                            for name in parts[0].per_retriever},
+                           [h for p in parts for h in p.fused], [h for p in parts for h in p.final])
+
+    def search_block(self, queries: Sequence[str], k: int) -> PipelineRun:
         """Each retriever at ``depth``, fused, reranked, and cut to ``min(k, top_k)``.
 
         Where the order among exactly tied scores is the pipeline's own (a store's or BM25's

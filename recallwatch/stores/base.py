@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CAPABILITIES",
     "FILTER_FIELDS",
+    "SEARCH_BLOCK",
     "SEARCH_METRIC",
     "Chunk",
     "Filter",
@@ -50,6 +51,7 @@ __all__ = [
     "SupportsVectorScan",
     "SupportsVectors",
     "VectorStore",
+    "search_all",
     "update_meta",
 ]
 
@@ -58,6 +60,11 @@ __all__ = [
 #: Qdrant ``Distance.COSINE``, Milvus ``COSINE``, Chroma ``space: cosine``, the index files'
 #: ``cosine_scores``), so an exact top-k computed outside the store (the Ray engine) uses it too.
 SEARCH_METRIC: Final[Metric] = "cosine"
+
+#: Queries per search call when a caller searches many (a golden set, a judging pool): large
+#: enough to keep an engine's batching (LanceDB scans the rows outside its index once per call),
+#: small enough for a progress bar to move on a large set.
+SEARCH_BLOCK: Final = 1024
 
 # Equality filters on metadata columns: {"domain": "legal"} or {"domain": ["legal", "rrhh"]}.
 Filter = Mapping[str, str | Sequence[str]]
@@ -392,6 +399,16 @@ CAPABILITIES: tuple[type, ...] = (
     SupportsMetaUpdate, SupportsReindex, SupportsIndexInspection, SupportsIndexSize,
     SupportsQuantizedSearch, SupportsIndexVariants, SupportsIndexBuildTime,
 )
+
+
+def search_all(store: VectorStore, vectors: np.ndarray, k: int) -> list[Hits]:
+    """The store's top ``k`` for each of many queries, ``SEARCH_BLOCK`` queries a call, with a
+    progress bar on a terminal counting them."""
+    from recallwatch._progress import in_blocks
+
+    n = len(vectors)
+    return in_blocks(n, SEARCH_BLOCK, f"searching {store.uri} ({n:,} queries)",
+                     lambda a, b: list(store.search(vectors[a:b], k)))
 
 
 def update_meta(store: VectorStore, key: str, change: Callable[[Any], Any]) -> Any:

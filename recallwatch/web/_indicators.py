@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from recallwatch.acceptance.cost import format_cost
 from recallwatch.history import History, MonitorRun
-from recallwatch.report.plots import Chart, Series, lines, sparkline
+from recallwatch.report.plots import Chart, Series, lines, sparkline, time_ticks
 
 __all__ = ["GROUPS", "Group", "Source", "flatten", "gate_cost_records", "indicator_cards",
            "live_charts"]
@@ -329,7 +329,7 @@ def live_charts(records: list[MonitorRun]) -> list[Chart]:
     if not runs:
         return []
     runs = runs[-200:]
-    ticks = [(float(i), m.created_at[5:16].replace("T", " ")) for i, m in enumerate(runs)]
+    ticks = time_ticks([m.created_at for m in runs])
     latest = runs[-1].payload["live"].get("thresholds") or {}
     charts = []
     for title, signals, bound in _LIVE_CHARTS:

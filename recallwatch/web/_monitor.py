@@ -15,7 +15,7 @@ from typing import Any
 
 from recallwatch.history import History, MonitorRun, RunSummary
 from recallwatch.ops.budget import BudgetStatus
-from recallwatch.report.plots import Chart, Series, lines
+from recallwatch.report.plots import Chart, Series, lines, time_ticks
 from recallwatch.web._indicators import (
     axis_label,
     flatten,
@@ -37,8 +37,8 @@ NO_STORE = "records that name no store"
 
 
 def _ticks(rows: list[MonitorRun]) -> list[tuple[float, str]]:
-    # "11-30 17:10": several runs a day are common
-    return [(float(i), r.created_at[5:16].replace("T", " ")) for i, r in enumerate(rows)]
+    # "11-30 17:10": several runs a day are common (seconds when two share a minute)
+    return time_ticks([r.created_at for r in rows])
 
 
 # -- the error budget -------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from typing import Any
 from recallwatch.errors import InputError, RecallwatchError
 from recallwatch.formats.structured import load_structured
 from recallwatch.history import History
-from recallwatch.report.plots import Chart, Series, lines, scatter
+from recallwatch.report.plots import Chart, Series, lines, scatter, time_ticks
 from recallwatch.web._indicators import flatten
 from recallwatch.web._monitor import monitor_view
 
@@ -27,9 +27,9 @@ MAX_BENCH_FILES = 200
 
 
 def _date_ticks(runs: list[Any], attr: str = "created_at") -> list[tuple[float, str]]:
-    # "11-30 17:10": several runs a day are common (a fix, then the gate again)
-    return [(float(i), str(getattr(r, attr))[5:16].replace("T", " "))
-            for i, r in enumerate(runs)]
+    # "11-30 17:10": several runs a day are common (a fix, then the gate again); two runs in
+    # one minute get their seconds (plots.time_ticks)
+    return time_ticks([str(getattr(r, attr)) for r in runs])
 
 
 # -- trends ----------------------------------------------------------------------------------------

@@ -138,3 +138,27 @@ def test_patterns_numeric_only_and_domain() -> None:
     res = run_gate(golden(*queries), results=results)
     names = {p.name for p in res.patterns}
     assert names == {"numeric_only", "domain_failing"}
+
+
+def test_questions_grouped_by_topics_of_their_own_are_not_called_mislabelled() -> None:
+    # six questions grouped by topic ("files", "data"), their chunks by module ("json", "os"):
+    # the domains never agree, so the one buried chunk is the embedding's, not a label's
+    modules = ["json", "os", "csv", "re", "time", "shutil"]
+    corpus = {f"{m}.f": Chunk(id=f"{m}.f", text=PROSE, doc_id=m, domain=m) for m in modules}
+    queries = [{"id": f"q{i}", "text": "pregunta", "expected": [f"{m}.f"],
+                "domain": "files" if i % 2 else "data"} for i, m in enumerate(modules)]
+    results = {f"q{i}": ranked({f"{m}.f": 14 if i == 0 else 1}) for i, m in enumerate(modules)}
+    res = run_gate(golden(*queries), results=results, corpus=corpus)
+    (d,) = res.query("q0").diagnosis
+    assert d.cause == "embedding", d.summary
+    assert ("the golden set's query domains (data, files) are mostly not the domains of the "
+            "chunks they expect (csv, json, os, re, shutil …): they group the questions in their "
+            "own way, so a chunk of another domain than its query's is not diagnosed as "
+            "mislabelled (use the corpus's domains in the golden set to have it checked)"
+            ) in res.warnings
+    # the same set with the corpus's domains: the mislabelled chunk is named
+    queries[0]["domain"] = "csv"
+    for q, m in zip(queries[1:], modules[1:]):
+        q["domain"] = m
+    res = run_gate(golden(*queries), results=results, corpus=corpus)
+    assert res.query("q0").diagnosis[0].cause == "labelling"

@@ -44,7 +44,9 @@ def test_ingest_then_rerun_is_a_no_op(tmp_path: Path) -> None:
     assert code == 0
     report = json.loads(out)
     assert report["counts"] == {"read": 2, "accepted": 2, "added": 0, "updated": 0,
-                                "unchanged": 2, "deleted": 0, "rejected": 0}
+                                "unchanged": 2, "deleted": 0, "rejected": 0, "duplicates": 0,
+                                "near_duplicate_pairs": 0}
+    assert report["duplicates"] is None
     assert report["version"] == report["version_before"] == "1" and report["promotable"]
     assert report["embedder"]["name"] == "use-multilingual"
 

@@ -83,6 +83,29 @@ def test_an_unreadable_corpus_is_an_input_error(tmp_path: Path) -> None:
     assert code == 2 and err.startswith("Error: ") and "missing.jsonl" in err
 
 
+def test_duplicate_chunks_and_expected_chunks_with_a_twin_are_noted(tmp_path: Path) -> None:
+    corpus = tmp_path / "chunks.jsonl"
+    doc = "Return the local date corresponding to the POSIX timestamp."
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in [
+        {"id": "datetime.date.fromtimestamp", "text": doc, "doc_id": "datetime"},
+        {"id": "sqlite3.Date.fromtimestamp", "text": doc.upper(), "doc_id": "sqlite3"},
+        {"id": "time.time", "text": "Return the time in seconds since the epoch.",
+         "doc_id": "time"},
+    ]), encoding="utf-8")
+    (tmp_path / "golden.yaml").write_text(
+        "name: py\nqueries:\n  - id: ts\n    text: date from a timestamp\n"
+        "    expected: [datetime.date.fromtimestamp]\n", encoding="utf-8")
+    code, out, _ = cli("init", str(tmp_path), "--corpus", str(corpus))
+    assert code == 0, out
+    assert ("note: 2 of 3 chunks have identical text, in 1 group(s) (datetime.date.fromtimestamp "
+            "= sqlite3.Date.fromtimestamp): a query that expects one is answered by any of "
+            "them") in out
+    assert ("note: 1 expected chunk(s) of the golden set have an identical twin (ts: "
+            "datetime.date.fromtimestamp = sqlite3.Date.fromtimestamp): the gate counts the "
+            "twin as found when it reaches the top K instead") in out
+    assert "  no problems found (2 notes above)" in out
+
+
 def test_force_replaces_a_symbolic_link_never_the_file_it_points_to(tmp_path: Path) -> None:
     theirs = tmp_path / "shared" / "golden.yaml"
     theirs.parent.mkdir()

@@ -2,49 +2,22 @@
 it does, the embedding's own bar and the time left once it can be estimated — and nothing of it
 in a pipe or with --format json.
 
-The terminal is a real pseudo-terminal (``pty``) given to the command as its stderr."""
+The terminal is a real pseudo-terminal (``pty``) given to the command as its stderr
+(:mod:`tests.terminal`)."""
 
 from __future__ import annotations
 
 import json
-import os
-import pty
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.experiment.conftest import small_kb, write_plan
+from tests.terminal import run
 
 
 def _run(args: list[str], folder: Path, *, terminal: bool) -> tuple[int, str, str]:
-    """The command in a fresh Python, its stderr a terminal (or a pipe): exit code, stdout,
-    stderr as the terminal received it."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "COLUMNS": "200",
-           "TERM": "xterm"}
-    stdout = folder / "stdout.txt"
-    argv = [sys.executable, "-m", "recallwatch", *args]
-    with stdout.open("wb") as out:
-        if not terminal:
-            done = subprocess.run(argv, stdout=out, stderr=subprocess.PIPE, env=env, cwd=folder,
-                                  timeout=600, check=False)
-            return done.returncode, stdout.read_text(encoding="utf-8"), done.stderr.decode()
-        main, other = pty.openpty()
-        with subprocess.Popen(argv, stdout=out, stderr=other, env=env, cwd=folder) as proc:
-            os.close(other)
-            received = bytearray()
-            while True:
-                try:
-                    block = os.read(main, 1 << 16)
-                except OSError:  # the command has ended and closed its side
-                    break
-                if not block:
-                    break
-                received += block
-            os.close(main)
-            code = proc.wait(timeout=600)
-    return code, stdout.read_text(encoding="utf-8"), received.decode("utf-8", "replace")
+    return run(args, folder, terminal=terminal)
 
 
 @pytest.fixture(scope="module")

@@ -56,6 +56,18 @@ def _counts(labels: list[Any]) -> str:
                      if counts[s])
 
 
+def _twin_lines(twinned: list[Any], golden: Path) -> list[str]:
+    """Each expected chunk id that has identical twins, then what the gate does with them."""
+    if not twinned:
+        return []
+    return [*(f"twins     {golden}:{x.line}: query {x.query}: {x.label} — {x.detail}"
+              if x.line else f"twins     {golden}: query {x.query}: {x.label} — {x.detail}"
+              for x in twinned),
+            f"{len(twinned)} expected chunk id(s) have identical twins (the same text under "
+            "another id): the gate counts a twin in the top K as the chunk expected and names "
+            "it in the report; policy twins_count_as_found: false turns this off"]
+
+
 def check(
     golden: GoldenArg,
     store: StoreURIOrNone = None,
@@ -70,7 +82,9 @@ def check(
     in whichever chunks hold it now. Each label is listed as ok, split (held by several
     consecutive chunks, all of which the gate will expect), ambiguous (held whole by several
     chunks; the best-ranked counts) or lost (with the closest chunks by content, or by name for
-    a chunk id). Exit 2 when any label is lost.
+    a chunk id). An expected chunk id whose text another chunk repeats word for word is listed
+    with those identical twins: the gate counts a twin in the top K as found. Exit 2 when any
+    label is lost.
 
     Also warns, with the arithmetic, when the set is too small for the policy's rules (--policy,
     or the default rules) to mean anything: with 2 queries one failure is 50 %, so a 5 %
@@ -89,15 +103,18 @@ def check(
     with load_chunks(where) as chunks:
         labels = check_labels(golden_set, chunks)
     lost = [x for x in labels if x.status == "lost"]
+    twinned = [x for x in labels if x.twins]
     scored = scored_count(golden_set)
     if fmt is TableJson.json:
         emit_json({"golden": str(golden), "against": where, "labels": [x.to_dict() for x in labels],
-                   "lost": len(lost), "golden_size": golden_size(scored, rules)})
+                   "lost": len(lost), "twins": len(twinned),
+                   "golden_size": golden_size(scored, rules)})
     else:
         groups = sum(len(q.alternatives) for q in golden_set.queries)
         note = ([f"{groups} group(s) of alternatives: each counts as one expected item, found "
                  "when any member (at_least N: N members) is in the top K; the others are "
                  "never noise"] if groups else [])
+        note += _twin_lines(twinned, golden)
         too_small = size_warning(scored, rules)
         emit("\n".join([*_lines(labels, golden, only_problems=True),
                         f"{len(labels)} label(s) against {where}: {_counts(labels)}", *note,
