@@ -262,3 +262,45 @@ def test_a_significant_fall_of_faithfulness_against_the_baseline_blocks(
     rate = checks["hallucination_rate"]
     assert rate["status"] == "stop" and rate["figures"]["value"] == 1.0
     assert rate["message"].startswith("hallucination_rate rose 1.000 (0.000 → 1.000)")
+
+
+def test_the_dashboard_shows_each_query_s_answer_and_its_failure(kb_v1: str,
+                                                                 tmp_path: Path) -> None:
+    """A run with a generator, recorded: the dashboard's run page lists each query's
+    faithfulness and its answer's outcome (right, or the failure's name), and a query's page
+    shows its answer — measures, text, each statement backed or not, its contexts, and what the
+    generator answered from the expected chunks alone."""
+    import re
+
+    from starlette.testclient import TestClient
+
+    from recallwatch.web.app import create_app
+
+    golden = golden_file(tmp_path, FIVE, top_k=2)
+    history = tmp_path / "history.db"
+    code, out, err = cli("gate", str(golden), "--store", kb_v1, "--history", str(history),
+                         "--format", "json", "--answer-labels", str(LABELS),
+                         "--generator", "python:tests.answers.scripted:answer")
+    assert code == 1, err
+    res = json.loads(out)
+    client = TestClient(create_app(history), base_url="http://127.0.0.1:8000")
+    page = client.get(f"/runs/{res['run_id']}").text
+    assert "<th class=\"n\">faithfulness</th><th>answer</th>" in page
+    table = page[page.index('id="query-table"'):]
+    table = table[:table.index("</table>")]
+    rows = dict(re.findall(r'<a class="qlink"[^>]*><code>([^<]+)</code></a>.*?'
+                           r'<td class="answer-status" data-v="([^"]*)"', table, flags=re.S))
+    expected = {q["id"]: "right" if q["answer"]["right"] else f"{q['answer']['failure']} failure"
+                for q in res["queries"]}
+    assert rows == expected
+    assert rows["retencion_alquiler_local"] == "retrieval failure"
+    assert rows["modelo_190"] == "generation failure"
+    query = client.get(f"/runs/{res['run_id']}/queries/retencion_alquiler_local").text
+    rent = by_id(res)["retencion_alquiler_local"]["answer"]
+    text = " ".join(re.sub(r"<[^>]+>", " ", query).split())
+    assert "Answer retrieval failure" in text
+    assert rent["text"] in text and rent["oracle"]["text"] in text
+    assert "from its expected chunks alone the generator answers right" in text
+    unbacked = [s["text"] for s in rent["statements"] if not s["backed"]]
+    assert unbacked and all(f"not backed {s}" in text for s in unbacked)
+    assert "its contexts " + rent["contexts"][0] in text
