@@ -11,6 +11,8 @@ outputs, index files) goes through here:
 * :func:`file_lock` is the lock of a read-modify-write that other processes may do at once
   (store metadata, a judgments file that two judges' pages write), or, without waiting, of a
   folder one process at a time may use (an experiment's output folder);
+* :class:`RecordsFile` is such a read-modify-write for a small JSON Lines file of records that
+  a person adds to one at a time (a judge's grades, the labels of answers);
 * :func:`check_output_file`, :func:`check_output_dir` and :func:`output_dir` check a path a
   user named for output before the work that fills it (a folder where a file is to be written,
   a file where a folder is, a file in the way of its folders), and the writers above turn a
@@ -32,6 +34,7 @@ import errno
 import fcntl
 import gzip
 import io
+import json
 import os
 import secrets
 import shutil
@@ -40,11 +43,12 @@ import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from recallwatch.errors import InputError
 
-__all__ = ["FILE_CAP_VARIABLE", "LINE_CAP_VARIABLE", "LineLimit", "atomic_dir", "atomic_path",
+__all__ = ["FILE_CAP_VARIABLE", "LINE_CAP_VARIABLE", "LineLimit", "RecordsFile", "atomic_dir",
+           "atomic_path",
            "cannot_write", "capped_lines", "check_output_dir", "check_output_file",
            "check_writable", "file_cap", "file_lock", "line_cap", "line_too_long", "lock_holder",
            "open_input", "output_dir", "read_capped", "read_lines_whole", "write_atomic"]
@@ -327,6 +331,48 @@ def _flock(path: Path, wait: bool) -> IO[str]:
         handle.close()
         raise
     return handle
+
+
+class RecordsFile:
+    """A small JSON Lines file of records that every change replaces whole.
+
+    The file is the only state: :meth:`records` reads it each time, and :meth:`change` reads
+    it, edits the records and writes them back (:func:`write_atomic`) under the lock
+    ``FILE.lock`` beside it (:func:`file_lock`). A process killed at any moment leaves the file
+    as it was after the last change, and several processes (or threads) changing one file at
+    once lose none of each other's records. ``read`` reads and checks the file's records (it is
+    called only when the file exists); an empty file holds none."""
+
+    def __init__(self, path: str | os.PathLike[str],
+                 read: Callable[[Path], list[dict[str, Any]]]) -> None:
+        self.path = Path(path)
+        self._read = read
+        self._lock_path = self.path.with_name(self.path.name + ".lock")
+
+    def records(self) -> list[dict[str, Any]]:
+        if not self.path.exists() or not self.path.read_bytes().strip():
+            return []
+        return self._read(self.path)
+
+    def change(self, edit: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
+               ) -> list[dict[str, Any]]:
+        """Replace the records by ``edit(records)``; returns the records as they were."""
+        with file_lock(self._lock_path):
+            before = self.records()
+            after = edit(list(before))
+            write_atomic(self.path, "".join(json.dumps(r, ensure_ascii=False) + "\n"
+                                            for r in after))
+        return before
+
+    def remove_last(self, which: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
+        """Remove the last record ``which`` accepts, and return it (None: there is none)."""
+        def last(records: list[dict[str, Any]]) -> int | None:
+            return max((i for i, r in enumerate(records) if which(r)), default=None)
+
+        before = self.change(lambda records: [r for i, r in enumerate(records)
+                                              if i != last(records)])
+        found = last(before)
+        return None if found is None else before[found]
 
 
 def lock_holder(path: Path) -> int | None:

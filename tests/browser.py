@@ -22,6 +22,26 @@ needs_chromium = pytest.mark.skipif(not CHROMIUM.exists(),
 
 
 @contextmanager
+def chromium() -> Iterator[Any]:
+    """Debian's chromium, headless, driven by playwright."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def press(page: Any, key: str) -> None:
+    """Press ``key`` once a labelling page takes keys again: the last answer is in and what is
+    shown has settled (the page ignores keys until then, against double presses)."""
+    page.wait_for_selector('body[data-ready="1"][data-pending="0"]', state="attached")
+    page.keyboard.press(key)
+
+
+@contextmanager
 def served(app: Any) -> Iterator[str]:
     """``app`` answering on 127.0.0.1 at a free port: its base URL, stopped when the block ends."""
     import uvicorn

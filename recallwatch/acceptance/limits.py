@@ -4,7 +4,14 @@ run of the same golden set and policy).
 
 A drop blocks only when it is larger than ``max_drop`` *and* a paired randomization test over the
 queries both runs share tells it from chance after Holm correction across every ``max_drop``
-measure (alpha 0.05): a drop within noise never blocks, and its check says why.
+measure (alpha 0.05): a drop within noise never blocks, and its check says why. ``max_drop`` may
+also name an answer measure (:data:`~recallwatch.formats.policy_answers.ANSWER_DROPS`:
+faithfulness, answer relevance, correctness, and the hallucination rate, whose drop is a rise):
+it is tested over the queries both runs answered, in the same Holm family, and its evidence adds
+the bootstrap interval of the change. It is compared only when both runs' answers were judged by
+the same judge (same thresholds, or same model and prompt) trusted with the measure; a baseline
+without such answers makes it "not applied", saying why, and this run's judge not trusted with it
+stops the run on rule ``answer_judge``, as the answer rules do.
 
 A cost increase blocks only when it is larger than ``max_cost_increase`` *and* the per-call
 timings say it is real (:func:`recallwatch.acceptance.cost.compare_figure`): the 95 % interval of
@@ -16,7 +23,7 @@ check says why. Index bytes compare exactly.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -32,6 +39,7 @@ from recallwatch.acceptance.cost import (
 from recallwatch.acceptance.model import Check, GateResult, QueryResult, Reason
 from recallwatch.errors import InputError, UsageError
 from recallwatch.formats.policy import Policy
+from recallwatch.formats.policy_answers import ANSWER_DROPS
 
 __all__ = ["ALPHA", "against_baseline", "check_measures", "measure_values", "run_checks"]
 
@@ -42,17 +50,31 @@ _FILLER = "\x1frecallwatch-unjudged-"  # a non-relevant placeholder no chunk id 
 
 
 def check_measures(policy: Policy) -> None:
-    """Every measure name in targets and max_drop is a measure of the catalog, else a located
-    error (the policy file's line, the key, the catalog's own suggestion)."""
+    """Every measure name in targets and max_drop is a measure of the catalog (or, in max_drop,
+    an answer measure), else a located error (the policy file's line, the key, the catalog's own
+    suggestion)."""
+    from recallwatch._registry import nearest
     from recallwatch.metrics import parse_measure
 
     for where, name in policy.limits.measures():
+        if name in ANSWER_DROPS:
+            if where == "max_drop":
+                continue  # an answer measure, compared with the baseline's answers
+            raise InputError(source=policy.source, line=policy.limits.lines.get(where),
+                             field=f"{where}.{name}", expected="a rank measure name such as "
+                             "nDCG@10, RR, P@5, R@20, AP", found=name,
+                             hint="an answer measure's floor is a policy key of its own: "
+                             "min_faithfulness, min_answer_relevance, max_hallucination_rate")
         try:
             measure = parse_measure(name)
         except UsageError as exc:
+            answer = nearest(name, list(ANSWER_DROPS)) if where == "max_drop" else None
             raise InputError(source=policy.source, line=policy.limits.lines.get(where),
                              field=f"{where}.{name}", expected="a rank measure name such as "
-                             "nDCG@10, RR, P@5, R@20, AP", found=name, hint=str(exc)) from None
+                             "nDCG@10, RR, P@5, R@20, AP" + (
+                                 ", or an answer measure: " + ", ".join(ANSWER_DROPS)
+                                 if where == "max_drop" else ""), found=name,
+                             hint=f"did you mean {answer!r}?" if answer else str(exc)) from None
         if measure.family.needs == "subtopics":
             raise InputError(source=policy.source, line=policy.limits.lines.get(where),
                              field=f"{where}.{name}", expected="a measure computed from the "
@@ -208,51 +230,155 @@ def against_baseline(result: GateResult, base: GateResult | None) -> GateResult:
                    verdict="STOP" if all_reasons else "ACCEPT")
 
 
+@dataclass(frozen=True)
+class _Paired:
+    """One ``max_drop`` measure's per-query values in the baseline (``old``) and this run
+    (``new``), over the queries both have (``ids``)."""
+
+    name: str
+    old: np.ndarray
+    new: np.ndarray
+    ids: list[str]
+    higher_is_better: bool = True
+    answers: bool = False  # an answer measure: its evidence also states the interval
+
+
+_Outcome = tuple[Reason | None, Check]
+
+
 def _drops(result: GateResult, base: GateResult,
            max_drop: dict[str, float]) -> tuple[list[Reason], list[Check]]:
+    """Each ``max_drop`` measure against ``base``: the rank measures over the queries both runs
+    share, the answer measures over the queries both runs answered; one paired randomization
+    test each, Holm-corrected across all of them."""
     from recallwatch.stats import holm, paired_test
 
+    outcomes: dict[str, _Outcome] = {}
+    paired: list[_Paired] = []
+    rank = [n for n in max_drop if n not in ANSWER_DROPS]
+    if rank:
+        found = _rank_pairs(result, base, rank)
+        if isinstance(found, dict):
+            outcomes.update(found)
+        else:
+            paired += found
+    for name in (n for n in max_drop if n in ANSWER_DROPS):
+        answered = _answer_pairs(result, base, name)
+        if isinstance(answered, _Paired):
+            paired.append(answered)
+        else:
+            outcomes[name] = answered
+    tests = [paired_test(p.old, p.new, test="randomization", seed=_SEED,
+                         n_resamples=_RESAMPLES) for p in paired]
+    adjusted = [float(x) for x in holm([t.p_value for t in tests])] if tests else []
+    for p, t, p_holm in zip(paired, tests, adjusted, strict=True):
+        outcomes[p.name] = _drop_outcome(p, t.p_value, p_holm, len(paired),
+                                         max_drop[p.name], base.run_id)
+    reasons = [r for n in max_drop if (r := outcomes[n][0]) is not None]
+    return reasons, [outcomes[n][1] for n in max_drop]
+
+
+def _rank_pairs(result: GateResult, base: GateResult,
+                names: list[str]) -> list[_Paired] | dict[str, _Outcome]:
+    """The rank measures over the queries both runs share with the same expected chunks (or
+    each one's "not applied" when there is none)."""
     old_by_id = {q.id: q for q in base.queries}
     pairs = [(old_by_id[q.id], q) for q in result.queries if q.id in old_by_id
              and {h.id for h in old_by_id[q.id].expected} == {h.id for h in q.expected}]
-    names = list(max_drop)
     if not pairs:
-        return [], [Check("max_drop", n, "not applied",
-                          f"{n}: no query in common with run {base.run_id}") for n in names]
+        return {n: (None, Check("max_drop", n, "not applied",
+                                f"{n}: no query in common with run {base.run_id}"))
+                for n in names}
     old = measure_values([a for a, _ in pairs], names)
     new = measure_values([b for _, b in pairs], names)
-    tests = [paired_test(old[n], new[n], test="randomization", seed=_SEED,
-                         n_resamples=_RESAMPLES) for n in names]
-    adjusted = holm([t.p_value for t in tests])
-    reasons: list[Reason] = []
-    checks: list[Check] = []
-    m = len(names)
-    for name, t, p_holm in zip(names, tests, adjusted, strict=True):
-        a, b = float(old[name].mean()), float(new[name].mean())
-        drop = a - b
-        figures = {"measure": name, "baseline": a, "value": b, "drop": drop,
-                   "max_drop": max_drop[name], "p_value": t.p_value, "p_holm": float(p_holm),
-                   "n": len(pairs), "baseline_run": base.run_id}
-        said = (f"{name} fell {drop:.3f} ({a:.3f} → {b:.3f}) against run {base.run_id}"
-                if drop > 0 else f"{name} {a:.3f} → {b:.3f} against run {base.run_id}")
-        test = (f"p={t.p_value:.3g}, Holm-adjusted p={p_holm:.3g} over {m} "
-                f"measure{'s' if m != 1 else ''}; paired randomization test over {len(pairs)} "
-                "queries")
-        if drop <= max_drop[name] + 1e-12:
-            checks.append(Check("max_drop", name, "pass",
-                                f"{said}: within max_drop {max_drop[name]:g}", figures))
-        elif p_holm <= ALPHA:
-            message = f"{said}, more than max_drop {max_drop[name]:g}; significant ({test})"
-            fell = [q.id for (_, q), va, vb in zip(pairs, old[name], new[name], strict=True)
-                    if vb < va]
-            reasons.append(Reason("max_drop", message, tuple(fell)))
-            checks.append(Check("max_drop", name, "stop", message, figures))
-        else:
-            checks.append(Check(
-                "max_drop", name, "within noise",
-                f"{said}, more than max_drop {max_drop[name]:g}, but the drop is within noise "
-                f"({test}, alpha {ALPHA:g}): not blocking", figures))
-    return reasons, checks
+    ids = [q.id for _, q in pairs]
+    return [_Paired(n, old[n], new[n], ids) for n in names]
+
+
+# What describes a judge without its counters (an LLM judge's requests and bad replies): two runs'
+# answers compare only when the same judge, with the same thresholds or model, judged both.
+_JUDGE_COUNTERS = frozenset({"requests", "bad_replies", "bad_reply_examples"})
+
+
+def _judge_of(answers: dict[str, Any]) -> dict[str, Any]:
+    described = (answers.get("judge") or {}).get("judge") or {}
+    return {k: v for k, v in described.items() if k not in _JUDGE_COUNTERS}
+
+
+def _trusted(answers: dict[str, Any], measure: str) -> bool:
+    return measure in ((answers.get("judge") or {}).get("trusted") or ())
+
+
+def _answer_pairs(result: GateResult, base: GateResult, name: str) -> _Paired | _Outcome:
+    """An answer measure over the queries both runs answered and the judge is trusted with, or
+    why it is not compared: not applied (no answers judged here or in the baseline, another
+    judge), or a stop on rule ``answer_judge`` when this run's judge is not trusted with it."""
+    drop = ANSWER_DROPS[name]
+    mine, theirs = result.answers, base.answers
+
+    def not_applied(why: str) -> _Outcome:
+        return None, Check("max_drop", name, "not applied", f"{name}: {why}")
+
+    if mine is None:
+        return not_applied("no answers were judged in this run (give --answers FILE or "
+                           "--generator SPEC)")
+    if not _trusted(mine, drop.measure):
+        message = (f"the answer judge is not trusted with {drop.measure} in this run, so "
+                   f"max_drop {name} cannot be checked against run {base.run_id}")
+        return Reason("answer_judge", message), Check("max_drop", name, "stop", message)
+    if theirs is None:
+        return not_applied(f"the baseline run {base.run_id} judged no answers: there is "
+                           "nothing to compare with (the next accepted run with answers "
+                           "becomes the baseline)")
+    if not _trusted(theirs, drop.measure):
+        return not_applied(f"the baseline run {base.run_id}'s answer judge was not trusted "
+                           f"with {drop.measure}")
+    if _judge_of(mine) != _judge_of(theirs):
+        return not_applied(f"the baseline run {base.run_id}'s answers were judged by another "
+                           f"judge ({_judge_of(theirs)}; this run: {_judge_of(mine)}), so their "
+                           "figures do not compare")
+    old_by_id = {q.id: v for q in base.queries
+                 if (v := (q.answer or {}).get(drop.key)) is not None}
+    pairs = [(float(old_by_id[q.id]), float(v), q.id) for q in result.queries
+             if q.id in old_by_id and (v := (q.answer or {}).get(drop.key)) is not None]
+    if not pairs:
+        return not_applied(f"no query answered in both this run and run {base.run_id}")
+    return _Paired(name, np.array([a for a, _, _ in pairs]), np.array([b for _, b, _ in pairs]),
+                   [i for _, _, i in pairs], drop.higher_is_better, answers=True)
+
+
+def _drop_outcome(p: _Paired, p_value: float, p_holm: float, m: int, limit: float,
+                  base_run: str) -> _Outcome:
+    """Pass (within ``limit``), stop (beyond it and significant) or within noise."""
+    a, b = float(p.old.mean()), float(p.new.mean())
+    drop = a - b if p.higher_is_better else b - a
+    figures: dict[str, Any] = {"measure": p.name, "baseline": a, "value": b, "drop": drop,
+                               "max_drop": limit, "p_value": p_value, "p_holm": p_holm,
+                               "n": len(p.ids), "baseline_run": base_run}
+    fell = "fell" if p.higher_is_better else "rose"
+    said = (f"{p.name} {fell} {drop:.3f} ({a:.3f} → {b:.3f}) against run {base_run}"
+            if drop > 0 else f"{p.name} {a:.3f} → {b:.3f} against run {base_run}")
+    test = (f"p={p_value:.3g}, Holm-adjusted p={p_holm:.3g} over {m} "
+            f"measure{'s' if m != 1 else ''}; paired randomization test over {len(p.ids)} "
+            + ("queries both runs answered" if p.answers else "queries"))
+    if p.answers:
+        from recallwatch.stats import bootstrap_ci
+
+        ci = bootstrap_ci(p.old, p.new, seed=_SEED, n_resamples=_RESAMPLES)
+        figures["interval"] = [ci.low, ci.high]
+        test += f"; 95 % interval of the change {ci.low:+.3f} to {ci.high:+.3f}"
+    if drop <= limit + 1e-12:
+        return None, Check("max_drop", p.name, "pass", f"{said}: within max_drop {limit:g}",
+                           figures)
+    if p_holm <= ALPHA:
+        message = f"{said}, more than max_drop {limit:g}; significant ({test})"
+        worse = [i for i, va, vb in zip(p.ids, p.old, p.new, strict=True)
+                 if (vb < va if p.higher_is_better else vb > va)]
+        return (Reason("max_drop", message, tuple(worse)),
+                Check("max_drop", p.name, "stop", message, figures))
+    return None, Check("max_drop", p.name, "within noise",
+                       f"{said}, more than max_drop {limit:g}, but the drop is within noise "
+                       f"({test}, alpha {ALPHA:g}): not blocking", figures)
 
 
 def _cost(result: GateResult, base: GateResult,

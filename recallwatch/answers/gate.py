@@ -23,7 +23,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -52,8 +52,8 @@ from recallwatch.formats.policy_answers import AnswerRules
 from recallwatch.records import Chunk
 from recallwatch.stores.base import VectorStore
 
-__all__ = ["AnswerOptions", "AnswerPlan", "ChunkReader", "Failure", "chunk_reader", "open_plan",
-           "rules_not_applied", "with_answers"]
+__all__ = ["AnswerOptions", "AnswerPlan", "ChunkReader", "Failure", "check_contexts",
+           "check_query_ids", "chunk_reader", "open_plan", "rules_not_applied", "with_answers"]
 
 ChunkReader = Callable[[Sequence[str]], Mapping[str, Chunk]]
 Failure = Literal["retrieval", "generation", "both"]
@@ -114,7 +114,7 @@ def open_plan(golden: GoldenSet, *, answers: str | Path | None = None,
     records = None
     if answers is not None:
         records = read_answers(answers)
-        _check_query_ids(records, golden)
+        check_query_ids(records, golden)
     gen = None if generator is None else open_generator(generator, base_dir=base_dir)
     sources = {"judge": judge, "labels": str(labels)}
     if answers is not None:
@@ -137,7 +137,8 @@ def chunk_reader(store: VectorStore | None, corpus: str | Path | None) -> ChunkR
     return lambda ids: {i: chunks[i] for i in ids if i in chunks}
 
 
-def _check_query_ids(records: Mapping[str, AnswerRecord], golden: GoldenSet) -> None:
+def check_query_ids(records: Mapping[str, AnswerRecord], golden: GoldenSet) -> None:
+    """Each answer names a query of the golden set (else an error naming its line)."""
     known = {q.id for q in golden.queries}
     for r in records.values():
         if r.query_id not in known:
@@ -221,13 +222,18 @@ def _read_texts(result: GateResult, plan: AnswerPlan,
     if needed and not found:
         raise UsageError("judging answers needs the chunks' texts, and this source gave none "
                          "of them: give --corpus FILE (the chunks as JSON Lines)")
-    for r in (plan.answers or {}).values():
+    check_contexts((plan.answers or {}).values(), found)
+    return found
+
+
+def check_contexts(records: Iterable[AnswerRecord], found: Mapping[str, str]) -> None:
+    """Each chunk id the answers name is in ``found`` (else an error naming its line)."""
+    for r in records:
         for i, c in enumerate(r.contexts or ()):
             if c.id is not None and c.id not in found:
                 raise InputError(source=r.source, line=r.line, record=r.query_id,
                                  field=f"contexts[{i}]", expected="a chunk id of the index "
                                  "(or {\"text\": …} for a passage that is not one)", found=c.id)
-    return found
 
 
 def _contexts(q: QueryResult, record: AnswerRecord | None,

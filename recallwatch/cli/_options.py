@@ -40,6 +40,7 @@ __all__ = [
     "KappaWeights",
     "LLMModel",
     "LLMTimeout",
+    "LabellerName",
     "MaxRecallLoss",
     "Measures",
     "MinCoverage",
@@ -121,6 +122,8 @@ STORE_ONLY = {
                    "latency and answered share alone, give a pipeline file with --pipeline)",
     "history compare": "reads, from its versions, the chunks ingested since run A",
     "history groups": "reads its chunks' fields (or give the corpus file with --corpus)",
+    "label answers": "reads the texts of the chunks the answers to label name (or give the "
+                     "corpus file with --corpus)",
     "golden check": "resolves the labels against the chunks it holds (or give the corpus file "
                     "with --corpus)",
     "golden qrels": "resolves content anchors against the chunks it holds (or give the corpus "
@@ -309,6 +312,8 @@ Stratify = Annotated[StratifyBy | None, typer.Option(
 Seed = Annotated[int, typer.Option(
     "--seed", help="Seed of the random draws: the same seed gives the same result.")]
 
+LabellerName = Annotated[str | None, typer.Option(
+    "--judge", help="Your name, saved with each grade or label (default: your login name).")]
 Port = Annotated[int, typer.Option("--port", min=0, max=65535,
                                   help="Port (0: any free port).")]
 

@@ -19,8 +19,12 @@ answer judge is measured against before its figures are used::
 
 ``faithful``: every statement of the answer is backed by the contexts; ``relevant``: the answer
 addresses the question; ``correct`` (optional, with ``reference`` or ``facts``): it agrees with
-the right answer. Each record is read whole; an error names the file, the line, the field, what
-was expected and what was found.
+the right answer; ``judge`` and ``at`` (optional, written by ``label answers``): who labelled it
+and when. Each record is read whole; an error names the file, the line, the field, what was
+expected and what was found.
+
+**Answers to label** (``label answers FILE``): the same records without their labels
+(``faithful``, ``relevant``, ``correct``, ``judge``, ``at``).
 """
 
 from __future__ import annotations
@@ -34,11 +38,13 @@ from recallwatch.errors import InputError
 from recallwatch.formats.fields import check_keys, line_of, shown, text_id
 from recallwatch.formats.structured import iter_jsonl
 
-__all__ = ["AnswerRecord", "Context", "LabelledAnswer", "read_answers", "read_labelled_answers"]
+__all__ = ["AnswerRecord", "AnswerToLabel", "Context", "LabelledAnswer", "read_answers",
+           "read_answers_to_label", "read_labelled_answers"]
 
 _ANSWER_KEYS = {"query_id", "answer", "contexts"}
-_LABEL_KEYS = {"id", "question", "answer", "contexts", "faithful", "relevant", "correct",
-               "reference", "facts"}
+_TO_LABEL_KEYS = {"id", "question", "answer", "contexts", "reference", "facts"}
+# "judge" and "at": who labelled the answer and when (written by ``label answers``; not read)
+_LABEL_KEYS = _TO_LABEL_KEYS | {"faithful", "relevant", "correct", "judge", "at"}
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,35 @@ class LabelledAnswer:
     reference: str | None = None
     facts: tuple[str, ...] = ()
     line: int | None = None
+
+
+@dataclass(frozen=True)
+class AnswerToLabel:
+    """An answer for people to label: what a labelled answer holds before its labels."""
+
+    id: str
+    question: str
+    answer: str
+    contexts: tuple[str, ...]
+    reference: str | None = None
+    facts: tuple[str, ...] = ()
+    source: str = ""
+    line: int | None = None
+
+    @property
+    def has_truth(self) -> bool:
+        """Whether its correctness can be labelled (a reference or facts to compare with)."""
+        return self.reference is not None or bool(self.facts)
+
+    def to_dict(self) -> dict[str, Any]:
+        """As a labelled answer's record begins (the labels come after)."""
+        out: dict[str, Any] = {"id": self.id, "question": self.question, "answer": self.answer,
+                               "contexts": list(self.contexts)}
+        if self.reference is not None:
+            out["reference"] = self.reference
+        if self.facts:
+            out["facts"] = list(self.facts)
+        return out
 
 
 def _text(obj: Mapping[str, Any], key: str, source: Path, record: str | None,
@@ -144,46 +179,74 @@ def read_answers(path: str | Path) -> dict[str, AnswerRecord]:
     return out
 
 
+def _answer_fields(obj: dict[str, Any], p: Path, keys: set[str],
+                   seen: dict[str, int | None]) -> tuple[str | None, dict[str, Any]]:
+    """The record name (None: its line says where) and the fields a labelled answer and an
+    answer to label share, checked: ``id`` (default ``line N``; each once), ``question``,
+    ``answer``, ``contexts`` (texts), ``reference`` and ``facts``."""
+    line = line_of(obj)
+    given = obj.get("id")
+    rid = text_id(given) if given is not None else f"line {line}"
+    if rid is None:
+        raise InputError(source=p, line=line, field="id", expected="a non-empty id",
+                         found=shown(given))
+    record = rid if given is not None else None  # the line already says where
+    check_keys(obj, keys, source=p, record=record)
+    if rid in seen:
+        raise InputError(source=p, line=line, record=record, field="id",
+                         expected=f"each id once (first on line {seen[rid]})", found=rid)
+    seen[rid] = line
+    contexts = obj.get("contexts")
+    if not isinstance(contexts, list) or not contexts or not all(
+            isinstance(c, str) and c.strip() for c in contexts):
+        raise InputError(source=p, line=line, record=record, field="contexts",
+                         expected="a non-empty list of the passages' texts",
+                         found=shown(contexts))
+    facts = obj.get("facts", [])
+    if not isinstance(facts, list) or not all(isinstance(f, str) and f.strip()
+                                              for f in facts):
+        raise InputError(source=p, line=line, record=record, field="facts",
+                         expected="a list of texts", found=shown(facts))
+    return record, {"id": rid, "question": str(_text(obj, "question", p, record)),
+                    "answer": str(_text(obj, "answer", p, record)), "contexts": tuple(contexts),
+                    "reference": _text(obj, "reference", p, record, required=False),
+                    "facts": tuple(facts), "line": line}
+
+
 def read_labelled_answers(path: str | Path) -> list[LabelledAnswer]:
     """Answers people judged, in file order (an ``id`` defaults to ``line N``)."""
     p = Path(path)
     out: list[LabelledAnswer] = []
     seen: dict[str, int | None] = {}
     for obj in iter_jsonl(p):
-        line = line_of(obj)
-        given = obj.get("id")
-        rid = text_id(given) if given is not None else f"line {line}"
-        if rid is None:
-            raise InputError(source=p, line=line, field="id", expected="a non-empty id",
-                             found=shown(given))
-        record = rid if given is not None else None  # the line already says where
-        check_keys(obj, _LABEL_KEYS, source=p, record=record)
-        if rid in seen:
-            raise InputError(source=p, line=line, record=record, field="id",
-                             expected=f"each id once (first on line {seen[rid]})", found=rid)
-        seen[rid] = line
-        contexts = obj.get("contexts")
-        if not isinstance(contexts, list) or not contexts or not all(
-                isinstance(c, str) and c.strip() for c in contexts):
-            raise InputError(source=p, line=line, record=record, field="contexts",
-                             expected="a non-empty list of the passages' texts",
-                             found=shown(contexts))
-        facts = obj.get("facts", [])
-        if not isinstance(facts, list) or not all(isinstance(f, str) and f.strip()
-                                                  for f in facts):
-            raise InputError(source=p, line=line, record=record, field="facts",
-                             expected="a list of texts", found=shown(facts))
-        reference = _text(obj, "reference", p, record, required=False)
+        record, fields = _answer_fields(obj, p, _LABEL_KEYS, seen)
         correct = _flag(obj, "correct", p, record, required=False)
-        if correct is not None and reference is None and not facts:
-            raise InputError(source=p, line=line, record=record, field="correct",
+        if correct is not None and fields["reference"] is None and not fields["facts"]:
+            raise InputError(source=p, line=fields["line"], record=record, field="correct",
                              expected="a reference or facts to judge correctness against",
                              found="<neither>",
                              hint="add \"reference\": the right answer, or \"facts\": [...]")
         out.append(LabelledAnswer(
-            id=rid, question=str(_text(obj, "question", p, record)),
-            answer=str(_text(obj, "answer", p, record)), contexts=tuple(contexts),
-            faithful=bool(_flag(obj, "faithful", p, record)),
-            relevant=bool(_flag(obj, "relevant", p, record)), correct=correct,
-            reference=reference, facts=tuple(facts), line=line))
+            **fields, faithful=bool(_flag(obj, "faithful", p, record)),
+            relevant=bool(_flag(obj, "relevant", p, record)), correct=correct))
+    return out
+
+
+def read_answers_to_label(path: str | Path) -> list[AnswerToLabel]:
+    """Answers for people to label (``label answers FILE``), in file order: the records
+    of a labelled answers file without their labels (an ``id`` defaults to ``line N``)."""
+    p = Path(path)
+    seen: dict[str, int | None] = {}
+    out = []
+    for obj in iter_jsonl(p):
+        if "query_id" in obj and "question" not in obj:
+            raise InputError(source=p, line=line_of(obj), field="query_id",
+                             expected="an answer to label: {id, question, answer, contexts: "
+                             "[the passages' texts]}",
+                             found="<an answer of the gate's answers file>",
+                             hint="to label the answers of a gate answers file, give its golden "
+                             "set with --golden (and --store or --corpus for the chunks it "
+                             "names)")
+        _, fields = _answer_fields(obj, p, _TO_LABEL_KEYS, seen)
+        out.append(AnswerToLabel(**fields, source=str(p)))
     return out

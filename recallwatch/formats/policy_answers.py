@@ -6,6 +6,13 @@
 
 Each is absent by default (no rule). A run whose answers miss one of them stops, naming the rule
 and the queries, as the retrieval rules do.
+
+``max_drop`` (:mod:`recallwatch.formats.policy_limits`) may also name the answer measures of
+:data:`ANSWER_DROPS` — ``faithfulness``, ``answer_relevance``, ``correctness`` and
+``hallucination_rate`` (for which the drop is a rise) — judged against the baseline's answers as
+the rank measures are::
+
+    max_drop: {nDCG@10: 0.02, faithfulness: 0.05, hallucination_rate: 0.05}
 """
 
 from __future__ import annotations
@@ -16,9 +23,28 @@ from typing import Any
 
 from recallwatch.formats.fields import bounded
 
-__all__ = ["ANSWER_KEYS", "AnswerRules", "parse_answer_rules"]
+__all__ = ["ANSWER_DROPS", "ANSWER_KEYS", "AnswerDrop", "AnswerRules", "parse_answer_rules"]
 
 ANSWER_KEYS = {"min_faithfulness", "min_answer_relevance", "max_hallucination_rate"}
+
+
+@dataclass(frozen=True)
+class AnswerDrop:
+    """An answer measure ``max_drop`` may name: where its per-query value is in a query's judged
+    answer (``key``; a flag counts 1 when true), the judge's measure it needs to be trusted with,
+    and whether higher is better (else its drop is a rise)."""
+
+    key: str
+    measure: str
+    higher_is_better: bool = True
+
+
+ANSWER_DROPS = {
+    "faithfulness": AnswerDrop("faithfulness", "faithfulness"),
+    "answer_relevance": AnswerDrop("relevance", "relevance"),
+    "correctness": AnswerDrop("correctness", "correctness"),
+    "hallucination_rate": AnswerDrop("hallucinated", "hallucination", higher_is_better=False),
+}
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from recallwatch._files import file_lock, write_atomic
+from recallwatch._files import RecordsFile
 from recallwatch.errors import UsageError
 from recallwatch.formats.judging import GRADES
 from recallwatch.judgments.agreement import Agreement, Weights, agreement
@@ -34,6 +34,7 @@ __all__ = [
     "judges_agreement",
     "load_judgments",
     "merge_into_golden",
+    "now_stamp",
     "resolve",
 ]
 
@@ -41,7 +42,8 @@ DEFAULT_MIN_GRADE = 2  # "relevant": the grade from which a chunk answers the qu
 Pair = tuple[str, str]
 
 
-def _now() -> str:
+def now_stamp() -> str:
+    """The time now, as judgments and labels record it (UTC, to the second)."""
     return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
@@ -57,45 +59,28 @@ class JudgmentLog:
             raise UsageError("the judge's name must not be empty")
         self.path = Path(path)
         self.judge = judge
-        self._lock_path = self.path.with_name(self.path.name + ".lock")
-        self._read()  # an unreadable file fails here, before a page is served
-
-    def _read(self) -> list[dict[str, Any]]:
-        return [j.to_dict() for j in read_judgments(self.path)] if self.path.exists() else []
+        self._file = RecordsFile(self.path, lambda p: [j.to_dict() for j in read_judgments(p)])
+        self._file.records()  # an unreadable file fails here, before a page is served
 
     def grades(self) -> dict[Pair, int]:
         """This judge's current grade of each pair."""
-        return {(r["query_id"], r["id"]): int(r["grade"]) for r in self._read()
+        return {(r["query_id"], r["id"]): int(r["grade"]) for r in self._file.records()
                 if r.get("judge") == self.judge}
-
-    def _save(self, records: list[dict[str, Any]]) -> None:
-        from recallwatch.formats.judging import judgments_text
-
-        write_atomic(self.path, judgments_text(records))
 
     def grade(self, query_id: str, chunk_id: str, grade: int) -> dict[str, Any]:
         """Record (or replace) this judge's grade of a pair; returns the record written."""
         if grade not in GRADES:
             raise UsageError(f"a grade is one of {list(GRADES)}, got {grade!r}")
         record = Judgment(query_id, chunk_id, grade, "human", judge=self.judge,
-                          at=_now()).to_dict()
-        with file_lock(self._lock_path):
-            kept = [r for r in self._read() if not (
-                r.get("judge") == self.judge and r["query_id"] == query_id
-                and r["id"] == chunk_id)]
-            self._save([*kept, record])
+                          at=now_stamp()).to_dict()
+        self._file.change(lambda records: [*(r for r in records if not (
+            r.get("judge") == self.judge and r["query_id"] == query_id
+            and r["id"] == chunk_id)), record])
         return record
 
     def undo(self) -> dict[str, Any] | None:
         """Take back this judge's last grade (the pair is unjudged again); None if none."""
-        with file_lock(self._lock_path):
-            records = self._read()
-            mine = [i for i, r in enumerate(records) if r.get("judge") == self.judge]
-            if not mine:
-                return None
-            last = records[mine[-1]]
-            self._save([r for i, r in enumerate(records) if i != mine[-1]])
-        return last
+        return self._file.remove_last(lambda r: r.get("judge") == self.judge)
 
 
 def load_judgments(paths: Sequence[str | os.PathLike[str]], *,

@@ -8,7 +8,8 @@ from typing import Any
 
 from recallwatch.acceptance.model import GateResult, QueryResult
 
-__all__ = ["FAILURE_WORDS", "answer_lines", "answers_line", "judge_line", "wrong_answers"]
+__all__ = ["FAILURE_WORDS", "answer_figures", "answer_lines", "answer_status", "answers_line",
+           "judge_line", "statement_note", "wrong_answers"]
 
 # What the failure names mean, shown once above the wrong answers.
 FAILURE_WORDS = ("failure names: retrieval = the generator answers right from the query's "
@@ -68,13 +69,45 @@ def wrong_answers(result: GateResult) -> list[QueryResult]:
     return [q for q in result.queries if q.answer is not None and not q.answer.get("right")]
 
 
+def answer_status(q: QueryResult) -> tuple[str, str] | None:
+    """A query's answer in a word or two, and its badge (pass or fail): ``right``, its failure
+    (``retrieval failure``, ``generation failure``, ``both failure``), or ``wrong`` when no
+    generator named it; None when the query was not answered."""
+    a = q.answer
+    if a is None:
+        return None
+    if a.get("right"):
+        return "right", "pass"
+    failure = a.get("failure")
+    return (f"{failure} failure" if failure else "wrong"), "fail"
+
+
+def statement_note(statement: dict[str, Any]) -> str:
+    """Why a statement was judged as it was: the passage unit closest to it and their similarity
+    (offline judge; none when no unit holds its numbers), or the LLM judge's reply."""
+    score, evidence = statement.get("score"), statement.get("evidence")
+    if score is None:
+        return f"the judge replied {evidence}" if evidence is not None else ""
+    if evidence is None:
+        return "no passage holds its numbers"
+    text = " ".join(str(evidence).split())
+    return (f"similarity {float(score):.3f} to “{text if len(text) <= 100 else text[:99] + '…'}”")
+
+
+def answer_figures(q: QueryResult) -> str:
+    """An answer's faithfulness, relevance and correctness ("— (not trusted)" for a measure the
+    judge is not trusted with)."""
+    a = q.answer or {}
+    return ", ".join(f"{key} {_num(a.get(key))}" for key in
+                     ("faithfulness", "relevance", "correctness"))
+
+
 def answer_lines(q: QueryResult) -> list[str]:
     """A wrong answer: its figures and failure, what it said, what was unbacked, and the oracle
     answer's outcome."""
     a = q.answer or {}
     failure = a.get("failure")
-    figures = ", ".join(f"{key} {_num(a.get(key))}" for key in
-                        ("faithfulness", "relevance", "correctness"))
+    figures = answer_figures(q)
     text = " ".join(str(a.get("text", "")).split())
     named = f"{failure} failure; " if failure else ""
     if failure == "retrieval" and a.get("expected_in_context"):

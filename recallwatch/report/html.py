@@ -37,9 +37,12 @@ from recallwatch.acceptance.model import CAUSE_ORDER, GateResult, QueryResult
 from recallwatch.acceptance.score import SCORE_TOLERANCE
 from recallwatch.report._answers import (
     FAILURE_WORDS,
+    answer_figures,
     answer_lines,
+    answer_status,
     answers_line,
     judge_line,
+    statement_note,
     wrong_answers,
 )
 from recallwatch.report._text import alternatives_line, anchor_line, twin_line, visible
@@ -160,7 +163,9 @@ def environment(*extra: Path) -> jinja2.Environment:
     env.filters["pretty"] = _pretty
     env.globals["cost_line"] = cost_line
     env.globals.update(answers_line=answers_line, judge_line=judge_line,
-                       answer_lines=answer_lines, wrong_answers=wrong_answers,
+                       answer_lines=answer_lines, answer_status=answer_status,
+                       answer_figures=answer_figures, statement_note=statement_note,
+                       wrong_answers=wrong_answers,
                        failure_words=FAILURE_WORDS)
     env.globals["json_script"] = json_script
     env.globals["inline_css"] = Markup((STATIC / "report.css").read_text(encoding="utf-8"))

@@ -41,7 +41,7 @@ def golden_file(tmp: Path, ids: list[str], top_k: int = 10) -> Path:
     return path
 
 
-def policy_file(tmp: Path, **rules: float) -> Path:
+def policy_file(tmp: Path, **rules: Any) -> Path:
     """The example's policy with answer rules added."""
     data = yaml.safe_load((KB / "policy.yaml").read_text(encoding="utf-8"))
     data.update(rules)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.answers import scripted
-from tests.answers.conftest import LABELS, golden_file, policy_file, write_jsonl
+from tests.answers.conftest import KB, LABELS, golden_file, policy_file, write_jsonl
 from tests.clirun import wide_cli as cli
 
 # With a top K of 2, the retrieval misses the chunk retencion_alquiler_local needs (it ranks 3rd
@@ -219,3 +219,88 @@ def test_answer_rules_without_answers_are_not_applied(kb_v1: str, tmp_path: Path
     assert (check["status"], check["message"]) == (
         "not applied", "no answers were judged (min_faithfulness 0.9): give --answers FILE or "
         "--generator SPEC")
+
+
+def test_a_significant_fall_of_faithfulness_against_the_baseline_blocks(
+        kb_v1: str, tmp_path: Path) -> None:
+    """Two gate runs through one history: the first (accepted) answers as the example's
+    assistant did; the second's answers each add a figure no context holds. Its faithfulness
+    falls on every query both runs answered: max_drop blocks, with the baseline's per-query
+    answer measures read back from the history."""
+    rows = [json.loads(x) for x in (KB / "answers.jsonl").read_text(encoding="utf-8").splitlines()
+            if "cuota_autonomos_2000" not in x]  # the one whose retrieval fails on version 1
+    golden = golden_file(tmp_path, [r["query_id"] for r in rows])
+    policy = policy_file(tmp_path, max_drop={"faithfulness": 0.1, "hallucination_rate": 0.1})
+    history = tmp_path / "history.db"
+    good = write_jsonl(tmp_path / "good.jsonl", rows)
+    bad = write_jsonl(tmp_path / "bad.jsonl", [
+        {**r, "answer": r["answer"] + " Además, el recargo por hacerlo tarde es de 4.321 euros."}
+        for r in rows])
+
+    def gate_run(answers: Path) -> tuple[int, dict[str, Any]]:
+        code, out, err = cli("gate", str(golden), "--store", kb_v1, "--policy", str(policy),
+                             "--history", str(history), "--format", "json", "--answers",
+                             str(answers), "--answer-labels", str(LABELS))
+        assert code in (0, 1), err or out
+        return code, json.loads(out)
+
+    code, first = gate_run(good)
+    assert code == 0 and first["answers"]["hallucination_rate"] == 0.0
+    assert {c["status"] for c in first["checks"] if c["rule"] == "max_drop"} == {"not applied"}
+    code, second = gate_run(bad)
+    checks = {c["subject"]: c for c in second["checks"] if c["rule"] == "max_drop"}
+    assert code == 1 and [r["rule"] for r in second["reasons"]] == ["max_drop", "max_drop"]
+    faith = checks["faithfulness"]
+    assert faith["status"] == "stop"
+    f = faith["figures"]
+    assert (f["baseline_run"], f["n"], f["baseline"]) == (first["run_id"], len(rows), 1.0)
+    assert f["value"] == second["answers"]["faithfulness"] and f["p_holm"] <= 0.05
+    assert f["interval"][1] < 0
+    assert faith["message"].startswith(f"faithfulness fell {f['drop']:.3f} (1.000 → ")
+    assert f"over 2 measures; paired randomization test over {len(rows)} queries both runs " \
+           "answered; 95 % interval of the change" in faith["message"]
+    rate = checks["hallucination_rate"]
+    assert rate["status"] == "stop" and rate["figures"]["value"] == 1.0
+    assert rate["message"].startswith("hallucination_rate rose 1.000 (0.000 → 1.000)")
+
+
+def test_the_dashboard_shows_each_query_s_answer_and_its_failure(kb_v1: str,
+                                                                 tmp_path: Path) -> None:
+    """A run with a generator, recorded: the dashboard's run page lists each query's
+    faithfulness and its answer's outcome (right, or the failure's name), and a query's page
+    shows its answer — measures, text, each statement backed or not, its contexts, and what the
+    generator answered from the expected chunks alone."""
+    import re
+
+    from starlette.testclient import TestClient
+
+    from recallwatch.web.app import create_app
+
+    golden = golden_file(tmp_path, FIVE, top_k=2)
+    history = tmp_path / "history.db"
+    code, out, err = cli("gate", str(golden), "--store", kb_v1, "--history", str(history),
+                         "--format", "json", "--answer-labels", str(LABELS),
+                         "--generator", "python:tests.answers.scripted:answer")
+    assert code == 1, err
+    res = json.loads(out)
+    client = TestClient(create_app(history), base_url="http://127.0.0.1:8000")
+    page = client.get(f"/runs/{res['run_id']}").text
+    assert "<th class=\"n\">faithfulness</th><th>answer</th>" in page
+    table = page[page.index('id="query-table"'):]
+    table = table[:table.index("</table>")]
+    rows = dict(re.findall(r'<a class="qlink"[^>]*><code>([^<]+)</code></a>.*?'
+                           r'<td class="answer-status" data-v="([^"]*)"', table, flags=re.S))
+    expected = {q["id"]: "right" if q["answer"]["right"] else f"{q['answer']['failure']} failure"
+                for q in res["queries"]}
+    assert rows == expected
+    assert rows["retencion_alquiler_local"] == "retrieval failure"
+    assert rows["modelo_190"] == "generation failure"
+    query = client.get(f"/runs/{res['run_id']}/queries/retencion_alquiler_local").text
+    rent = by_id(res)["retencion_alquiler_local"]["answer"]
+    text = " ".join(re.sub(r"<[^>]+>", " ", query).split())
+    assert "Answer retrieval failure" in text
+    assert rent["text"] in text and rent["oracle"]["text"] in text
+    assert "from its expected chunks alone the generator answers right" in text
+    unbacked = [s["text"] for s in rent["statements"] if not s["backed"]]
+    assert unbacked and all(f"not backed {s}" in text for s in unbacked)
+    assert "its contexts " + rent["contexts"][0] in text

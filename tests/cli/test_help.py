@@ -25,17 +25,19 @@ HOMONYMS = {
     "--sample": "how many logged queries to draw (probes) vs vectors to hold out (quantize) vs "
                 "chunks to write questions from (golden generate)",
     "--out": "the file to write: a qrels file (online clicks, online judge, label export, golden "
-             "qrels) vs a judging queue, judgments file or golden set (label pool, serve, agree, "
-             "merge, golden sample, golden split, golden migrate, golden generate)",
+             "qrels) vs a judging queue, judgments file, labelled answers file or golden set "
+             "(label pool, serve, answers, agree, merge, golden sample, golden split, golden "
+             "migrate, golden generate)",
     "--results": "the one results file a gate scores instead of --store (gate, calibrate-noise) "
                  "vs results files pooled beside the store, repeatable (label pool)",
-    "--judge": "your name on the grades you save (label serve) vs the two judges to compare "
-               "(label agree)",
+    "--judge": "your name on the grades or labels you save (label serve, label answers) vs "
+               "the two judges to compare (label agree)",
     "--name": "the probe set's name (probes) vs the sampled golden set's name (golden sample)",
     "--dry-run": "compute without storing the threshold (calibrate-threshold) vs without "
                  "writing the split (golden split)",
     "--corpus": "metadata for a results file (gate) vs the chunks to check labels against "
-                "(golden check) vs the chunks whose fields are grouped by --by-chunk (groups)",
+                "(golden check) vs the chunks whose fields are grouped by --by-chunk (groups) "
+                "vs the chunks whose texts the answers to label name (label answers)",
     "--log": "a query log the golden set is checked against for staleness (gate) vs the "
              "interaction log whose live signals are alarmed on (monitor)",
     "--force": "overwrite the templates (init) vs replace another plan's results in the "

@@ -14,7 +14,7 @@ import pytest
 from recallwatch.acceptance.model import GateResult
 from recallwatch.report.html import to_html
 from recallwatch.web import create_app
-from tests.browser import ARGS, CHROMIUM, served
+from tests.browser import CHROMIUM, chromium, served
 from tests.report import helpers as H
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -44,12 +44,8 @@ def expect(locator: Any) -> Any:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+    with chromium() as b:
         yield b
-        b.close()
 
 
 class Watch:

@@ -17,7 +17,7 @@ import pytest
 
 from recallwatch.formats.judging import read_judgment_records, read_queue, write_queue
 from recallwatch.judgments.pool import pool_from_files
-from tests.browser import ARGS, CHROMIUM
+from tests.browser import CHROMIUM, chromium, press
 
 KB = Path(__file__).resolve().parents[2] / "examples" / "kb"
 N = 32
@@ -65,19 +65,9 @@ def stop(proc: subprocess.Popen[str], sig: int) -> None:
 
 @pytest.fixture
 def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+    with chromium() as b:
         yield b
-        b.close()
 
-
-def press(page: Any, key: str) -> None:
-    """Press ``key`` once the page takes keys again: the last answer is in and the pair shown has
-    settled (the page ignores keys until then, against double presses)."""
-    page.wait_for_selector('body[data-ready="1"][data-pending="0"]', state="attached")
-    page.keyboard.press(key)
 
 
 def test_judge_a_queue_with_the_keyboard_kill_and_resume(queue: Path, browser: Any) -> None:

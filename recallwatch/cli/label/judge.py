@@ -19,6 +19,7 @@ from recallwatch.cli._options import (
     EmbedderSpec,
     JudgmentFiles,
     KappaWeights,
+    LabellerName,
     PipelineFile,
     Port,
     Seed,
@@ -88,8 +89,7 @@ def pool(
 def serve(
     queue: Annotated[Path, typer.Argument(help="The judging queue (from `recallwatch label "
                                           "pool`).")],
-    judge: Annotated[str | None, typer.Option(
-        "--judge", help="Your name, saved with each grade (default: your login name).")] = None,
+    judge: LabellerName = None,
     out: Annotated[Path | None, typer.Option(
         "--out", help="The judgments file to save grades in (default: QUEUE's name with "
         ".JUDGE.judgments.jsonl); an existing one is resumed.")] = None,
@@ -99,35 +99,60 @@ def serve(
 
     Serves a local page on 127.0.0.1 only, protected by a token in the address it prints. Every
     grade is saved at once, whole, with your name and the time: stop the server at any moment
-    and serve the queue again to resume where you were.
+    and serve the queue again to resume where you were. (To label answers, see `recallwatch
+    label answers`.)
     """
+    need_web()
+    from recallwatch.web.judge import create_judge_app
+
+    name, target, token = page_session(queue, judge, out, "judgments")
+    web_app = create_judge_app(queue, target, judge=name, token=token)
+    serve_page(web_app, token, port, doing=f"judging {queue} as {name}, saving to {target}",
+               again="the queue", page="judging page")
+
+
+def need_web() -> None:
+    """The web extra's modules are installed (else an error saying how to install them)."""
+    from recallwatch.errors import NotInstalledError
+
+    try:
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ModuleNotFoundError as exc:
+        raise NotInstalledError(f"{exc.name} (needed by the judging page)", "web") from None
+
+
+def page_session(source: Path, judge: str | None, out: Path | None,
+                 kind: str) -> tuple[str, Path, str]:
+    """The person's name, the file their work is saved to (default: SOURCE.NAME.KIND.jsonl,
+    refused now when it cannot be written) and a new token."""
     import getpass
     import secrets
 
     from recallwatch._files import check_writable
-    from recallwatch.cli.ops.serve import _listen
-    from recallwatch.errors import NotInstalledError
 
-    try:
-        import uvicorn
-
-        from recallwatch.web.judge import create_judge_app
-    except ModuleNotFoundError as exc:
-        raise NotInstalledError(f"{exc.name} (needed by the judging page)", "web") from None
     name = judge or getpass.getuser()
-    target = out or queue.with_name(f"{queue.name.removesuffix('.jsonl')}.{name}.judgments.jsonl")
-    check_writable(target, "--out")  # a read-only place is refused now, not at the first grade
-    token = secrets.token_urlsafe(24)
-    web_app = create_judge_app(queue, target, judge=name, token=token)
+    target = out or source.with_name(f"{source.name.removesuffix('.jsonl')}.{name}.{kind}.jsonl")
+    check_writable(target, "--out")  # a read-only place is refused now, not at the first save
+    return name, target, secrets.token_urlsafe(24)
+
+
+def serve_page(web_app: Any, token: str, port: int, *, doing: str, again: str,
+               page: str) -> None:
+    """Serve a labelling page on 127.0.0.1 until Ctrl+C, printing its address and token."""
+    import uvicorn
+
+    from recallwatch.cli.ops.serve import _listen
+
     sock = _listen("127.0.0.1", port)
     bound = sock.getsockname()[1]
-    typer.echo(f"judging {queue} as {name}, saving to {target}", err=True)
+    typer.echo(doing, err=True)
     typer.echo(f"open http://127.0.0.1:{bound}/?token={token}", err=True)
-    typer.echo("Ctrl+C to stop; serve the queue again to resume", err=True)
+    typer.echo(f"Ctrl+C to stop; serve {again} again to resume", err=True)
     server = uvicorn.Server(uvicorn.Config(web_app, log_level="warning", access_log=False))
     with contextlib.suppress(KeyboardInterrupt):
         server.run(sockets=[sock])
-    typer.echo("judging page stopped", err=True)
+    typer.echo(f"{page} stopped", err=True)
 
 
 def _agreement_text(result: Any, texts: dict[tuple[str, str], tuple[str, str]]) -> str:

@@ -1,27 +1,18 @@
 // The judging page: keys 0-3 grade the pair shown, u (or Backspace) takes back the last grade.
-// Every action is sent to the server in order, one at a time; the page shows what the server
-// saved, nothing else. A grade names the pair on screen when the key was pressed, and keys are
-// ignored until the server has answered and the next pair has been on screen for SETTLE_MS: a
-// key pressed twice grades the pair the judge saw, never the next one.
+// A grade names the pair on screen when the key was pressed (labelling.js: one action at a
+// time, keys ignored until the next pair has settled).
 (function () {
   "use strict";
-  const data = JSON.parse(document.getElementById("judge-data").textContent);
+  const page = Labelling.page("judge-data");
+  const data = page.data;
   const items = data.items;
+  const $ = page.$;
+  const text = page.text;
   let judged = data.state.judged;
-  let chain = Promise.resolve();
-  let pending = 0;
-  const SETTLE_MS = 250;
-  let shown = -2;
-  let readyAt = 0;
-  const $ = (id) => document.getElementById(id);
   const key = (item) => item.query_id + "\u0000" + item.id;
 
   function current() {
     return items.findIndex((item) => !(key(item) in judged));
-  }
-
-  function text(el, value) {
-    el.textContent = value === undefined || value === null ? "" : String(value);
   }
 
   function showMeta(meta) {
@@ -36,21 +27,10 @@
     }
   }
 
-  function render() {
-    const done = Object.keys(judged).length;
-    text($("progress"), done + " / " + items.length + " judged");
-    $("bar").value = done;
-    $("bar").max = Math.max(items.length, 1);
-    document.body.dataset.pending = String(pending);
+  page.render = function () {
+    page.progress(Object.keys(judged).length, items.length, "judged");
     const i = current();
-    if (i !== shown) {
-      shown = i;
-      readyAt = performance.now() + SETTLE_MS;
-      document.body.dataset.ready = "0";
-      setTimeout(() => {
-        document.body.dataset.ready = shown === i ? "1" : document.body.dataset.ready;
-      }, SETTLE_MS);
-    }
+    page.showing(String(i));
     $("pair").hidden = i < 0;
     $("finished").hidden = i >= 0;
     if (i < 0) {
@@ -67,61 +47,37 @@
     text($("found-by"), found.join(", "));
     const others = Object.entries(item.grades || {}).map(([j, g]) => j + ": " + g);
     text($("others"), others.length ? "grades given: " + others.join(", ") : "");
-  }
-
-  function say(message) {
-    text($("status"), message);
-  }
-
-  async function post(path, body) {
-    const headers = { "Content-Type": "application/json" };
-    headers[data.header] = data.token;
-    const response = await fetch(path, { method: "POST", headers: headers,
-                                         body: JSON.stringify(body || {}) });
-    const out = await response.json();
-    if (!response.ok) {
-      throw new Error(out.error || response.statusText);
-    }
-    return out;
-  }
-
-  function enqueue(action) {
-    pending += 1;
-    render();
-    chain = chain.then(action).catch((err) => say("Not saved: " + err.message)).then(() => {
-      pending -= 1;
-      render();
-    });
-  }
+  };
 
   function grade(value) {
     const i = current();
-    if (pending > 0 || i < 0 || performance.now() < readyAt) {
+    if (page.busy() || i < 0 || page.settling()) {
       return;
     }
     const item = items[i];
-    enqueue(async () => {
-      const saved = await post("grade", { query_id: item.query_id, id: item.id, grade: value });
+    page.enqueue(async () => {
+      const saved = await page.post("grade", { query_id: item.query_id, id: item.id,
+                                               grade: value });
       judged = saved.judged;
-      say("Saved " + item.query_id + " / " + item.id + ": " + value + " (" +
-          data.grades[value] + ")");
+      page.say("Saved " + item.query_id + " / " + item.id + ": " + value + " (" +
+               data.grades[value] + ")");
     });
   }
 
   function undo() {
-    if (pending > 0) {
+    if (page.busy()) {
       return;
     }
-    enqueue(async () => {
-      const out = await post("undo");
+    page.enqueue(async () => {
+      const out = await page.post("undo");
       judged = out.judged;
-      say(out.undone ? "Took back the grade of " + out.undone.query_id + " / " + out.undone.id
-                     : "Nothing to take back");
+      page.say(out.undone ? "Took back the grade of " + out.undone.query_id + " / " +
+                            out.undone.id : "Nothing to take back");
     });
   }
 
   document.addEventListener("keydown", (event) => {
-    if (event.ctrlKey || event.metaKey || event.altKey || event.repeat) {
+    if (!page.plainKey(event)) {
       return;
     }
     if (["0", "1", "2", "3"].includes(event.key)) {
@@ -136,5 +92,5 @@
     button.addEventListener("click", () => grade(Number(button.dataset.grade)));
   }
   $("undo").addEventListener("click", undo);
-  render();
+  page.render();
 })();
