@@ -36,6 +36,7 @@ from recallwatch.cli._options import (
     TableJson,
     TableJsonFormat,
 )
+from recallwatch.cli.ops._pipeline import latency_text
 
 if TYPE_CHECKING:
     from recallwatch.ops.live_signals import LiveCheck
@@ -58,8 +59,8 @@ def _monitor_text(r: MonitorReport) -> str:
              f"({p['size']} {p['kind']}, #{p['hash'][:12]})",
              f"  recall@{r.k} vs exact  {r.recall:.3f} (floor {r.floor:g}; worst probe "
              f"{r.recall_min:.2f}; {r.probes_below_floor} probes below the floor)",
-             f"  latency            p50 {r.latency_ms['p50']:.2f} ms, p99 "
-             f"{r.latency_ms['p99']:.2f} ms (live search, one probe per call; "
+             f"  latency            {latency_text(r.latency_ms, r.latency)} (live search, one "
+             "probe per call; "
              + ("no maximum set)" if (cap := r.thresholds.get("max_latency_p99_ms")) is None
                 else f"p99 max {cap:g} ms)")]
     if r.coverage is not None:
