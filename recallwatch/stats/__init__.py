@@ -28,6 +28,7 @@ from recallwatch.stats._multi import (
 )
 from recallwatch.stats._paired import Method, TestName, TestResult, paired_test
 from recallwatch.stats._power import paired_t_power, queries_needed, queries_needed_from
+from recallwatch.stats._proportion import wilson_interval
 from recallwatch.stats._quantile import QuantileInterval, quantile_interval, rounds_separate
 
 __all__ = [
@@ -60,4 +61,5 @@ __all__ = [
     "queries_needed",
     "queries_needed_from",
     "rounds_separate",
+    "wilson_interval",
 ]
