@@ -31,6 +31,7 @@ def wilson_interval(successes: npt.ArrayLike, trials: npt.ArrayLike, level: floa
     centre = (p + z2n / 2.0) / (1.0 + z2n)
     half = z * np.sqrt(p * (1.0 - p) / safe + z2n / (4.0 * safe)) / (1.0 + z2n)
     empty = n <= 0.0
-    low = np.where(empty, 0.0, np.clip(centre - half, 0.0, 1.0))
-    high = np.where(empty, 1.0, np.clip(centre + half, 0.0, 1.0))
+    # the estimate bounds its own interval (rounding could leave 0 hits a low end of 4e-19)
+    low = np.where(empty, 0.0, np.clip(np.minimum(centre - half, p), 0.0, 1.0))
+    high = np.where(empty, 1.0, np.clip(np.maximum(centre + half, p), 0.0, 1.0))
     return low, high
