@@ -13,9 +13,9 @@ healthy week of your own traffic.
 A window's rate is a sample: with a few hundred impressions a no-result rate of 0.28 reads 0.31
 one window in ten. So a signal alarms only when its whole 95 % interval lies past its threshold
 (Wilson's for a share of impressions, the normal one from the clicks' spread for the
-click-through rate, the log's distribution-free one for the latency p99, which needs 368 logged
-latencies; with fewer, the median's interval must be above the maximum). A value past the
-threshold whose interval reaches back is reported as within noise, not alarmed on.
+click-through rate, the log's distribution-free one for the latency p99, whose low end alone
+decides when the window logged fewer than the 368 latencies its high end needs). A value past
+the threshold whose interval reaches back is reported as within noise, not alarmed on.
 
 Relative alarms catch the slightly worse one: the window is compared with a *baseline* (the
 stretch of the log just before it), and a rate that got worse by at least ``max_relative_change``
@@ -176,7 +176,8 @@ def _past(s: _Signal, value: float, limit: float, signals: Mapping[str, Any],
           n: int) -> tuple[str | None, str | None]:
     """(alarm, note) of one signal against its threshold: an alarm when its whole 95 % interval
     lies past the threshold; a value past it whose interval reaches back is within noise (a
-    note); a latency percentile without an interval is judged by its median's."""
+    note); a latency p99 from too few latencies for a whole interval is judged by its low end
+    alone."""
     past = (value > limit) if s.upper else (value < limit)
     if not past:
         return None, None
@@ -191,12 +192,14 @@ def _past(s: _Signal, value: float, limit: float, signals: Mapping[str, Any],
             return f"{said} ({interval})", None
         return None, (f"{said}, but its {interval} reaches {'below' if s.upper else 'above'} "
                       "it: within noise, not an alarm")
-    median = (signals.get("latency_ci_ms") or {}).get("p50")
-    if median and median[0] > limit:
-        return (f"{said}: the median's 95 % interval {median[0]:.4g}–{median[1]:.4g} ms over "
-                f"{over} is above it, so the p99 is too (a p99 interval needs 368)"), None
-    return None, (f"{said}, from {over}: a p99 interval needs 368, and the median's is not "
-                  "above the maximum: not judged, not an alarm")
+    low = signals.get("latency_p99_low_ms")
+    if isinstance(low, int | float) and low > limit:
+        return (f"{said} (the low end of its 95 % interval, {low:.4g} ms over {over}, is above "
+                "it; the high end needs 368)"), None
+    if not isinstance(low, int | float):
+        return None, f"{said}, from {over}: no interval stated: not judged, not an alarm"
+    return None, (f"{said}, from {over}: the low end of its 95 % interval, {low:.4g} ms, is not "
+                  "above the maximum, and the high end needs 368: not judged, not an alarm")
 
 
 # (label, key, worse when it goes up)

@@ -16,6 +16,7 @@ from recallwatch.stats._latency import (
     QuantileRatio,
     calls_needed,
     quantile,
+    quantile_low_end,
     quantile_name,
     quantile_ratio,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "paired_test",
     "quantile",
     "quantile_interval",
+    "quantile_low_end",
     "quantile_name",
     "quantile_ratio",
     "queries_needed",

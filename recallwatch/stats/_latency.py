@@ -6,6 +6,8 @@ interval of the p99 is ``[x(l), x(u)]`` with ``l`` and ``u`` read from the binom
 how many calls fall below the true p99. Both ends exist only from
 ``ceil(log(0.025) / log(0.99)) = 368`` calls on: with fewer, the slowest call observed may still
 be faster than the true p99 more than 2.5 % of the time, so no p99 is stated. The median needs 6.
+The low end alone needs far fewer (:func:`quantile_low_end`: one call for the p99): "the p99 is
+at least this" can be said of a few dozen calls, "at most" cannot.
 
 The ratio of a quantile between two sets of calls (a candidate and a baseline) follows from the
 two intervals: the new quantile is at least its interval's low end, the old one at most its high
@@ -26,8 +28,8 @@ from recallwatch.errors import UsageError
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-__all__ = ["Quantile", "QuantileRatio", "calls_needed", "quantile", "quantile_name",
-           "quantile_ratio"]
+__all__ = ["Quantile", "QuantileRatio", "calls_needed", "quantile", "quantile_low_end",
+           "quantile_name", "quantile_ratio"]
 
 
 def calls_needed(q: float, level: float = 0.95) -> int:
@@ -87,6 +89,24 @@ def quantile(samples: npt.ArrayLike, q: float, level: float = 0.95) -> Quantile:
     high_rank = min(n, int(np.searchsorted(cdf, 1.0 - alpha, side="left")) + 1)
     return Quantile(q, n, needed, float(np.percentile(x, 100 * q)), float(x[low_rank - 1]),
                     float(x[high_rank - 1]), level)
+
+
+def quantile_low_end(samples: npt.ArrayLike, q: float, level: float = 0.95) -> float | None:
+    """The low end of the ``q`` quantile's distribution-free ``level`` interval, which needs far
+    fewer calls than the whole interval: the true quantile is below it at most ``(1 - level) /
+    2`` of the time. The largest order statistic ``x(l)`` with ``B(l - 1) <= (1 - level) / 2``
+    (B the binomial(n, q) distribution function); from 368 calls on, the low end
+    :func:`quantile` states. For the p99 it exists from one call on (the one call is above the
+    p99 only 1 % of the time); None when no call qualifies (a median from under 6 calls)."""
+    import numpy as np
+
+    x = np.sort(np.asarray(samples, dtype=np.float64))
+    n = int(x.size)
+    if n == 0 or not 0.0 < q < 1.0:
+        return None
+    cdf = _binomial_cdf(n, q)
+    rank = int(np.searchsorted(cdf, (1.0 - level) / 2.0, side="right"))
+    return None if rank < 1 else float(x[rank - 1])
 
 
 def _binomial_cdf(n: int, q: float) -> npt.NDArray[Any]:

@@ -84,6 +84,7 @@ def test_window_is_the_last_stretch_of_the_log(tmp_path: Path) -> None:
     low, high = s.latency_ci_ms["p50"]
     assert low <= s.latency_ms["p50"] <= high
     assert (s.latency_ci_ms["p99"] is None) == (len(inside) < 368)  # a p99 interval needs 368
+    assert s.latency_p99_low_ms is not None and s.latency_p99_low_ms <= s.latency_ms["p99"]
     whole = window_signals(InteractionLog(tmp_path / "log.jsonl.gz"))
     assert whole.impressions == len(rows)
 
@@ -131,9 +132,8 @@ def test_a_rate_past_its_threshold_within_its_interval_is_noise() -> None:
         f"live no-result rate is 0.31, above the maximum 0.3, but its 95 % interval "
         f"{low:.4g}–{high:.4g} over 1,000 impressions reaches below it: within noise, not an "
         "alarm",
-        "live latency p99 is 2100 ms, above the maximum 2000 ms, from 300 logged latencies: a "
-        "p99 interval needs 368, and the median's is not above the maximum: not judged, not an "
-        "alarm")
+        "live latency p99 is 2100 ms, above the maximum 2000 ms, from 300 logged latencies: no "
+        "interval stated: not judged, not an alarm")
     # the click-through rate's interval comes from the clicks' spread (0.6 per impression)
     low_ctr = check_live({**base, "no_result_rate": 0.0, "ctr": 0.04})
     half = 1.959963984540054 * 0.6 / np.sqrt(1000)
@@ -141,13 +141,16 @@ def test_a_rate_past_its_threshold_within_its_interval_is_noise() -> None:
         f"live click-through rate is 0.04, under the minimum 0.05, but its 95 % interval "
         f"{0.04 - half:.4g}–{0.04 + half:.4g} over 1,000 impressions reaches above it: within "
         "noise, not an alarm")
-    # a median surely over the maximum: the p99 is over it too, whatever the calls
-    slow = check_live({**base, "no_result_rate": 0.0,
-                       "latency_ci_ms": {"p50": [2050.0, 2300.0], "p99": None}})
+    # the p99's low end alone, from 300 latencies: over the maximum, an alarm; under, not judged
+    slow = check_live({**base, "no_result_rate": 0.0, "latency_p99_low_ms": 2050.0})
     assert slow.alarms == (
-        "live latency p99 is 2100 ms, above the maximum 2000 ms: the median's 95 % interval "
-        "2050–2300 ms over 300 logged latencies is above it, so the p99 is too (a p99 "
-        "interval needs 368)",)
+        "live latency p99 is 2100 ms, above the maximum 2000 ms (the low end of its 95 % "
+        "interval, 2050 ms over 300 logged latencies, is above it; the high end needs 368)",)
+    unsure = check_live({**base, "no_result_rate": 0.0, "latency_p99_low_ms": 1800.0})
+    assert unsure.alarms == () and unsure.notes[-1] == (
+        "live latency p99 is 2100 ms, above the maximum 2000 ms, from 300 logged latencies: the "
+        "low end of its 95 % interval, 1800 ms, is not above the maximum, and the high end needs "
+        "368: not judged, not an alarm")
 
 
 @pytest.mark.parametrize("field,value", [("max_no_result_rate", 1.5), ("min_ctr", -1.0),

@@ -10,7 +10,7 @@ import pytest
 from scipy.stats import binom
 
 from recallwatch.errors import UsageError
-from recallwatch.stats import calls_needed, quantile, quantile_ratio
+from recallwatch.stats import calls_needed, quantile, quantile_low_end, quantile_ratio
 
 
 def test_calls_needed_is_the_first_count_whose_interval_has_both_ends() -> None:
@@ -78,3 +78,23 @@ def test_an_unchanged_distribution_is_called_real_at_most_5_percent_of_the_time(
         for q in claims:
             claims[q] += quantile_ratio(a, b, q).real
     assert claims[0.5] <= 20 and claims[0.99] <= 20  # 5 % of 400
+
+
+@pytest.mark.parametrize("n", [1, 5, 30, 120])
+def test_the_p99_low_end_from_few_calls_is_above_the_true_p99_at_most_2_5_percent(n: int) -> None:
+    """Simulated truth: log-normal calls, whose p99 is known; the low end stated from ``n``
+    calls (far fewer than the 368 the whole interval needs) exceeds it in at most 2.5 % of
+    4,000 draws (plus the draws' own error)."""
+    rng = np.random.default_rng(n)
+    true_p99 = float(np.exp(0.5 * 2.3263478740408408))
+    over = sum((quantile_low_end(rng.lognormal(0.0, 0.5, n), 0.99) or 0.0) > true_p99
+               for _ in range(4000))
+    assert over / 4000 <= 0.025 + 3 * np.sqrt(0.025 * 0.975 / 4000)
+
+
+def test_the_low_end_is_the_whole_intervals_from_enough_calls() -> None:
+    x = np.random.default_rng(1).lognormal(0.0, 0.5, 1000)
+    for q in (0.5, 0.99):
+        assert quantile_low_end(x, q) == quantile(x, q).low
+    assert quantile_low_end(x[:5], 0.5) is None  # a median's low end needs 6 calls
+    assert quantile_low_end([], 0.99) is None
