@@ -52,8 +52,9 @@ def test_the_monitor_decisions_benchmark_runs_small(tmp_path: Path) -> None:
     assert recall["m=4"]["monitor_runs"] == {"hits": 1, "runs": 1, "rate": 1.0,
                                              "ci": recall["m=4"]["monitor_runs"]["ci"]}
     latency = result["alarms"]["latency_cap"]
-    assert set(latency["by_change"]) == {"unchanged", "3x slower", "10x slower"}
-    assert all(calls <= 368 for calls in latency["by_change"]["unchanged"]["calls"])
+    assert set(latency["by_change"]) == {f"{change}, {load}" for load in ("idle", "loaded")
+                                         for change in ("unchanged", "3x slower", "10x slower")}
+    assert all(calls <= 368 for calls in latency["by_change"]["unchanged, idle"]["calls"])
     drift = result["alarms"]["drift"]["by_share"]
     assert drift["25% from new topics"]["alarms"]["hits"] == 1
     assert all(p is not None for p in drift["same distribution"]["p_values"])
