@@ -112,20 +112,27 @@ def busy_machine(processes: int, on: bool) -> Iterator[None]:
 
 class SlowerIndex:
     """The store made ``factor`` times slower on single-query searches (the ones the gate
-    times): each call sleeps ``factor - 1`` times its own duration. Its baseline versions
-    (``checkout``) keep their own speed."""
+    times): each call sleeps ``factor - 1`` times its own duration, or with ``spin`` keeps its
+    core busy that long (as an index doing that much more work would: a sleeping call on a
+    loaded machine also waits for a core when it wakes). Exact searches keep their speed, and
+    so do its baseline versions (``checkout``)."""
 
-    def __init__(self, inner: LanceStore, factor: float) -> None:
-        self.inner, self.factor = inner, factor
+    def __init__(self, inner: Any, factor: float, spin: bool = False) -> None:
+        self.inner, self.factor, self.spin = inner, factor, spin
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
     def search(self, vectors: np.ndarray, k: int, **kw: Any) -> list[Hits]:
         t0 = time.perf_counter()
-        out = self.inner.search(vectors, k, **kw)
-        if len(vectors) == 1:
-            time.sleep((self.factor - 1.0) * (time.perf_counter() - t0))
+        out: list[Hits] = self.inner.search(vectors, k, **kw)
+        if len(vectors) == 1 and not kw.get("exact"):
+            extra = (self.factor - 1.0) * (time.perf_counter() - t0)
+            if not self.spin:
+                time.sleep(extra)
+            until = time.perf_counter() + extra
+            while self.spin and time.perf_counter() < until:
+                pass
         return out
 
 

@@ -4,7 +4,7 @@ under varying load, and its detection rate on a real change of known size. Real
 from disk.
 
     PYTHONPATH=. .venv/bin/python benchmarks/decisions_monitor_bench.py [--alarms A,B] \\
-        [--rounds 10] [--changed 3] [--drift-rounds 30] [--live-rounds 60] [--busy 2] \\
+        [--rounds 6] [--changed 2] [--drift-rounds 20] [--live-rounds 40] [--busy 2] \\
         [--out FILE.json]
 
 One function per alarm, each taking the shared :class:`Bench` and returning its figures
@@ -26,10 +26,10 @@ beside it (as in ``decisions_bench.py``); the inputs are generated with fixed se
   in rounds, before the others): the monitor's decision at 2× that p99, the same rule re-applied
   to each run's calls at 4× and 8×, and the rule used before (the p99 of the probes' single pass
   over the cap) on the same calls. ``--rounds`` runs on the unchanged store, then ``--changed``
-  runs on the store made 3× and 10× slower (:class:`Busier`: each live search call works on for
-  ``factor − 1`` times its own duration; ``decisions_bench.py``'s wrapper sleeps instead, but on
-  a loaded machine a sleeping call waits for a core again when it wakes, which made a nominal 3×
-  read ×13–×23 at the p99 in a first run of this bench). Runs on an idle and on a loaded machine
+  runs on the store made 3× and 10× slower (``decisions_bench.SlowerIndex`` with ``spin``: each
+  live search call keeps its core busy for ``factor − 1`` times its own duration; sleeping
+  instead, on a loaded machine a call also waits for a core when it wakes, which made a nominal
+  3× read ×13–×23 at the p99 in a first run of this bench). Runs on an idle and on a loaded machine
   are counted apart: an absolute cap judges the machine as well as the index.
 * ``drift`` — ``drift_alarm_p: 0.01``: the LanceDB store's index trained on 2,000 rows; each
   round writes 300 rows, runs the monitor, and deletes them. ``--drift-rounds`` rounds of rows
@@ -45,7 +45,8 @@ beside it (as in ``decisions_bench.py``); the inputs are generated with fixed se
   figures do not depend on the machine, so no load is added.
 
 The machine's load average is recorded at the start and the end; the figures go to stdout and,
-with ``--out``, to a JSON file.
+with ``--out``, to a JSON file. The defaults take about five minutes on a loaded 2-core machine;
+the figures in docs/measured-figures.md were taken with more rounds.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from decisions_bench import busy_machine  # noqa: E402
+from decisions_bench import SlowerIndex, busy_machine  # noqa: E402
 
 from recallwatch.bench.datasets import topic_collection  # noqa: E402
 from recallwatch.ops.monitor import run_monitor  # noqa: E402
@@ -210,27 +211,6 @@ def _probe_draws(recalls: np.ndarray, draws: int = 500) -> dict[str, Any]:
 # -- latency cap ----------------------------------------------------------------------------------
 
 
-class Busier:
-    """The store made ``factor`` times slower on live single-probe searches (the ones the monitor
-    times): each call keeps its core busy for ``factor - 1`` times its own duration, as an index
-    doing that much more work would."""
-
-    def __init__(self, inner: Any, factor: float) -> None:
-        self.inner, self.factor = inner, factor
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    def search(self, vectors: np.ndarray, k: int, **kw: Any) -> list[Hits]:
-        t0 = time.perf_counter()
-        out: list[Hits] = self.inner.search(vectors, k, **kw)
-        if len(vectors) == 1 and not kw.get("exact"):
-            until = time.perf_counter() + (self.factor - 1.0) * (time.perf_counter() - t0)
-            while time.perf_counter() < until:
-                pass
-        return out
-
-
 class Recorded:
     """The store with the duration of every live single-probe search kept (what the monitor
     times), so that other caps and the old rule are judged on the same calls."""
@@ -279,7 +259,7 @@ def latency_cap(bench: Bench) -> dict[str, Any]:
     for change in (1.0, *SLOWER):
         runs = bench.rounds if change == 1.0 else bench.changed
         for i in range(runs):
-            wrapped = store if change == 1.0 else Busier(store, change)
+            wrapped = store if change == 1.0 else SlowerIndex(store, change, spin=True)
             with busy_machine(bench.busy, bench.loaded(i)):
                 report, calls = _timed_run(wrapped, probes, caps[MONITOR_CAP])
             rows.append(_latency_row(report, calls, caps, change, bench.loaded(i)))
@@ -489,12 +469,12 @@ ALARMS: dict[str, Callable[[Bench], dict[str, Any]]] = {
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--alarms", default=",".join(ALARMS))
-    ap.add_argument("--rounds", type=int, default=10,
+    ap.add_argument("--rounds", type=int, default=6,
                     help="monitor runs on the unchanged store (recall floor, latency cap)")
-    ap.add_argument("--changed", type=int, default=3, help="runs on each changed input")
-    ap.add_argument("--drift-rounds", type=int, default=30,
+    ap.add_argument("--changed", type=int, default=2, help="runs on each changed input")
+    ap.add_argument("--drift-rounds", type=int, default=20,
                     help="rounds of new rows from the trained rows' own distribution")
-    ap.add_argument("--live-rounds", type=int, default=60, help="logs of unchanged traffic")
+    ap.add_argument("--live-rounds", type=int, default=40, help="logs of unchanged traffic")
     ap.add_argument("--busy", type=int, default=2, help="CPU-bound processes on loaded runs")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)

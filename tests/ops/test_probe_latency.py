@@ -10,7 +10,7 @@ store (each probe's real answer, kept for the rounds that search it again)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -23,33 +23,19 @@ from recallwatch.ops.probe_latency import latency_check, timed_rounds
 from recallwatch.ops.probes import ProbeSet
 from recallwatch.stores.base import Chunk, Hits, VectorStore
 from recallwatch.stores.lancedb.store import LanceStore
+from tests.machine import Machine as FakeMachine
 
-MEDIAN_S = 0.002
-SIGMA = 0.35
 SPIKE_SHARE, SPIKE = 0.005, 12.0
 LOADED = 1.8
 CAP_MS = 10.0
 
 
 @dataclass
-class Machine:
-    """The fake clock and the load of the moment: every timed call draws its duration here."""
+class Machine(FakeMachine):
+    """The fake machine of the noise model above (tests/machine.py), its spikes included."""
 
-    seed: int
-    load: float = 1.0
-    now: float = 0.0
-    rng: np.random.Generator = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.rng = np.random.default_rng(self.seed)
-
-    def __call__(self) -> float:
-        return self.now
-
-    def spend(self, speed: float) -> None:
-        spike = SPIKE if self.rng.random() < SPIKE_SHARE else 1.0
-        self.now += MEDIAN_S * speed * self.load * spike * float(
-            np.exp(SIGMA * self.rng.normal()))
+    spike_share: float = SPIKE_SHARE
+    spike: float = SPIKE
 
 
 class TimedStore:
