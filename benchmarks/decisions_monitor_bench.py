@@ -55,7 +55,6 @@ import argparse
 import hashlib
 import json
 import os
-import platform
 import sys
 import tempfile
 import time
@@ -71,7 +70,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from decisions_bench import SlowerIndex, busy_machine  # noqa: E402
+from decisions_bench import SlowerIndex, busy_machine, chosen_names, machine  # noqa: E402
 
 from recallwatch.bench.datasets import topic_collection  # noqa: E402
 from recallwatch.ops.monitor import run_monitor  # noqa: E402
@@ -80,7 +79,7 @@ from recallwatch.ops.probes import ProbeSet  # noqa: E402
 from recallwatch.ops.recall import recall_vs_exact  # noqa: E402
 from recallwatch.stats import wilson_interval  # noqa: E402
 from recallwatch.stores import open_store  # noqa: E402
-from recallwatch.stores.base import Chunk, Hits, VectorStore  # noqa: E402
+from recallwatch.stores.base import Chunk, VectorStore  # noqa: E402
 from recallwatch.stores.lancedb.store import LanceStore  # noqa: E402
 
 DIM, ROWS, TOPICS = 32, 4000, 20
@@ -211,24 +210,6 @@ def _probe_draws(recalls: np.ndarray, draws: int = 500) -> dict[str, Any]:
 # -- latency cap ----------------------------------------------------------------------------------
 
 
-class Recorded:
-    """The store with the duration of every live single-probe search kept (what the monitor
-    times), so that other caps and the old rule are judged on the same calls."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner, self.calls = inner, []
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    def search(self, vectors: np.ndarray, k: int, **kw: Any) -> list[Hits]:
-        t0 = time.perf_counter()
-        out: list[Hits] = self.inner.search(vectors, k, **kw)
-        if len(vectors) == 1 and not kw.get("exact"):
-            self.calls.append((time.perf_counter() - t0) * 1e3)
-        return out
-
-
 def _lance(bench: Bench, name: str) -> LanceStore:
     """A LanceDB IVF_PQ store of the rows, its index trained on the first ``TRAINED``."""
     uri = (f"lancedb://{bench.scratch / name}?table=t&index_type=IVF_PQ&nprobes=4"
@@ -238,11 +219,15 @@ def _lance(bench: Bench, name: str) -> LanceStore:
     return store
 
 
-def _timed_run(store: Any, probes: np.ndarray, cap: float) -> tuple[Any, list[float]]:
-    recorded = Recorded(store)
-    report = run_monitor(recorded, ProbeSet("p", "1", vectors=probes),  # type: ignore[arg-type]
+def _timed_run(store: Any, probes: np.ndarray, cap: float,
+               factor: float = 1.0) -> tuple[Any, list[float]]:
+    """A monitor run on the store made ``factor`` times slower, and the milliseconds of each of
+    its live calls (what the monitor timed), so that other caps and the old rule are judged on
+    the same calls."""
+    timed = SlowerIndex(store, factor, spin=True)
+    report = run_monitor(timed, ProbeSet("p", "1", vectors=probes),  # type: ignore[arg-type]
                          k=10, floor=0.0, max_latency_p99_ms=cap)
-    return report, recorded.calls
+    return report, timed.calls
 
 
 def latency_cap(bench: Bench) -> dict[str, Any]:
@@ -259,9 +244,8 @@ def latency_cap(bench: Bench) -> dict[str, Any]:
     for change in (1.0, *SLOWER):
         runs = bench.rounds if change == 1.0 else bench.changed
         for i in range(runs):
-            wrapped = store if change == 1.0 else SlowerIndex(store, change, spin=True)
             with busy_machine(bench.busy, bench.loaded(i)):
-                report, calls = _timed_run(wrapped, probes, caps[MONITOR_CAP])
+                report, calls = _timed_run(store, probes, caps[MONITOR_CAP], change)
             rows.append(_latency_row(report, calls, caps, change, bench.loaded(i)))
     store.close()
     out: dict[str, Any] = {"idle_p99_ms": p99, "idle_p50_ms": float(np.percentile(idle_calls, 50)),
@@ -478,10 +462,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--busy", type=int, default=2, help="CPU-bound processes on loaded runs")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
-    chosen = [a.strip() for a in args.alarms.split(",") if a.strip()]
-    unknown = [a for a in chosen if a not in ALARMS]
-    if unknown:
-        ap.error(f"unknown alarm(s) {', '.join(unknown)}; known: {', '.join(ALARMS)}")
+    chosen = chosen_names(ap, args.alarms, list(ALARMS), "alarm")
     started, load_before, t0 = datetime.now(UTC), os.getloadavg(), time.perf_counter()
     settings = {"rounds": args.rounds, "changed": args.changed, "drift_rounds": args.drift_rounds,
                 "live_rounds": args.live_rounds, "busy": args.busy, "floor": FLOOR,
@@ -498,9 +479,7 @@ def main(argv: list[str] | None = None) -> int:
             seconds[name] = time.perf_counter() - t
     report = {"started": started.isoformat(timespec="seconds"), "command": " ".join(sys.argv),
               "seconds": time.perf_counter() - t0, "seconds_by_alarm": seconds,
-              "machine": {"cpus": os.cpu_count(), "processor": platform.processor(),
-                          "python": platform.python_version(), "load_before": load_before,
-                          "load_after": os.getloadavg()},
+              "machine": machine(load_before),
               "settings": settings, "inputs_sha256": bench.inputs, "alarms": figures}
     print(json.dumps({k: v for k, v in report.items() if k != "alarms"}, indent=1))
     if args.out is not None:
