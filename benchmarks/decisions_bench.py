@@ -112,20 +112,30 @@ def busy_machine(processes: int, on: bool) -> Iterator[None]:
 
 class SlowerIndex:
     """The store made ``factor`` times slower on single-query searches (the ones the gate
-    times): each call sleeps ``factor - 1`` times its own duration. Its baseline versions
-    (``checkout``) keep their own speed."""
+    times): each call sleeps ``factor - 1`` times its own duration, or with ``spin`` keeps its
+    core busy that long (as an index doing that much more work would: a sleeping call on a
+    loaded machine also waits for a core when it wakes). Exact searches keep their speed, and
+    so do its baseline versions (``checkout``). ``calls``: the milliseconds of every slowed
+    call, delay included (with ``factor`` 1, the store's own timed calls)."""
 
-    def __init__(self, inner: LanceStore, factor: float) -> None:
-        self.inner, self.factor = inner, factor
+    def __init__(self, inner: Any, factor: float, spin: bool = False) -> None:
+        self.inner, self.factor, self.spin = inner, factor, spin
+        self.calls: list[float] = []
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
     def search(self, vectors: np.ndarray, k: int, **kw: Any) -> list[Hits]:
         t0 = time.perf_counter()
-        out = self.inner.search(vectors, k, **kw)
-        if len(vectors) == 1:
-            time.sleep((self.factor - 1.0) * (time.perf_counter() - t0))
+        out: list[Hits] = self.inner.search(vectors, k, **kw)
+        if len(vectors) == 1 and not kw.get("exact"):
+            extra = (self.factor - 1.0) * (time.perf_counter() - t0)
+            if not self.spin and extra > 0:
+                time.sleep(extra)
+            until = time.perf_counter() + extra
+            while self.spin and time.perf_counter() < until:
+                pass
+            self.calls.append((time.perf_counter() - t0) * 1e3)
         return out
 
 
@@ -284,6 +294,23 @@ def build(scratch: Path) -> tuple[LanceStore, Embedder]:
     return store, embedder
 
 
+def chosen_names(ap: argparse.ArgumentParser, text: str, known: list[str],
+                 what: str) -> list[str]:
+    """The comma-separated names of ``text``, each one of ``known`` (else the parser's error)."""
+    names = [d.strip() for d in text.split(",") if d.strip()]
+    unknown = [d for d in names if d not in known]
+    if unknown:
+        ap.error(f"unknown {what}(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    return names
+
+
+def machine(load_before: tuple[float, float, float]) -> dict[str, Any]:
+    """The machine a bench ran on, and its load average before and now."""
+    return {"cpus": os.cpu_count(), "processor": platform.processor(),
+            "python": platform.python_version(), "load_before": load_before,
+            "load_after": os.getloadavg()}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--decisions", default=",".join(DECISIONS))
@@ -292,10 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--busy", type=int, default=2, help="CPU-bound processes on loaded gates")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
-    chosen = [d.strip() for d in args.decisions.split(",") if d.strip()]
-    unknown = [d for d in chosen if d not in DECISIONS]
-    if unknown:
-        ap.error(f"unknown decision(s) {', '.join(unknown)}; known: {', '.join(DECISIONS)}")
+    chosen = chosen_names(ap, args.decisions, list(DECISIONS), "decision")
     started = datetime.now(UTC)
     load_before = os.getloadavg()
     t0 = time.perf_counter()
@@ -307,9 +331,7 @@ def main(argv: list[str] | None = None) -> int:
         store.close()
     report = {"started": started.isoformat(timespec="seconds"),
               "seconds": time.perf_counter() - t0,
-              "machine": {"cpus": os.cpu_count(), "processor": platform.processor(),
-                          "python": platform.python_version(),
-                          "load_before": load_before, "load_after": os.getloadavg()},
+              "machine": machine(load_before),
               "settings": {"gates": args.gates, "changed": args.changed, "busy": args.busy},
               "decisions": figures}
     print(json.dumps({k: v for k, v in report.items() if k != "decisions"}, indent=1))

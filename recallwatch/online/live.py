@@ -6,7 +6,10 @@ the latest window of the log and alarms on the figures. Definitions match the A/
 - no-result rate: share of impressions that showed nothing;
 - CTR (click-through rate): clicked results per impression;
 - abandonment: share of impressions without a click (no-result impressions included);
-- latency p50 / p95 / p99: percentiles of ``latency_ms`` over the impressions that logged it.
+- latency p50 / p95 / p99: percentiles of ``latency_ms`` over the impressions that logged it,
+  the p50 and p99 with their distribution-free 95 % intervals (:func:`recallwatch.stats.quantile`:
+  the p99's from 368 logged latencies on, the median's from 6), and the p99 interval's low end
+  alone, which needs far fewer (:func:`recallwatch.stats.quantile_low_end`).
 """
 
 from __future__ import annotations
@@ -48,6 +51,9 @@ class LiveSignals:
     latency_ms: dict[str, float] | None  # p50, p95, p99; None when no latency was logged
     latency_count: int
     ctr_sd: float | None = None  # standard deviation of clicked results per impression
+    # the 95 % intervals of the latency p50 and p99 ([low, high], None from too few latencies)
+    latency_ci_ms: dict[str, list[float] | None] | None = None
+    latency_p99_low_ms: float | None = None  # the p99 interval's low end, from fewer too
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -56,6 +62,7 @@ class LiveSignals:
             "impressions": self.impressions, "no_result_rate": self.no_result_rate,
             "ctr": self.ctr, "abandonment": self.abandonment, "latency_ms": self.latency_ms,
             "latency_count": self.latency_count, "ctr_sd": self.ctr_sd,
+            "latency_ci_ms": self.latency_ci_ms, "latency_p99_low_ms": self.latency_p99_low_ms,
         }
 
 
@@ -92,17 +99,26 @@ def live_signals(impressions: Iterable[Impression], *, start: datetime | None = 
             abandoned += 1
         if imp.latency_ms is not None:
             latencies.append(imp.latency_ms)
-    latency = None
+    latency = intervals = p99_low = None
     if latencies:
+        from recallwatch.stats import quantile, quantile_low_end
+
         values = np.frombuffer(latencies, dtype=np.float64)
         p50, p95, p99 = np.percentile(values, [50, 95, 99]).tolist()
         latency = {"p50": p50, "p95": p95, "p99": p99}
+        intervals = {}
+        for q in (0.5, 0.99):
+            est = quantile(values, q)
+            intervals[est.name] = None if est.low is None or est.high is None else [
+                est.low, est.high]
+        p99_low = quantile_low_end(values, 0.99)
     return LiveSignals(
         start=start, end=end, impressions=n,
         no_result_rate=empty / n if n else None, ctr=clicks / n if n else None,
         abandonment=abandoned / n if n else None, latency_ms=latency,
         latency_count=len(latencies),
         ctr_sd=math.sqrt(max(clicks_sq / n - (clicks / n) ** 2, 0.0)) if n else None,
+        latency_ci_ms=intervals, latency_p99_low_ms=p99_low,
     )
 
 

@@ -3,6 +3,7 @@
 * :mod:`~recallwatch.ops.ingest` — corpus into a store, idempotent, resumable, gated;
 * :mod:`~recallwatch.ops.probes` — versioned probe sets (golden and/or logged queries, or vectors);
 * :mod:`~recallwatch.ops.monitor` — recall vs exact, latency, coverage, index age, data drift;
+* :mod:`~recallwatch.ops.probe_latency` — the probes' latency against its cap, with its interval;
 * :mod:`~recallwatch.ops.budget` — the error budget over monitor runs;
 * :mod:`~recallwatch.ops.reindex` — background rebuild, verified atomic switch, rollback;
 * :mod:`~recallwatch.ops.promote` — production only for an ACCEPTed, cleanly ingested version;

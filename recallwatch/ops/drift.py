@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from recallwatch.errors import NotInstalledError
-from recallwatch.ops.drift_stats import DriftTest, drift_test
+from recallwatch.ops.drift_stats import PERMUTATIONS, DriftTest, drift_test
 from recallwatch.stores.base import SupportsContentHashes, SupportsIndexInspection, SupportsVectors
 from recallwatch.vectors import cosine_scores, normalise
 
@@ -50,9 +50,12 @@ class DriftSignal:
         return asdict(self)
 
 
-def drift_signal(store: VectorStore, trained_version: str, *, seed: int = 0) -> DriftSignal | None:
+def drift_signal(store: VectorStore, trained_version: str, *, seed: int = 0,
+                 permutations: int = PERMUTATIONS) -> DriftSignal | None:
     """Shift between rows written after ``trained_version`` and the rows the index was trained
-    on; None when nothing was written since, or the store cannot return its vectors."""
+    on; None when nothing was written since, or the store cannot return its vectors.
+    ``permutations``: the two-sample test's shuffles
+    (:func:`~recallwatch.ops.drift_stats.permutations_for` an alarm threshold)."""
     new = store.ids_since(trained_version)
     if not new:
         return None
@@ -77,7 +80,8 @@ def drift_signal(store: VectorStore, trained_version: str, *, seed: int = 0) -> 
         mean_cosine_distance=mean_dist, share_far=float((dist_new > cut).mean()),
         baseline_share_far=float((dist_old > cut).mean()), centroids=how,
         sampled=len(pick_new) + len(pick_old),
-        test=drift_test(old_u, new_u, seed=seed) if len(old_u) > 1 and len(new_u) > 1 else None,
+        test=(drift_test(old_u, new_u, seed=seed, permutations=permutations)
+              if len(old_u) > 1 and len(new_u) > 1 else None),
     )
 
 

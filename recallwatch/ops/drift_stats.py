@@ -17,6 +17,7 @@ result.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -26,10 +27,12 @@ from scipy.stats import ks_2samp
 from recallwatch.errors import InputError
 
 __all__ = ["KS_ALPHA", "PSI_DRIFT", "DriftTest", "drift_test", "mmd_permutation_test",
-           "psi_per_dimension"]
+           "out_of_reach", "permutations_for", "psi_per_dimension"]
 
 MAX_ROWS = 1000  # per side
 PERMUTATIONS = 200
+MAX_PERMUTATIONS = 20_000
+_BLOCK = 256  # permutations scored at once (memory: a block × the pooled rows)
 KS_ALPHA = 0.05  # a dimension drifted when its KS p-value is under this (Evidently's default)
 PSI_DRIFT = 0.1  # a dimension drifted when its PSI is above this (Evidently's default)
 _PSI_BINS = 10
@@ -54,6 +57,27 @@ class DriftTest:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def permutations_for(alpha: float | None) -> int:
+    """Shuffles enough for a p-value held to ``alpha`` (an alarm threshold): the smallest
+    p-value the test can give, ``1 / (1 + permutations)``, a tenth of ``alpha``, so that a
+    threshold is never out of the test's reach and the p-value near it is not coarse; at least
+    :data:`PERMUTATIONS`, at most :data:`MAX_PERMUTATIONS`."""
+    if alpha is None or alpha <= 0:
+        return PERMUTATIONS
+    return max(PERMUTATIONS, min(MAX_PERMUTATIONS, math.ceil(10.0 / alpha - 1e-9) - 1))
+
+
+def out_of_reach(alpha: float, permutations: int) -> str | None:
+    """Why a p-value threshold ``alpha`` can never be crossed by a test of ``permutations``
+    shuffles (its smallest p-value is ``1 / (1 + permutations)``), or None."""
+    smallest = 1.0 / (1 + permutations)
+    if alpha >= smallest:
+        return None
+    return (f"drift_alarm_p {alpha:g} is under the smallest p-value {permutations:,} "
+            f"permutations can give ({smallest:.2g}): the drift alarm cannot fire; set "
+            f"drift_alarm_p to at least {smallest:.2g}")
 
 
 def _subsample(x: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -90,10 +114,13 @@ def mmd_permutation_test(x: np.ndarray, y: np.ndarray, *, permutations: int = PE
     w = weights(labels)
     observed = float(w @ kernel @ w)
     rng = np.random.default_rng(seed)
-    shuffled = np.stack([weights(rng.permutation(labels)) for _ in range(permutations)])
-    stats = np.einsum("pi,pi->p", shuffled @ kernel, shuffled)
-    # the tolerance keeps a shuffle equal to the observed split from losing to rounding
-    above = int((stats >= observed - 1e-12).sum())
+    above = 0
+    for start in range(0, permutations, _BLOCK):
+        shuffled = np.stack([weights(rng.permutation(labels))
+                             for _ in range(min(_BLOCK, permutations - start))])
+        stats = np.einsum("pi,pi->p", shuffled @ kernel, shuffled)
+        # the tolerance keeps a shuffle equal to the observed split from losing to rounding
+        above += int((stats >= observed - 1e-12).sum())
     return observed, (1 + above) / (1 + permutations), float(np.sqrt(h2))
 
 

@@ -10,6 +10,13 @@ Default thresholds are deliberately loose: they catch a broken system (a third o
 nothing, almost nobody clicks, a tail of seconds), not a slightly worse one. Set yours from a
 healthy week of your own traffic.
 
+A window's rate is a sample: with a few hundred impressions a no-result rate of 0.28 reads 0.31
+one window in ten. So a signal alarms only when its whole 95 % interval lies past its threshold
+(Wilson's for a share of impressions, the normal one from the clicks' spread for the
+click-through rate, the log's distribution-free one for the latency p99, whose low end alone
+decides when the window logged fewer than the 368 latencies its high end needs). A value past
+the threshold whose interval reaches back is reported as within noise, not alarmed on.
+
 Relative alarms catch the slightly worse one: the window is compared with a *baseline* (the
 stretch of the log just before it), and a rate that got worse by at least ``max_relative_change``
 (click-through rate down; no-result rate or abandonment up) alarms when a one-sided two-sample
@@ -27,6 +34,8 @@ from typing import Any
 from recallwatch.errors import InputError
 
 __all__ = ["LIVE_SIGNALS", "LiveCheck", "LivePolicy", "check_live", "live_breached"]
+
+_Z95 = 1.959963984540054  # the two-sided 95 % normal quantile
 
 
 @dataclass(frozen=True)
@@ -133,14 +142,64 @@ def check_live(signals: Mapping[str, Any], policy: LivePolicy | None = None,
             value = check.value(s.path)
             if limit is None or value is None:
                 continue
-            if (value > limit) if s.upper else (value < limit):
-                word = "above the maximum" if s.upper else "under the minimum"
-                alarms.append(f"live {s.label} is {value:.4g}{s.unit}, {word} {limit:g}{s.unit} "
-                              f"({n:,} impressions)")
+            alarm, note = _past(s, value, limit, signals, n)
+            if alarm is not None:
+                alarms.append(alarm)
+            if note is not None:
+                notes.append(note)
     changes = _relative(signals, baseline, policy) if baseline is not None else []
     alarms.extend(c["alarm"] for c in changes if c["alarm"])
     return LiveCheck(dict(signals), policy, tuple(alarms), tuple(notes),
                      None if baseline is None else dict(baseline), tuple(changes))
+
+
+def _interval(s: _Signal, value: float, signals: Mapping[str, Any],
+              n: int) -> tuple[float, float] | None:
+    """The 95 % interval of a signal: Wilson's for a share of impressions, the normal one from
+    the clicks' spread for the click-through rate (clicks per impression, which may exceed 1),
+    the log's own distribution-free one for a latency percentile (None when the window logged
+    too few latencies for it)."""
+    if s.unit:
+        ci = (signals.get("latency_ci_ms") or {}).get(s.path[-1])
+        return None if not ci else (float(ci[0]), float(ci[1]))
+    sd = signals.get("ctr_sd")
+    if s.path == ("ctr",) and isinstance(sd, int | float):
+        half = _Z95 * float(sd) / math.sqrt(n)
+        return value - half, value + half
+    from recallwatch.stats import wilson_interval
+
+    low, high = wilson_interval(min(value, 1.0) * n, n)
+    return float(low), float(high)
+
+
+def _past(s: _Signal, value: float, limit: float, signals: Mapping[str, Any],
+          n: int) -> tuple[str | None, str | None]:
+    """(alarm, note) of one signal against its threshold: an alarm when its whole 95 % interval
+    lies past the threshold; a value past it whose interval reaches back is within noise (a
+    note); a latency p99 from too few latencies for a whole interval is judged by its low end
+    alone."""
+    past = (value > limit) if s.upper else (value < limit)
+    if not past:
+        return None, None
+    word = "above the maximum" if s.upper else "under the minimum"
+    said = f"live {s.label} is {value:.4g}{s.unit}, {word} {limit:g}{s.unit}"
+    over = f"{signals.get('latency_count', 0):,} logged latencies" if s.unit else \
+        f"{n:,} impressions"
+    ci = _interval(s, value, signals, n)
+    if ci is not None:
+        interval = f"95 % interval {ci[0]:.4g}–{ci[1]:.4g}{s.unit} over {over}"
+        if (ci[0] > limit) if s.upper else (ci[1] < limit):
+            return f"{said} ({interval})", None
+        return None, (f"{said}, but its {interval} reaches {'below' if s.upper else 'above'} "
+                      "it: within noise, not an alarm")
+    low = signals.get("latency_p99_low_ms")
+    if isinstance(low, int | float) and low > limit:
+        return (f"{said} (the low end of its 95 % interval, {low:.4g} ms over {over}, is above "
+                "it; the high end needs 368)"), None
+    if not isinstance(low, int | float):
+        return None, f"{said}, from {over}: no interval stated: not judged, not an alarm"
+    return None, (f"{said}, from {over}: the low end of its 95 % interval, {low:.4g} ms, is not "
+                  "above the maximum, and the high end needs 368: not judged, not an alarm")
 
 
 # (label, key, worse when it goes up)

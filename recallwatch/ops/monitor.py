@@ -38,6 +38,8 @@ an alarm into exit code 1 and an optional webhook POST (:mod:`recallwatch.ops.we
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -49,15 +51,23 @@ from recallwatch.errors import InputError, StoreError, UsageError
 from recallwatch.ops.autoreindex import DEFAULT_WINDOW, auto_reindex
 from recallwatch.ops.budget import BudgetPolicy, BudgetStatus, error_budget
 from recallwatch.ops.drift import DriftSignal, drift_signal
+from recallwatch.ops.drift_stats import out_of_reach, permutations_for
 from recallwatch.ops.index_health import index_build, index_problem
 from recallwatch.ops.live_signals import LiveCheck, live_breached
 from recallwatch.ops.pipeline_probes import PipelineProbes
+from recallwatch.ops.probe_latency import (
+    LatencyCheck,
+    latency_check,
+    latency_figures,
+    timed_rounds,
+)
 from recallwatch.ops.probes import ProbeSet
 from recallwatch.ops.recall import ExactSearch, probe_vectors, recall_vs_exact
 from recallwatch.ops.reindex import DEFAULT_MAX_RECALL_LOSS
 from recallwatch.stores.base import SupportsIndexSize
 
 if TYPE_CHECKING:
+    from recallwatch.embedders.base import Fingerprint
     from recallwatch.history import History
     from recallwatch.stores.base import VectorStore
 
@@ -94,6 +104,10 @@ class MonitorReport:
     # the alarm thresholds applied: floor, min_coverage, max_latency_p99_ms, drift_alarm_p
     thresholds: dict[str, float | None] = field(default_factory=dict)
     pipeline: PipelineProbes | None = None  # the probes through a pipeline (--pipeline)
+    # the latency's evidence: calls, p50/p99 with their 95 % intervals, the cap's verdict
+    # (LatencyCheck.to_dict())
+    latency: dict[str, Any] | None = None
+    recall_ci: tuple[float, float] | None = None  # 95 % bootstrap interval of the mean recall
 
     @property
     def alarm(self) -> bool:
@@ -114,6 +128,8 @@ class MonitorReport:
             "live": None if self.live is None else self.live.to_dict(),
             "resources": self.resources, "thresholds": self.thresholds,
             "pipeline": None if self.pipeline is None else self.pipeline.to_dict(),
+            "latency": self.latency,
+            "recall_ci": None if self.recall_ci is None else list(self.recall_ci),
         }
 
 
@@ -134,33 +150,9 @@ def _resources(store: VectorStore, dimensions: int, notes: list[str]) -> dict[st
             "index_bytes": index_bytes}
 
 
-def run_monitor(
-    store: VectorStore, probes: ProbeSet, *, k: int = 10, floor: float = 0.95,
-    budget: BudgetPolicy | None = None, history: History | None = None,
-    now: datetime | None = None, live: LiveCheck | None = None,
-    reindex_below: float | None = None, reindex_window: timedelta = DEFAULT_WINDOW,
-    exact: ExactSearch | None = None, min_coverage: float = 0.0,
-    drift_alarm_p: float | None = None, max_latency_p99_ms: float | None = None,
-    pipeline: PipelineProbes | None = None,
-    max_recall_loss: float | None = DEFAULT_MAX_RECALL_LOSS,
-) -> MonitorReport:
-    """Measure the live index with the probes; record the run in ``history`` when given (the
-    error budget is computed over the history's earlier monitor runs of this store). ``live``:
-    the live signals of real traffic, already held to their thresholds
-    (:func:`recallwatch.ops.live_signals.check_live`); its alarms are the monitor's. With
-    ``reindex_below``, recall under it triggers a verified reindex (switched only when the new
-    index reaches ``floor`` and is not lower than the live one by more than
-    ``max_recall_loss``). ``exact``: the exact search recall is measured against, in the
-    reindex's verification too (default the store's own, ``search(exact=True)``; the Ray engine:
-    :class:`recallwatch.scale.ray_exact_knn.RayExactSearch`). ``drift_alarm_p``: alarm when the
-    data-drift test's p-value is under it (None: never). ``max_latency_p99_ms``: alarm when the
-    99th percentile of the probes' live search time is over it, in milliseconds (None: never).
-    ``pipeline``: the same probes measured through a pipeline
-    (:func:`recallwatch.ops.pipeline_probes.probe_pipeline`, held to its own thresholds); its
-    alarms are the monitor's, and the latency cap is then the pipeline's (what users wait for),
-    not the store's."""
-    from recallwatch.ops.calibrate import read_threshold
-
+def _check_settings(store: VectorStore, *, k: int, floor: float, min_coverage: float,
+                    reindex_below: float | None, drift_alarm_p: float | None,
+                    max_latency_p99_ms: float | None) -> None:
     if not 0.0 <= floor <= 1.0:
         raise InputError(field="floor", expected="a recall in [0, 1]", found=floor)
     if not 0.0 <= min_coverage <= 1.0:
@@ -185,75 +177,167 @@ def run_monitor(
                          "against exact search would be 1 whatever the index does, so the "
                          "monitor could never alarm; use a depth well under the row count "
                          "(the default is 10)")
+
+
+def _coverage(store: VectorStore, vectors: np.ndarray, fp: Fingerprint | None,
+              min_coverage: float, alarms: list[str],
+              notes: list[str]) -> tuple[float | None, float | None]:
+    """(threshold, coverage): the share of probes whose best result reaches the no-result
+    threshold calibrated for the store's embedder (both None without one)."""
+    from recallwatch.ops.calibrate import read_threshold
+
+    threshold = read_threshold(store, fp) if fp is not None else None
+    if threshold is None:
+        notes.append("coverage: no no-result threshold calibrated for this embedder "
+                     "(recallwatch ops calibrate-threshold)")
+        return None, None
+    top = store.search(vectors, 1)
+    coverage = float(np.mean([len(h.ids) > 0 and float(h.scores[0]) >= threshold for h in top]))
+    if coverage < min_coverage:
+        alarms.append(f"coverage {coverage:.1%} is under the minimum {min_coverage:.0%}: the "
+                      f"no-result threshold {threshold:.4f} leaves most probes without an "
+                      "answer (calibrate it again: recallwatch calibrate-threshold)")
+    return threshold, coverage
+
+
+def _drift(store: VectorStore, build: dict[str, Any] | None, drift_alarm_p: float | None,
+           alarms: list[str], notes: list[str]) -> DriftSignal | None:
+    """The rows written since the index was trained against the trained ones; an alarm when
+    the two-sample test's p-value is under ``drift_alarm_p`` (the test then shuffles the rows
+    often enough for its p-value to reach well under the threshold)."""
+    if build is None or build.get("trained_version") is None:
+        return None
+    permutations = permutations_for(drift_alarm_p)
+    try:
+        drift = drift_signal(store, str(build["trained_version"]), permutations=permutations)
+    except StoreError as exc:
+        notes.append(f"drift: {exc}")
+        return None
+    if drift is None or drift.test is None or drift_alarm_p is None:
+        return drift
+    t = drift.test
+    unreachable = out_of_reach(drift_alarm_p, t.permutations)
+    if unreachable is not None:
+        notes.append(f"drift: {unreachable}")
+    if t.p_value < drift_alarm_p:
+        alarms.append(f"data drift: the rows written since version {drift.trained_version} "
+                      f"differ from the trained rows (two-sample test p-value "
+                      f"{t.p_value:.4f} < {drift_alarm_p:g}: MMD² {t.mmd2:.4g}, "
+                      f"{t.permutations:,} permutations, {t.reference_rows:,} trained and "
+                      f"{t.current_rows:,} new rows; a false alarm at most {drift_alarm_p:.1%} "
+                      "of the time when nothing drifted); rebuild the index on the current data "
+                      "(recallwatch ops reindex)")
+    return drift
+
+
+def _budget(store: VectorStore, budget: BudgetPolicy | None, history: History | None,
+            now: datetime, recall: float, live: LiveCheck | None) -> BudgetStatus | None:
+    """The error budget over this run and the history's earlier monitor runs of the store."""
+    if budget is None:
+        return None
+    past: list[tuple[datetime, float, bool]] = []
+    if history is not None:
+        for run in history.monitor_runs(kind=MONITOR_KIND):
+            if run.store_uri == store.uri and isinstance(run.payload.get("recall"), float):
+                past.append((datetime.fromisoformat(run.created_at), run.payload["recall"],
+                             live_breached(run.payload)))
+    return error_budget([*past, (now, recall, bool(live and live.alarms))], budget, now=now)
+
+
+def _recall_interval(recalls: np.ndarray) -> tuple[float, float]:
+    """The 95 % bootstrap interval of the mean recall over the probes (seeded)."""
+    from recallwatch.stats import bootstrap_ci
+
+    ci = bootstrap_ci(np.zeros_like(recalls), recalls)
+    return float(ci.low), float(ci.high)
+
+
+def _latency(store: VectorStore, vectors: np.ndarray, k: int, seconds: np.ndarray,
+             cap: float | None, clock: Callable[[], float]) -> tuple[LatencyCheck, np.ndarray]:
+    """The probes' live search times (ms) and the cap's verdict; with a cap, the probes are
+    searched again in rounds for the calls a p99 needs."""
+    timed: list[float] = seconds.tolist()
+    if cap is not None:
+        def search_one(i: int) -> object:
+            try:
+                return store.search(vectors[i:i + 1], k)
+            except StoreError:  # already an alarm from the first pass
+                return None
+
+        timed = timed_rounds(search_one, len(vectors), timed, clock=clock)
+    ms = np.asarray(timed, dtype=np.float64) * 1e3
+    return latency_check(ms, cap, probes=len(vectors), what="probe latency",
+                         how="one live search each"), ms
+
+
+def run_monitor(
+    store: VectorStore, probes: ProbeSet, *, k: int = 10, floor: float = 0.95,
+    budget: BudgetPolicy | None = None, history: History | None = None,
+    now: datetime | None = None, live: LiveCheck | None = None,
+    reindex_below: float | None = None, reindex_window: timedelta = DEFAULT_WINDOW,
+    exact: ExactSearch | None = None, min_coverage: float = 0.0,
+    drift_alarm_p: float | None = None, max_latency_p99_ms: float | None = None,
+    pipeline: PipelineProbes | None = None,
+    max_recall_loss: float | None = DEFAULT_MAX_RECALL_LOSS,
+    clock: Callable[[], float] = time.perf_counter,
+) -> MonitorReport:
+    """Measure the live index with the probes; record the run in ``history`` when given (the
+    error budget is computed over the history's earlier monitor runs of this store). ``live``:
+    the live signals of real traffic, already held to their thresholds
+    (:func:`recallwatch.ops.live_signals.check_live`); its alarms are the monitor's. With
+    ``reindex_below``, recall under it triggers a verified reindex (switched only when the new
+    index reaches ``floor`` and is not lower than the live one by more than
+    ``max_recall_loss``). ``exact``: the exact search recall is measured against, in the
+    reindex's verification too (default the store's own, ``search(exact=True)``; the Ray engine:
+    :class:`recallwatch.scale.ray_exact_knn.RayExactSearch`). ``drift_alarm_p``: alarm when the
+    data-drift test's p-value is under it (None: never). ``max_latency_p99_ms``: alarm when the
+    99th percentile of the probes' live search time is surely over it, in milliseconds (None:
+    never; the probes are then searched again in rounds for the calls a p99 needs:
+    :mod:`recallwatch.ops.probe_latency`). ``pipeline``: the same probes measured through a
+    pipeline (:func:`recallwatch.ops.pipeline_probes.probe_pipeline`, held to its own
+    thresholds); its alarms are the monitor's, and the latency cap is then the pipeline's (what
+    users wait for), not the store's. ``clock``: the timer (tests inject a fake one)."""
+    _check_settings(store, k=k, floor=floor, min_coverage=min_coverage,
+                    reindex_below=reindex_below, drift_alarm_p=drift_alarm_p,
+                    max_latency_p99_ms=max_latency_p99_ms)
     now = now or datetime.now(UTC)
     vectors, fp = probe_vectors(probes, store)
-    alarms = []
+    alarms: list[str] = []
+    notes: list[str] = []
     problem = index_problem(store)
     if problem is not None:
         alarms.append(problem)
     failures: list[str] = []
-    recalls, seconds, _ = recall_vs_exact(store, vectors, k, failures=failures, exact=exact)
+    recalls, seconds, _ = recall_vs_exact(store, vectors, k, failures=failures, exact=exact,
+                                          clock=clock)
     if failures:
         alarms.append(f"the live search fails ({len(failures)} of {len(vectors)} probes): "
                       f"{failures[0]}")
     recall = float(recalls.mean())
-    notes: list[str] = []
-
-    threshold = read_threshold(store, fp) if fp is not None else None
-    coverage = None
-    if threshold is not None:
-        top = store.search(vectors, 1)
-        coverage = float(np.mean([len(h.ids) > 0 and float(h.scores[0]) >= threshold
-                                  for h in top]))
-        if coverage < min_coverage:
-            alarms.append(f"coverage {coverage:.1%} is under the minimum {min_coverage:.0%}: the "
-                          f"no-result threshold {threshold:.4f} leaves most probes without an "
-                          "answer (calibrate it again: recallwatch calibrate-threshold)")
-    else:
-        notes.append("coverage: no no-result threshold calibrated for this embedder "
-                     "(recallwatch ops calibrate-threshold)")
-
+    threshold, coverage = _coverage(store, vectors, fp, min_coverage, alarms, notes)
     build = None if problem else index_build(store)
     age = None
     if build is not None and build.get("built_at"):
         age = max(0.0, (now - datetime.fromisoformat(build["built_at"])).total_seconds())
-    drift = None
-    if build is not None and build.get("trained_version") is not None:
-        try:
-            drift = drift_signal(store, str(build["trained_version"]))
-        except StoreError as exc:
-            notes.append(f"drift: {exc}")
-    if drift is not None and drift.test is not None and drift_alarm_p is not None \
-            and drift.test.p_value < drift_alarm_p:
-        alarms.append(f"data drift: the rows written since version {drift.trained_version} "
-                      f"differ from the trained rows (two-sample test p-value "
-                      f"{drift.test.p_value:.4f} < {drift_alarm_p:g}); rebuild the index on "
-                      "the current data (recallwatch ops reindex)")
-    elif build is None and problem is None:
+    drift = _drift(store, build, drift_alarm_p, alarms, notes)
+    if build is None and problem is None:
         notes.append("index: the store reports no ANN index (searches are exact)")
-
-    status = None
-    record_time = now.isoformat(timespec="seconds")
-    if budget is not None:
-        past: list[tuple[datetime, float, bool]] = []
-        if history is not None:
-            for run in history.monitor_runs(kind=MONITOR_KIND):
-                if run.store_uri == store.uri and isinstance(run.payload.get("recall"), float):
-                    past.append((datetime.fromisoformat(run.created_at), run.payload["recall"],
-                                 live_breached(run.payload)))
-        status = error_budget([*past, (now, recall, bool(live and live.alarms))], budget,
-                              now=now)
-
+    status = _budget(store, budget, history, now, recall, live)
+    recall_ci = _recall_interval(recalls)
     if recall < floor:
-        alarms.append(f"recall@{k} vs exact search is {recall:.3f}, under the floor {floor:g}")
-    latency = {"p50": float(np.percentile(seconds, 50) * 1e3),
-               "p99": float(np.percentile(seconds, 99) * 1e3), "mean": float(seconds.mean() * 1e3)}
+        alarms.append(f"recall@{k} vs exact search is {recall:.3f}, under the floor {floor:g} "
+                      f"(95 % interval {recall_ci[0]:.3f}–{recall_ci[1]:.3f} over "
+                      f"{len(recalls)} probes: what the probes say of all queries; the same "
+                      "probes on the same index measure the same recall)")
+    latency, ms = _latency(store, vectors, k, seconds,
+                           None if pipeline else max_latency_p99_ms, clock)
+    if latency.alarm is not None:
+        alarms.append(f"{latency.alarm}; look at the index parameters, the store's load and its "
+                      "machine")
+    if latency.note is not None:
+        notes.append(latency.note)
     if pipeline is not None:
         alarms.extend(pipeline.alarms)
-    elif max_latency_p99_ms is not None and latency["p99"] > max_latency_p99_ms:
-        alarms.append(f"probe latency p99 is {latency['p99']:.2f} ms, over the maximum "
-                      f"{max_latency_p99_ms:g} ms ({len(vectors)} probes, one live search each); "
-                      "look at the index parameters, the store's load and its machine")
     if live is not None:
         alarms.extend(live.alarms)
         notes.extend(live.notes)
@@ -268,18 +352,19 @@ def run_monitor(
                             vectors=vectors, exact=exact)
         loop = {**done.to_dict(), "summary": done.summary()}
     held = _resources(store, int(vectors.shape[1]), notes)  # after the loop: what serves now
+    record_time = now.isoformat(timespec="seconds")
     report = MonitorReport(
         store=store.uri, index_version=store.current_version(), probes=probes.describe(), k=k,
         floor=floor, recall=recall, recall_min=float(recalls.min()),
         probes_below_floor=int((recalls < floor).sum()),
-        latency_ms=latency,
+        latency_ms=latency_figures(ms),
         coverage=coverage, threshold=threshold, index=build, index_age_seconds=age, drift=drift,
         budget=status, alarms=tuple(alarms), created_at=record_time, notes=tuple(notes),
         reindex=loop, live=live,
         resources=held,
         thresholds={"floor": floor, "min_coverage": min_coverage,
                     "max_latency_p99_ms": max_latency_p99_ms, "drift_alarm_p": drift_alarm_p},
-        pipeline=pipeline,
+        pipeline=pipeline, latency=latency.to_dict(), recall_ci=recall_ci,
     )
     if history is not None:
         rid = history.record_monitor_run(MONITOR_KIND, report.to_dict(), store_uri=store.uri,

@@ -66,6 +66,7 @@ def probe_vectors(probes: ProbeSet, store: VectorStore) -> tuple[np.ndarray, Fin
 def recall_vs_exact(
     store: VectorStore, vectors: np.ndarray, k: int, *, exact_store: VectorStore | None = None,
     failures: list[str] | None = None, exact: ExactSearch | None = None, batched: bool = False,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> tuple[np.ndarray, np.ndarray, list[int]]:
     """Per probe: recall@k of ``store``'s live search against exact search (on ``exact_store``,
     default the same store, by ``exact``, default the store's own), the live latency in seconds,
@@ -74,7 +75,8 @@ def recall_vs_exact(
 
     The live search is one call per probe, so each probe's latency is its own; ``batched`` makes
     it one call for all of them (each probe's latency is then the mean): what a check that needs
-    only the recall uses, since a store may scan its rows outside the index once per call."""
+    only the recall uses, since a store may scan its rows outside the index once per call.
+    ``clock``: the timer (tests inject a fake one)."""
     from recallwatch.bench.exact_knn import id_recall
 
     if k < 1:
@@ -87,7 +89,7 @@ def recall_vs_exact(
                                                                    ", one probe a call"),
                     timed=True)
     for i, rows in enumerate(shown):
-        t0 = time.perf_counter()
+        t0 = clock()
         try:
             live.extend(h.ids for h in store.search(rows, k))
         except StoreError as exc:
@@ -95,7 +97,7 @@ def recall_vs_exact(
                 raise
             failures.append(str(exc))
             live.extend([] for _ in range(len(rows)))
-        seconds[i:i + len(rows)] = (time.perf_counter() - t0) / max(len(rows), 1)
+        seconds[i:i + len(rows)] = (clock() - t0) / max(len(rows), 1)
     truth = (exact or store_exact)(exact_store or store, vectors, k)
     vocab: dict[str, int] = {}
     # no wider than the longest answer: k may exceed the rows there are (the stores clamp it)

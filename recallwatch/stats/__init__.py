@@ -23,12 +23,14 @@ from recallwatch.stats._multi import (
 )
 from recallwatch.stats._paired import Method, TestName, TestResult, paired_test
 from recallwatch.stats._power import paired_t_power, queries_needed, queries_needed_from
+from recallwatch.stats._proportion import wilson_interval
 from recallwatch.stats._quantile import (
     Quantile,
     QuantileInterval,
     calls_needed,
     quantile,
     quantile_interval,
+    quantile_low_end,
     quantile_name,
     rounds_separate,
 )
@@ -58,9 +60,11 @@ __all__ = [
     "paired_test",
     "quantile",
     "quantile_interval",
+    "quantile_low_end",
     "quantile_name",
     "quantile_ratio",
     "queries_needed",
     "queries_needed_from",
     "rounds_separate",
+    "wilson_interval",
 ]

@@ -12,7 +12,7 @@ design)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,32 +28,11 @@ from recallwatch.formats.policy import Policy, parse_policy
 from recallwatch.history import History, latency_baseline, record_gate_run
 from recallwatch.stores.base import Hits, VectorStore
 from recallwatch.stores.lancedb.store import LanceStore
+from tests.machine import Machine
 
 from .helpers import DIM, numbered_golden, numbered_store, random_vectors
 
-MEDIAN_S = 0.002
-SIGMA = 0.35
 LOADED = 1.8  # every other run: a busy machine
-
-
-@dataclass
-class Machine:
-    """The fake clock and the load of the moment: every timed call draws its duration here."""
-
-    seed: int
-    load: float = 1.0
-    now: float = 0.0
-    rng: np.random.Generator = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.rng = np.random.default_rng(self.seed)
-
-    def __call__(self) -> float:
-        return self.now
-
-    def spend(self, speed: float) -> None:
-        """One call of an index ``speed`` times slower than the reference, under the load."""
-        self.now += MEDIAN_S * speed * self.load * float(np.exp(SIGMA * self.rng.normal()))
 
 
 class TimedStore:

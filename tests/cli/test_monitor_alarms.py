@@ -77,9 +77,21 @@ def test_probe_latency_p99_alarms_from_the_option(store: tuple[str, Path]) -> No
     d = json.loads(slow.stdout)
     assert d["thresholds"]["max_latency_p99_ms"] == float(NEVER_MET_MS)
     (alarm,) = d["alarms"]
-    p99 = d["latency_ms"]["p99"]
-    assert alarm.startswith(f"probe latency p99 is {p99:.2f} ms, over the maximum 1e-06 ms "
-                            "(20 probes, one live search each)")
+    evidence = d["latency"]
+    assert evidence["status"] == "over" and evidence["cap_ms"] == float(NEVER_MET_MS)
+    # the 20 probes are searched again in rounds for the 368 calls a p99 needs (within 10 s:
+    # on a machine too busy for that, the interval's low end decides alone; tests/ops/
+    # test_probe_latency.py checks both with injected latencies)
+    if evidence["calls"] == 368:
+        p99, (low, high) = d["latency_ms"]["p99"], evidence["p99_ci_ms"]
+        assert alarm == (f"probe latency p99 is {p99:.2f} ms, over the maximum 1e-06 ms (95 % "
+                         f"interval {low:.2f}–{high:.2f} ms over 368 calls: the 20 probes, one "
+                         "live search each, taken again in rounds: the whole interval is above "
+                         "the maximum); look at the index parameters, the store's load and its "
+                         "machine")
+    else:
+        assert alarm.startswith("probe latency p99 is ") and "(the low end of its 95 % " \
+            "interval, " in alarm
     fast = monitor(uri, probes, "--min-coverage", "0", "--no-history",
                    "--max-probe-latency-p99", ALWAYS_MET_MS)
     assert fast.exit_code == 0, fast.output

@@ -25,6 +25,7 @@ from recallwatch.ops.budget import BudgetPolicy, BudgetStatus, error_budget
 from recallwatch.ops.live_signals import LivePolicy, check_live, live_breached
 from recallwatch.ops.monitor import run_monitor
 from recallwatch.ops.probes import ProbeSet
+from recallwatch.stats import wilson_interval
 from tests.ops.test_monitor import server, small_store
 
 __all__ = ["server"]  # the webhook fixture, shared
@@ -79,6 +80,11 @@ def test_window_is_the_last_stretch_of_the_log(tmp_path: Path) -> None:
     assert s.ctr == pytest.approx(expect["ctr"])
     assert s.abandonment == pytest.approx(expect["abandonment"])
     assert s.latency_ms is not None and s.latency_ms["p99"] == pytest.approx(expect["p99"])
+    assert s.latency_ci_ms is not None and s.latency_ci_ms["p50"] is not None
+    low, high = s.latency_ci_ms["p50"]
+    assert low <= s.latency_ms["p50"] <= high
+    assert (s.latency_ci_ms["p99"] is None) == (len(inside) < 368)  # a p99 interval needs 368
+    assert s.latency_p99_low_ms is not None and s.latency_p99_low_ms <= s.latency_ms["p99"]
     whole = window_signals(InteractionLog(tmp_path / "log.jsonl.gz"))
     assert whole.impressions == len(rows)
 
@@ -91,20 +97,60 @@ def test_bad_windows(text: str) -> None:
 
 def test_thresholds_alarm_only_on_a_breach() -> None:
     base = {"impressions": 1000, "no_result_rate": 0.02, "ctr": 0.4, "abandonment": 0.5,
-            "latency_ms": {"p50": 40.0, "p95": 80.0, "p99": 120.0}, "window": {}}
+            "latency_ms": {"p50": 40.0, "p95": 80.0, "p99": 120.0}, "window": {},
+            "latency_count": 1000, "latency_ci_ms": {"p50": [39.0, 41.0], "p99": [110.0, 130.0]}}
     assert check_live(base).alarms == ()
-    bad = check_live({**base, "no_result_rate": 0.31, "ctr": 0.01,
-                      "latency_ms": {"p99": 2500.0}})
+    bad = check_live({**base, "no_result_rate": 0.40, "ctr": 0.01,
+                      "latency_ms": {"p99": 2500.0},
+                      "latency_ci_ms": {"p50": [39.0, 41.0], "p99": [2300.0, 2700.0]}})
+    (nr_low, ctr_low), (nr_high, ctr_high) = wilson_interval([400, 10], [1000, 1000])
     assert bad.alarms == (
-        "live no-result rate is 0.31, above the maximum 0.3 (1,000 impressions)",
-        "live click-through rate is 0.01, under the minimum 0.05 (1,000 impressions)",
-        "live latency p99 is 2500 ms, above the maximum 2000 ms (1,000 impressions)")
+        f"live no-result rate is 0.4, above the maximum 0.3 (95 % interval {nr_low:.4g}–"
+        f"{nr_high:.4g} over 1,000 impressions)",
+        f"live click-through rate is 0.01, under the minimum 0.05 (95 % interval {ctr_low:.4g}–"
+        f"{ctr_high:.4g} over 1,000 impressions)",
+        "live latency p99 is 2500 ms, above the maximum 2000 ms (95 % interval 2300–2700 ms "
+        "over 1,000 logged latencies)")
     off = check_live({**base, "ctr": 0.01}, LivePolicy(min_ctr=None))
     assert off.alarms == ()
     few = check_live({**base, "impressions": 20, "ctr": 0.0})
     assert few.alarms == () and "only 20 impressions" in few.notes[0]
     assert "no impression in the window" in check_live({**base, "impressions": 0}).alarms[0]
     assert live_breached({"live": bad.to_dict()}) and not live_breached({"live": None})
+
+
+def test_a_rate_past_its_threshold_within_its_interval_is_noise() -> None:
+    """0.31 of 1,000 searches found nothing: the maximum 0.3 is inside the rate's interval, so
+    the window may well be at 0.28 (one window in ten of such traffic reads 0.31 or more)."""
+    base = {"impressions": 1000, "no_result_rate": 0.31, "ctr": 0.4, "abandonment": 0.5,
+            "ctr_sd": 0.6, "window": {}, "latency_ms": {"p50": 40.0, "p99": 2100.0},
+            "latency_count": 300, "latency_ci_ms": {"p50": [38.0, 43.0], "p99": None}}
+    check = check_live(base)
+    assert check.alarms == ()
+    (low,), (high,) = wilson_interval([310], [1000])
+    assert check.notes == (
+        f"live no-result rate is 0.31, above the maximum 0.3, but its 95 % interval "
+        f"{low:.4g}–{high:.4g} over 1,000 impressions reaches below it: within noise, not an "
+        "alarm",
+        "live latency p99 is 2100 ms, above the maximum 2000 ms, from 300 logged latencies: no "
+        "interval stated: not judged, not an alarm")
+    # the click-through rate's interval comes from the clicks' spread (0.6 per impression)
+    low_ctr = check_live({**base, "no_result_rate": 0.0, "ctr": 0.04})
+    half = 1.959963984540054 * 0.6 / np.sqrt(1000)
+    assert low_ctr.notes[0] == (
+        f"live click-through rate is 0.04, under the minimum 0.05, but its 95 % interval "
+        f"{0.04 - half:.4g}–{0.04 + half:.4g} over 1,000 impressions reaches above it: within "
+        "noise, not an alarm")
+    # the p99's low end alone, from 300 latencies: over the maximum, an alarm; under, not judged
+    slow = check_live({**base, "no_result_rate": 0.0, "latency_p99_low_ms": 2050.0})
+    assert slow.alarms == (
+        "live latency p99 is 2100 ms, above the maximum 2000 ms (the low end of its 95 % "
+        "interval, 2050 ms over 300 logged latencies, is above it; the high end needs 368)",)
+    unsure = check_live({**base, "no_result_rate": 0.0, "latency_p99_low_ms": 1800.0})
+    assert unsure.alarms == () and unsure.notes[-1] == (
+        "live latency p99 is 2100 ms, above the maximum 2000 ms, from 300 logged latencies: the "
+        "low end of its 95 % interval, 1800 ms, is not above the maximum, and the high end needs "
+        "368: not judged, not an alarm")
 
 
 @pytest.mark.parametrize("field,value", [("max_no_result_rate", 1.5), ("min_ctr", -1.0),

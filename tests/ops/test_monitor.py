@@ -113,6 +113,24 @@ def test_recall_is_id_overlap_with_exact_search(tmp_path: Path) -> None:
     assert (seconds > 0).all() and counts == [10] * len(data.queries)
 
 
+def test_the_recall_alarm_states_its_interval_and_repeats_exactly(tmp_path: Path) -> None:
+    """The same probes on the same index measure the same recall: the floor's alarm has no
+    run-to-run noise to fire on; its interval says what 40 probes tell of all queries."""
+    store, data = small_store(tmp_path / "s")
+    probes = ProbeSet("p", "1", vectors=data.queries)
+    first, again = (run_monitor(store, probes, k=10, floor=0.99) for _ in range(2))
+    assert first.recall == again.recall < 0.99 and first.recall_ci == again.recall_ci
+    assert first.recall_ci is not None
+    low, high = first.recall_ci
+    assert low <= first.recall <= high
+    (alarm,) = [a for a in first.alarms if a.startswith("recall@10")]
+    assert alarm == (f"recall@10 vs exact search is {first.recall:.3f}, under the floor 0.99 "
+                     f"(95 % interval {low:.3f}–{high:.3f} over 40 probes: what the probes say "
+                     "of all queries; the same probes on the same index measure the same "
+                     "recall)")
+    assert first.to_dict()["recall_ci"] == [low, high]
+
+
 def test_recall_in_one_call_is_the_recall_of_one_call_per_probe(tmp_path: Path) -> None:
     store, data = small_store(tmp_path / "s")
     # rows written after the index was built: the live search scans them exactly, per call

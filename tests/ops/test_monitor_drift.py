@@ -14,6 +14,12 @@ from typer.testing import CliRunner
 from recallwatch.cli import app
 from recallwatch.errors import InputError
 from recallwatch.formats.policy import Policy, load_policy
+from recallwatch.ops.drift_stats import (
+    MAX_PERMUTATIONS,
+    PERMUTATIONS,
+    out_of_reach,
+    permutations_for,
+)
 from recallwatch.ops.monitor import run_monitor
 from recallwatch.ops.probes import ProbeSet
 from recallwatch.stores.base import Chunk
@@ -80,3 +86,32 @@ def test_policy_field_is_checked_and_located(tmp_path: Path) -> None:
 def _store_and_probes(tmp_path: Path) -> tuple[LanceStore, ProbeSet]:
     store, data = small_store(tmp_path / "s2", indexed=False, n=200)
     return store, ProbeSet("p", "1", vectors=data.queries)
+
+
+def test_a_threshold_under_the_default_p_value_floor_can_fire(tmp_path: Path) -> None:
+    """200 permutations cannot give a p-value under 1/201 ≈ 0.005: a policy asking for 0.004
+    once could never alarm. The test now shuffles enough for the threshold (2,499 times)."""
+    store, data = small_store(tmp_path / "s")
+    rng = np.random.default_rng(0)
+    _add(store, data.base[:300] + 1.0 + 0.5 * rng.normal(size=(300, 16)))
+    report = run_monitor(store, ProbeSet("p", "1", vectors=data.queries), k=10, floor=0.0,
+                         drift_alarm_p=0.004)
+    assert report.drift is not None and report.drift.test is not None
+    test = report.drift.test
+    assert test.permutations == permutations_for(0.004) == 2499
+    assert test.p_value == 1 / 2500  # no shuffle reaches the shifted rows' MMD²
+    (alarm,) = [a for a in report.alarms if a.startswith("data drift")]
+    assert (f"(two-sample test p-value 0.0004 < 0.004: MMD² {test.mmd2:.4g}, 2,499 "
+            "permutations, 1,000 trained and 300 new rows; a false alarm at most 0.4% of the time "
+            "when nothing drifted)") in alarm
+    assert not any(n.startswith("drift: drift_alarm_p") for n in report.notes)
+
+
+def test_permutations_follow_the_threshold_within_bounds() -> None:
+    assert permutations_for(None) == permutations_for(0.05) == PERMUTATIONS == 200
+    assert permutations_for(0.01) == 999  # the smallest p-value a tenth of the threshold
+    assert permutations_for(1e-6) == MAX_PERMUTATIONS == 20_000
+    assert out_of_reach(0.01, 999) is None
+    assert out_of_reach(1e-6, 20_000) == (
+        "drift_alarm_p 1e-06 is under the smallest p-value 20,000 permutations can give "
+        "(5e-05): the drift alarm cannot fire; set drift_alarm_p to at least 5e-05")

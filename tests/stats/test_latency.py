@@ -10,7 +10,13 @@ import pytest
 from scipy.stats import binom
 
 from recallwatch.errors import UsageError
-from recallwatch.stats import calls_needed, quantile, quantile_interval, quantile_ratio
+from recallwatch.stats import (
+    calls_needed,
+    quantile,
+    quantile_interval,
+    quantile_low_end,
+    quantile_ratio,
+)
 
 
 def test_calls_needed_is_the_first_count_whose_interval_has_both_ends() -> None:
@@ -100,3 +106,23 @@ def test_both_views_of_a_quantile_use_the_ranks_scipy_gives(n: int, q: float) ->
     assert both.enough == (n >= calls_needed(q)) == got.bounded
     if both.enough:
         assert (both.low, both.high, both.value) == (got.low, got.high, got.value)
+
+
+@pytest.mark.parametrize("n", [1, 5, 30, 120])
+def test_the_p99_low_end_from_few_calls_is_above_the_true_p99_at_most_2_5_percent(n: int) -> None:
+    """Simulated truth: log-normal calls, whose p99 is known; the low end stated from ``n``
+    calls (far fewer than the 368 the whole interval needs) exceeds it in at most 2.5 % of
+    4,000 draws (plus the draws' own error)."""
+    rng = np.random.default_rng(n)
+    true_p99 = float(np.exp(0.5 * 2.3263478740408408))
+    over = sum((quantile_low_end(rng.lognormal(0.0, 0.5, n), 0.99) or 0.0) > true_p99
+               for _ in range(4000))
+    assert over / 4000 <= 0.025 + 3 * np.sqrt(0.025 * 0.975 / 4000)
+
+
+def test_the_low_end_is_the_whole_intervals_from_enough_calls() -> None:
+    x = np.random.default_rng(1).lognormal(0.0, 0.5, 1000)
+    for q in (0.5, 0.99):
+        assert quantile_low_end(x, q) == quantile(x, q).low
+    assert quantile_low_end(x[:5], 0.5) is None  # a median's low end needs 6 calls
+    assert quantile_low_end([], 0.99) is None

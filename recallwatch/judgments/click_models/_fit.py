@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from recallwatch.judgments.click_models._counts import Array, ClickCounts
+from recallwatch.stats import wilson_interval
 
 __all__ = ["ClickModelFit", "bernoulli_log_likelihood", "examination_interval", "rate",
            "wilson_interval"]
@@ -72,29 +73,6 @@ _INTERVALS = {
     "sdbn": "product of the Wilson intervals of attractiveness and satisfaction, each at "
             "1 - (1 - level) / 2 (Bonferroni: joint coverage at least level)",
 }
-
-
-def wilson_interval(successes: Array, trials: Array, level: float) -> tuple[Array, Array]:
-    """Two-sided Wilson score interval of a proportion (Wilson 1927), vectorised, closed form.
-
-    ``successes`` may be fractional (effective counts). The interval always holds the estimate
-    k / n, stays within [0, 1] and behaves near 0 and 1, where the textbook normal interval
-    does not (Brown, Cai & DasGupta 2001 recommend it). Where ``trials`` is 0 it is [0, 1].
-    """
-    from scipy.special import ndtri
-
-    n = np.asarray(trials, dtype=np.float64)
-    k = np.clip(np.asarray(successes, dtype=np.float64), 0.0, n)
-    z = float(ndtri(1.0 - (1.0 - level) / 2.0))
-    safe = np.where(n > 0.0, n, 1.0)
-    p = k / safe
-    z2n = z * z / safe
-    centre = (p + z2n / 2.0) / (1.0 + z2n)
-    half = z * np.sqrt(p * (1.0 - p) / safe + z2n / (4.0 * safe)) / (1.0 + z2n)
-    empty = n <= 0.0
-    low = np.where(empty, 0.0, np.clip(centre - half, 0.0, 1.0))
-    high = np.where(empty, 1.0, np.clip(centre + half, 0.0, 1.0))
-    return low, high
 
 
 def examination_interval(relevance: Array, looks: Array, looks_sq: Array, level: float
