@@ -78,7 +78,7 @@ def big_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_online_clicks_shows_the_reading_and_the_fit_on_a_terminal_only(big_log: Path) -> None:
-    args = ["online", "clicks", "log.jsonl", "--model", "pbm", "--prior", "none"]
+    args = ["online", "clicks", "log.jsonl", "--click-model", "pbm", "--prior", "none"]
     code, stdout, stderr = run(args, big_log, terminal=True)
     assert code == 0, stderr
     assert "reading log.jsonl" in stderr
