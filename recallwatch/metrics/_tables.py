@@ -18,8 +18,8 @@ import pyarrow.compute as pc
 from recallwatch.errors import InputError
 from recallwatch.formats.arrow import from_numpy, strings, to_numpy
 
-__all__ = ["COLUMNAR", "columnar_batches", "columns", "flatten", "floats", "integers",
-           "read_columnar", "string_column"]
+__all__ = ["COLUMNAR", "columnar_batches", "columns", "flatten", "flatten_scores", "floats",
+           "integers", "read_columnar", "string_column"]
 
 Array = np.ndarray[Any, Any]
 
@@ -31,6 +31,29 @@ def flatten(nested: Mapping[str, Mapping[str, Any]], value: str = "score"
 
     Built without a Python loop over the entries: the ids and values are gathered by C-level
     iteration (``itertools.chain``), and each query id is written once and repeated by Arrow."""
+    queries, docids, inner = _flat_ids(nested, value)
+    return queries, docids, list(chain.from_iterable(map(methodcaller("values"), inner)))
+
+
+def flatten_scores(nested: Mapping[str, Mapping[str, Any]]
+                   ) -> tuple[pa.Array, pa.Array, Array]:
+    """:func:`flatten` with the values as :func:`floats` gives them, read straight into a
+    float64 array (no list of them first); a value that is not a finite number is refused as
+    :func:`floats` refuses it."""
+    queries, docids, inner = _flat_ids(nested, "score")
+    try:
+        scores = np.fromiter(chain.from_iterable(map(methodcaller("values"), inner)),
+                             np.float64, count=len(docids))
+    except (TypeError, ValueError, OverflowError):
+        scores = None  # read again as a list, to name the value
+    if scores is None or not np.isfinite(scores).all():
+        scores = floats(list(chain.from_iterable(map(methodcaller("values"), inner))), "score")
+    return queries, docids, scores
+
+
+def _flat_ids(nested: Mapping[str, Mapping[str, Any]], value: str
+              ) -> tuple[pa.Array, pa.Array, list[Mapping[str, Any]]]:
+    """The query ids and doc ids of :func:`flatten`, and the inner mappings."""
     if not isinstance(nested, Mapping):
         raise InputError(expected=f"a mapping {{query_id: {{doc_id: {value}}}}}",
                          found=f"<{type(nested).__name__}>")
@@ -45,9 +68,7 @@ def flatten(nested: Mapping[str, Mapping[str, Any]], value: str = "score"
     named = list(compress(nested, lengths.tolist()))  # the queries with entries
     queries = string_column(named, "query id").take(
         from_numpy(np.repeat(np.arange(len(named)), lengths[lengths > 0])))
-    docids = list(chain.from_iterable(inner))
-    values = list(chain.from_iterable(map(methodcaller("values"), inner)))
-    return queries, string_column(docids, "doc id"), values
+    return queries, string_column(list(chain.from_iterable(inner)), "doc id"), inner
 
 
 def string_column(values: list[Any], what: str) -> pa.Array:

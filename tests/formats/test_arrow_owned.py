@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from recallwatch.formats import trec
 from recallwatch.formats.arrow import arrow_owned, strings
@@ -39,6 +41,21 @@ def test_strings_are_built_on_arrow_owned_buffers() -> None:
     array = strings(["q1", "é", ""])
     assert pa.total_allocated_bytes() - before >= 4 + len("q1é".encode())
     assert array.to_pylist() == ["q1", "é", ""]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(), max_size=30))
+def test_strings_hold_every_string_as_given(values: list[str]) -> None:
+    """Any text, empty strings and NUL bytes inside a string included."""
+    array = strings(values)
+    assert array.type == pa.string() and array.to_pylist() == values
+
+
+def test_strings_with_nul_bytes_and_none() -> None:
+    assert strings(["a\0b", "", "\0"]).to_pylist() == ["a\0b", "", "\0"]
+    assert strings([]).to_pylist() == [] and strings([""]).to_pylist() == [""]
+    with pytest.raises(TypeError):
+        strings(["a", 3])  # type: ignore[list-item]
 
 
 def test_the_trec_reader_hands_the_csv_reader_arrow_owned_memory(
