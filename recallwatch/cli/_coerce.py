@@ -54,7 +54,9 @@ def install(command: Any) -> None:
         for param in getattr(each, "params", []):
             one(param)
         made = getattr(each, "get_help_option", None)
-        if made is not None:  # --help is made when a context asks for it: plain as well
+        # --help is made when a context asks for it: plain as well (wrapped once: a command
+        # object run many times in one process, as by tests or a notebook, keeps one wrapper)
+        if made is not None and not getattr(made, "_plain", False):
             each.get_help_option = _then(made, one)
 
 
@@ -71,6 +73,7 @@ def _then(make: Any, also: Any) -> Any:
         also(option)
         return option
 
+    made._plain = True  # type: ignore[attr-defined]
     return made
 
 

@@ -76,3 +76,22 @@ def test_a_command_runs_without_pydantic(tmp_path: Path) -> None:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split()[-1] == "False"
+
+
+def test_running_a_command_many_times_in_one_process_wraps_help_once() -> None:
+    """Each run installs the plain coercion on the same command objects (tests, notebooks and
+    services run the app in one process): the --help option's maker is wrapped once, not once
+    per run, which after a thousand runs exceeded Python's recursion limit."""
+    from recallwatch.cli._coerce import install
+
+    group = typer.main.get_command(app)
+    for _ in range(3):
+        install(group)
+    def depth(maker: Any) -> int:
+        """How many wrappers a command's --help maker sits under."""
+        inner = [cell.cell_contents for cell in getattr(maker, "__closure__", None) or ()]
+        wrapped = [f for f in inner if callable(f) and getattr(f, "__name__", "") == "made"]
+        return 1 + depth(wrapped[0]) if wrapped else int(maker.__name__ == "made")
+
+    commands = [group, *group.commands.values()]
+    assert max(depth(c.get_help_option) for c in commands) == 1
