@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from recallwatch.acceptance.cost import cost_line
+from recallwatch.acceptance.freshness import freshness_line
 from recallwatch.acceptance.judged import judged_line
 from recallwatch.acceptance.model import CAUSE_ORDER, GateResult
 from recallwatch.acceptance.pipeline import stage_lines, stages_line
@@ -65,6 +66,8 @@ def to_markdown(result: GateResult) -> str:
         out += [f"- **{md_escape(c.rule)}** ({md_escape(c.status)}): {md_escape(c.message)}"
                 for c in shown]
         out.append("")
+    if result.freshness:
+        out += [md_escape(freshness_line(result.freshness)), ""]
     if result.cost:
         out += [md_escape(cost_line(result.cost)), ""]
     if result.warnings:

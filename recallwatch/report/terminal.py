@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from recallwatch.acceptance.cost import cost_line
+from recallwatch.acceptance.freshness import freshness_line
 from recallwatch.acceptance.judged import judged_line
 from recallwatch.acceptance.model import CAUSE_ORDER, GateResult, QueryResult
 from recallwatch.acceptance.pipeline import stage_lines, stages_line
@@ -126,6 +127,8 @@ def render(result: GateResult) -> Group:
                                     if c.status == "pass"), "dim"))
     if result.comparison:
         parts.append(_comparison(result.comparison))
+    if result.freshness:
+        parts.append(_t(freshness_line(result.freshness), "dim"))
     if result.cost:
         parts.append(_t(cost_line(result.cost), "dim"))
     t = result.timings
