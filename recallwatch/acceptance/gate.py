@@ -219,6 +219,8 @@ class Gate:
         permission leaks, freshness); any limit broken turns the verdict to STOP."""
         verdict, reasons = decide(scored, agg, self.policy)
         cost = measure_cost(source.timings, source.index_bytes())
+        if cost is not None and isinstance(source, StoreSource):
+            cost["vector_bytes"] = source.vector_bytes()  # what a search holds beside its index
         limit_reasons, checks = run_checks(scored, self.policy, cost)
         leak_reasons, leak_checks = permission_verdict(
             scored, source.acl_filter if isinstance(source, StoreSource) else None)
