@@ -24,12 +24,12 @@ the CLI shows them as its flags.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, cast
 
 from recallwatch._files import check_output_dir
 from recallwatch.acceptance.gate import Gate, Part, results_source, store_source
@@ -492,26 +492,33 @@ def _ranked(results: object) -> dict[str, RankedList]:
             for qid, hits in run.to_dict().items()}
 
 
+_T = TypeVar("_T")
+
+
+def _opened(value: object, kind: type[_T], param: str, what: str,
+            load: Callable[[PathIn], _T]) -> _T:
+    """``value`` as it is when it is a ``kind``, else read from the file it names."""
+    if isinstance(value, kind):
+        return value
+    if not isinstance(value, str | Path):
+        raise UsageError(f"{param}= must be {what}; found {type(value).__name__}")
+    return load(value)
+
+
 def _golden(golden: GoldenSet | PathIn) -> GoldenSet:
-    if isinstance(golden, GoldenSet):
-        return golden
-    if not isinstance(golden, str | Path):
-        raise UsageError(f"golden= must be a GoldenSet or a golden file's path; found "
-                         f"{type(golden).__name__}")
     from recallwatch.formats.golden import load_golden
 
-    return load_golden(golden)
+    return _opened(golden, GoldenSet, "golden", "a GoldenSet or a golden file's path",
+                   load_golden)
 
 
 def _policy(policy: Policy | PathIn | None) -> Policy:
-    if isinstance(policy, Policy):
-        return policy
-    if policy is not None and not isinstance(policy, str | Path):
-        raise UsageError(f"policy= must be a Policy, a policy file's path or None; found "
-                         f"{type(policy).__name__}")
     from recallwatch.formats.policy import load_policy
 
-    return load_policy(policy)
+    if policy is None:
+        return load_policy(None)
+    return _opened(policy, Policy, "policy", "a Policy, a policy file's path or None",
+                   load_policy)
 
 
 def _prices(prices: Prices | PathIn | None) -> Prices | None:
@@ -519,12 +526,8 @@ def _prices(prices: Prices | PathIn | None) -> Prices | None:
         return None
     from recallwatch.formats.prices import Prices, load_prices
 
-    if isinstance(prices, Prices):
-        return prices
-    if not isinstance(prices, str | Path):
-        raise UsageError(f"prices= must be Prices, a prices file's path or None; found "
-                         f"{type(prices).__name__}")
-    return load_prices(prices)
+    return _opened(prices, Prices, "prices", "Prices, a prices file's path or None",
+                   load_prices)
 
 
 def _priced(result: GateResult, prices: Prices | None) -> GateResult:
