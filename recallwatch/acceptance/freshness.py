@@ -12,13 +12,15 @@ simple and needs no extra data: the chunks of one document (``doc_id``) that sha
 * its **older versions** are its chunks with an earlier ``valid_from`` (still valid or not);
 * a document is **versioned** when it has both. Chunks without a ``valid_from`` are no version.
 
-For a query and a versioned document, the search is **fresh** when a chunk of the newest valid
-version is in the top K and no chunk of an older version ranks above it. Which documents a
-query is checked on is the caller's *scope*: the gate takes the documents of the query's
-expected chunks (what the golden set says the question is about); the monitor, which has no
-expected chunks, the documents its probes' top K reach. A query is fresh when it is fresh on
-each of its versioned documents, and **freshness** is the share of fresh queries among the
-queries with at least one versioned document.
+For a query and a versioned document some version of which is in the top K, the search is
+**fresh** when a chunk of the newest valid version is in the top K and no chunk of an older
+version ranks above it. A document none of whose versions reached the top K is a recall
+failure, not a freshness one: it is counted apart (``unreached``). Which documents a query is
+checked on is the caller's *scope*: the gate takes the documents of the query's expected
+chunks (what the golden set says the question is about); the monitor, which has no expected
+chunks, the documents its probes' top K reach. A query is fresh when it is fresh on each of its
+versioned documents it reached, and **freshness** is the share of fresh queries among the
+queries that reached at least one versioned document.
 
 The **age** of a top-K result is the days from its ``valid_from`` to the as-of date; the run
 reports the median age over every dated top-K result that is valid that day, and counts the
@@ -43,6 +45,8 @@ __all__ = ["NOT_DATED", "DocFreshness", "Versions", "freshness_check", "freshnes
 NOT_DATED = "no dated chunks: freshness not measured"
 NOT_VERSIONED = ("no {what} reaches a document with more than one dated version: the "
                  "newest-first share is not measured")
+NOT_REACHED = ("no version of a fact with dated versions reached the top K (a recall "
+               "failure): the newest-first share is not measured")
 Scope = Literal["expected", "top_k"]
 # The stale queries a result keeps as its evidence (the count is always whole).
 _SHOWN = 20
@@ -93,6 +97,11 @@ class DocFreshness:
     older_id: str | None
     older_from: date | None
     older_rank: int | None
+
+    @property
+    def reached(self) -> bool:
+        """A version of the document is in the top K."""
+        return self.newest_rank is not None or self.older_rank is not None
 
     @property
     def fresh(self) -> bool:
@@ -166,16 +175,20 @@ def measure_freshness(per_query: Sequence[tuple[str, list[DocFreshness]]],
     :func:`query_freshness`) and the dates of every top-K result (``(valid_from, valid_to)``,
     one per result). ``measured`` is False, with ``note`` saying why, when no chunk is dated."""
     results = _ages(top_dates, as_of)
-    checked = [(qid, docs) for qid, docs in per_query if docs]
-    out: dict[str, Any] = {"measured": bool(results["dated"] or checked),
-                           "as_of": as_of.isoformat(), "scope": scope, "k": k}
+    unreached = [qid for qid, docs in per_query if docs and not any(d.reached for d in docs)]
+    checked = [(qid, [d for d in docs if d.reached]) for qid, docs in per_query
+               if any(d.reached for d in docs)]
+    out: dict[str, Any] = {"measured": bool(results["dated"] or checked or unreached),
+                           "as_of": as_of.isoformat(), "scope": scope, "k": k,
+                           "unreached": unreached}
     if not out["measured"]:
         return {**out, "note": NOT_DATED, "share": None, "queries": 0, "fresh": 0,
-                "stale": [], "results": results}
+                "stale": [], "stale_queries": [], "results": results}
     stale = [(qid, docs) for qid, docs in checked if not all(d.fresh for d in docs)]
     share = (len(checked) - len(stale)) / len(checked) if checked else None
     what = "expected chunk" if scope == "expected" else "top-K result"
-    return {**out, "note": None if checked else NOT_VERSIONED.format(what=what),
+    note = None if checked else (NOT_REACHED if unreached else NOT_VERSIONED.format(what=what))
+    return {**out, "note": note,
             "share": share, "queries": len(checked), "fresh": len(checked) - len(stale),
             "stale": [{"query": qid, "documents": [d.to_dict() for d in docs if not d.fresh],
                        "why": "; ".join(d.words(k) for d in docs if not d.fresh)}
@@ -268,6 +281,10 @@ def freshness_line(figures: Mapping[str, Any]) -> str:
                      f"valid version {whose[1]} above the older ones ({figures['share']:.3f})")
     elif figures.get("note"):
         parts.append(str(figures["note"]))
+    n = len(figures.get("unreached") or ())
+    if n:
+        parts.append(f"{n} quer{'y' if n == 1 else 'ies'} with no version of the fact in the "
+                     "top K (not counted: a recall failure)")
     r = figures["results"]
     if r["median_age_days"] is not None:
         parts.append(f"the top-{figures['k']} results' median age {r['median_age_days']:g} days "

@@ -176,10 +176,12 @@ def gate_serving(cost: Mapping[str, Any] | None, answers: Mapping[str, Any] | No
     if cost is None:
         missing["compute"] = "no search latency was measured (a results file carries none)"
     else:
-        embed = float(cost.get("embed_ms_per_query") or 0.0)
-        seconds = (float(cost["search_mean_ms"]) + embed) / 1000.0
+        embed = cost.get("embed_ms_per_query")
+        seconds = (float(cost["search_mean_ms"]) + float(embed or 0.0)) / 1000.0
         sources["compute"] = (f"search mean {cost['search_mean_ms']:.4g} ms over "
-                              f"{cost.get('calls')} calls + query embedding {embed:.4g} ms")
+                              f"{cost.get('calls')} calls" + (
+                                  f" + query embedding {embed:.4g} ms" if embed is not None
+                                  else ", each embedding its query itself"))
     held = _held_bytes(cost, missing, sources)
     not_part = {"embedding tokens": EMBEDDING_IN_COMPUTE}
     llm_in, llm_out = _per_answer(answers, missing, sources, not_part)

@@ -102,15 +102,16 @@ def _money_text(sweep: SweepResult, ans: Answers, prices: Prices) -> list[str]:
     lines = ["", f"cost in money of each setting on the overall frontier, at your prices "
              f"({prices.source or 'given'}), {money['how']}:"]
     for i in sorted(ans.frontier, key=lambda i: res[i].recall[k]):
-        lines += [f"  {line}" for line in money_lines(priced[i], f" with {res[i].label} "
-                                                      f"{res[i].params}")]
+        named = " ".join(x for x in (res[i].label, res[i].params) if x)
+        lines += [f"  {line}" for line in money_lines(priced[i], f" with {named}")]
     for target in sweep.targets:
         i = money["cheapest_at"][str(target)]
         if i is None:
             lines.append(f"cheapest at R@{k} >= {target:g}: none reaches it")
             continue
         m = priced[i]
-        lines.append(f"cheapest at R@{k} >= {target:g}: {res[i].label} {res[i].params}, "
+        named = " ".join(x for x in (res[i].label, res[i].params) if x)
+        lines.append(f"cheapest at R@{k} >= {target:g}: {named}, "
                      f"{m['total']:.4g} {m['currency']} per 1,000 queries at R@{k} "
                      f"{res[i].recall[k]:.4f}" + ("" if m["complete"] else " (partial)"))
     return lines

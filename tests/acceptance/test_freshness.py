@@ -14,13 +14,15 @@ Queries checked (the documents of their expected chunks are versioned):
 * q_smi     [s2024, s2025, u1]  an older version above the newest: stale;
 * q_old     [t2024, u1, s2025]  expects the 2024 table; the newest (t2025) is not in the top 3:
   stale (q_old's s2025 is no concern: smi is not what it expects);
+* q_none    [u1, s2025, p2025]  expects t2025 but no version of tarifa is in the top 3: a
+  recall failure, counted apart (unreached), not in the share;
 * q_plazo and q_futuro are not checked (no versioned document expected).
 
 Freshness = 1 fresh of 3 checked = 1/3. Ages of the valid dated top-3 results, in days to
 2025-06-01: t2025 151 (q_tarifa), s2024 517 (366 days of 2024 + 151) and s2025 151 (q_smi),
-p2025 92 (q_plazo: March 31 + April 30 + May 31), s2025 151 (q_old), f2025 151 (q_futuro): the
-median is 151, the oldest 517. Expired in the top 3: t2024 twice, t2023 once = 3; not yet valid:
-f2026 = 1; undated: u1 five times.
+p2025 92 (q_plazo: March 31 + April 30 + May 31), s2025 151 (q_old), f2025 151 (q_futuro),
+s2025 151 and p2025 92 (q_none): 8 ages, the median 151, the oldest 517. Expired in the top 3:
+t2024 twice, t2023 once = 3; not yet valid: f2026 = 1; undated: u1 six times.
 """
 
 from __future__ import annotations
@@ -64,13 +66,15 @@ CORPUS = [
 ]
 RANKED = {"q_tarifa": ["t2025", "t2024", "u1"], "q_smi": ["s2024", "s2025", "u1"],
           "q_old": ["t2024", "u1", "s2025"], "q_plazo": ["p2025", "t2023", "u1"],
-          "q_futuro": ["f2026", "f2025", "u1"]}
+          "q_futuro": ["f2026", "f2025", "u1"], "q_none": ["u1", "s2025", "p2025"]}
 EXPECTED = {"q_tarifa": "t2025", "q_smi": "s2025", "q_old": "t2024", "q_plazo": "p2025",
-            "q_futuro": "f2025"}
+            "q_futuro": "f2025", "q_none": "t2025"}
 GOLDEN = golden(*({"id": q, "text": f"question {q}", "expected": [e]}
                   for q, e in EXPECTED.items()), top_k=3)
-# recall 1 everywhere, and no noise rule in the way: only freshness can stop these runs
-POLICY = Policy(noise_ceiling=1.0)
+# no noise rule in the way, and q_none's recall failure waived: only freshness can stop these runs
+WAIVER = "no version of the fact retrieved, on purpose: freshness does not count it"
+POLICY = Policy(noise_ceiling=1.0, min_mean_quality=0.0, other_failures_allowed=0.2,
+                waivers={"q_none": WAIVER})
 
 
 def _results() -> dict[str, object]:
@@ -86,7 +90,7 @@ def test_freshness_on_a_dated_corpus_is_the_hand_computed_share_and_ages() -> No
     f = _gate().freshness
     assert f is not None and f["measured"] is True
     assert (f["queries"], f["fresh"], f["share"]) == (3, 1, 1 / 3)
-    assert f["stale_queries"] == ["q_smi", "q_old"]
+    assert f["stale_queries"] == ["q_smi", "q_old"] and f["unreached"] == ["q_none"]
     assert f["as_of"] == "2025-06-01" and f["scope"] == "expected"
     stale = {s["query"]: s["documents"][0] for s in f["stale"]}
     assert (stale["q_smi"]["older_id"], stale["q_smi"]["older_rank"],
@@ -94,7 +98,7 @@ def test_freshness_on_a_dated_corpus_is_the_hand_computed_share_and_ages() -> No
     assert (stale["q_old"]["newest_rank"], stale["q_old"]["older_id"]) == (None, "t2024")
     r = f["results"]
     assert r["median_age_days"] == 151 and r["oldest_age_days"] == 517
-    assert (r["valid"], r["expired"], r["not_yet_valid"], r["undated"]) == (6, 3, 1, 5)
+    assert (r["valid"], r["expired"], r["not_yet_valid"], r["undated"]) == (8, 3, 1, 6)
 
 
 def test_the_report_line_states_the_figures_and_the_stale_reason_names_the_versions() -> None:
@@ -111,9 +115,10 @@ def test_the_report_line_states_the_figures_and_the_stale_reason_names_the_versi
             "newest version (valid from 2025-01-01) is not in the top 3)") in reason.message
     line = freshness_line(result.freshness or {})
     assert line == ("freshness as of 2025-06-01: 1 of 3 queries rank the newest valid version of "
-                    "their facts above the older ones (0.333); the top-3 results' median age "
-                    "151 days (oldest 517) over 6 dated valid results; of the top-K results 3 "
-                    "expired, 1 not yet valid, 5 undated")
+                    "their facts above the older ones (0.333); 1 query with no version of the "
+                    "fact in the top K (not counted: a recall failure); the top-3 results' median "
+                    "age 151 days (oldest 517) over 8 dated valid results; of the top-K results 3 "
+                    "expired, 1 not yet valid, 6 undated")
     assert md_escape(line) in to_markdown(result)
 
 
@@ -150,8 +155,9 @@ def test_gate_command_stops_on_min_freshness(tmp_path: Path) -> None:
         json.dumps({"query_id": q, "results": [{"id": c, "score": 0.9 - 0.1 * i}
                                                for i, c in enumerate(ids)]}) + "\n"
         for q, ids in RANKED.items()), encoding="utf-8")
-    (tmp_path / "policy.yaml").write_text("noise_ceiling: 1.0\nmin_freshness: 0.5\n",
-                                          encoding="utf-8")
+    (tmp_path / "policy.yaml").write_text(
+        "noise_ceiling: 1.0\nmin_freshness: 0.5\nmin_mean_quality: 0\n"
+        f"other_failures_allowed: 0.2\nwaivers: {{q_none: '{WAIVER}'}}\n", encoding="utf-8")
     assert load_policy(tmp_path / "policy.yaml").limits.min_freshness == 0.5
     code, out, err = cli("gate", str(tmp_path / "golden.json"),
                          "--results", str(tmp_path / "results.jsonl"),
