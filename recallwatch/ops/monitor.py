@@ -65,6 +65,7 @@ from recallwatch.ops.reindex import DEFAULT_MAX_RECALL_LOSS
 from recallwatch.stores.base import SupportsIndexSize
 
 if TYPE_CHECKING:
+    from recallwatch.embedders.base import Fingerprint
     from recallwatch.history import History
     from recallwatch.stores.base import VectorStore
 
@@ -191,8 +192,63 @@ def run_monitor(
     alarms are the monitor's, and the latency cap is then the pipeline's (what users wait for),
     not the store's. ``min_freshness``: alarm when the probes' freshness is under it (None:
     never; without dated chunks it is not measured and never alarms)."""
-    from recallwatch.ops.calibrate import read_threshold
+    _check_settings(store, k=k, floor=floor, min_coverage=min_coverage,
+                    min_freshness=min_freshness, reindex_below=reindex_below,
+                    drift_alarm_p=drift_alarm_p, max_latency_p99_ms=max_latency_p99_ms)
+    now = now or datetime.now(UTC)
+    vectors, fp = probe_vectors(probes, store)
+    alarms: list[str] = []
+    notes: list[str] = []
+    problem = index_problem(store)
+    if problem is not None:
+        alarms.append(problem)
+    recalls, seconds = _recalls(store, vectors, k, exact, alarms)
+    recall = float(recalls.mean())
+    coverage, threshold = _coverage(store, vectors, fp, min_coverage, alarms, notes)
+    build = None if problem else index_build(store)
+    drift = _drift(store, build, problem, drift_alarm_p, alarms, notes)
+    status = _budget_status(store, budget, history, now, recall, live)
+    if recall < floor:
+        alarms.append(f"recall@{k} vs exact search is {recall:.3f}, under the floor {floor:g}")
+    latency = _latency(seconds, pipeline, max_latency_p99_ms, alarms)
+    freshness = _probe_freshness(store, probes, vectors, k, now.date(), min_freshness, alarms,
+                                 notes)
+    if live is not None:
+        alarms.extend(live.alarms)
+        notes.extend(live.notes)
+    if status is not None and status.spent:
+        alarms.append(status.summary())
+    loop = None
+    if reindex_below is not None and recall < reindex_below:
+        done = auto_reindex(store, probes, trigger="monitor",
+                            why=f"recall@{k} {recall:.3f} < {reindex_below:g}", k=k, floor=floor,
+                            window=reindex_window, history=history, now=now,
+                            max_recall_loss=max_recall_loss,
+                            vectors=vectors, exact=exact)
+        loop = {**done.to_dict(), "summary": done.summary()}
+    held = _resources(store, int(vectors.shape[1]), notes)  # after the loop: what serves now
+    report = MonitorReport(
+        store=store.uri, index_version=store.current_version(), probes=probes.describe(), k=k,
+        floor=floor, recall=recall, recall_min=float(recalls.min()),
+        probes_below_floor=int((recalls < floor).sum()),
+        latency_ms=latency,
+        coverage=coverage, threshold=threshold, index=build,
+        index_age_seconds=_index_age(build, now), drift=drift,
+        budget=status, alarms=tuple(alarms), created_at=now.isoformat(timespec="seconds"),
+        notes=tuple(notes), reindex=loop, live=live,
+        resources=held,
+        thresholds={"floor": floor, "min_coverage": min_coverage,
+                    "max_latency_p99_ms": max_latency_p99_ms, "drift_alarm_p": drift_alarm_p,
+                    "min_freshness": min_freshness},
+        pipeline=pipeline, freshness=freshness,
+    )
+    return _recorded(report, store, history)
 
+
+def _check_settings(store: VectorStore, *, k: int, floor: float, min_coverage: float,
+                    min_freshness: float | None, reindex_below: float | None,
+                    drift_alarm_p: float | None, max_latency_p99_ms: float | None) -> None:
+    """Every threshold in its range, and a depth under the store's rows, before any search."""
     if not 0.0 <= floor <= 1.0:
         raise InputError(field="floor", expected="a recall in [0, 1]", found=floor)
     if not 0.0 <= min_coverage <= 1.0:
@@ -220,38 +276,52 @@ def run_monitor(
                          "against exact search would be 1 whatever the index does, so the "
                          "monitor could never alarm; use a depth well under the row count "
                          "(the default is 10)")
-    now = now or datetime.now(UTC)
-    vectors, fp = probe_vectors(probes, store)
-    alarms = []
-    problem = index_problem(store)
-    if problem is not None:
-        alarms.append(problem)
+
+
+def _recalls(store: VectorStore, vectors: np.ndarray, k: int, exact: ExactSearch | None,
+             alarms: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Each probe's recall@k against exact search and its live search time; a live search that
+    fails is an alarm."""
     failures: list[str] = []
     recalls, seconds, _ = recall_vs_exact(store, vectors, k, failures=failures, exact=exact)
     if failures:
         alarms.append(f"the live search fails ({len(failures)} of {len(vectors)} probes): "
                       f"{failures[0]}")
-    recall = float(recalls.mean())
-    notes: list[str] = []
+    return recalls, seconds
+
+
+def _coverage(store: VectorStore, vectors: np.ndarray, fp: Fingerprint | None, min_coverage: float,
+              alarms: list[str], notes: list[str]) -> tuple[float | None, float | None]:
+    """The share of probes answered at the calibrated no-result threshold, and the threshold
+    (None, None without one)."""
+    from recallwatch.ops.calibrate import read_threshold
 
     threshold = read_threshold(store, fp) if fp is not None else None
-    coverage = None
-    if threshold is not None:
-        top = store.search(vectors, 1)
-        coverage = float(np.mean([len(h.ids) > 0 and float(h.scores[0]) >= threshold
-                                  for h in top]))
-        if coverage < min_coverage:
-            alarms.append(f"coverage {coverage:.1%} is under the minimum {min_coverage:.0%}: the "
-                          f"no-result threshold {threshold:.4f} leaves most probes without an "
-                          "answer (calibrate it again: recallwatch calibrate-threshold)")
-    else:
+    if threshold is None:
         notes.append("coverage: no no-result threshold calibrated for this embedder "
                      "(recallwatch ops calibrate-threshold)")
+        return None, None
+    top = store.search(vectors, 1)
+    coverage = float(np.mean([len(h.ids) > 0 and float(h.scores[0]) >= threshold
+                              for h in top]))
+    if coverage < min_coverage:
+        alarms.append(f"coverage {coverage:.1%} is under the minimum {min_coverage:.0%}: the "
+                      f"no-result threshold {threshold:.4f} leaves most probes without an "
+                      "answer (calibrate it again: recallwatch calibrate-threshold)")
+    return coverage, threshold
 
-    build = None if problem else index_build(store)
-    age = None
-    if build is not None and build.get("built_at"):
-        age = max(0.0, (now - datetime.fromisoformat(build["built_at"])).total_seconds())
+
+def _index_age(build: dict[str, Any] | None, now: datetime) -> float | None:
+    if build is None or not build.get("built_at"):
+        return None
+    return max(0.0, (now - datetime.fromisoformat(build["built_at"])).total_seconds())
+
+
+def _drift(store: VectorStore, build: dict[str, Any] | None, problem: str | None,
+           drift_alarm_p: float | None, alarms: list[str], notes: list[str]
+           ) -> DriftSignal | None:
+    """The rows written since the index was trained against the trained ones; an alarm under
+    ``drift_alarm_p``."""
     drift = None
     if build is not None and build.get("trained_version") is not None:
         try:
@@ -266,68 +336,59 @@ def run_monitor(
                       "the current data (recallwatch ops reindex)")
     elif build is None and problem is None:
         notes.append("index: the store reports no ANN index (searches are exact)")
+    return drift
 
-    status = None
-    record_time = now.isoformat(timespec="seconds")
-    if budget is not None:
-        past: list[tuple[datetime, float, bool]] = []
-        if history is not None:
-            for run in history.monitor_runs(kind=MONITOR_KIND):
-                if run.store_uri == store.uri and isinstance(run.payload.get("recall"), float):
-                    past.append((datetime.fromisoformat(run.created_at), run.payload["recall"],
-                                 live_breached(run.payload)))
-        status = error_budget([*past, (now, recall, bool(live and live.alarms))], budget,
-                              now=now)
 
-    if recall < floor:
-        alarms.append(f"recall@{k} vs exact search is {recall:.3f}, under the floor {floor:g}")
+def _budget_status(store: VectorStore, budget: BudgetPolicy | None, history: History | None,
+                   now: datetime, recall: float, live: LiveCheck | None) -> BudgetStatus | None:
+    """The error budget over this store's earlier monitor runs and this one."""
+    if budget is None:
+        return None
+    past: list[tuple[datetime, float, bool]] = []
+    if history is not None:
+        for run in history.monitor_runs(kind=MONITOR_KIND):
+            if run.store_uri == store.uri and isinstance(run.payload.get("recall"), float):
+                past.append((datetime.fromisoformat(run.created_at), run.payload["recall"],
+                             live_breached(run.payload)))
+    return error_budget([*past, (now, recall, bool(live and live.alarms))], budget, now=now)
+
+
+def _latency(seconds: np.ndarray, pipeline: PipelineProbes | None,
+             max_latency_p99_ms: float | None, alarms: list[str]) -> dict[str, float]:
+    """The probes' live search time (ms); over its cap an alarm (a pipeline's own alarms
+    instead, when the probes went through one)."""
     latency = {"p50": float(np.percentile(seconds, 50) * 1e3),
                "p99": float(np.percentile(seconds, 99) * 1e3), "mean": float(seconds.mean() * 1e3)}
     if pipeline is not None:
         alarms.extend(pipeline.alarms)
     elif max_latency_p99_ms is not None and latency["p99"] > max_latency_p99_ms:
         alarms.append(f"probe latency p99 is {latency['p99']:.2f} ms, over the maximum "
-                      f"{max_latency_p99_ms:g} ms ({len(vectors)} probes, one live search each); "
+                      f"{max_latency_p99_ms:g} ms ({len(seconds)} probes, one live search each); "
                       "look at the index parameters, the store's load and its machine")
-    freshness, stale = None, None
+    return latency
+
+
+def _probe_freshness(store: VectorStore, probes: ProbeSet, vectors: np.ndarray, k: int,
+                     as_of: date, min_freshness: float | None, alarms: list[str],
+                     notes: list[str]) -> dict[str, Any] | None:
+    """The probes' freshness, and its alarm; None (with a note) when the live search fails."""
     try:
-        freshness, stale = _freshness(store, probes, vectors, k, now.date(), min_freshness)
-    except StoreError as exc:  # a live search that fails is already an alarm above
+        figures, stale = _freshness(store, probes, vectors, k, as_of, min_freshness)
+    except StoreError as exc:  # a live search that fails is already an alarm
         notes.append(f"freshness: not measured: {exc}")
+        return None
     if stale is not None:
         alarms.append(stale)
-    if live is not None:
-        alarms.extend(live.alarms)
-        notes.extend(live.notes)
-    if status is not None and status.spent:
-        alarms.append(status.summary())
-    loop = None
-    if reindex_below is not None and recall < reindex_below:
-        done = auto_reindex(store, probes, trigger="monitor",
-                            why=f"recall@{k} {recall:.3f} < {reindex_below:g}", k=k, floor=floor,
-                            window=reindex_window, history=history, now=now,
-                            max_recall_loss=max_recall_loss,
-                            vectors=vectors, exact=exact)
-        loop = {**done.to_dict(), "summary": done.summary()}
-    held = _resources(store, int(vectors.shape[1]), notes)  # after the loop: what serves now
-    report = MonitorReport(
-        store=store.uri, index_version=store.current_version(), probes=probes.describe(), k=k,
-        floor=floor, recall=recall, recall_min=float(recalls.min()),
-        probes_below_floor=int((recalls < floor).sum()),
-        latency_ms=latency,
-        coverage=coverage, threshold=threshold, index=build, index_age_seconds=age, drift=drift,
-        budget=status, alarms=tuple(alarms), created_at=record_time, notes=tuple(notes),
-        reindex=loop, live=live,
-        resources=held,
-        thresholds={"floor": floor, "min_coverage": min_coverage,
-                    "max_latency_p99_ms": max_latency_p99_ms, "drift_alarm_p": drift_alarm_p,
-                    "min_freshness": min_freshness},
-        pipeline=pipeline, freshness=freshness,
-    )
-    if history is not None:
-        rid = history.record_monitor_run(MONITOR_KIND, report.to_dict(), store_uri=store.uri,
-                                         index_version=report.index_version,
-                                         status="alarm" if report.alarm else "ok",
-                                         created_at=record_time)
-        report = replace(report, monitor_id=rid)
-    return report
+    return figures
+
+
+def _recorded(report: MonitorReport, store: VectorStore, history: History | None
+              ) -> MonitorReport:
+    """The report, recorded in the history (with its id) when there is one."""
+    if history is None:
+        return report
+    rid = history.record_monitor_run(MONITOR_KIND, report.to_dict(), store_uri=store.uri,
+                                     index_version=report.index_version,
+                                     status="alarm" if report.alarm else "ok",
+                                     created_at=report.created_at)
+    return replace(report, monitor_id=rid)
