@@ -6,13 +6,20 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
+from io import StringIO
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from recallwatch.acceptance.gate import run_gate
 from recallwatch.acceptance.money import Serving, gate_serving, money_lines, price_serving
 from recallwatch.formats.prices import Prices, load_prices
+from recallwatch.report import md_escape
+from recallwatch.report.html import to_html
+from recallwatch.report.markdown import to_markdown
+from recallwatch.report.terminal import print_report
 from tests.clirun import cli
 
 from .helpers import golden, ranked
@@ -139,3 +146,15 @@ def test_the_example_prices_file_reads() -> None:
     prices = load_prices(Path(__file__).resolve().parents[2] / "examples" / "prices.yaml")
     assert prices.currency == "USD" and prices.vcpu_hour == 0.04
     assert prices.llm_output_per_1k_tokens == 0.0006
+
+
+def test_every_report_shows_the_cost_lines() -> None:
+    g = golden({"id": "q1", "text": "one", "expected": ["a"]})
+    result = run_gate(g, results={"q1": ranked({"a": 1}, n=3)})
+    result = replace(result, money=price_serving(PRICES, SERVING))
+    head, first = money_lines(result.money or {})[:2]
+    out = StringIO()
+    print_report(result, Console(file=out, width=400))
+    assert head in out.getvalue() and first in out.getvalue()
+    assert md_escape(head) in to_markdown(result)
+    assert "compute: 1,000 queries × 2 vCPU-ms" in to_html(result)
