@@ -1,7 +1,9 @@
-"""The record every layer exchanges: a knowledge-base chunk, its corpus record and its content hash.
+"""The records every layer exchanges: a knowledge-base chunk, its corpus record and its content
+hash; and the tokens a language model reported using.
 
 It sits below both the corpus format (which reads chunks from files) and the stores (which hold
-them), so neither depends on the other.
+them), so neither depends on the other; and below every caller of a model (the LLM judge, the
+answers' generator and judge) and every reader of their costs (the gate, the benchmarks).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ __all__ = [
     "FILTER_FIELDS",
     "OPTIONAL_TEXT_FIELDS",
     "Chunk",
+    "TokenUsage",
     "chunk_to_record",
     "content_hash",
     "group_problem",
@@ -93,3 +96,63 @@ def chunk_to_record(chunk: Chunk) -> dict[str, Any]:
 def content_hash(chunk: Chunk) -> str:
     """sha256 over every field of the chunk except the hash itself (canonical JSON)."""
     return canonical_hash(chunk_to_record(chunk))
+
+
+@dataclass(frozen=True)
+class TokenUsage:
+    """The tokens an OpenAI-compatible endpoint reported in the ``usage`` field of its replies:
+    ``prompt_tokens`` (input) and ``completion_tokens`` (output), summed over ``reported`` of
+    ``requests`` replies (a reply without a usable ``usage`` field is counted as a request whose
+    tokens were not reported, never guessed)."""
+
+    requests: int = 0
+    reported: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @classmethod
+    def of_reply(cls, reply: object) -> TokenUsage:
+        """One reply's tokens, from its ``usage`` object (``prompt_tokens``,
+        ``completion_tokens``: whole numbers of at least 0); not reported otherwise."""
+        usage = reply.get("usage") if isinstance(reply, Mapping) else None
+        if not isinstance(usage, Mapping):
+            return cls(1, 0)
+        given = (usage.get("prompt_tokens"), usage.get("completion_tokens"))
+        if not all(type(v) is int and v >= 0 for v in given):
+            return cls(1, 0)
+        return cls(1, 1, int(given[0] or 0), int(given[1] or 0))
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(self.requests + other.requests, self.reported + other.reported,
+                          self.input_tokens + other.input_tokens,
+                          self.output_tokens + other.output_tokens)
+
+    def __sub__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(self.requests - other.requests, self.reported - other.reported,
+                          self.input_tokens - other.input_tokens,
+                          self.output_tokens - other.output_tokens)
+
+    def note(self) -> str | None:
+        """Why the counts are partial or absent, in words (None: every reply reported)."""
+        if self.reported == self.requests:
+            return None
+        if not self.reported:
+            return (f"not reported: none of the {self.requests} replies had a usage field"
+                    if self.requests else "not reported: no request was made")
+        return (f"{self.requests - self.reported} of {self.requests} replies did not report "
+                "their tokens (no usage field): the counts cover the others")
+
+    def line(self) -> str:
+        """``1,234 input and 56 output tokens over 12 requests`` (or why not reported)."""
+        if not self.reported:
+            return self.note() or "not reported"
+        text = (f"{self.input_tokens:,} input and {self.output_tokens:,} output tokens over "
+                f"{self.reported} request{'s' if self.reported != 1 else ''}")
+        note = self.note()
+        return f"{text} ({note})" if note else text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"requests": self.requests, "reported": self.reported,
+                "input_tokens": self.input_tokens if self.reported else None,
+                "output_tokens": self.output_tokens if self.reported else None,
+                "note": self.note()}

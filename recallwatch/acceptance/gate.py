@@ -28,6 +28,7 @@ from recallwatch.acceptance.diagnosis import (
     patterns,
     shared_domains,
 )
+from recallwatch.acceptance.freshness import Dates, freshness_check, gate_freshness
 from recallwatch.acceptance.golden_size import golden_size, size_warning
 from recallwatch.acceptance.limits import check_measures, run_checks
 from recallwatch.acceptance.model import (
@@ -130,11 +131,12 @@ class Gate:
         now = datetime.now(UTC)
         queries, split = select_part(self.golden, self.part)
         found = self._search(source, queries)
-        scored, texts = self._read_shown(source, found)
-        scored = self._diagnose(source, found, scored, self.run_date or self.golden.as_of
-                                or now.date())
+        scored, texts, dates = self._read_shown(source, found)
+        as_of = self.run_date or self.golden.as_of or now.date()
+        scored = self._diagnose(source, found, scored, as_of)
+        freshness = gate_freshness(scored, found.chunks, dates, source.siblings, as_of)
         agg = _aggregate(scored)
-        decision = self._decide(source, scored, agg)
+        decision = self._decide(source, scored, agg, freshness)
         config = source.config()
         config_hash = canonical_hash(config)
         if source.timings.sample is not None:
@@ -171,6 +173,7 @@ class Gate:
             cost=decision.cost,
             chunk_texts=texts,
             golden_size=golden_size(len(scored), self.policy),
+            freshness=freshness,
         )
 
     def _search(self, source: Source, queries: tuple[GoldenQuery, ...]) -> _Found:
@@ -210,13 +213,14 @@ class Gate:
         return settled, retrieved, anchors
 
     def _read_shown(self, source: Source, found: _Found
-                    ) -> tuple[list[QueryResult], dict[str, str]]:
-        """One read of every chunk the run shows, for its excerpt; whole only where fact recall
-        reads the text or the permission check reads the chunks' acl (then not kept). Each
-        query also says which expected chunks it found through an identical twin."""
+                    ) -> tuple[list[QueryResult], dict[str, str], Dates]:
+        """One read of every chunk the run shows, for its excerpt and its dates (freshness);
+        whole only where fact recall reads the text or the permission check reads the chunks'
+        acl (then not kept). Each query also says which expected chunks it found through an
+        identical twin."""
         checks_acl = any(q.groups is not None for q in found.queries)
-        shown, texts = _shown_chunks(found.scored, source, found.chunks,
-                                     whole=found.labelled or checks_acl)
+        shown, texts, dates = _shown_chunks(found.scored, source, found.chunks,
+                                            whole=found.labelled or checks_acl)
         scored = apply_permissions(found.queries, found.scored, shown)
         anchors = found.anchors
         if anchors is not None and found.labelled:
@@ -224,7 +228,7 @@ class Gate:
         if anchors is not None and anchors.swapped:
             scored = [replace(q, twins=anchors.twin_rows(q.id, {h.id: h.rank for h in q.expected}))
                       for q in scored]
-        return scored, texts
+        return scored, texts, dates
 
     def _diagnose(self, source: Source, found: _Found, scored: list[QueryResult],
                   run_date: date) -> list[QueryResult]:
@@ -247,15 +251,21 @@ class Gate:
         return [q if q.passed else replace(q, diagnosis=(*leak_diagnoses(q), *diagnose(q, ctx)))
                 for q in scored]
 
-    def _decide(self, source: Source, scored: list[QueryResult], agg: Aggregate) -> _Decision:
+    def _decide(self, source: Source, scored: list[QueryResult], agg: Aggregate,
+                freshness: dict[str, Any]) -> _Decision:
         """The verdict: the policy's rules per query, then its run-level limits (cost, latency,
-        permission leaks); any limit broken turns the verdict to STOP."""
+        permission leaks, freshness); any limit broken turns the verdict to STOP."""
         verdict, reasons = decide(scored, agg, self.policy)
         cost = measure_cost(source.timings, source.index_bytes())
+        if cost is not None and isinstance(source, StoreSource):
+            cost["vector_bytes"] = source.vector_bytes()  # what a search holds beside its index
         limit_reasons, checks = run_checks(scored, self.policy, cost)
         leak_reasons, leak_checks = permission_verdict(
             scored, source.acl_filter if isinstance(source, StoreSource) else None)
-        limit_reasons, checks = [*leak_reasons, *limit_reasons], [*leak_checks, *checks]
+        fresh_reasons, fresh_checks = freshness_check(freshness,
+                                                      self.policy.limits.min_freshness)
+        limit_reasons = [*leak_reasons, *limit_reasons, *fresh_reasons]
+        checks = [*leak_checks, *checks, *fresh_checks]
         if limit_reasons:
             verdict, reasons = "STOP", [*reasons, *limit_reasons]
         sparse = sparse_labels_check(scored, self.judgments is not None)
@@ -383,16 +393,17 @@ _SHOWN_BATCH = 4096
 
 
 def _shown_chunks(scored: list[QueryResult], source: Source, known: Mapping[str, Chunk],
-                  *, whole: bool) -> tuple[dict[str, Chunk], dict[str, str]]:
+                  *, whole: bool) -> tuple[dict[str, Chunk], dict[str, str], Dates]:
     """Every chunk the run shows (expected, top-K, beyond K), in that order, once each: the ones
     already read (``known``) and the rest in batches. Returns the chunks themselves when
-    ``whole`` (their text gives fact recall), else {}; and the excerpt a person decides from of
-    each."""
+    ``whole`` (their text gives fact recall), else {}; the excerpt a person decides from of
+    each; and the validity dates of each dated one."""
     ids = list(dict.fromkeys(
         c for q in scored for c in [*(h.id for h in q.expected), *(c for c, _ in q.top),
                                     *(c for c, _ in q.beyond_k)]))
     chunks: dict[str, Chunk] = {}
     texts: dict[str, str] = {}
+    dates: dict[str, tuple[date | None, date | None]] = {}
     for start in range(0, len(ids), _SHOWN_BATCH):
         part = ids[start:start + _SHOWN_BATCH]
         missing = [c for c in part if c not in known]
@@ -401,9 +412,11 @@ def _shown_chunks(scored: list[QueryResult], source: Source, known: Mapping[str,
         for c in part:
             if c in read:
                 texts[c] = excerpt(read[c].text)
+                if read[c].valid_from is not None or read[c].valid_to is not None:
+                    dates[c] = (read[c].valid_from, read[c].valid_to)
                 if whole:
                     chunks[c] = read[c]
-    return chunks, texts
+    return chunks, texts, dates
 
 
 def _unreachable(scored: list[QueryResult], floor: float) -> list[str]:

@@ -326,6 +326,13 @@ class GateResult:
     # correctness, the hallucination rate, the failures by kind, and the judge with its measured
     # agreement with people (recallwatch.answers); None when the run judged no answers.
     answers: dict[str, Any] | None = None
+    # Freshness (recallwatch.acceptance.freshness): the share of queries whose top K ranks the
+    # newest valid version of their facts above the older ones, and the top-K results' ages;
+    # ``measured`` False (with a note) without dated chunks. None for runs recorded before it.
+    freshness: dict[str, Any] | None = None
+    # What serving 1,000 queries costs at the user's prices (gate --prices), with its arithmetic
+    # (recallwatch.acceptance.money); None without prices.
+    money: dict[str, Any] | None = None
 
     @property
     def exit_code(self) -> int:
@@ -424,6 +431,8 @@ class GateResult:
             "stages": self.stages,
             "golden_size": self.golden_size,
             "answers": self.answers,
+            "freshness": self.freshness,
+            "money": self.money,
         }
 
     @classmethod
@@ -460,5 +469,5 @@ class GateResult:
             split=d.get("split"), staleness=d.get("staleness"),
             checks=tuple(Check(**c) for c in d.get("checks", [])), cost=d.get("cost"),
             stages=d.get("stages"), golden_size=d.get("golden_size"),
-            answers=d.get("answers"),
+            answers=d.get("answers"), freshness=d.get("freshness"), money=d.get("money"),
         )

@@ -420,6 +420,10 @@ class StoreSource:
         """The ANN index's bytes where the store can say (``SupportsIndexSize``), else None."""
         return self.store.index_bytes() if isinstance(self.store, SupportsIndexSize) else None
 
+    def vector_bytes(self) -> int:
+        """The stored vectors' bytes: rows × dimensions × 4 (every adapter stores float32)."""
+        return self.store.count() * self._fingerprint.dimension * 4
+
 
 @dataclass
 class ResultsSource:

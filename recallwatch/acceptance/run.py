@@ -13,7 +13,9 @@
 3. adds judged@K (with ``judgments``) and the stale-set check (with a history or a query log),
    and judges the answers of a RAG assistant (with ``answers``, :mod:`recallwatch.answers`);
 4. records the run in the history while the store is still open (with ``history``);
-5. writes the report set and the JUnit file (with ``report``, ``junit``).
+5. prices serving 1,000 queries at the run's measured speed and size (with ``prices``,
+   :mod:`recallwatch.acceptance.money`);
+6. writes the report set and the JUnit file (with ``report``, ``junit``).
 
 The CLI maps its flags to these parameters and nothing else, so a gate run from Python prints
 the same JSON and records the same history row. Errors name the parameters (``latency_sample=``);
@@ -22,12 +24,12 @@ the CLI shows them as its flags.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, cast
 
 from recallwatch._files import check_output_dir
 from recallwatch.acceptance.gate import Gate, Part, results_source, store_source
@@ -45,6 +47,7 @@ from recallwatch.stores.base import VectorStore
 if TYPE_CHECKING:
     from recallwatch.acceptance.pipeline import PipelineSource
     from recallwatch.answers.gate import AnswerOptions, AnswerPlan
+    from recallwatch.formats.prices import Prices
     from recallwatch.retrievers.tune import Tuned
 
 __all__ = ["Evidence", "Outputs", "SearchOptions", "SourceSpec", "gate"]
@@ -108,11 +111,13 @@ class SearchOptions:
 @dataclass(frozen=True)
 class Evidence:
     """What else the gate reads beside the source: judgments (files, or (query id, chunk id) ->
-    grade) for the noise rule and judged@K, and a query log for the stale-set check."""
+    grade) for the noise rule and judged@K, a query log for the stale-set check, and prices for
+    the cost in money."""
 
     judgments: Sequence[PathIn] | Mapping[tuple[str, str], int] | None = None
     log: PathIn | None = None
     answers: AnswerOptions | None = None  # the answers to judge, and by whom
+    prices: Prices | PathIn | None = None
 
 
 @dataclass(frozen=True)
@@ -136,6 +141,7 @@ def gate(
     judgments: Sequence[PathIn] | Mapping[tuple[str, str], int] | None = None,
     log: PathIn | None = None,
     answers: AnswerOptions | None = None,
+    prices: Prices | PathIn | None = None,
     run_date: date | None = None,
     part: Part = "auto",
     latency_sample: int | None = None,
@@ -157,13 +163,15 @@ def gate(
     columns ``query_id``, ``doc_id``, ``score``, or query id -> :class:`RankedList`). With
     ``history`` (a SQLite path or a PostgreSQL URI) the run is compared with the earlier ones
     and recorded. ``report`` (a directory) and ``junit`` (a file) receive the reports;
-    ``runs_out`` a pipeline's TREC run files. The result's ``to_dict()`` is the ``--format
-    json`` object, ``to_frame()`` a row per query."""
+    ``runs_out`` a pipeline's TREC run files. ``prices`` (a prices file or :class:`Prices`)
+    adds the cost in money of serving 1,000 queries at this run's measured speed, index size
+    and generator tokens. The result's ``to_dict()`` is the ``--format json`` object,
+    ``to_frame()`` a row per query."""
     return GateRun(
         golden, source, policy,
         SearchOptions(embedder, corpus, latency_sample, part, run_date, tune_weights, engine,
                       address, workers),
-        Evidence(judgments, log, answers),
+        Evidence(judgments, log, answers, prices),
         Outputs(history, report, junit, runs_out),
     ).run()
 
@@ -191,6 +199,7 @@ class GateRun:
 
     def run(self) -> GateResult:
         source = self._check()
+        prices = _prices(self.evidence.prices)  # a bad file fails before anything is searched
         judged = self._judged()
         from recallwatch.scale import engine_session
 
@@ -202,6 +211,7 @@ class GateRun:
                 result = self._gate(opened, golden, policy, judged)
                 result = self._add_evidence(result, opened, golden, policy, judged)
                 result = self._judge_answers(result, opened, policy, plan)
+                result = _priced(result, prices)
                 result = self._record(result, opened)
         self._write(result)
         return result
@@ -484,26 +494,55 @@ def _ranked(results: object) -> dict[str, RankedList]:
             for qid, hits in run.to_dict().items()}
 
 
+_T = TypeVar("_T")
+
+
+def _opened(value: object, kind: type[_T], param: str, what: str,
+            load: Callable[[PathIn], _T]) -> _T:
+    """``value`` as it is when it is a ``kind``, else read from the file it names."""
+    if isinstance(value, kind):
+        return value
+    if not isinstance(value, str | Path):
+        raise UsageError(f"{param}= must be {what}; found {type(value).__name__}")
+    return load(value)
+
+
 def _golden(golden: GoldenSet | PathIn) -> GoldenSet:
-    if isinstance(golden, GoldenSet):
-        return golden
-    if not isinstance(golden, str | Path):
-        raise UsageError(f"golden= must be a GoldenSet or a golden file's path; found "
-                         f"{type(golden).__name__}")
     from recallwatch.formats.golden import load_golden
 
-    return load_golden(golden)
+    return _opened(golden, GoldenSet, "golden", "a GoldenSet or a golden file's path",
+                   load_golden)
 
 
 def _policy(policy: Policy | PathIn | None) -> Policy:
-    if isinstance(policy, Policy):
-        return policy
-    if policy is not None and not isinstance(policy, str | Path):
-        raise UsageError(f"policy= must be a Policy, a policy file's path or None; found "
-                         f"{type(policy).__name__}")
     from recallwatch.formats.policy import load_policy
 
-    return load_policy(policy)
+    if policy is None:
+        return load_policy(None)
+    return _opened(policy, Policy, "policy", "a Policy, a policy file's path or None",
+                   load_policy)
+
+
+def _prices(prices: Prices | PathIn | None) -> Prices | None:
+    if prices is None:
+        return None
+    from recallwatch.formats.prices import Prices, load_prices
+
+    return _opened(prices, Prices, "prices", "Prices, a prices file's path or None",
+                   load_prices)
+
+
+def _priced(result: GateResult, prices: Prices | None) -> GateResult:
+    """The cost of serving 1,000 queries at the run's figures, beside the quality it measured."""
+    if prices is None:
+        return result
+    from recallwatch.acceptance.money import gate_serving, price_serving
+
+    a, cost = result.aggregate, result.cost or {}
+    quality = {"mean quality": a.mean_quality, "recall": a.mean_recall,
+               "search p99 ms": cost.get("search_p99_ms")}
+    serving = gate_serving(result.cost, result.answers, quality)
+    return replace(result, money=price_serving(prices, serving))
 
 
 def _corpus(corpus: PathIn | Mapping[str, Chunk] | None) -> dict[str, Chunk]:

@@ -49,7 +49,7 @@ from recallwatch.formats.answers import (
 from recallwatch.formats.golden import GoldenQuery, GoldenSet
 from recallwatch.formats.policy import Policy
 from recallwatch.formats.policy_answers import AnswerRules
-from recallwatch.records import Chunk
+from recallwatch.records import Chunk, TokenUsage
 from recallwatch.stores.base import VectorStore
 
 __all__ = ["AnswerOptions", "AnswerPlan", "ChunkReader", "Failure", "check_contexts",
@@ -269,10 +269,14 @@ def _judge_query(q: QueryResult, gq: GoldenQuery, plan: AnswerPlan, texts: Mappi
     if plan.answers is not None and record is None:
         return None
     contexts = _contexts(q, record, texts)
+    spent: TokenUsage | None = None
     if record is not None:
         answer = record.answer
     elif plan.generator is not None:
+        before = plan.generator.tokens()
         answer = plan.generator.answer(q.text, [c.text for c in contexts])
+        after = plan.generator.tokens()
+        spent = None if before is None or after is None else after - before
     else:  # open_plan gives answers or a generator
         return None
     truth = truth_of(gq.reference, [a.quote for a in gq.anchors])
@@ -294,7 +298,8 @@ def _judge_query(q: QueryResult, gq: GoldenQuery, plan: AnswerPlan, texts: Mappi
             "from": "answers file" if record is not None else "generator",
             "contexts": [c.id if c.id is not None else {"text": c.text} for c in contexts],
             "expected_in_context": held_all,
-            "truth": truth.kind, "oracle": oracle}
+            "truth": truth.kind, "oracle": oracle,
+            "tokens": None if spent is None else spent.to_dict()}
 
 
 def _held_all(real: AnswerScore, contexts: Sequence[Passage], expected: Sequence[str]) -> bool:
@@ -343,7 +348,32 @@ def _summary(answers: Sequence[dict[str, Any]], plan: AnswerPlan, trust: Trust,
         "failures": failures if plan.generator is not None else None,
         "decomposition": None if plan.generator is not None else _NEEDS_GENERATOR,
         "judge": _judge_dict(plan, trust),
+        "tokens": _tokens(answers, plan),
     }
+
+
+def _usage(d: dict[str, Any]) -> TokenUsage:
+    return TokenUsage(d["requests"], d["reported"], d["input_tokens"] or 0,
+                      d["output_tokens"] or 0)
+
+
+def _tokens(answers: Sequence[dict[str, Any]], plan: AnswerPlan) -> dict[str, Any]:
+    """The tokens the models reported: the generator's for the answers judged (what serving
+    them costs), its answers from the expected chunks (the evaluation's), and the judge's
+    (the labelled answers and this run's), each None with the reason when not counted."""
+    spent = [_usage(a["tokens"]) for a in answers if a.get("tokens") is not None]
+    generated = plan.generator.tokens() if plan.generator is not None else None
+    served = sum(spent, TokenUsage()) if spent else None
+    judge = plan.judge.tokens()
+    why = ("the answers came from a file: no generator was called" if plan.answers is not None
+           else "the generator is python code: what its model spends is not seen from here"
+           if generated is None else None)
+    return {"answers": None if served is None else served.to_dict(),
+            "oracle": None if generated is None else (generated - (served or TokenUsage()))
+            .to_dict(),
+            "judge": None if judge is None else judge.to_dict(),
+            "answers_note": why,
+            "judge_note": None if judge is not None else "the offline judge calls no model"}
 
 
 def _named(q: QueryResult, value: str) -> str:

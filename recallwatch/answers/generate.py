@@ -30,6 +30,7 @@ from recallwatch._usercode import UserCode, check_timeout
 from recallwatch.answers.chat import ChatSpec, is_chat_spec, parse_chat_spec
 from recallwatch.answers.judges import numbered
 from recallwatch.errors import GeneratorError, InputError, UsageError
+from recallwatch.records import TokenUsage
 from recallwatch.retrievers.python import DEFAULT_TIMEOUT, load_attribute, user_code
 
 __all__ = ["SYSTEM_PROMPT", "USER_TEMPLATE", "ChatGenerator", "Generator", "PythonGenerator",
@@ -46,6 +47,10 @@ class Generator(Protocol):
     def answer(self, question: str, contexts: Sequence[str]) -> str: ...
 
     def describe(self) -> dict[str, Any]: ...
+
+    def tokens(self) -> TokenUsage | None:
+        """The tokens its model reported so far (None: the generator does not say)."""
+        ...
 
 
 def _checked(value: object, where: str, question: str) -> str:
@@ -96,6 +101,9 @@ class PythonGenerator:
     def describe(self) -> dict[str, Any]:
         return {"kind": "python", "spec": self.spec}
 
+    def tokens(self) -> TokenUsage | None:
+        return None  # the user's own code: what it spends is not seen from here
+
 
 def _takes(fn: Callable[..., Any], *args: Any) -> bool:
     """Whether ``fn`` can be called with ``args`` (an object whose signature cannot be read is
@@ -138,6 +146,9 @@ class ChatGenerator:
         reply = self.client.complete(SYSTEM_PROMPT, user)
         return _checked(reply, f"generator {self.spec.model!r} at {self.spec.base_url}",
                         question)
+
+    def tokens(self) -> TokenUsage | None:
+        return self.client.usage
 
     def describe(self) -> dict[str, Any]:
         import hashlib

@@ -31,6 +31,7 @@ from urllib.parse import parse_qsl
 from recallwatch.answers.chat import ChatSpec, is_chat_spec, parse_chat_spec
 from recallwatch.answers.text import contains, numbers_of, units
 from recallwatch.errors import UsageError
+from recallwatch.records import TokenUsage
 
 if TYPE_CHECKING:
     import numpy as np
@@ -68,6 +69,10 @@ class AnswerJudge(Protocol):
         ...
 
     def describe(self) -> dict[str, Any]: ...
+
+    def tokens(self) -> TokenUsage | None:
+        """The tokens the judge's model reported so far (None: it calls no model)."""
+        ...
 
 
 # -- offline ---------------------------------------------------------------------------------
@@ -167,6 +172,9 @@ class OfflineJudge:
                              "measure the judge on labelled answers first")
         return value
 
+    def tokens(self) -> TokenUsage | None:
+        return None  # no language model: sentence embeddings only
+
     def describe(self) -> dict[str, Any]:
         return {"kind": "offline", "embedder": f"{self.embedder.name}@{self.embedder.version}",
                 "support_threshold": self.support_threshold,
@@ -240,6 +248,9 @@ class LLMJudge:
         grade = self._ask(RELEVANCE_SYSTEM,
                           RELEVANCE_USER.format(question=question, answer=answer), "0123")
         return 0.0 if grade is None else grade / 3.0
+
+    def tokens(self) -> TokenUsage | None:
+        return self.client.usage
 
     def describe(self) -> dict[str, Any]:
         return {"kind": "llm", **self.spec.describe(), "prompt_version": PROMPT_VERSION,

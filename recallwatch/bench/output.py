@@ -21,13 +21,15 @@ from typing import Any
 import numpy as np
 
 from recallwatch._files import atomic_path, output_dir, write_atomic
+from recallwatch.acceptance.money import Serving, money_lines, price_serving
 from recallwatch.bench._figures import new_figure, save_figure
 from recallwatch.bench.frontier import fastest_at, fastest_at_rounds, pareto_mask_rounds
 from recallwatch.bench.sweep import SCHEMA_VERSION, ConfigResult, SweepResult
 from recallwatch.bench.tradeoffs import COSTS, cost_curve, plot_cost
+from recallwatch.formats.prices import Prices
 
-__all__ = ["Answers", "answers", "plot_frontier", "render_table", "sweep_to_dict", "write_outputs",
-           "write_report_pair"]
+__all__ = ["Answers", "answers", "plot_frontier", "price_sweep", "render_table", "sweep_to_dict",
+           "write_outputs", "write_report_pair"]
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,60 @@ def answers(sweep: SweepResult) -> Answers:
     return Answers(overall, by_engine, {t: f[0] for t, f in fastest.items()},
                    {t: fastest_at(recall, cpu_speed, t) for t in sweep.targets},
                    {t: f[1] for t, f in fastest.items()})
+
+
+def _serving(r: ConfigResult) -> Serving:
+    """One setting's serving figures: one query at a time on one thread (its QPS-1 and the CPU
+    time measured with it), the index's bytes held in memory and on disk."""
+    missing = {} if r.index_bytes is not None else dict.fromkeys(
+        ("memory", "disk"), "the engine does not report its index size")
+    tokens = "a benchmark of vectors: no model is called"
+    return Serving(seconds_per_query=1.0 / r.qps_single if r.qps_single > 0 else None,
+                   vcpu_seconds_per_query=r.cpu_s_per_1000_single / 1000.0,
+                   memory_bytes=r.index_bytes, disk_bytes=r.index_bytes, missing=missing,
+                   not_part={"embedding tokens": tokens, "LLM tokens": tokens},
+                   sources={"compute": f"{r.cpu_s_per_1000_single:.4g} CPU-s per 1,000 queries "
+                            "measured one query at a time on 1 thread",
+                            **dict.fromkeys(("memory", "disk"), f"index {r.index_bytes:,} bytes"
+                                            if r.index_bytes is not None else "")},
+                   quality={f"R@{r.k}": r.recall[r.k], "QPS-1": r.qps_single})
+
+
+def price_sweep(sweep: SweepResult, prices: Prices) -> dict[str, Any]:
+    """What serving 1,000 queries costs with each setting at ``prices``, and the cheapest
+    setting at each recall target (by its priced total; a partial total is said to be)."""
+    res, k = sweep.results, sweep.k
+    priced = [price_serving(prices, _serving(r)) for r in res]
+    cheapest: dict[str, int | None] = {}
+    for t in sweep.targets:
+        reaching = [i for i, r in enumerate(res) if r.recall[k] >= t]
+        cheapest[str(t)] = min(reaching, key=lambda i: (priced[i]["total"], i), default=None)
+    return {"prices": prices.to_dict(), "per_1000_queries": priced, "cheapest_at": cheapest,
+            "how": "one query at a time on one thread, at the setting's QPS-1 and CPU time; "
+                   "memory and disk: the index's bytes"}
+
+
+def _money_text(sweep: SweepResult, ans: Answers, prices: Prices) -> list[str]:
+    """The cost lines of a table: each frontier setting with its arithmetic, then the cheapest
+    at each recall target."""
+    k, res, money = sweep.k, sweep.results, price_sweep(sweep, prices)
+    priced = money["per_1000_queries"]
+    lines = ["", f"cost in money of each setting on the overall frontier, at your prices "
+             f"({prices.source or 'given'}), {money['how']}:"]
+    for i in sorted(ans.frontier, key=lambda i: res[i].recall[k]):
+        named = " ".join(x for x in (res[i].label, res[i].params) if x)
+        lines += [f"  {line}" for line in money_lines(priced[i], f" with {named}")]
+    for target in sweep.targets:
+        i = money["cheapest_at"][str(target)]
+        if i is None:
+            lines.append(f"cheapest at R@{k} >= {target:g}: none reaches it")
+            continue
+        m = priced[i]
+        named = " ".join(x for x in (res[i].label, res[i].params) if x)
+        lines.append(f"cheapest at R@{k} >= {target:g}: {named}, "
+                     f"{m['total']:.4g} {m['currency']} per 1,000 queries at R@{k} "
+                     f"{res[i].recall[k]:.4f}" + ("" if m["complete"] else " (partial)"))
+    return lines
 
 
 def _qps(r: ConfigResult) -> str:
@@ -97,8 +153,9 @@ def _tied(sweep: SweepResult, ans: Answers, target: float) -> str:
     return f", indistinguishable in speed from {names}: their rounds overlap"
 
 
-def render_table(sweep: SweepResult) -> str:
-    """The sweep as a plain-text table followed by its answers."""
+def render_table(sweep: SweepResult, prices: Prices | None = None) -> str:
+    """The sweep as a plain-text table followed by its answers (and, with ``prices``, the cost
+    in money of the frontier's settings)."""
     d, k, ans = sweep.dataset, sweep.k, answers(sweep)
     on_front = set(ans.frontier)
     head = [
@@ -142,11 +199,14 @@ def render_table(sweep: SweepResult) -> str:
                      f"{_qps(r)} QPS-1 at R@{k} {r.recall[k]:.4f}{_tied(sweep, ans, target)}; "
                      f"least CPU: {c.label} {c.params}, {c.cpu_s_per_1000_single:.3f} CPU-s "
                      f"per 1,000 queries at R@{k} {c.recall[k]:.4f}")
+    if prices is not None:
+        lines += _money_text(sweep, ans, prices)
     return "\n".join(lines) + "\n"
 
 
-def sweep_to_dict(sweep: SweepResult) -> dict[str, Any]:
-    """The stable JSON document (``schema_version`` changes only by extension)."""
+def sweep_to_dict(sweep: SweepResult, prices: Prices | None = None) -> dict[str, Any]:
+    """The stable JSON document (``schema_version`` changes only by extension); with
+    ``prices``, its ``money`` holds :func:`price_sweep`."""
     ans = answers(sweep)
     out = {k: v for k, v in asdict(sweep).items() if k != "results"}
     out["schema_version"] = SCHEMA_VERSION
@@ -165,6 +225,8 @@ def sweep_to_dict(sweep: SweepResult) -> dict[str, Any]:
         curve = cost_curve(sweep, cost)
         out["answers"][f"{cost}_frontier"] = curve.frontier
         out["answers"][f"{cost}_frontier_by_engine"] = curve.frontier_by_engine
+    if prices is not None:
+        out["money"] = price_sweep(sweep, prices)
     return out
 
 
@@ -225,13 +287,15 @@ def plot_frontier(sweep: SweepResult, path: str | Path) -> None:
     save_figure(fig, path)
 
 
-def write_outputs(sweep: SweepResult, out_dir: str | Path) -> list[Path]:
+def write_outputs(sweep: SweepResult, out_dir: str | Path, prices: Prices | None = None
+                  ) -> list[Path]:
     """results.json, results.csv, frontier.png (recall against QPS), build_time.png and
     index_size.png (recall against build time and index size) in ``out_dir``, each written
     atomically."""
     out = output_dir(out_dir, "--out")
     written = []
-    for name, text in (("results.json", json.dumps(sweep_to_dict(sweep), indent=2, default=str)),
+    doc = json.dumps(sweep_to_dict(sweep, prices), indent=2, default=str)
+    for name, text in (("results.json", doc),
                        ("results.csv", sweep_to_csv(sweep))):
         write_atomic(out / name, text + ("\n" if name.endswith(".json") else ""))
         written.append(out / name)

@@ -53,6 +53,7 @@ __all__ = [
     "PolicyFile",
     "Port",
     "Power",
+    "PricesFile",
     "ProbesFile",
     "QueryCount",
     "RayAddress",
@@ -204,6 +205,12 @@ GoldenOption = Annotated[Path | None, typer.Option("--golden", help=_GOLDEN_HELP
 
 PolicyFile = Annotated[Path | None, typer.Option(
     "--policy", help="Policy file (YAML): the thresholds of the acceptance rules.")]
+
+PricesFile = Annotated[Path | None, typer.Option(
+    "--prices", help="Prices file (YAML: currency, vcpu_hour, memory_gb_month, disk_gb_month, "
+    "embedding_per_1k_tokens, llm_input_per_1k_tokens, llm_output_per_1k_tokens; each "
+    "optional): add the cost in money of serving 1,000 queries at the measured speed, index "
+    "size and tokens, with its arithmetic. See examples/prices.yaml.")]
 
 EmbedderSpec = Annotated[str | None, typer.Option(
     "--embedder", help="Embedder spec, e.g. use-multilingual, e5-small or "

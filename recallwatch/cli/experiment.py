@@ -14,6 +14,7 @@ from recallwatch.cli._options import (
     EngineChoice,
     EngineOption,
     HistoryOrNone,
+    PricesFile,
     RayAddress,
     RayWorkers,
     RequiredOutDir,
@@ -41,6 +42,7 @@ def experiment(
         "queries searched through every variant, interleaved call by call, this many times "
         "each (0: none; the latencies are then each gate's own, taken at different moments, "
         "and no variant counts as cheaper).")] = 3,
+    prices: PricesFile = None,
 ) -> None:
     """Try a base pipeline and its variants on one golden set and say which wins, with evidence.
 
@@ -70,6 +72,10 @@ def experiment(
     base. Without a tune/test split the winner is chosen and judged on the same queries, and a
     warning says so. Dominated variants (no better on quality, no cheaper) are marked.
 
+    With --prices, each variant's cost in money of serving 1,000 queries (its gate's search time
+    and query embedding on the judged queries, its index in memory, its store on disk), with
+    the arithmetic.
+
     Prints the table (--format json: results.json's record); writes DIR/results.json,
     DIR/results.md (the table in Markdown) and DIR/report.html (with the quality-vs-cost
     frontier). With --history, the results are also recorded in the run history, where
@@ -83,6 +89,11 @@ def experiment(
     from recallwatch.experiment.output import to_text
 
     loaded = load_plan(plan)
+    priced = None
+    if prices is not None:
+        from recallwatch.formats.prices import load_prices
+
+        priced = load_prices(prices)  # a bad file fails before anything is built
     if history is not None:  # a wrong location is said before the experiment runs, not after
         from recallwatch.history import History
 
@@ -92,7 +103,7 @@ def experiment(
         result = run_experiment(loaded, folder, engine=engine.value, address=address,
                                 workers=workers, replace=force,
                                 progress=fmt is TableJson.table and sys.stderr.isatty(),
-                                timing_rounds=timing_rounds)
+                                timing_rounds=timing_rounds, prices=priced)
         paths = write_outputs(result, folder)
     if fmt is TableJson.json:
         emit_json(result.to_dict())

@@ -22,6 +22,7 @@ from recallwatch.cli._options import (
     NoHistory,
     PipelineFile,
     PolicyFile,
+    PricesFile,
     RayAddress,
     RayWorkers,
     ResultsFile,
@@ -116,6 +117,7 @@ def gate(
     answer_labels: AnswerLabels = None,
     answer_min_kappa: AnswerMinKappa = 0.6,
     answer_min_labelled: AnswerMinLabelled = 20,
+    prices: PricesFile = None,
 ) -> None:
     """Run the golden set against an index and answer ACCEPT or STOP.
 
@@ -133,6 +135,9 @@ def gate(
     With --answers or --generator, the answers of a RAG assistant are judged too (after the
     judge's agreement with --answer-labels is measured), and the policy's min_faithfulness,
     min_answer_relevance and max_hallucination_rate apply.
+
+    With --prices, the report adds what serving 1,000 queries costs at the run's measured
+    search time, index size and generator tokens, item by item with its arithmetic.
     Exit codes: 0 ACCEPT, 1 STOP, 2 usage or input error.
     """
     from recallwatch.acceptance.run import SourceSpec
@@ -166,6 +171,7 @@ def gate(
                               answer_min_labelled)
     with flags_named(GATE_FLAGS):
         result = run(golden, given[0], policy, None if no_history else history, answers=asked,
+                     prices=prices,
                      embedder=embedder, corpus=corpus, judgments=judgments or None, log=log,
                      run_date=day, latency_sample=latency_sample, tune_weights=tune_weights,
                      runs_out=runs_out, report=report, junit=junit,
@@ -181,7 +187,8 @@ def gate(
 GATE_FLAGS = {"latency_sample": "--latency-sample", "runs_out": "--runs-out",
               "tune_weights": "--tune-weights", "corpus": "--corpus", "report": "--report",
               "junit": "--junit", "part": "--part", "embedder": "--embedder",
-              "judgments": "--judgments", "history": "--history", "log": "--log"}
+              "judgments": "--judgments", "history": "--history", "log": "--log",
+              "prices": "--prices"}
 
 
 def _print_result(result: object, fmt: GateFormat) -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from recallwatch._progress import Step
+from recallwatch.acceptance.money import gate_serving, money_lines, price_serving
 from recallwatch.errors import Interrupted
 from recallwatch.experiment.build import Build, build_corpus, build_index, build_keys
 from recallwatch.experiment.checks import check_golden_ids
@@ -27,6 +28,7 @@ from recallwatch.experiment.evaluate import METRICS, VariantOutcome, evaluate_va
 from recallwatch.experiment.folder import claim, plan_path
 from recallwatch.experiment.plan import Plan, VariantSpec
 from recallwatch.experiment.timing import DEFAULT_ROUNDS, Costs, separate_costs, time_variants
+from recallwatch.formats.prices import Prices
 
 __all__ = ["SCHEMA", "ExperimentResult", "VersusBase", "run_experiment"]
 
@@ -69,6 +71,33 @@ class ExperimentResult:
     built: dict[str, list[str]]  # "corpus" / "index" -> the variants whose build ran now
     reused: dict[str, list[str]]  # the variants whose build came from the cache
     warnings: list[str] = field(default_factory=list)
+    prices: Prices | None = None  # each variant's cost in money is priced at these
+
+    def money(self, name: str) -> dict[str, Any] | None:
+        """What serving 1,000 queries costs with variant ``name`` at :attr:`prices` (None
+        without prices): its gate's mean search call on the judged queries, and its store's
+        bytes, held in memory and on disk."""
+        if self.prices is None:
+            return None
+        o = self.outcome(name)
+        part = o.parts[self.judged_on]
+        m = part.metrics
+        quality = {"mean quality": m.get("mean_quality"), "nDCG@K": m.get("mean_ndcg"),
+                   "recall@K": m.get("mean_recall")}
+        serving = gate_serving(part.cost, None, quality)
+        held = ("memory", "disk")
+        missing = {k: v for k, v in serving.missing.items() if k not in held}
+        sources = {k: v for k, v in serving.sources.items() if k not in held}
+        if o.store_bytes is None:
+            missing.update(dict.fromkeys(held, "no dense index: the store's bytes were not "
+                                         "measured (BM25's index is not measured)"))
+        else:
+            sources.update(dict.fromkeys(held, f"the variant's store, {o.store_bytes:,} bytes"))
+        serving = replace(serving, memory_bytes=o.store_bytes, disk_bytes=o.store_bytes,
+                          missing=missing, sources=sources,
+                          not_part={**serving.not_part,
+                                    "LLM tokens": "no generator in an experiment's variants yet"})
+        return price_serving(self.prices, serving)
 
     @property
     def base(self) -> str:
@@ -103,6 +132,10 @@ class ExperimentResult:
             built, reused = self.built[kind], self.reused[kind]
             if built or reused:
                 lines.append(f"{kind} builds: {len(built)} built, {len(reused)} from the cache")
+        for o in self.outcomes:
+            money = self.money(o.name)
+            if money is not None:
+                lines += money_lines(money, f" with {o.name} (on the {self.judged_on} queries)")
         return [*lines, *self.warnings]
 
     def to_dict(self) -> dict[str, Any]:
@@ -123,6 +156,7 @@ class ExperimentResult:
                 "per_query": scored.per_query,
                 "choice": self.choice.status.get(o.name, ""),
                 "dominated_by": self.choice.dominated_by.get(o.name, []),
+                "money": self.money(o.name),
             }
             if "tune" in o.parts:
                 record["metrics_tune"] = o.parts["tune"].metrics
@@ -138,15 +172,16 @@ class ExperimentResult:
 
 def run_experiment(plan: Plan, out: Path, *, engine: str = "local", address: str | None = None,
                    workers: int | None = None, replace: bool = False,
-                   progress: bool = False, timing_rounds: int = DEFAULT_ROUNDS
-                   ) -> ExperimentResult:
+                   progress: bool = False, timing_rounds: int = DEFAULT_ROUNDS,
+                   prices: Prices | None = None) -> ExperimentResult:
     """Build, judge and compare every variant of ``plan``; caches under ``out/cache``.
 
     ``out`` (relative to the working folder) is held for the run: another experiment on it is
     refused, and so are another plan's results there unless ``replace``
     (:func:`recallwatch.experiment.folder.claim`). ``progress`` draws the steps on stderr.
     ``timing_rounds``: rounds of the side-by-side latency timing (0: none, each gate's own
-    timings are reported, and no variant counts as cheaper than another)."""
+    timings are reported, and no variant counts as cheaper than another). ``prices``: each
+    variant's cost in money of serving 1,000 queries (:meth:`ExperimentResult.money`)."""
     from recallwatch._progress import steps
     from recallwatch.scale import engine_session
 
@@ -173,6 +208,7 @@ def run_experiment(plan: Plan, out: Path, *, engine: str = "local", address: str
     reused = {kind: [v.name for v in specs if kind not in builds[v.name].built
                      and (kind == "corpus" or v.dense)] for kind in ("corpus", "index")}
     result = _judge(plan, outcomes, built, reused, costs)
+    result.prices = prices
     notes = {n: None for v in specs for n in builds[v.name].notes}
     result.warnings[:0] = list(notes)  # the cache entries rebuilt, first
     return result

@@ -12,6 +12,8 @@ baseline, and cost caps.
     max_cost_increase: 0.25  # relative increase allowed in latency, embedding time, index bytes
     cost_load_factor: 2.0    # how much slower machine load alone may make a run timed apart
                              # from its baseline (an increase within it is noise)
+    min_freshness: 0.9       # share of queries on dated versions of a fact whose top K ranks
+                             # the newest valid version above the older ones
 
 Measure names are checked against the measure catalog by the gate (this layer sits below the
 metrics), with the line of the mapping that names them kept here for the error.
@@ -30,7 +32,7 @@ from recallwatch.formats.structured import LINE_KEY
 __all__ = ["LIMIT_KEYS", "Limits", "parse_limits"]
 
 LIMIT_KEYS = {"targets", "max_drop", "max_latency_p99_ms", "max_cost_increase",
-              "cost_load_factor"}
+              "cost_load_factor", "min_freshness"}
 # A p99 cap above ten minutes is a typo in the unit.
 _MAX_LATENCY_MS = 600_000.0
 # +10 000 %: anything larger is a typo of a fraction (0.25 means +25 %).
@@ -49,6 +51,9 @@ class Limits:
     # A run timed apart from its baseline may be this many times slower from load alone (None:
     # the default, recallwatch.acceptance.cost.LOAD_FACTOR).
     cost_load_factor: float | None = None
+    # The least share of queries whose top K ranks the newest valid version of their facts
+    # above the older ones (recallwatch.acceptance.freshness); None: no rule.
+    min_freshness: float | None = None
     # Where each measure name was written ("targets", "targets.per_domain.legal", "max_drop"),
     # so that the gate can locate an unknown measure name.
     lines: dict[str, int | None] = field(default_factory=dict, compare=False)
@@ -77,6 +82,8 @@ class Limits:
             out["max_cost_increase"] = self.max_cost_increase
         if self.cost_load_factor is not None:
             out["cost_load_factor"] = self.cost_load_factor
+        if self.min_freshness is not None:
+            out["min_freshness"] = self.min_freshness
         return out
 
 
@@ -107,6 +114,7 @@ def parse_limits(data: dict[str, Any], source: Path, line: int | None) -> Limits
     latency = data.get("max_latency_p99_ms")
     increase = data.get("max_cost_increase")
     load = data.get("cost_load_factor")
+    fresh = data.get("min_freshness")
     return Limits(
         targets=targets, targets_per_domain=per_domain, max_drop=drops,
         max_latency_p99_ms=None if latency is None else float(bounded(
@@ -118,6 +126,8 @@ def parse_limits(data: dict[str, Any], source: Path, line: int | None) -> Limits
         cost_load_factor=None if load is None else float(bounded(
             load, 1.0, _MAX_LOAD_FACTOR, source=source, line=line, field="cost_load_factor",
             integer=False)),
+        min_freshness=None if fresh is None else float(bounded(
+            fresh, 0.0, 1.0, source=source, line=line, field="min_freshness", integer=False)),
         lines=lines,
     )
 

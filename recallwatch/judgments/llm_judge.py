@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from recallwatch._progress import tracked
 from recallwatch.errors import InputError, JudgeError, UsageError
 from recallwatch.judgments.judgments import Judgment, JudgmentSet
+from recallwatch.records import TokenUsage
 
 if TYPE_CHECKING:
     from recallwatch.judgments.agreement import Agreement, Weights
@@ -76,7 +77,8 @@ def parse_reply(content: str) -> JudgeReply:
 
 class ChatClient:
     """An OpenAI-compatible chat-completions endpoint (``POST {base_url}/chat/completions``), the
-    API key read from the environment variable named ``api_key_env`` at each request."""
+    API key read from the environment variable named ``api_key_env`` at each request. ``usage``
+    sums the tokens its replies reported (their ``usage`` field), request by request."""
 
     def __init__(self, base_url: str, model: str, *, api_key_env: str | None = None,
                  timeout: float = 60.0, max_retries: int = 3, retry_wait: float = 0.5,
@@ -102,6 +104,7 @@ class ChatClient:
         # how a user waits longer, when the endpoint times out (a command's own setting)
         self.timeout_fix = timeout_fix or ("if the endpoint is only slow, raise --timeout "
                                            f"(seconds, now {timeout:g})")
+        self.usage = TokenUsage()
 
     def _headers(self) -> dict[str, str]:
         if self.api_key_env is None:
@@ -126,6 +129,7 @@ class ChatClient:
                     timeout_fix=self.timeout_fix,
                     redirect_fix="give the URL it points to as the endpoint's base URL")
         answer = post_json(self.url, body, headers=self._headers(), call=call)
+        self.usage = self.usage + TokenUsage.of_reply(answer)
         try:
             content = answer["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError):
@@ -206,10 +210,11 @@ class JudgeRun:
     judgments: JudgmentSet
     bad_examples: list[dict[str, str]] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
+    tokens: TokenUsage = field(default_factory=TokenUsage)  # what the endpoint reported
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "accepted": self.accepted, "reasons": self.reasons,
+            "accepted": self.accepted, "reasons": self.reasons, "tokens": self.tokens.to_dict(),
             "agreement": None if self.calibration is None else self.calibration.to_dict(),
             "calibration_pairs": self.calibration_pairs, "requests": self.requests,
             "bad_replies": self.bad_replies, "bad_reply_examples": self.bad_examples,
@@ -254,7 +259,7 @@ def run_judge(judge: LLMJudge, pairs: Iterable[JudgePair], human: dict[tuple[str
 
     def refused(reason: str, measured: Agreement | None, bad: int) -> JudgeRun:
         return JudgeRun(False, [reason], measured, len(calibration), bad, requests,
-                        JudgmentSet([], source), bad_examples, settings)
+                        JudgmentSet([], source), bad_examples, settings, judge.usage)
 
     if not calibration:
         return refused("none of the pairs has a human label, so the judge's agreement cannot be "
@@ -297,4 +302,4 @@ def run_judge(judge: LLMJudge, pairs: Iterable[JudgePair], human: dict[tuple[str
     return JudgeRun(True, reasons, measured, len(calibration), bad, requests,
                     JudgmentSet(labels, source, unlabelled=len(to_label) - len(labels),
                                 settings=settings),
-                    bad_examples, settings)
+                    bad_examples, settings, judge.usage)

@@ -123,6 +123,63 @@ kappa at least 0.6 by default), and is `null` otherwise. The run's figures are m
 answered queries.
 """
 
+# Hand-written: freshness (recallwatch.acceptance.freshness holds the same words).
+_FRESHNESS = """
+## Freshness
+
+How often a search puts the newest valid version of a fact above its older versions, and how old
+the results it returns are; reported by `recallwatch gate` (JSON `freshness`) and
+`recallwatch ops monitor` ([freshness-and-cost.md](freshness-and-cost.md) has a worked example).
+It needs chunks with dates (`valid_from`, optionally `valid_to`) and no other data: **the chunks
+of one document (`doc_id`) that share a `valid_from` are one version of it**. On the as-of date
+D (the gate's run date: `--run-date`, else the golden set's `as_of`, else today; the monitor's:
+today):
+
+- a chunk is **valid** when `valid_from` ≤ D and `valid_to` is absent or ≥ D;
+- a document's **newest valid version** is its valid chunks with the latest `valid_from`; its
+  **older versions** are its chunks with an earlier `valid_from`, expired or not; it is
+  **versioned** when it has both. Chunks without `valid_from`, and versions valid only after D,
+  are no version.
+
+For a query and a versioned document some chunk of which is in the top K, the query is **fresh**
+on it when a chunk of the newest valid version is in the top K and no chunk of an older version
+ranks above it. The gate checks each query on the documents of its expected chunks; the monitor,
+whose probes have no expected chunks, on the documents its top k reaches. A query that reaches
+no version of a versioned document is a recall failure and is counted apart (`unreached`).
+
+- **freshness** = |queries fresh on every versioned document they reached| / |queries that
+  reached one|; the policy's `min_freshness` (and the monitor's `--min-freshness`) is its floor;
+- **median age** = the median, over every top-K result valid on D, of D − its `valid_from` in
+  days (with the oldest, and how many top-K results are expired, not yet valid or undated).
+
+Without a single dated chunk nothing is measured: the result says "no dated chunks: freshness
+not measured", never a number, and `min_freshness` is "not applied".
+"""
+
+# Hand-written: the cost in money (recallwatch.acceptance.money holds the same words).
+_MONEY = """
+## Cost in money
+
+What serving 1,000 queries costs at the prices of a prices file (`--prices FILE` on `gate`,
+`bench sweep` and `experiment`; [freshness-and-cost.md](freshness-and-cost.md) has the file and
+worked examples), from what the run measured: t = the time one query takes (the gate: the mean
+one-query search call plus the query embedding; a benchmark: 1 / its QPS one query at a time),
+c = its CPU time (the gate: t on one vCPU; a benchmark: the CPU time it measured), B the bytes
+held (the gate: the stored vectors, rows × dimensions × 4, plus the ANN index; a benchmark: the
+index; an experiment: the variant's store), and the generator's mean tokens per answer as its
+model reported them. A GB is 2^30 bytes, a month 730 hours.
+
+- **compute** = 1,000 × c / 3,600 × price per vCPU-hour;
+- **memory** = B / 2^30 × (1,000 × t / 3,600) / 730 × price per GB-month; **disk** the same
+  with the disk price: the share of a month's storage the 1,000 queries take at full use (a
+  deployment that idles pays for its idle hours too: this is the least it costs);
+- **LLM tokens** = 1,000 × input tokens per answer / 1,000 × input price, plus the same for the
+  output tokens;
+- **total** = the sum of the priced items. An item whose figure was not measured or whose price
+  is not given is "not priced" and the total is marked partial; an item no model is called for
+  (no generator, a benchmark of vectors) is "not part of it".
+"""
+
 _TREC_FILES = """
 ## Reading TREC files
 
@@ -205,6 +262,8 @@ def render() -> str:
         parts.append(f"- trec_eval: {f.trec_eval}\n")
     parts.append(_DIVERSITY)
     parts.append(_ANSWERS)
+    parts.append(_FRESHNESS)
+    parts.append(_MONEY)
     parts.append(_TREC_FILES)
     return "".join(parts)
 

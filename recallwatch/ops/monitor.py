@@ -17,6 +17,11 @@ One :func:`run_monitor` call measures, for a probe set on a store:
 * **live signals** from real traffic, when given: no-result rate, click-through rate,
   abandonment and latency percentiles over a window of an interaction log, each against an
   alarm threshold (:mod:`recallwatch.ops.live_signals`);
+* **freshness**: for a store whose chunks carry dates, the share of probes whose top k ranks
+  the newest valid version of each document it reaches above that document's older versions,
+  and how old the top-k results are (:mod:`recallwatch.acceptance.freshness`; the probes have no
+  expected chunks, so the documents checked are those their top k reaches); it alarms under
+  ``min_freshness``;
 * **resources**: the store's row count, the bytes of its stored vectors (rows × dimensions × 4:
   every adapter stores float32 components) and, where the store can say (``SupportsIndexSize``),
   the bytes of its ANN index, measured by the engine;
@@ -29,10 +34,11 @@ One :func:`run_monitor` call measures, for a probe set on a store:
 
 Recall is measured by :mod:`recallwatch.ops.recall`. It alarms when the index is missing or
 cannot answer, recall < floor, coverage < ``min_coverage``, the probes' p99 latency is over
-``max_latency_p99_ms``, a live signal crosses its threshold, or the error budget is spent. None
-of these needs an interaction log: the probes are the monitor's own searches. The thresholds
-applied are recorded with the run (``thresholds``), so the dashboard draws them. The CLI turns
-an alarm into exit code 1 and an optional webhook POST (:mod:`recallwatch.ops.webhook`).
+``max_latency_p99_ms``, freshness is under ``min_freshness``, a live signal crosses its
+threshold, or the error budget is spent. None of these needs an interaction log: the probes are
+the monitor's own searches. The thresholds applied are recorded with the run (``thresholds``),
+so the dashboard draws them. The CLI turns an alarm into exit code 1 and an optional webhook
+POST (:mod:`recallwatch.ops.webhook`).
 """
 
 from __future__ import annotations
@@ -41,11 +47,12 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from recallwatch.acceptance.freshness import top_k_freshness
 from recallwatch.bench.plan import vector_bytes
 from recallwatch.errors import InputError, StoreError, UsageError
 from recallwatch.ops.autoreindex import DEFAULT_WINDOW, auto_reindex
@@ -108,6 +115,8 @@ class MonitorReport:
     # (LatencyCheck.to_dict())
     latency: dict[str, Any] | None = None
     recall_ci: tuple[float, float] | None = None  # 95 % bootstrap interval of the mean recall
+    # the probes' freshness (recallwatch.acceptance.freshness, documents their top k reaches)
+    freshness: dict[str, Any] | None = None
 
     @property
     def alarm(self) -> bool:
@@ -130,6 +139,7 @@ class MonitorReport:
             "pipeline": None if self.pipeline is None else self.pipeline.to_dict(),
             "latency": self.latency,
             "recall_ci": None if self.recall_ci is None else list(self.recall_ci),
+            "freshness": self.freshness,
         }
 
 
@@ -150,13 +160,51 @@ def _resources(store: VectorStore, dimensions: int, notes: list[str]) -> dict[st
             "index_bytes": index_bytes}
 
 
+def _freshness(store: VectorStore, probes: ProbeSet, vectors: np.ndarray, k: int,
+               as_of: date, min_freshness: float | None) -> tuple[dict[str, Any], str | None]:
+    """The probes' freshness on the live index, and its alarm (None: none)."""
+    tops = [h.ids for h in store.search(vectors, k)]
+    names = [f"probe {i + 1}" + (f" {probes.texts[i][:60]!r}" if i < len(probes.texts) else "")
+             for i in range(len(tops))]
+    chunks = store.get(list(dict.fromkeys(cid for top in tops for cid in top)))
+    figures = top_k_freshness(list(zip(names, tops, strict=True)), chunks,
+                              lambda docs: store.chunks(doc_ids=list(docs)), as_of, k)
+    share = figures.get("share")
+    if min_freshness is None or share is None or share + 1e-12 >= min_freshness:
+        return figures, None
+    named = "; ".join(f"{s['query']}: {s['why']}" for s in figures["stale"][:3])
+    return figures, (f"freshness {share:.3f} is under the minimum {min_freshness:g}: "
+                     f"{figures['queries'] - figures['fresh']} of {figures['queries']} probes "
+                     f"reaching a document with dated versions rank an older version above the "
+                     f"newest valid one (as of {figures['as_of']}), e.g. {named}; re-ingest or "
+                     "expire the old versions (valid_to), or filter them out of the search")
+
+
+def _probe_freshness(store: VectorStore, probes: ProbeSet, vectors: np.ndarray, k: int,
+                     as_of: date, min_freshness: float | None, alarms: list[str],
+                     notes: list[str]) -> dict[str, Any] | None:
+    """The probes' freshness, and its alarm; None (with a note) when the live search fails."""
+    try:
+        figures, stale = _freshness(store, probes, vectors, k, as_of, min_freshness)
+    except StoreError as exc:  # a live search that fails is already an alarm
+        notes.append(f"freshness: not measured: {exc}")
+        return None
+    if stale is not None:
+        alarms.append(stale)
+    return figures
+
+
 def _check_settings(store: VectorStore, *, k: int, floor: float, min_coverage: float,
-                    reindex_below: float | None, drift_alarm_p: float | None,
-                    max_latency_p99_ms: float | None) -> None:
+                    min_freshness: float | None, reindex_below: float | None,
+                    drift_alarm_p: float | None, max_latency_p99_ms: float | None) -> None:
+    """Every threshold in its range, and a depth under the store's rows, before any search."""
     if not 0.0 <= floor <= 1.0:
         raise InputError(field="floor", expected="a recall in [0, 1]", found=floor)
     if not 0.0 <= min_coverage <= 1.0:
         raise InputError(field="min_coverage", expected="a share in [0, 1]", found=min_coverage)
+    if min_freshness is not None and not 0.0 <= min_freshness <= 1.0:
+        raise InputError(field="min_freshness", expected="a share in [0, 1]",
+                         found=min_freshness)
     if reindex_below is not None and not 0.0 <= reindex_below <= 1.0:
         raise InputError(field="reindex_below", expected="a recall in [0, 1]",
                          found=reindex_below)
@@ -280,6 +328,7 @@ def run_monitor(
     pipeline: PipelineProbes | None = None,
     max_recall_loss: float | None = DEFAULT_MAX_RECALL_LOSS,
     clock: Callable[[], float] = time.perf_counter,
+    min_freshness: float | None = None,
 ) -> MonitorReport:
     """Measure the live index with the probes; record the run in ``history`` when given (the
     error budget is computed over the history's earlier monitor runs of this store). ``live``:
@@ -296,10 +345,12 @@ def run_monitor(
     :mod:`recallwatch.ops.probe_latency`). ``pipeline``: the same probes measured through a
     pipeline (:func:`recallwatch.ops.pipeline_probes.probe_pipeline`, held to its own
     thresholds); its alarms are the monitor's, and the latency cap is then the pipeline's (what
-    users wait for), not the store's. ``clock``: the timer (tests inject a fake one)."""
+    users wait for), not the store's. ``clock``: the timer (tests inject a fake one).
+    ``min_freshness``: alarm when the probes' freshness is under it (None: never; without dated
+    chunks it is not measured and never alarms)."""
     _check_settings(store, k=k, floor=floor, min_coverage=min_coverage,
-                    reindex_below=reindex_below, drift_alarm_p=drift_alarm_p,
-                    max_latency_p99_ms=max_latency_p99_ms)
+                    min_freshness=min_freshness, reindex_below=reindex_below,
+                    drift_alarm_p=drift_alarm_p, max_latency_p99_ms=max_latency_p99_ms)
     now = now or datetime.now(UTC)
     vectors, fp = probe_vectors(probes, store)
     alarms: list[str] = []
@@ -338,6 +389,8 @@ def run_monitor(
         notes.append(latency.note)
     if pipeline is not None:
         alarms.extend(pipeline.alarms)
+    freshness = _probe_freshness(store, probes, vectors, k, now.date(), min_freshness, alarms,
+                                 notes)
     if live is not None:
         alarms.extend(live.alarms)
         notes.extend(live.notes)
@@ -363,8 +416,9 @@ def run_monitor(
         reindex=loop, live=live,
         resources=held,
         thresholds={"floor": floor, "min_coverage": min_coverage,
-                    "max_latency_p99_ms": max_latency_p99_ms, "drift_alarm_p": drift_alarm_p},
-        pipeline=pipeline, latency=latency.to_dict(), recall_ci=recall_ci,
+                    "max_latency_p99_ms": max_latency_p99_ms, "drift_alarm_p": drift_alarm_p,
+                    "min_freshness": min_freshness},
+        pipeline=pipeline, latency=latency.to_dict(), recall_ci=recall_ci, freshness=freshness,
     )
     if history is not None:
         rid = history.record_monitor_run(MONITOR_KIND, report.to_dict(), store_uri=store.uri,

@@ -33,7 +33,9 @@ from markupsafe import Markup
 from recallwatch._usercache import user_cache
 from recallwatch._version import __version__
 from recallwatch.acceptance.cost import cost_line
+from recallwatch.acceptance.freshness import freshness_line
 from recallwatch.acceptance.model import CAUSE_ORDER, GateResult, QueryResult
+from recallwatch.acceptance.money import money_lines
 from recallwatch.acceptance.score import SCORE_TOLERANCE
 from recallwatch.report._answers import (
     FAILURE_WORDS,
@@ -162,6 +164,8 @@ def environment(*extra: Path) -> jinja2.Environment:
     env.filters["visible"] = visible
     env.filters["pretty"] = _pretty
     env.globals["cost_line"] = cost_line
+    env.globals["freshness_line"] = freshness_line
+    env.globals["money_lines"] = money_lines
     env.globals.update(answers_line=answers_line, judge_line=judge_line,
                        answer_lines=answer_lines, answer_status=answer_status,
                        answer_figures=answer_figures, statement_note=statement_note,

@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from recallwatch.acceptance.cost import cost_line
+from recallwatch.acceptance.freshness import freshness_line
 from recallwatch.acceptance.judged import judged_line
 from recallwatch.acceptance.model import CAUSE_ORDER, GateResult
+from recallwatch.acceptance.money import money_lines
 from recallwatch.acceptance.pipeline import stage_lines, stages_line
 from recallwatch.report._answers import (
     FAILURE_WORDS,
@@ -65,8 +67,13 @@ def to_markdown(result: GateResult) -> str:
         out += [f"- **{md_escape(c.rule)}** ({md_escape(c.status)}): {md_escape(c.message)}"
                 for c in shown]
         out.append("")
+    if result.freshness:
+        out += [md_escape(freshness_line(result.freshness)), ""]
     if result.cost:
         out += [md_escape(cost_line(result.cost)), ""]
+    if result.money:
+        head, *rest = money_lines(result.money)
+        out += [md_escape(head), "", *(f"- {md_escape(x.strip())}" for x in rest), ""]
     if result.warnings:
         out.append("### Warnings")
         out += [f"- {md_escape(w)}" for w in result.warnings]

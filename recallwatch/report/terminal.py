@@ -10,8 +10,10 @@ from rich.table import Table
 from rich.text import Text
 
 from recallwatch.acceptance.cost import cost_line
+from recallwatch.acceptance.freshness import freshness_line
 from recallwatch.acceptance.judged import judged_line
 from recallwatch.acceptance.model import CAUSE_ORDER, GateResult, QueryResult
+from recallwatch.acceptance.money import money_lines
 from recallwatch.acceptance.pipeline import stage_lines, stages_line
 from recallwatch.report._answers import (
     FAILURE_WORDS,
@@ -127,8 +129,12 @@ def render(result: GateResult) -> Group:
                                     if c.status == "pass"), "dim"))
     if result.comparison:
         parts.append(_comparison(result.comparison))
+    if result.freshness:
+        parts.append(_t(freshness_line(result.freshness), "dim"))
     if result.cost:
         parts.append(_t(cost_line(result.cost), "dim"))
+    if result.money:
+        parts.append(_t("\n".join(money_lines(result.money)), "dim"))
     t = result.timings
     parts.append(_t(f"{a.n_queries} queries in {t['total']:.2f}s (embed {t['embed']:.2f}s, "
                     f"search {t['search']:.2f}s, other {t['other']:.2f}s)", "dim"))

@@ -180,3 +180,36 @@ def test_the_prompt_in_the_docs_is_the_prompt_in_the_code() -> None:
     for line in SYSTEM_PROMPT.splitlines():
         assert line in docs, line
     assert PROMPT_VERSION in docs
+
+
+def test_tokens_are_summed_from_the_replies_usage_and_unreported_ones_are_said(
+        server: tuple[str, list[dict[str, Any]], list[Reply]]) -> None:
+    """The server reports i + 10 prompt tokens and 1 completion token for its i-th request
+    (0-based), but no usage at all on the 3rd: 10 requests, 9 reported, prompt tokens
+    (10 + 11 + 13 + 14 + … + 19) = 145 - 12 = 133, completion tokens 9."""
+    url, requests, replies = server
+
+    def with_usage(body: dict[str, Any]) -> tuple[int, Any]:
+        status, answer = grade_from_passage(body)
+        i = len(requests) - 1
+        if i != 2:
+            answer["usage"] = {"prompt_tokens": i + 10, "completion_tokens": 1,
+                               "total_tokens": i + 11}
+        return status, answer
+
+    replies.append(with_usage)
+    run = run_judge(LLMJudge(url, "m"), PAIRS, HUMAN, min_kappa=0.6, min_pairs=5)
+    assert run.tokens.to_dict() == {
+        "requests": 10, "reported": 9, "input_tokens": 133, "output_tokens": 9,
+        "note": "1 of 10 replies did not report their tokens (no usage field): the counts cover "
+                "the others"}
+    assert run.to_dict()["tokens"]["input_tokens"] == 133
+
+
+def test_tokens_without_any_usage_are_not_reported(
+        server: tuple[str, list[dict[str, Any]], list[Reply]]) -> None:
+    url, _, replies = server
+    replies.append(grade_from_passage)
+    run = run_judge(LLMJudge(url, "m"), PAIRS, HUMAN, min_kappa=0.6, min_pairs=5)
+    assert run.tokens.line() == "not reported: none of the 10 replies had a usage field"
+    assert run.to_dict()["tokens"]["input_tokens"] is None

@@ -18,6 +18,7 @@ from recallwatch.cli._options import (
     EngineOption,
     MinOneDepth,
     OutDir,
+    PricesFile,
     RayAddress,
     RayWorkers,
     RequiredOutDir,
@@ -66,9 +67,14 @@ def bench(
     engine: EngineOption = EngineChoice.local,
     address: RayAddress = None,
     workers: RayWorkers = None,
+    prices: PricesFile = None,
 ) -> None:
     """Sweep ANN engines on one dataset: recall, QPS, latency, memory, the frontier, and the
     fastest configuration at each recall target.
+
+    With --prices, also what serving 1,000 queries costs in money with each setting on the
+    frontier (its CPU time one query at a time, and its index held in memory and on disk), with
+    the arithmetic, and the cheapest setting at each recall target.
 
     The one-query-at-a-time timing is repeated in rounds (--rounds, default 5), the query
     settings of each build interleaved round by round: QPS-1 is the median of the rounds, with
@@ -89,6 +95,11 @@ def bench(
     from recallwatch.bench.sweep import ConfigResult, load_sweep, run_sweep
 
     config = load_sweep(sweep)
+    priced = None
+    if prices is not None:
+        from recallwatch.formats.prices import load_prices
+
+        priced = load_prices(prices)  # a bad file fails before anything is measured
     if threads is not None:
         config = replace(config, threads=threads)
     target = out or (None if config.out is None else Path(config.base_dir) / config.out)
@@ -114,11 +125,11 @@ def bench(
         else:
             result = run_sweep(config, on_result=progress)
     if fmt is TableJson.json:
-        emit(json.dumps(sweep_to_dict(result), indent=2, default=str))
+        emit(json.dumps(sweep_to_dict(result, priced), indent=2, default=str))
     else:
-        emit(render_table(result))
+        emit(render_table(result, priced))
     if target is not None:
-        for path in write_outputs(result, target):
+        for path in write_outputs(result, target, priced):
             typer.echo(f"wrote {path}", err=True)
 
 

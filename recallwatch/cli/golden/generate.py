@@ -62,7 +62,8 @@ def generate(
                          "asked for): " + "; ".join(["nothing written", *made.skipped()]))
     write_atomic(out, golden_yaml(made, name or out.stem, len(picked), seed))
     lines = [f"wrote {out}: {len(made.queries)} candidate questions from {len(picked)} sampled "
-             f"chunks of {corpus}, each marked `source: generated`", *made.skipped()]
+             f"chunks of {corpus}, each marked `source: generated`", *made.skipped(),
+             f"tokens: {client.usage.line()}"]
     lines.append("review each question (keep, reword or delete it) before the gate relies on it")
     emit("\n".join(lines))
 

@@ -367,7 +367,8 @@ def judge(
         a = result.calibration
         bad = result.bad_replies
         lines = [f"LLM judge {model} at {base_url}: {result.requests} requests, {bad} bad "
-                 f"repl{'y' if bad == 1 else 'ies'} (not a single grade 0-3)"]
+                 f"repl{'y' if bad == 1 else 'ies'} (not a single grade 0-3); tokens: "
+                 f"{result.tokens.line()}"]
         if a is not None:
             kappa = "undefined" if a.kappa != a.kappa else f"{a.kappa:.3f}"
             ci = "" if a.ci is None else f" ({a.ci_level:.0%} CI {a.ci[0]:.2f} to {a.ci[1]:.2f})"

@@ -89,6 +89,12 @@ def _monitor_text(r: MonitorReport) -> str:
         lines.append("  data drift         no rows written since the index was trained")
     if r.resources is not None:
         lines.append(_resources_text(r.resources))
+    if r.freshness is not None:
+        from recallwatch.acceptance.freshness import freshness_line
+
+        least = r.thresholds.get("min_freshness")
+        lines.append(f"  {freshness_line(r.freshness)}"
+                     + ("" if least is None else f" (min {least:g})"))
     if r.pipeline is not None:
         from recallwatch.cli.ops._pipeline import pipeline_lines
 
@@ -233,6 +239,12 @@ def monitor(
         "rounds (368 calls or 10 s) and the p99's 95 % interval must lie above it; needs no log "
         "(default: the --policy file's max_latency_p99_ms, the gate's latency cap, if it sets "
         "one).")] = None,
+    min_freshness: Annotated[float | None, typer.Option(
+        "--min-freshness", min=0.0, max=1.0,
+        help="Alarm when fewer than this share of the probes whose top k reaches a document "
+        "with dated versions (chunks with valid_from) rank its newest valid version above the "
+        "older ones; needs no log (default: the --policy file's min_freshness, if it sets "
+        "one). Without dated chunks freshness is not measured and never alarms.")] = None,
     live_min_impressions: Annotated[int | None, typer.Option(
         "--live-min-impressions", help="Below this many impressions in the window, report the "
         "rates but never alarm on them (default 100).")] = None,
@@ -259,10 +271,13 @@ def monitor(
     sets drift_alarm_p (e.g. 0.01) and the p-value falls under it (the rows are shuffled often
     enough for the threshold).
 
-    The probes alone (no --log needed) alarm on coverage under --min-coverage and on their p99
+    The probes alone (no --log needed) alarm on coverage under --min-coverage, on their p99
     latency surely over --max-probe-latency-p99 (or the policy's max_latency_p99_ms): the whole
-    95 % interval of the p99 above it. A p99 over the cap within its interval is reported as
-    within noise, not alarmed on; so is a live signal whose interval reaches its threshold.
+    95 % interval of the p99 above it, and on freshness under --min-freshness (or the policy's
+    min_freshness): the share of probes whose top k ranks the newest valid version of each dated
+    document it reaches above its older versions. A p99 over the cap within its interval is
+    reported as within noise, not alarmed on; so is a live signal whose interval reaches its
+    threshold.
 
     With --pipeline the probes (texts) are also searched through a pipeline of retrievers, and
     the latency cap applies to the pipeline (what users wait for). A pipeline alone (no --store)
@@ -297,6 +312,8 @@ def monitor(
     drift_alarm_p = loaded.drift_alarm_p
     if max_probe_latency_p99 is None:
         max_probe_latency_p99 = loaded.limits.max_latency_p99_ms
+    if min_freshness is None:
+        min_freshness = loaded.limits.min_freshness
     if store is None:
         if pipeline is None:
             raise UsageError("give the store to monitor with --store URI, a pipeline with "
@@ -322,7 +339,7 @@ def monitor(
                             max_recall_loss=max_recall_loss,
                             exact=exact, min_coverage=min_coverage,
                             drift_alarm_p=drift_alarm_p, max_latency_p99_ms=max_probe_latency_p99,
-                            pipeline=through)
+                            pipeline=through, min_freshness=min_freshness)
                 finally:
                     vs.close()
                 record, text = report.to_dict(), _monitor_text(report)
