@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from recallwatch._progress import Step
 from recallwatch.acceptance.money import gate_serving, money_lines, price_serving
@@ -30,7 +30,10 @@ from recallwatch.experiment.plan import Plan, VariantSpec
 from recallwatch.experiment.timing import DEFAULT_ROUNDS, Costs, separate_costs, time_variants
 from recallwatch.formats.prices import Prices
 
-__all__ = ["SCHEMA", "ExperimentResult", "VersusBase", "run_experiment"]
+if TYPE_CHECKING:
+    from recallwatch.stats import PairTest
+
+__all__ = ["SCHEMA", "ExperimentResult", "run_experiment"]
 
 SCHEMA = "recallwatch.experiment/1"
 _ALPHA = 0.05
@@ -39,34 +42,11 @@ JUDGED_SPREAD = 0.2
 _T = TypeVar("_T")
 
 
-@dataclass(frozen=True)
-class VersusBase:
-    """One metric of a variant against the base on the judged queries: the mean difference,
-    the paired randomization test's p-value and its Holm correction across the variants, and
-    the queries won, tied and lost."""
-
-    delta: float
-    p: float
-    p_holm: float
-    wins: int
-    ties: int
-    losses: int
-
-    @property
-    def significant(self) -> bool:
-        return self.p_holm <= _ALPHA
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"delta": self.delta, "p": self.p, "p_holm": self.p_holm,
-                "significant": self.significant, "wins": self.wins, "ties": self.ties,
-                "losses": self.losses}
-
-
 @dataclass
 class ExperimentResult:
     plan: Plan
     outcomes: list[VariantOutcome]  # the base first, then the variants in the plan's order
-    vs_base: dict[str, dict[str, VersusBase]]  # variant -> metric -> its test against the base
+    vs_base: dict[str, dict[str, PairTest]]  # variant -> metric -> its test against the base
     choice: Choice  # the winner (or the base), with the evidence of each step
     built: dict[str, list[str]]  # "corpus" / "index" -> the variants whose build ran now
     reused: dict[str, list[str]]  # the variants whose build came from the cache
@@ -150,7 +130,7 @@ class ExperimentResult:
                 "name": o.name, "config": o.config, "verdict": scored.verdict,
                 "metrics": scored.metrics, "candidate_recall": scored.candidate_recall,
                 "failed_queries": scored.failed_queries, "cost": cost,
-                "vs_base": {metric: test.to_dict()
+                "vs_base": {metric: _versus_base(test)
                             for metric, test in self.vs_base.get(o.name, {}).items()},
                 "build": o.build,
                 "per_query": scored.per_query,
@@ -350,7 +330,13 @@ def _ordinal(n: int) -> str:
     return f"{n}{suffix}"
 
 
-def _vs_base(outcomes: list[VariantOutcome], part: str) -> dict[str, dict[str, VersusBase]]:
+def _versus_base(t: PairTest) -> dict[str, Any]:
+    """A variant's test against the base, as results.json keeps it."""
+    return {"delta": t.delta, "p": t.p, "p_holm": t.p_holm, "significant": t.p_holm <= _ALPHA,
+            "wins": t.wins, "ties": t.ties, "losses": t.losses}
+
+
+def _vs_base(outcomes: list[VariantOutcome], part: str) -> dict[str, dict[str, PairTest]]:
     """Each variant against the base on ``part``'s queries, metric by metric: a paired
     randomization test per variant, Holm-corrected across the variants."""
     import numpy as np
@@ -360,7 +346,7 @@ def _vs_base(outcomes: list[VariantOutcome], part: str) -> dict[str, dict[str, V
     if len(outcomes) < 2:
         return {}
     names = [o.name for o in outcomes]
-    out: dict[str, dict[str, VersusBase]] = {n: {} for n in names[1:]}
+    out: dict[str, dict[str, PairTest]] = {n: {} for n in names[1:]}
     for metric, fieldname in METRICS.items():
         rows = [o.parts[part].per_query for o in outcomes]
         qids = [q for q in rows[0] if all(fieldname in r.get(q, {}) for r in rows)]
@@ -370,5 +356,5 @@ def _vs_base(outcomes: list[VariantOutcome], part: str) -> dict[str, dict[str, V
                   for n, r in zip(names, rows, strict=True)}
         table = compare_many_scores(names, qids, scores, alpha=_ALPHA)
         for t in table.tests:
-            out[t.b][metric] = VersusBase(t.delta, t.p, t.p_holm, t.wins, t.ties, t.losses)
+            out[t.b][metric] = t
     return out
