@@ -72,7 +72,7 @@ def on_ray(config: Any, **kw: Any) -> SweepResult:
 
 # -- the command line on a Ray it starts (slow: starting Ray takes tens of seconds here) -------
 
-PROGRESS = re.compile(r"^\S+ .*: R@10 \d\.\d{4}, [\d,]+ QPS-1$")
+PROGRESS = re.compile(r"^\S+ .*: R@10 \d\.\d{4}, [\d,]+ QPS-1 \([\d,]+–[\d,]+ over \d+ rounds\)$")
 
 
 def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
