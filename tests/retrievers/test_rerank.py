@@ -120,8 +120,9 @@ def test_a_cross_encoder_loaded_by_path_reranks(kb: Path, tmp_path: Path, cross_
     model = CrossEncoder(str(cross_encoder), device="cpu")
     for (_, text, _), fused, final in zip(QUERIES, run.fused, run.final):
         scores = model.predict([(text, TEXTS[c]) for c, _ in fused])
-        want = sorted(zip((c for c, _ in fused), (float(s) for s in scores)),
-                      key=lambda h: -h[1])
+        # best first, exact ties by id descending (recallwatch.vectors.measured_tie_order)
+        pairs = list(zip((c for c, _ in fused), (float(s) for s in scores)))
+        want = sorted(sorted(pairs, key=lambda h: h[0], reverse=True), key=lambda h: -h[1])
         assert [c for c, _ in final] == [c for c, _ in want]
         assert [s for _, s in final] == pytest.approx([s for _, s in want], rel=1e-5)
     code, out, err = cli("gate", str(kb / "golden.yaml"), "--pipeline", str(path),
