@@ -34,6 +34,21 @@ def chromium() -> Iterator[Any]:
             b.close()
 
 
+@contextmanager
+def opened(url: str, *, width: int = 1280, height: int = 900) -> Iterator[Any]:
+    """A page at ``url`` in a ``width`` x ``height`` window, loaded; ``page.errors`` collects
+    its script errors and console errors."""
+    with chromium() as b:
+        page = b.new_context(viewport={"width": width, "height": height}).new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.goto(url)
+        page.wait_for_load_state("load")
+        page.errors = errors
+        yield page
+
+
 def press(page: Any, key: str) -> None:
     """Press ``key`` once a labelling page takes keys again: the last answer is in and what is
     shown has settled (the page ignores keys until then, against double presses)."""

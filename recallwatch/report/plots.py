@@ -321,8 +321,9 @@ _LABEL_H = FONT_PX + 2  # a label's line height
 
 def _place_labels(dots: Sequence[Dot], plot_w: float, plot_h: float) -> list[Dot]:
     """Each labelled dot with its name placed where it covers no other name and no other point:
-    right of the point, else left, else a line further down or up (joined to it by a leader),
-    top to bottom; inside the plot area. The first place tried is kept when none is free."""
+    right of the point, else left, else up to six lines further down or up (joined to it by a
+    leader), top to bottom; inside the plot area. The first place tried is kept when none is
+    free."""
     Box = tuple[float, float, float, float]
     taken: list[Box] = [(d.x - 4, d.y - 4, d.x + 4, d.y + 4) for d in dots]
 
@@ -341,8 +342,10 @@ def _place_labels(dots: Sequence[Dot], plot_w: float, plot_h: float) -> list[Dot
         text = fit(d.label, _LABEL_PX)
         width = len(text) * _CHAR_PX
         own = taken[i]
-        tries = [(side, shift * _LABEL_H) for shift in (0, 1, -1, 2, -2, 3, -3)
-                 for side in ("start", "end")]
+        # beside the point first, then a line further down or up, up to six lines away: points
+        # placed by measured latency can crowd any part of the plot
+        shifts = [0, *(sign * n for n in range(1, 7) for sign in (1, -1))]
+        tries = [(side, shift * _LABEL_H) for shift in shifts for side in ("start", "end")]
         chosen = tries[0]
         for side, dy in tries:
             x0 = d.x + 6 if side == "start" else d.x - 6 - width

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser import ARGS, CHROMIUM
+from tests.browser import needs_chromium, opened
 from tests.clirun import cli
 from tests.experiment.conftest import small_kb, write_plan
 
@@ -18,8 +18,7 @@ HOSTILE = '<img src=x onerror="window.ran=1">'
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not CHROMIUM.exists(),
-                       reason=f"{CHROMIUM} is not installed (run `make browser`)"),
+    needs_chromium,
 ]
 
 
@@ -38,20 +37,8 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def page(report: Path) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
-        pg = context.new_page()
-        errors: list[str] = []
-        pg.on("pageerror", lambda e: errors.append(str(e)))
-        pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        pg.goto(report.as_uri())
-        pg.wait_for_load_state("load")
-        pg.errors = errors  # type: ignore[attr-defined]
+    with opened(report.as_uri()) as pg:
         yield pg
-        browser.close()
 
 
 def test_the_frontier_plot_is_drawn(page: Any) -> None:

@@ -11,15 +11,14 @@ from typing import Any
 
 import pytest
 
-from tests.browser import ARGS, CHROMIUM
+from tests.browser import needs_chromium, opened
 from tests.clirun import cli
 from tests.experiment.conftest import small_kb, write_plan
 from tests.web.test_pages_layout import check_layout
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not CHROMIUM.exists(),
-                       reason=f"{CHROMIUM} is not installed (run `make browser`)"),
+    needs_chromium,
 ]
 
 # keyword search only: seven variants without a model to embed with
@@ -46,15 +45,8 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def page(report: Path) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        pg = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
-        pg.goto(report.as_uri())
-        pg.wait_for_load_state("load")
+    with opened(report.as_uri()) as pg:
         yield pg
-        browser.close()
 
 
 def test_the_table_fits_1280_px_with_its_last_column_on_screen(page: Any) -> None:
