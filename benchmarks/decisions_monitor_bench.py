@@ -74,7 +74,7 @@ from decisions_bench import SlowerIndex, busy_machine, chosen_names, machine  # 
 
 from recallwatch.bench.datasets import topic_collection  # noqa: E402
 from recallwatch.ops.monitor import run_monitor  # noqa: E402
-from recallwatch.ops.probe_latency import latency_check  # noqa: E402
+from recallwatch.ops.probe_latency import probe_latency_check  # noqa: E402
 from recallwatch.ops.probes import ProbeSet  # noqa: E402
 from recallwatch.ops.recall import recall_vs_exact  # noqa: E402
 from recallwatch.stats import wilson_interval  # noqa: E402
@@ -284,8 +284,8 @@ def _latency_row(report: Any, calls: list[float], caps: dict[str, float], factor
             "p50_ms": float(np.percentile(ms, 50)), "p99_ms": float(np.percentile(ms, 99)),
             "p99_ci_ms": report.latency["p99_ci_ms"],
             "first_pass_p99_ms": float(np.percentile(first, 99)),
-            "now": {c: latency_check(ms, cap, probes=LATENCY_PROBES, what="probe latency",
-                                     how="one live search each").alarm is not None
+            "now": {c: probe_latency_check(ms, cap, probes=LATENCY_PROBES, what="probe latency",
+                                           how="one live search each").alarm is not None
                     for c, cap in caps.items()},
             "before": {c: float(np.percentile(first, 99)) > cap for c, cap in caps.items()}}
 

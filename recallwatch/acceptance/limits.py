@@ -36,10 +36,12 @@ from recallwatch.acceptance.cost import (
     compare_figure,
     format_cost,
 )
+from recallwatch.acceptance.latency_cap import latency_check
 from recallwatch.acceptance.model import Check, GateResult, QueryResult, Reason
 from recallwatch.errors import InputError, UsageError
 from recallwatch.formats.policy import Policy
 from recallwatch.formats.policy_answers import ANSWER_DROPS
+from recallwatch.stats import calls_needed
 
 __all__ = ["ALPHA", "against_baseline", "check_measures", "measure_values", "run_checks"]
 
@@ -165,36 +167,41 @@ def run_checks(queries: Sequence[QueryResult], policy: Policy,
 
 
 def _latency_cap(cost: dict[str, Any] | None, cap: float) -> tuple[list[Reason], list[Check]]:
-    """The run's own search p99 against ``max_latency_p99_ms``. With too few calls for a p99 the
-    cap still stops a run whose median's whole interval lies above it (the p99 cannot be lower)."""
+    """The run's own search p99 against ``max_latency_p99_ms``, by the rule the monitor's
+    latency alarms use (:mod:`recallwatch.acceptance.latency_cap`): a stop only when the p99's
+    whole 95 % interval lies above the cap (or, with too few calls for the whole interval, its low
+    end); a p99 over the cap whose interval reaches below it passes, *within noise*."""
     subject = COST_LABELS["search_p99_ms"]
     if cost is None:
         return [], [Check("latency_p99", subject, "not applied",
                           "no search latency measured (a results file carries none)")]
-    p99, p50, ci = cost.get("search_p99_ms"), cost.get("search_p50_ms"), cost.get(
-        "search_p50_ci_ms")
-    calls = cost.get("calls", cost.get("queries"))
-    figures = {"value": p99, "cap": cap, "p50": p50, "n": calls,
-               "interval": cost.get("search_p99_ci_ms")}
-    if p99 is None:
-        missing = cost.get("search_p99_missing") or "not enough calls for a p99"
-        if ci is not None and ci[0] > cap:
-            message = (f"search latency p50 {p50:.1f} ms (95 % interval {ci[0]:.1f}–{ci[1]:.1f} "
-                       f"ms over {calls} calls) is above the cap max_latency_p99_ms {cap:g}, so "
-                       f"the p99 is too ({missing})")
-            return [Reason("latency_p99", message)], [Check("latency_p99", subject, "stop",
-                                                            message, figures)]
+    samples = (cost.get("samples") or {}).get("search_ms") or []
+    queries = int(cost.get("queries") or len(samples))
+    calls = (f"the {queries} golden quer{'y' if queries == 1 else 'ies'}, one search call each"
+             + (", taken again in rounds" if len(samples) > queries else ""))
+    check = latency_check(samples, cap, probes=queries, what="search latency", calls=calls,
+                          limit="as many as the run timed", consequence="a stop")
+    figures = {"value": check.point, "cap": cap, "p50": check.p50.value, "n": check.calls,
+               "interval": None if check.p99.low is None else [check.p99.low, check.p99.high],
+               "low_end": check.p99_low}
+    rule = f"max_latency_p99_ms {cap:g}"
+    if check.status == "no cap":
         return [], [Check("latency_p99", subject, "not applied",
-                          f"{missing}: time more calls (leave --latency-sample out, or give at "
-                          "least that many)", figures)]
-    interval = cost.get("search_p99_ci_ms")
-    text = (f"search latency p99 {p99:.1f} ms"
-            + (f" (95 % interval {interval[0]:.1f}–{interval[1]:.1f} ms)" if interval else "")
-            + (f", p50 {p50:.1f} ms," if p50 is not None else "") + f" over {calls} calls")
-    if p99 > cap:
-        message = f"{text} is above the cap max_latency_p99_ms {cap:g}"
-        return [Reason("latency_p99", message)], [Check("latency_p99", subject, "stop", message,
-                                                        figures)]
+                          "no per-call search timings recorded", figures)]
+    if check.status == "over":
+        message = f"{check.alarm} ({rule})"
+        return [Reason("latency_p99", message)], [Check("latency_p99", subject, "stop",
+                                                        message, figures)]
+    if check.status == "not judged":
+        return [], [Check("latency_p99", subject, "not applied",
+                          f"{check.note} ({rule}): time more calls (leave --latency-sample out, "
+                          f"or give at least {calls_needed(0.99)})", figures)]
+    if check.status == "within noise":
+        return [], [Check("latency_p99", subject, "pass", f"{check.note} ({rule})", figures)]
+    low, high = check.p99.low, check.p99.high
+    text = (f"search latency p99 {check.point:.2f} ms"
+            + (f" (95 % interval {low:.2f}–{high:.2f} ms)" if low is not None else "")
+            + f" over {check.calls} calls")
     return [], [Check("latency_p99", subject, "pass", f"{text} is within the cap {cap:g} ms",
                       figures)]
 

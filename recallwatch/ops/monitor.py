@@ -64,8 +64,8 @@ from recallwatch.ops.live_signals import LiveCheck, live_breached
 from recallwatch.ops.pipeline_probes import PipelineProbes
 from recallwatch.ops.probe_latency import (
     LatencyCheck,
-    latency_check,
     latency_figures,
+    probe_latency_check,
     timed_rounds,
 )
 from recallwatch.ops.probes import ProbeSet
@@ -314,8 +314,8 @@ def _latency(store: VectorStore, vectors: np.ndarray, k: int, seconds: np.ndarra
 
         timed = timed_rounds(search_one, len(vectors), timed, clock=clock)
     ms = np.asarray(timed, dtype=np.float64) * 1e3
-    return latency_check(ms, cap, probes=len(vectors), what="probe latency",
-                         how="one live search each"), ms
+    return probe_latency_check(ms, cap, probes=len(vectors), what="probe latency",
+                               how="one live search each"), ms
 
 
 def run_monitor(

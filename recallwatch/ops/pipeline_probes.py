@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from recallwatch.errors import InputError, RecallwatchError, UsageError
-from recallwatch.ops.probe_latency import latency_check, latency_figures, timed_rounds
+from recallwatch.ops.probe_latency import latency_figures, probe_latency_check, timed_rounds
 from recallwatch.retrievers.http import redirect_notes
 
 if TYPE_CHECKING:
@@ -104,9 +104,10 @@ def probe_pipeline(pipeline: Pipeline, probes: ProbeSet, *, name: str, k: int = 
 
         seconds = timed_rounds(search_one, len(texts), seconds, clock=clock)
     ms = np.asarray(seconds, dtype=np.float64) * 1e3
-    check = latency_check(ms, max_latency_p99_ms, probes=len(texts), what="pipeline latency",
-                          how="one search each through every retriever, the fusion and the "
-                          "reranker")
+    check = probe_latency_check(ms, max_latency_p99_ms, probes=len(texts),
+                                what="pipeline latency",
+                                how="one search each through every retriever, the fusion and "
+                                "the reranker")
     share = float(np.mean(answered))
     alarms = []
     if errors:

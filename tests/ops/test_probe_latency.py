@@ -19,7 +19,7 @@ import pytest
 from recallwatch.bench.datasets import synthetic
 from recallwatch.ops.monitor import run_monitor
 from recallwatch.ops.pipeline_probes import probe_pipeline
-from recallwatch.ops.probe_latency import latency_check, timed_rounds
+from recallwatch.ops.probe_latency import probe_latency_check, timed_rounds
 from recallwatch.ops.probes import ProbeSet
 from recallwatch.stores.base import Chunk, Hits, VectorStore
 from recallwatch.stores.lancedb.store import LanceStore
@@ -155,7 +155,8 @@ def test_a_p99_over_the_cap_within_its_interval_is_noise() -> None:
     rng = np.random.default_rng(0)
     ms = np.sort(rng.lognormal(np.log(2.0), 0.35, 368))
     cap = float(np.percentile(ms, 99)) - 1e-6  # the point p99 just over the cap
-    check = latency_check(ms, cap, probes=40, what="probe latency", how="one live search each")
+    check = probe_latency_check(ms, cap, probes=40, what="probe latency",
+                                how="one live search each")
     assert check.status == "within noise" and check.alarm is None
     assert check.note is not None and check.note.startswith(
         f"probe latency p99 {check.p99.value:.2f} ms is over the maximum {cap:g} ms, but its "
