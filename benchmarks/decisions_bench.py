@@ -20,6 +20,9 @@ and drift alarms the same way):
   alternating load (false alarms), then ``--changed`` gates each on a store whose top 10 is
   reversed for a random 10 % and for a random 30 % of the queries (a quality drop of known
   size: the nDCG@10 drop is printed), detections counted per size.
+* ``latency_cap`` — ``max_latency_p99_ms`` 1.5× above an idle run's p99: stops on the unchanged
+  store (idle and loaded gates apart: the cap is absolute, and load slows the users too) and on
+  the store made 3× slower, beside what the point p99 alone would have stopped.
 
 The machine's load average is recorded before and after; the figures go to stdout and, with
 ``--out``, to a JSON file.
@@ -279,9 +282,51 @@ def max_drop(bench: Bench) -> dict[str, Any]:
     return {"false_alarms": sum(same), "unchanged_gates": len(same), "changed": sizes}
 
 
+def latency_cap(bench: Bench) -> dict[str, Any]:
+    """``max_latency_p99_ms`` set 1.5× above an idle run's p99 on the unchanged store: the
+    gates that stop (the rule on the p99's interval) against those the point p99 alone would
+    have stopped (the rule before), on the unchanged store under alternating load and on the
+    store made 3× slower. The cap is absolute, so a loaded gate that stops may be right: the
+    idle and loaded gates are counted apart."""
+    probe = replace(bench.policy, limits=Limits(max_latency_p99_ms=1e9))
+    first = _gate(bench, bench.store, probe, bench.history("latency_probe"), interleaved=False)
+    first_p99 = float(np.percentile((first.cost or {})["samples"]["search_ms"], 99))
+    cap = round(1.5 * first_p99, 3)
+    policy = replace(bench.policy, limits=Limits(max_latency_p99_ms=cap))
+    rows: list[dict[str, Any]] = []
+    for i in range(bench.gates + bench.changed):
+        changed = i >= bench.gates
+        store = SlowerIndex(bench.store, 3.0) if changed else bench.store
+        with busy_machine(bench.busy, bench.loaded(i)):
+            result = _gate(bench, store, policy, bench.history("latency_cap"),  # type: ignore[arg-type]
+                           interleaved=False)
+        ms = (result.cost or {})["samples"]["search_ms"]
+        (check,) = [c for c in result.checks if c.rule == "latency_p99"]
+        rows.append({"changed": changed, "loaded": bench.loaded(i), "calls": len(ms),
+                     "p99_ms": float(np.percentile(ms, 99)), "interval": check.figures["interval"],
+                     "stopped": _stopped_by(result, "latency_p99"),
+                     "point_over": float(np.percentile(ms, 99)) > cap, "status": check.status})
+        r = rows[-1]
+        print(f"  latency_cap {cap:.2f} ms {'3x slower' if changed else 'unchanged':<9} "
+              f"{'loaded' if r['loaded'] else 'idle':<6} p99 {r['p99_ms']:.2f} ms over "
+              f"{r['calls']} calls {'STOP' if r['stopped'] else 'no stop'} (point rule: "
+              f"{'STOP' if r['point_over'] else 'no stop'})", flush=True)
+
+    def count(changed: bool, loaded: bool, key: str) -> list[int]:
+        picked = [r for r in rows if r["changed"] == changed and r["loaded"] == loaded]
+        return [sum(r[key] for r in picked), len(picked)]
+
+    return {"first_p99_ms": first_p99, "cap_ms": cap,
+            **{f"{'changed' if c else 'unchanged'}_{'loaded' if ld else 'idle'}": {
+                "stops": count(c, ld, "stopped"), "point_rule_stops": count(c, ld, "point_over")}
+               for c in (False, True) for ld in (False, True)},
+            "rows": rows}
+
+
 DECISIONS: dict[str, Callable[[Bench], dict[str, Any]]] = {
     "cost_rule": cost_rule,
     "max_drop": max_drop,
+    "latency_cap": latency_cap,
 }
 
 
