@@ -1,10 +1,10 @@
 """No credential leaves the host it was given for: every HTTP client of recallwatch (the search
-service retriever, the LLM judge, ``golden generate --llm``, ``online judge``, the
-OpenAI-compatible embedder, the monitor's webhook) against a real local server that answers with
-a redirect to another host: a second server on another port, or ``localhost`` for
-``127.0.0.1``. Nothing reaches the other host, the error names where the redirect pointed, and
-the key is in no message. A retriever asked to (``redirects: same-host``) follows a redirect on
-its own host, and the gate's report says so."""
+service retriever, the LLM judge, ``golden generate --llm``, ``online judge``, the answers'
+generator and judge behind a chat endpoint, the OpenAI-compatible embedder, the monitor's
+webhook) against a real local server that answers with a redirect to another host: a second
+server on another port, or ``localhost`` for ``127.0.0.1``. Nothing reaches the other host, the
+error names where the redirect pointed, and the key is in no message. A retriever asked to
+(``redirects: same-host``) follows a redirect on its own host, and the gate's report says so."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from recallwatch._http import Call, get_json
+from recallwatch.answers.chat import parse_chat_spec
 from recallwatch.embedders.openai_http import OpenAIHTTPEmbedder
 from recallwatch.errors import (
     EmbedderError,
@@ -84,6 +85,10 @@ CLIENTS: dict[str, tuple[Callable[[str], object], type[RecallwatchError]]] = {
                                      "params": {"q": "{query}"}}), RetrieverError),
     "LLM judge": (lambda url: LLMJudge(f"{url}/v1", "m", api_key_env="RW_REDIRECT_KEY",
                                        max_retries=0).grade("q", "passage"), JudgeError),
+    "answers' generator and judge (--generator, --answer-judge)": (
+        lambda url: parse_chat_spec(f"{url}/v1?model=m&api_key_env=RW_REDIRECT_KEY",
+                                    "--generator").client(max_tokens=16).complete("s", "q"),
+        JudgeError),
     "embedder": (lambda url: OpenAIHTTPEmbedder(f"{url}/v1", "m", api_key_env="RW_REDIRECT_KEY",
                                                 dimension=4, max_retries=0).embed_queries(["q"]),
                  EmbedderError),
@@ -128,8 +133,8 @@ def test_same_host_never_follows_to_another_host(status: int, origin: tuple[Host
     assert str(err.value) == (
         f"{source.url}/search answered HTTP {status} for query 'q' (retriever 'api'): a redirect "
         f"to {elsewhere}/search, away from {source.url}, never followed: what is sent to a "
-        "host, credentials included, goes to that host alone; if you trust that URL, make it "
-        "the retriever's spec:")
+        "host, credentials included, goes to that host alone; if you trust that URL, give it "
+        "as the retriever's spec")
     assert other.seen == [] and [s.host for s in host.seen if "localhost" in s.host] == []
     assert len(source.seen) == 1
 
@@ -178,7 +183,7 @@ def test_without_asking_a_same_host_redirect_is_refused(service: Host) -> None:
     assert str(err.value) == (
         f"{service.url}/old answered HTTP 308 for query 'q' (retriever 'api'): a redirect to "
         f"{service.url}/search, not followed (recallwatch follows a redirect only when asked); "
-        "if you trust that URL, make it the retriever's spec: (or set redirects: same-host, "
+        "if you trust that URL, give it as the retriever's spec (or set redirects: same-host, "
         "which follows the redirects that stay on the service's host)")
     assert [s.path for s in service.seen] == ["/old"]
 

@@ -104,17 +104,14 @@ STEPS = readme_steps(README.read_text(encoding="utf-8"))
 def parse_cli(words: list[str]) -> None:
     """Parse a `recallwatch …` command line without running it (click raises on a bad one)."""
     command: Any = typer.main.get_command(app)
-    args = words[1:]
-    name = words[0]
-    while hasattr(command, "get_command"):  # a group: descend to the subcommand
-        if not args:
+    args, name, parent = words[1:], words[0], None
+    while hasattr(command, "resolve_command"):  # a group: parsed as the command line parses it
+        parent = command.make_context(name, list(args), parent=parent)
+        rest = [*parent._protected_args, *parent.args]
+        if not rest:
             raise ValueError(f"{' '.join(words)}: no subcommand")
-        name, args = args[0], args[1:]
-        sub = command.get_command(command.context_class(command), name)
-        if sub is None:
-            raise ValueError(f"{' '.join(words)}: no command {name!r}")
-        command = sub
-    command.make_context(name, list(args))
+        name, command, args = command.resolve_command(parent, rest)
+    command.make_context(name, list(args), parent=parent)
 
 
 def test_steps_are_read_as_a_shell_reads_them() -> None:

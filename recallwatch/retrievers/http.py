@@ -133,7 +133,7 @@ class HttpRetriever:
                     retry_wait=self.backoff, redirects=self.redirects,
                     timeout_fix=f"if the service is only slow, raise the retriever's timeout: "
                     f"(seconds, now {self.timeout:g})",
-                    redirect_fix="if you trust that URL, make it the retriever's spec:",
+                    redirect_fix="if you trust that URL, give it as the retriever's spec",
                     same_host_fix=" (or set redirects: same-host, which follows the redirects "
                     "that stay on the service's host)",
                     on_redirect=self._note)

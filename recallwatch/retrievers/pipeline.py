@@ -15,6 +15,7 @@ options (an HTTP service's request and response, a Python retriever's ``id_field
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +47,9 @@ MAX_DEPTH = 10_000
 _KEYS = {"retrievers", "depth", "fuse", "rerank", "top_k"}
 _FUSE_KEYS = {"method", "k", "norm", "weights"}
 _RERANK_KEYS = {"python", "cross_encoder", "depth", "corpus", "batch_size", "timeout"}
+# the settings an error may tell to change, and what --store says of them
+_SETTINGS_NAMED = ("timeout", "redirects", "spec")
+_STORE_HINT = "--store takes a retriever's spec alone, without settings"
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,22 @@ class PipelineSpec:
     top_k: int | None = None
     options: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> its options
     source: str = "<pipeline>"
+    given_as: str = "pipeline"  # what gave it, in messages: a pipeline file, or --store
+
+    def located(self, exc: RetrieverError) -> RetrieverError:
+        """``exc`` prefixed with where the retriever was given (``pipeline FILE: ``, ``--store
+        SPEC: ``). A retriever given to --store has no settings of its own: a message that
+        names one to change (its ``timeout:``, ``redirects:``, its ``spec:``) also says how to
+        set it, in a pipeline file holding that one retriever."""
+        where = f"{self.given_as} {self.source}: "
+        message = str(exc) if str(exc).startswith(where) else where + str(exc)
+        if self.given_as == "--store" and _STORE_HINT not in message and any(
+                f"{key}:" in message for key in _SETTINGS_NAMED):
+            name, spec = next(iter(self.retrievers.items()))
+            message += (f"; {_STORE_HINT}: write a pipeline file, retrievers: {{{name}: "
+                        f"{{spec: '{redact(spec)}', SETTING: VALUE}}}}, and give it with "
+                        "--pipeline instead")
+        return exc if message == str(exc) else RetrieverError(message)
 
     def to_dict(self) -> dict[str, Any]:
         """The configuration, to record and hash (options redacted of secrets by the caller)."""
@@ -138,8 +158,9 @@ def single_retriever(spec: str) -> PipelineSpec:
     pipeline file holding only it would be; relative paths are read from the working folder."""
     from recallwatch.retrievers import scheme_of
 
-    return PipelineSpec.from_mapping({"retrievers": {scheme_of(spec): spec}}, source=redact(spec),
-                                     base_dir=Path.cwd())
+    one = PipelineSpec.from_mapping({"retrievers": {scheme_of(spec): spec}},
+                                    source=redact(spec), base_dir=Path.cwd())
+    return dataclasses.replace(one, given_as="--store")
 
 
 def _whole(value: Any, source: str, line: int | None, name: str, lo: int, hi: int) -> int:
@@ -284,9 +305,11 @@ class Pipeline:
                 opened[name] = open_retriever(rspec, name=name, base_dir=base_dir,
                                               embedder=embedder, options=spec.options.get(name))
             reranker = _open_reranker(spec.rerank, base_dir)
-        except BaseException:
+        except BaseException as exc:
             for r in opened.values():
                 _close(r)
+            if isinstance(exc, RetrieverError) and spec.given_as == "--store":
+                raise spec.located(exc) from None  # said with the --store it was given to
             raise
         return cls(spec, opened, reranker, base_dir)
 
@@ -316,10 +339,10 @@ class Pipeline:
             per = {name: [hits[:depth] for hits in r.search(list(queries), depth)]
                    for name, r in self.retrievers.items()}
         except RetrieverError as exc:  # the file that names the retriever, and its settings
-            where = f"pipeline {self.spec.source}: "
-            if str(exc).startswith(where):
+            located = self.spec.located(exc)
+            if located is exc:
                 raise
-            raise RetrieverError(where + str(exc)) from None
+            raise located from None
         for name, lists in per.items():
             if len(lists) != len(queries):
                 raise RetrieverError(f"retriever {name!r} answered {len(lists)} lists for "

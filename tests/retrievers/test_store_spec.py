@@ -5,7 +5,9 @@ takes ``--store`` needs a vector store itself and refuses a retriever, saying wh
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,10 @@ import pytest
 import typer.main
 
 from recallwatch.cli import _options, app
+from recallwatch.errors import RetrieverError
+from recallwatch.retrievers.pipeline import single_retriever
 from tests.clirun import cli
+from tests.http_hosts import Answer, Host, Seen, json_answer, redirect, serving
 from tests.retrievers.conftest import TEXTS
 
 KEYWORDS = f"""
@@ -141,3 +146,71 @@ def test_every_command_with_store_says_whether_it_takes_a_retriever() -> None:
     walk("", typer.main.get_command(app))
     assert takes == {*_options.RETRIEVER_STORES, *_options.STORE_ONLY}
     assert not set(_options.RETRIEVER_STORES) & set(_options.STORE_ONLY)
+
+
+# -- http(s)://… given to --store ------------------------------------------------------------------
+
+
+def _keyword_service(seen: Seen, host: Host) -> Answer:
+    """KEYWORDS's search behind the default request and answer of an HTTP retriever."""
+    scope: dict[str, Any] = {}
+    exec(textwrap.dedent(KEYWORDS), scope)  # the test module's own text
+    request = seen.json()
+    return json_answer({"hits": [{"id": c, "score": s}
+                                 for c, s in scope["search"](request["query"], request["k"])]})
+
+
+def test_gate_store_http_is_its_one_retriever_pipeline(here: Path) -> None:
+    with serving(_keyword_service) as service:
+        spec = f"{service.url}/search"
+        code, out, err = cli("gate", "golden.yaml", "--store", spec, "--no-history", "--format",
+                             "json")
+        assert code in (0, 1), err
+        (here / "one.yaml").write_text(f"retrievers:\n  http: '{spec}'\n", encoding="utf-8")
+        code_p, out_p, err_p = cli("gate", "golden.yaml", "--pipeline", "one.yaml",
+                                   "--no-history", "--format", "json")
+    assert (code_p, err_p) == (code, err)
+    by_store, by_file = json.loads(out), json.loads(out_p)
+    assert comparable(by_store) == comparable(by_file)
+    assert by_store["config_hash"] == by_file["config_hash"]
+    assert {s.path for s in service.seen} == {"/search"}
+
+
+def test_an_error_of_a_store_retriever_names_store_and_how_to_set_a_setting(here: Path) -> None:
+    """--store takes no settings: where a message tells to change one (here redirects:), it
+    says where settings go instead, and names --store, not a pipeline file there is not."""
+    def moved(seen: Seen, host: Host) -> Answer:
+        return redirect(308, f"{host.url}/search") if seen.path == "/old" else \
+            _keyword_service(seen, host)
+
+    with serving(moved) as service:
+        spec = f"{service.url}/old"
+        code, out, err = cli("gate", "golden.yaml", "--store", spec, "--no-history")
+    assert (code, out) == (2, "")
+    # the queries are sent 4 at a time: whichever answer came first is the one named
+    assert re.sub(r"for query '[^']*'", "for query Q", err) == (
+        f"Error: --store {spec}: {spec} answered HTTP 308 for query Q "
+        f"(retriever 'http'): a redirect to {service.url}/search, not followed (recallwatch "
+        "follows a redirect only when asked); if you trust that URL, give it as the "
+        "retriever's spec (or set redirects: same-host, which follows the redirects that stay "
+        "on the service's host); --store takes a retriever's spec alone, without settings: "
+        f"write a pipeline file, retrievers: {{http: {{spec: '{spec}', SETTING: VALUE}}}}, "
+        "and give it with --pipeline instead\n")
+    assert {s.path for s in service.seen} == {"/old"}  # the redirect was not followed
+
+
+def test_a_timeout_through_store_says_where_the_timeout_is_set() -> None:
+    """The message of a retriever that timed out (its text as the HTTP client words it), as
+    the gate shows it for --store and for a pipeline file."""
+    spec = "https://search.internal/v1/query"
+    timed_out = RetrieverError(
+        f"cannot reach {spec} after 4 attempts: timed out (no answer within 10 s), for query "
+        "'q' (retriever 'https'); if the service is only slow, raise the retriever's timeout: "
+        "(seconds, now 10)")
+    assert str(single_retriever(spec).located(timed_out)) == (
+        f"--store {spec}: {timed_out}; --store takes a retriever's spec alone, without settings: "
+        f"write a pipeline file, retrievers: {{https: {{spec: '{spec}', SETTING: VALUE}}}}, and "
+        "give it with --pipeline instead")
+    from_file = dataclasses.replace(single_retriever(spec), given_as="pipeline",
+                                    source="pipeline.yaml")
+    assert str(from_file.located(timed_out)) == f"pipeline pipeline.yaml: {timed_out}"
