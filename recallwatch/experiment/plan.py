@@ -242,6 +242,9 @@ def _generator(raw: Any, src: str, line: int | None, record: str) -> str:
     if not isinstance(raw, str) or not raw.strip():
         raise InputError(source=src, line=line, record=record, field="generator",
                          expected=_GENERATOR, found=shown(raw))
+    if not raw.strip().startswith(("python:", "http://", "https://")):
+        raise InputError(source=src, line=line, record=record, field="generator",
+                         expected=_GENERATOR, found=raw)
     try:
         check_generator(raw.strip())
     except UsageError as err:
@@ -260,7 +263,8 @@ def _prompt(raw: Any, base_dir: Path, src: str, line: int | None, record: str) -
         read_prompt(path)
     except InputError as err:
         raise InputError(source=src, line=line, record=record, field="prompt",
-                         expected=err.expected, found=f"{raw}: {err.found}") from None
+                         expected=err.expected,
+                         found=f"<{str(err.found).strip('<>')} in {raw}>") from None
     return path
 
 
@@ -270,7 +274,8 @@ def _check_prompt(variant: VariantSpec, src: str, line: int | None, record: str)
             and variant.generator.startswith("python:"):
         raise InputError(source=src, line=line, record=record, field="prompt",
                          expected="a chat endpoint generator (http(s)://…/v1?model=NAME) to "
-                         "send the prompt template to", found=f"generator {variant.generator}",
+                         "send the prompt template to",
+                         found=f"<the python: generator {variant.generator}>",
                          hint="a python: generator builds its own prompt from the question and "
                          "the contexts: drop prompt:, or set prompt: null on this variant")
 
@@ -280,9 +285,12 @@ def _answering(variant: VariantSpec, raw: dict[str, Any], src: str, answers: boo
     variant has a generator."""
     named = [k for k in ("generator", "prompt") if k in raw]
     if named and not answers:
-        raise InputError(source=src, line=variant.line, record=variant.name, field=named[0],
-                         expected="an answers: section in the plan (its labels and judge) for "
-                         "the variants' answers to be judged", found="no answers: section")
+        raise InputError(f"a variant's {named[0]} is used only to judge its answers, and the "
+                         "plan has no answers: section, which names the labelled answers and "
+                         "the judge",
+                         source=src, line=variant.line, record=variant.name, field=named[0],
+                         hint=f"add answers: {{labels: FILE}} to the plan, or drop "
+                         f"{named[0]}: from the variant; docs/experiments.md")
     if answers and variant.generator is None:
         raise InputError(source=src, line=variant.line, record=variant.name, field="generator",
                          expected="a generator for the variant's answers: generator: in the "

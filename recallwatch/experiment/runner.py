@@ -40,6 +40,10 @@ _ALPHA = 0.05
 #: warn when judged@K of two variants differs by more than this (a share, 0 to 1)
 JUDGED_SPREAD = 0.2
 _T = TypeVar("_T")
+_TOKENS_NOT_PRICED = {
+    False: "the plan has no answers: section, so no generator answered",
+    True: "the generator's tokens are not priced in an experiment yet (each variant's "
+          "answers.tokens in results.json counts those its model reported)"}
 
 
 @dataclass
@@ -78,8 +82,8 @@ class ExperimentResult:
             sources.update(dict.fromkeys(held, f"the variant's store, {o.store_bytes:,} bytes"))
         serving = replace(serving, memory_bytes=o.store_bytes, disk_bytes=o.store_bytes,
                           missing=missing, sources=sources,
-                          not_part={**serving.not_part,
-                                    "LLM tokens": "no generator in an experiment's variants yet"})
+                          not_part={**serving.not_part, "LLM tokens": _TOKENS_NOT_PRICED[
+                              self.answers is not None]})
         return price_serving(self.prices, serving)
 
     @property
