@@ -206,3 +206,16 @@ def test_a_bad_answers_plan_is_a_located_error(folder: Path, body: str, message:
     assert (code, out) == (2, "")
     assert err == f"Error: {message.replace('{cwd}', str(folder))}\n"
     assert not (folder / "out" / "cache").exists() or not any((folder / "out" / "cache").iterdir())
+
+
+@pytest.mark.slow  # two LanceDB indexes embedded, the offline judge calibrated (about 20 s)
+def test_the_docs_answers_example_is_what_the_example_plan_prints(tmp_path: Path) -> None:
+    code, out, err = cli("experiment", str(KB / "experiment_answers.yaml"), "--out-dir",
+                         str(tmp_path / "exp-answers"))
+    assert code == 0, err
+    docs = (KB.parents[1] / "docs" / "experiments.md").read_text(encoding="utf-8")
+    table = out[out.index("\nvariant      generator"):].split("\n\n")[0].strip()
+    assert table.count("\n") == 4 and table in docs
+    for line in out.splitlines():
+        if line.startswith(("answers with ", "answers on the ")):
+            assert line in docs
