@@ -38,3 +38,15 @@ def answer(question: str, contexts: list[str]) -> str:
             if shared > best_shared:
                 best, best_shared = parts[i:i + 3], shared
     return " ".join(best) or "No encuentro la respuesta en los documentos."
+
+
+
+
+def terse(question: str, contexts: list[str]) -> str:
+    """A worse generator, for the experiment's example (examples/kb/experiment_answers.yaml):
+    the same reader answering with the best unit alone, without the two after it — as a prompt
+    that asks for one sentence."""
+    wanted = _stems(question)
+    best = max((u for p in contexts for u in units(p)),
+               key=lambda u: len(wanted & _stems(u)), default="")
+    return best or "No encuentro la respuesta en los documentos."

@@ -53,7 +53,8 @@ from recallwatch.records import Chunk, TokenUsage
 from recallwatch.stores.base import VectorStore
 
 __all__ = ["AnswerOptions", "AnswerPlan", "ChunkReader", "Failure", "check_contexts",
-           "check_query_ids", "chunk_reader", "open_plan", "rules_not_applied", "with_answers"]
+           "check_query_ids", "chunk_reader", "measure_judge_of", "open_plan",
+           "rules_not_applied", "with_answers"]
 
 ChunkReader = Callable[[Sequence[str]], Mapping[str, Chunk]]
 Failure = Literal["retrieval", "generation", "both"]
@@ -151,12 +152,15 @@ def check_query_ids(records: Mapping[str, AnswerRecord], golden: GoldenSet) -> N
 
 
 def with_answers(result: GateResult, policy: Policy, plan: AnswerPlan,
-                 chunks: ChunkReader | None) -> GateResult:
+                 chunks: ChunkReader | None, trust: Trust | None = None) -> GateResult:
     """``result`` with its answers judged and the policy's answer rules applied (see the
-    module's documentation)."""
+    module's documentation). ``trust``: the judge as :func:`measure_judge` measured it on
+    ``plan.labelled`` already (an experiment measures it once for all its variants: a second
+    measure of an offline judge would find its thresholds set, and not hold any answers out);
+    None measures it now."""
     texts = _read_texts(result, plan, chunks)  # a chunk id the index lacks fails first
-    trust = measure_judge(plan.judge, plan.labelled, min_kappa=plan.min_kappa,
-                          min_labelled=plan.min_labelled)
+    if trust is None:
+        trust = measure_judge_of(plan)
     if not trust.accepted:
         return _refused(result, policy.answers, plan, trust)
     by_id = {q.id: q for q in plan.golden.queries}
@@ -177,6 +181,13 @@ def with_answers(result: GateResult, policy: Policy, plan: AnswerPlan,
                    verdict="STOP" if reasons or result.verdict == "STOP" else "ACCEPT",
                    reasons=(*result.reasons, *reasons), checks=(*result.checks, *checks),
                    warnings=tuple(warnings))
+
+
+def measure_judge_of(plan: AnswerPlan) -> Trust:
+    """The plan's judge measured against its labelled answers (calibrated first, when it is
+    the offline judge and its spec fixed no thresholds)."""
+    return measure_judge(plan.judge, plan.labelled, min_kappa=plan.min_kappa,
+                         min_labelled=plan.min_labelled)
 
 
 def rules_not_applied(result: GateResult, policy: Policy) -> GateResult:

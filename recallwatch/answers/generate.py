@@ -31,16 +31,23 @@ from recallwatch.answers.chat import ChatSpec, is_chat_spec, parse_chat_spec
 from recallwatch.answers.judges import numbered
 from recallwatch.errors import GeneratorError, InputError, UsageError
 from recallwatch.records import TokenUsage
-from recallwatch.retrievers.python import DEFAULT_TIMEOUT, load_attribute, user_code
+from recallwatch.retrievers.python import (
+    DEFAULT_TIMEOUT,
+    load_attribute,
+    split_python_spec,
+    user_code,
+)
 
 __all__ = ["SYSTEM_PROMPT", "USER_TEMPLATE", "ChatGenerator", "Generator", "PythonGenerator",
-           "open_generator"]
+           "check_generator", "open_generator", "read_prompt", "with_prompt"]
 
 SYSTEM_PROMPT = (
     "You answer questions using only the numbered passages you are given. If they do not hold "
     "the answer, say so. Answer in the language of the question, in a few sentences.")
 USER_TEMPLATE = "Passages:\n{contexts}\n\nQuestion: {question}"
 _PLACEHOLDERS = ("{question}", "{contexts}")
+_NOT_A_GENERATOR = ("--generator must be python:MODULE:ATTR or an OpenAI-compatible chat "
+                    "endpoint http(s)://…?model=NAME; found {spec}")
 
 
 class Generator(Protocol):
@@ -162,6 +169,12 @@ def _template(path: str | None, base_dir: Path) -> tuple[str, str | None]:
     if path is None:
         return USER_TEMPLATE, None
     p = Path(path) if Path(path).is_absolute() or Path(path).exists() else base_dir / path
+    return read_prompt(p), str(p)
+
+
+def read_prompt(p: Path) -> str:
+    """A prompt template file's text; one without ``{question}`` or ``{contexts}`` is an
+    InputError naming the file and the placeholder missing."""
     from recallwatch.formats.structured import text_lines
 
     text = "\n".join(line for _, line in text_lines(p))
@@ -170,17 +183,46 @@ def _template(path: str | None, base_dir: Path) -> tuple[str, str | None]:
         raise InputError(source=p, field="prompt",
                          expected="a prompt template holding {question} and {contexts}",
                          found=f"<no {' and no '.join(missing)}>")
-    return text, str(p)
+    return text
 
 
-def _chat(spec: str, base_dir: Path) -> ChatGenerator:
+def _chat_spec(spec: str) -> tuple[ChatSpec, int]:
+    """A chat generator's spec parsed and its max_tokens checked (nothing is opened)."""
     chat = parse_chat_spec(spec, "--generator", extra=("prompt", "max_tokens"))
-    template, source = _template(chat.options.get("prompt"), base_dir)
     raw = chat.options.get("max_tokens", "512")
     if not raw.isdigit() or not 1 <= int(raw) <= 100_000:
         raise UsageError(f"--generator: max_tokens must be a whole number from 1 to 100000, "
                          f"found {raw!r}")
-    return ChatGenerator(chat, template, source, int(raw))
+    return chat, int(raw)
+
+
+def _chat(spec: str, base_dir: Path) -> ChatGenerator:
+    chat, max_tokens = _chat_spec(spec)
+    template, source = _template(chat.options.get("prompt"), base_dir)
+    return ChatGenerator(chat, template, source, max_tokens)
+
+
+def check_generator(spec: str) -> None:
+    """Raise the UsageError :func:`open_generator` would raise for the form of ``spec``,
+    opening nothing (no code imported, no prompt file read, no endpoint asked)."""
+    if spec.startswith("python:"):
+        code, _ = _python_options(spec)
+        split_python_spec(code, f"generator {code}")
+    elif is_chat_spec(spec):
+        _chat_spec(spec)
+    else:
+        raise UsageError(_NOT_A_GENERATOR.format(spec=repr(spec)))
+
+
+def with_prompt(spec: str, prompt: Path) -> str:
+    """A chat generator's ``spec`` with its prompt template set to the file ``prompt`` (any
+    ``prompt=`` it had is replaced)."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    parts = urlsplit(spec)
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "prompt"]
+    query.append(("prompt", str(prompt)))
+    return urlunsplit(parts._replace(query=urlencode(query, safe="/:")))
 
 
 def open_generator(spec: str, *, base_dir: Path | None = None) -> Generator:
@@ -190,5 +232,4 @@ def open_generator(spec: str, *, base_dir: Path | None = None) -> Generator:
         return _python(spec, folder)
     if is_chat_spec(spec):
         return _chat(spec, folder)
-    raise UsageError(f"--generator must be python:MODULE:ATTR or an OpenAI-compatible chat "
-                     f"endpoint http(s)://…?model=NAME; found {spec!r}")
+    raise UsageError(_NOT_A_GENERATOR.format(spec=repr(spec)))

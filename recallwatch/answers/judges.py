@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from recallwatch.embedders.base import Embedder
     from recallwatch.judgments.llm_judge import ChatClient
 
-__all__ = ["AnswerJudge", "LLMJudge", "OfflineJudge", "Support", "open_judge"]
+__all__ = ["AnswerJudge", "LLMJudge", "OfflineJudge", "Support", "check_judge", "open_judge"]
 
 JudgeKind = Literal["offline", "llm"]
 
@@ -263,13 +263,9 @@ class LLMJudge:
 _OFFLINE_KEYS = ("support", "relevance", "correct", "embedder")
 
 
-def open_judge(spec: str = "offline") -> AnswerJudge:
-    """``offline`` (thresholds calibrated on the labelled answers), ``offline?support=X&
-    relevance=Y&correct=Z[&embedder=NAME]`` (fixed), or an OpenAI-compatible endpoint ``https://…?model=
-    NAME[&api_key_env=VAR][&timeout=S]``."""
-    if is_chat_spec(spec):
-        chat = parse_chat_spec(spec, "--answer-judge")
-        return LLMJudge(chat, chat.client(max_tokens=4))
+def _offline_settings(spec: str) -> tuple[dict[str, float], str | None]:
+    """The thresholds an ``offline?…`` spec fixes and the embedder it names (None: the
+    packaged one)."""
     name, _, query = spec.partition("?")
     if name != "offline":
         raise UsageError(f"--answer-judge must be offline, offline?support=X&relevance=Y, or an "
@@ -290,9 +286,29 @@ def open_judge(spec: str = "offline") -> AnswerJudge:
                 raise UsageError(f"--answer-judge offline: {key} is a cosine similarity from -1 "
                                  f"to 1, found {options[key]!r}")
             thresholds[key] = value
+    return thresholds, options.get("embedder")
+
+
+def check_judge(spec: str) -> None:
+    """Raise the UsageError :func:`open_judge` would raise for ``spec``, opening nothing (no
+    embedder is loaded, no endpoint asked)."""
+    if is_chat_spec(spec):
+        parse_chat_spec(spec, "--answer-judge")
+    else:
+        _offline_settings(spec)
+
+
+def open_judge(spec: str = "offline") -> AnswerJudge:
+    """``offline`` (thresholds calibrated on the labelled answers), ``offline?support=X&
+    relevance=Y&correct=Z[&embedder=NAME]`` (fixed), or an OpenAI-compatible endpoint ``https://…?model=
+    NAME[&api_key_env=VAR][&timeout=S]``."""
+    if is_chat_spec(spec):
+        chat = parse_chat_spec(spec, "--answer-judge")
+        return LLMJudge(chat, chat.client(max_tokens=4))
+    thresholds, embedder_spec = _offline_settings(spec)
     from recallwatch.embedders import embedder_from_spec, get_embedder
 
-    embedder = (embedder_from_spec(options["embedder"]) if "embedder" in options
+    embedder = (embedder_from_spec(embedder_spec) if embedder_spec is not None
                 else get_embedder())
     return OfflineJudge(embedder, thresholds.get("support"), thresholds.get("relevance"),
                         thresholds.get("correct"), fixed=tuple(sorted(thresholds)))

@@ -72,6 +72,13 @@ def experiment(
     base. Without a tune/test split the winner is chosen and judged on the same queries, and a
     warning says so. Dominated variants (no better on quality, no cheaper) are marked.
 
+    With an answers: section in the plan (the gate's --generator, --answer-judge,
+    --answer-labels…; a variant may set its own generator: and prompt:), each variant's
+    generator answers every question from its top K and from the expected chunks alone, and
+    one judge, measured once against the labelled answers, judges both: per variant,
+    faithfulness, answer relevance, correctness, hallucination rate, and the wrong answers named
+    retrieval, generation or both. The answers are shown, not used for the choice.
+
     With --prices, each variant's cost in money of serving 1,000 queries (its gate's search time
     and query embedding on the judged queries, its index in memory, its store on disk), with
     the arithmetic.

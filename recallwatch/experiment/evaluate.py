@@ -37,6 +37,10 @@ class PartResult:
     failed_queries: int
     candidate_recall: float | None  # of the first stage, at the pipeline's depth
     cost: dict[str, Any] | None
+    # the variant's answers judged (the plan's answers: section), as results.json keeps them
+    answers: dict[str, Any] | None = None
+    # the gate's result, kept until its answers are judged (recallwatch.experiment.answers)
+    gate: GateResult | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -107,7 +111,7 @@ def evaluate_variant(plan: Plan, variant: VariantSpec, build: Build) -> VariantO
             source = PipelineSource(pipe, corpus=chunks, name=variant.name)
             result = with_stages(Gate(golden, policy, part=part, judgments=judgments).run(source),
                                  source)
-            out[part] = _part(result, judgments or {})
+            out[part] = _part(result, judgments or {}, keep=plan.answers is not None)
             warnings += [w for w in result.warnings if w not in warnings]
     return VariantOutcome(variant.name, variant.config(), build.to_dict(), out,
                           build.ingest_seconds, build.store_bytes,
@@ -126,7 +130,8 @@ def judged_block(result: GateResult, judgments: Collection[tuple[str, str]]) -> 
     return block
 
 
-def _part(result: GateResult, judgments: Collection[tuple[str, str]]) -> PartResult:
+def _part(result: GateResult, judgments: Collection[tuple[str, str]], *,
+          keep: bool = False) -> PartResult:
     judged = judged_block(result, judgments)
     per_query: dict[str, dict[str, float]] = {}
     for q in result.queries:
@@ -141,4 +146,5 @@ def _part(result: GateResult, judgments: Collection[tuple[str, str]]) -> PartRes
         "judged_at_k": judged["judged_at_k"]}
     stages = result.stages or {}
     return PartResult(result.verdict, metrics, per_query, agg.failed_queries,
-                      stages.get("candidate_recall"), result.cost)
+                      stages.get("candidate_recall"), result.cost,
+                      gate=result if keep else None)

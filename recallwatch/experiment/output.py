@@ -10,8 +10,8 @@ from typing import Any
 
 from recallwatch.experiment.runner import ExperimentResult
 
-__all__ = ["TEMPLATES", "frontier", "frontier_chart", "table_rows", "to_markdown", "to_text",
-           "view", "write_outputs"]
+__all__ = ["TEMPLATES", "answer_rows", "frontier", "frontier_chart", "table_rows", "to_markdown",
+           "to_text", "view", "write_outputs"]
 
 TEMPLATES = Path(__file__).parent / "templates"
 _HEADER = ["variant", "choice", "verdict", "quality", "recall@K", "nDCG@K", "MRR",
@@ -22,6 +22,9 @@ _TEXT_COLUMNS = {0, 1, 2, len(_HEADER) - 1}  # left-aligned; the numbers are rig
 # columns wrap, a figure with its p-value or interval may put that on a second line, a figure
 # never breaks.
 _PAIRS = {"Δ quality (p)", "Δ nDCG@K (p)", "p50 ms", "p99 ms"}
+_ANSWER_HEADER = ["variant", "generator", "faithfulness", "relevance", "correctness",
+                  "hallucination rate", "right", "retrieval", "generation", "both"]
+_ANSWER_TEXT = {0, 1}
 _KINDS = ["name" if i == 0 else "words" if i in _TEXT_COLUMNS - {2} else
           "pair" if h in _PAIRS else "figure" for i, h in enumerate(_HEADER)]
 
@@ -98,6 +101,60 @@ def table_rows(data: Mapping[str, Any]) -> list[list[str]]:
     return rows
 
 
+def answer_rows(data: Mapping[str, Any]) -> list[list[str]]:
+    """One row per variant of its answers (none when the plan judged no answers), in the
+    order the choice used: the measures (— when the judge is not trusted with one), the answers
+    right, and the wrong ones by failure."""
+    from recallwatch.experiment.answers import generator_name
+
+    if not data.get("answers"):
+        return []
+    rows = []
+    for v in _ordered(data):
+        a = v.get("answers") or {}
+        failures = a.get("failures") or {}
+        rows.append([v["name"], generator_name(a.get("generator") or {}),
+                     _num(a.get("faithfulness"), ".3f"), _num(a.get("relevance"), ".3f"),
+                     _num(a.get("correctness"), ".3f"), _num(a.get("hallucination_rate"), ".3f"),
+                     f"{a.get('right', 0)}/{a.get('answered', 0)}",
+                     *(str(failures.get(k, "—")) for k in ("retrieval", "generation", "both"))])
+    return rows
+
+
+def _answer_legend(data: Mapping[str, Any]) -> str:
+    queries = "test" if data["judged_on"] == "test" else "all"
+    judge = data["answers"]
+    return (f"Answers on the {queries} queries: each variant's generator answered each question "
+            "from the variant's top K, and again from its expected chunks alone; the "
+            f"{judge['judge']['kind']} judge judged both (its agreement with people is in the "
+            "summary). right: answers right "
+            "by every trusted measure, of those judged; retrieval, generation, both: the wrong "
+            "answers by failure (retrieval: right from the expected chunks alone; generation: "
+            "wrong from them too, with every expected chunk retrieved; both: wrong from them "
+            f"too, with expected chunks missing). — : a measure the judge is not trusted with. "
+            f"{judge['choice_note'][:1].upper()}{judge['choice_note'][1:]}.")
+
+
+def _aligned(header: list[str], rows: list[list[str]], text_columns: set[int]) -> list[str]:
+    """A table for a terminal: aligned columns, every cell made safe to print."""
+    from recallwatch.report import visible
+
+    cells = [header, *([visible(c) for c in row] for row in rows)]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    return ["  ".join(c.ljust(w) if i in text_columns else c.rjust(w)
+                      for i, (c, w) in enumerate(zip(r, widths, strict=True))).rstrip()
+            for r in cells]
+
+
+def _markdown_table(header: list[str], rows: list[list[str]], text_columns: set[int]
+                    ) -> list[str]:
+    from recallwatch.report import md_escape as _md
+
+    return ["| " + " | ".join(header) + " |",
+            "|" + "".join("---|" if i in text_columns else "---:|" for i in range(len(header))),
+            *("| " + " | ".join(_md(c) for c in row) + " |" for row in rows)]
+
+
 def _legend(data: Mapping[str, Any]) -> str:
     from recallwatch.stats import calls_needed
 
@@ -122,28 +179,27 @@ def _legend(data: Mapping[str, Any]) -> str:
 
 
 def to_text(result: ExperimentResult) -> str:
-    """The table for a terminal: aligned columns, every cell made safe to print."""
+    """The tables for a terminal: aligned columns, every cell made safe to print."""
     from recallwatch.report import visible
 
     data = result.to_dict()
-    rows = [_HEADER, *([visible(c) for c in row] for row in table_rows(data))]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(_HEADER))]
-    lines = ["  ".join(c.ljust(w) if i in _TEXT_COLUMNS else c.rjust(w)
-                       for i, (c, w) in enumerate(zip(r, widths, strict=True))).rstrip()
-             for r in rows]
-    return "\n".join([_legend(data), "", *lines, "", *(visible(s) for s in result.summary())])
+    lines = [_legend(data), "", *_aligned(_HEADER, table_rows(data), _TEXT_COLUMNS)]
+    answers = answer_rows(data)
+    if answers:
+        lines += ["", visible(_answer_legend(data)), "",
+                  *_aligned(_ANSWER_HEADER, answers, _ANSWER_TEXT)]
+    return "\n".join([*lines, "", *(visible(s) for s in result.summary())])
 
 
 def to_markdown(result: ExperimentResult) -> str:
     from recallwatch.report import md_escape as _md
 
     data = result.to_dict()
-    lines = [_md(_legend(data)), "",
-             "| " + " | ".join(_HEADER) + " |",
-             "|" + "".join("---|" if i in _TEXT_COLUMNS else "---:|"
-                           for i in range(len(_HEADER)))]
-    for row in table_rows(data):
-        lines.append("| " + " | ".join(_md(c) for c in row) + " |")
+    lines = [_md(_legend(data)), "", *_markdown_table(_HEADER, table_rows(data), _TEXT_COLUMNS)]
+    answers = answer_rows(data)
+    if answers:
+        lines += ["", _md(_answer_legend(data)), "",
+                  *_markdown_table(_ANSWER_HEADER, answers, _ANSWER_TEXT)]
     lines += ["", *(_md(s) for s in result.summary())]
     return "\n".join(lines) + "\n"
 
@@ -205,9 +261,12 @@ def view(data: Mapping[str, Any]) -> dict[str, Any]:
     """What the experiment's page shows (the report's and the dashboard's): the table's header
     and rows (with each column's kind of layout), the summary lines, the plot and its points,
     the winner."""
+    answers = answer_rows(data)
     return {"header": _HEADER, "kinds": _KINDS, "rows": table_rows(data), "legend": _legend(data),
             "summary": list(data.get("summary") or []), "chart": frontier_chart(data),
-            "points": frontier(data), "winner": data["winner"]}
+            "points": frontier(data), "winner": data["winner"],
+            "answer_header": _ANSWER_HEADER, "answer_rows": answers,
+            "answer_legend": _answer_legend(data) if answers else None}
 
 
 def to_html(result: ExperimentResult) -> str:

@@ -12,7 +12,15 @@ judged (query, chunk) pairs, as ``gate --judgments`` reads them), a ``base: {nam
 * ``rerank: {…}`` — a reranker, as in a pipeline file;
 * ``index: {index_type, index_threshold, nprobes, ef, refine_factor}`` — the LanceDB index;
 * ``corpus: FILE`` — a corpus variant (e.g. tables with written descriptions) whose chunks
-  replace the base corpus's chunks with the same id.
+  replace the base corpus's chunks with the same id;
+* ``generator: SPEC`` and ``prompt: FILE`` — with the plan's ``answers:`` section, the generator
+  that answers each question from the variant's retrieved chunks (as ``gate --generator``) and
+  the prompt template of a chat endpoint generator (its ``prompt=FILE``).
+
+An ``answers:`` section (``generator``, ``prompt``, ``judge``, ``labels``, ``min_kappa``,
+``min_labelled``: the gate's ``--generator``, its ``prompt=FILE``, ``--answer-judge``,
+``--answer-labels``, ``--answer-min-kappa`` and ``--answer-min-labelled``) has every variant's
+answers judged; its ``generator`` and ``prompt`` are the base's unless the base sets its own.
 
 A variant changes only what it names; everything else is the base's. Paths are relative to the
 plan. Every mistake is an InputError naming the plan, the line, the variant and the field.
@@ -24,15 +32,23 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from recallwatch.errors import InputError
+from recallwatch.answers.trust import DEFAULT_MIN_KAPPA, DEFAULT_MIN_LABELLED
+from recallwatch.errors import InputError, UsageError
 from recallwatch.formats.fields import check_keys, line_of, shown, text_id
 from recallwatch.formats.structured import LINE_KEY, load_structured, without_lines
 from recallwatch.ops.chunking import Chunking
 
-__all__ = ["INDEX_KEYS", "Plan", "VariantSpec", "load_plan"]
+__all__ = ["INDEX_KEYS", "AnswerSpec", "Plan", "VariantSpec", "load_plan"]
 
-_TOP_KEYS = {"golden", "corpus", "policy", "judgments", "depth", "base", "variants"}
-_VARIANT_KEYS = {"name", "chunking", "embedder", "retrieval", "rerank", "index", "corpus"}
+_TOP_KEYS = {"golden", "corpus", "policy", "judgments", "depth", "base", "variants", "answers"}
+_VARIANT_KEYS = {"name", "chunking", "embedder", "retrieval", "rerank", "index", "corpus",
+                 "generator", "prompt"}
+_ANSWER_KEYS = {"generator", "prompt", "judge", "labels", "min_kappa", "min_labelled"}
+_JUDGE = ("an answer judge, as gate --answer-judge takes it: offline, "
+          "offline?support=X&relevance=Y&correct=Z, or an OpenAI-compatible chat endpoint "
+          "http(s)://…/v1?model=NAME")
+_GENERATOR = ("a generator spec, as gate --generator takes it: python:MODULE:ATTR or an "
+              "OpenAI-compatible chat endpoint http(s)://…/v1?model=NAME")
 #: LanceDB store settings a variant may set (the store URI's parameters).
 INDEX_KEYS = ("index_type", "index_threshold", "nprobes", "ef", "refine_factor")
 _BUILD_KEYS = ("index_type", "index_threshold")  # the rest only change how it is searched
@@ -53,10 +69,21 @@ class VariantSpec:
     index: dict[str, Any] = field(default_factory=dict)
     corpus: tuple[Path, ...] = ()  # corpus variant files, over the plan's corpus
     line: int | None = None
+    generator: str | None = None  # with the plan's answers: section, as gate --generator
+    prompt: Path | None = None  # a chat endpoint generator's prompt template
 
     @property
     def dense(self) -> bool:
         return self.retrieval in ("dense", "hybrid")
+
+    @property
+    def generator_spec(self) -> str | None:
+        """The generator as ``gate --generator`` takes it, with the variant's prompt file."""
+        if self.generator is None or self.prompt is None:
+            return self.generator
+        from recallwatch.answers.generate import with_prompt
+
+        return with_prompt(self.generator, self.prompt)
 
     def build_index(self) -> dict[str, Any]:
         return {k: v for k, v in self.index.items() if k in _BUILD_KEYS}
@@ -71,7 +98,22 @@ class VariantSpec:
             "rerank": self.rerank,
             "index": dict(self.index) if self.dense else {},
             "corpus": [p.name for p in self.corpus],
+            "generator": self.generator,
+            "prompt": None if self.prompt is None else self.prompt.name,
         }
+
+
+@dataclass(frozen=True)
+class AnswerSpec:
+    """The plan's ``answers:`` section: how every variant's answers are judged, as the gate's
+    ``--answer-judge``, ``--answer-labels``, ``--answer-min-kappa`` and ``--answer-min-labelled``
+    read them (the generator and its prompt are each variant's)."""
+
+    labels: Path
+    judge: str = "offline"
+    min_kappa: float = DEFAULT_MIN_KAPPA
+    min_labelled: int = DEFAULT_MIN_LABELLED
+    line: int | None = None
 
 
 @dataclass(frozen=True)
@@ -85,6 +127,7 @@ class Plan:
     depth: int = 100
     # judgments files (as `gate --judgments` reads them): the (query, chunk) pairs someone judged
     judgments: tuple[Path, ...] = ()
+    answers: AnswerSpec | None = None  # None: the variants' answers are not judged
 
     @property
     def base_dir(self) -> Path:
@@ -124,7 +167,9 @@ def load_plan(path: str | Path) -> Plan:
     if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= 10_000:
         raise InputError(source=src, line=line, field="depth",
                          expected="a whole number from 1 to 10000", found=depth)
-    base = _variant(data["base"], VariantSpec(name=""), base_dir, src, "base")
+    answers, defaults = (None, VariantSpec(name="")) if data.get("answers") is None else \
+        _answers(data["answers"], base_dir, src, line)
+    base = _variant(data["base"], defaults, base_dir, src, "base", answers is not None)
     raw_variants = data.get("variants") or []
     if not isinstance(raw_variants, list):
         raise InputError(source=src, line=line, field="variants",
@@ -132,17 +177,131 @@ def load_plan(path: str | Path) -> Plan:
     variants = []
     seen = {base.name: base.line}
     for i, raw in enumerate(raw_variants):
-        v = _variant(raw, base, base_dir, src, f"variants[{i}]")
+        v = _variant(raw, base, base_dir, src, f"variants[{i}]", answers is not None)
         if v.name in seen:
             raise InputError(source=src, line=v.line, record=v.name, field="name",
                              expected="a name no other variant has",
                              found=v.name, hint=f"the first is on line {seen[v.name]}")
         seen[v.name] = v.line
         variants.append(v)
-    return Plan(p, golden, corpus, policy, base, tuple(variants), depth, judgments)
+    return Plan(p, golden, corpus, policy, base, tuple(variants), depth, judgments, answers)
 
 
-def _variant(raw: Any, base: VariantSpec, base_dir: Path, src: str, where: str) -> VariantSpec:
+def _answers(raw: Any, base_dir: Path, src: str, line: int | None
+             ) -> tuple[AnswerSpec, VariantSpec]:
+    """The ``answers:`` section, and the base's generator and prompt unless it sets its own."""
+    if not isinstance(raw, dict):
+        raise InputError(source=src, line=line, field="answers",
+                         expected="a mapping {generator, prompt, judge, labels, min_kappa, "
+                         "min_labelled}", found=shown(raw))
+    check_keys(raw, _ANSWER_KEYS, source=src, record="answers")
+    at = line_of(raw) or line
+    if raw.get("labels") is None:
+        raise InputError(source=src, line=at, record="answers", field="labels",
+                         expected="a file of answers people labelled (as gate --answer-labels "
+                         "reads it): the judge is measured against it before it judges",
+                         found=shown(None))
+    labels = _file(raw["labels"], base_dir, src, at, "answers", "labels")
+    from recallwatch.formats.answers import read_labelled_answers
+
+    read_labelled_answers(labels)  # a bad labels file fails here, before anything is built
+    judge = raw.get("judge", "offline")
+    if not isinstance(judge, str) or not judge.strip():
+        raise InputError(source=src, line=at, record="answers", field="judge",
+                         expected=_JUDGE, found=shown(judge))
+    from recallwatch.answers.judges import check_judge
+
+    try:
+        check_judge(judge.strip())
+    except UsageError as err:
+        raise InputError(source=src, line=at, record="answers", field="judge", expected=_JUDGE,
+                         found=judge, hint=str(err)) from None
+    kappa = raw.get("min_kappa", DEFAULT_MIN_KAPPA)
+    if isinstance(kappa, bool) or not isinstance(kappa, (int, float)) or not -1 <= kappa <= 1:
+        raise InputError(source=src, line=at, record="answers", field="min_kappa",
+                         expected="a kappa from -1 to 1 (as gate --answer-min-kappa)",
+                         found=kappa)
+    least = raw.get("min_labelled", DEFAULT_MIN_LABELLED)
+    if isinstance(least, bool) or not isinstance(least, int) or least < 2:
+        raise InputError(source=src, line=at, record="answers", field="min_labelled",
+                         expected="a whole number >= 2 (as gate --answer-min-labelled)",
+                         found=least)
+    defaults = VariantSpec(name="")
+    if "generator" in raw:
+        defaults = replace(defaults, generator=_generator(raw["generator"], src, at, "answers"))
+    if raw.get("prompt") is not None:
+        defaults = replace(defaults, prompt=_prompt(raw["prompt"], base_dir, src, at, "answers"))
+        _check_prompt(defaults, src, at, "answers")
+    return AnswerSpec(labels, judge.strip(), float(kappa), least, at), defaults
+
+
+def _generator(raw: Any, src: str, line: int | None, record: str) -> str:
+    """A generator spec, checked as gate --generator checks it (nothing is imported yet)."""
+    from recallwatch.answers.generate import check_generator
+
+    if not isinstance(raw, str) or not raw.strip():
+        raise InputError(source=src, line=line, record=record, field="generator",
+                         expected=_GENERATOR, found=shown(raw))
+    if not raw.strip().startswith(("python:", "http://", "https://")):
+        raise InputError(source=src, line=line, record=record, field="generator",
+                         expected=_GENERATOR, found=raw)
+    try:
+        check_generator(raw.strip())
+    except UsageError as err:
+        raise InputError(source=src, line=line, record=record, field="generator",
+                         expected=_GENERATOR, found=raw, hint=str(err)) from None
+    return raw.strip()
+
+
+def _prompt(raw: Any, base_dir: Path, src: str, line: int | None, record: str) -> Path:
+    """A prompt template file holding {question} and {contexts}, as a chat generator's
+    ``prompt=FILE`` (relative to the plan)."""
+    from recallwatch.answers.generate import read_prompt
+
+    path = _file(raw, base_dir, src, line, record, "prompt")
+    try:
+        read_prompt(path)
+    except InputError as err:
+        raise InputError(source=src, line=line, record=record, field="prompt",
+                         expected=err.expected,
+                         found=f"<{str(err.found).strip('<>')} in {raw}>") from None
+    return path
+
+
+def _check_prompt(variant: VariantSpec, src: str, line: int | None, record: str) -> None:
+    """A prompt template is a chat endpoint's: a python: generator builds its own prompt."""
+    if variant.prompt is not None and variant.generator is not None \
+            and variant.generator.startswith("python:"):
+        raise InputError(source=src, line=line, record=record, field="prompt",
+                         expected="a chat endpoint generator (http(s)://…/v1?model=NAME) to "
+                         "send the prompt template to",
+                         found=f"<the python: generator {variant.generator}>",
+                         hint="a python: generator builds its own prompt from the question and "
+                         "the contexts: drop prompt:, or set prompt: null on this variant")
+
+
+def _answering(variant: VariantSpec, raw: dict[str, Any], src: str, answers: bool) -> None:
+    """A variant's generator and prompt: only with the plan's answers: section, and then every
+    variant has a generator."""
+    named = [k for k in ("generator", "prompt") if k in raw]
+    if named and not answers:
+        raise InputError(f"a variant's {named[0]} is used only to judge its answers, and the "
+                         "plan has no answers: section, which names the labelled answers and "
+                         "the judge",
+                         source=src, line=variant.line, record=variant.name, field=named[0],
+                         hint=f"add answers: {{labels: FILE}} to the plan, or drop "
+                         f"{named[0]}: from the variant; docs/experiments.md")
+    if answers and variant.generator is None:
+        raise InputError(source=src, line=variant.line, record=variant.name, field="generator",
+                         expected="a generator for the variant's answers: generator: in the "
+                         "plan's answers: section, on the base, or on this variant",
+                         found=shown(None), hint=_GENERATOR)
+    if "prompt" in raw or "generator" in raw:
+        _check_prompt(variant, src, variant.line, variant.name)
+
+
+def _variant(raw: Any, base: VariantSpec, base_dir: Path, src: str, where: str,
+             answers: bool = False) -> VariantSpec:
     if not isinstance(raw, dict):
         raise InputError(source=src, record=where, expected="a mapping {name, …}",
                          found=shown(raw))
@@ -184,9 +343,15 @@ def _variant(raw: Any, base: VariantSpec, base_dir: Path, src: str, where: str) 
     if "corpus" in raw:
         changes["corpus"] = (() if raw["corpus"] is None
                              else _files(raw["corpus"], base_dir, src, line, name, "corpus"))
+    if "generator" in raw:
+        changes["generator"] = _generator(raw["generator"], src, line, name)
+    if "prompt" in raw:
+        changes["prompt"] = (None if raw["prompt"] is None
+                             else _prompt(raw["prompt"], base_dir, src, line, name))
     variant = replace(base, **changes)
     if "retrieval" in raw or "rerank" in raw:
         _check_pipeline(variant, raw, src, base_dir)
+    _answering(variant, raw, src, answers)
     return variant
 
 

@@ -40,6 +40,10 @@ _ALPHA = 0.05
 #: warn when judged@K of two variants differs by more than this (a share, 0 to 1)
 JUDGED_SPREAD = 0.2
 _T = TypeVar("_T")
+_TOKENS_NOT_PRICED = {
+    False: "the plan has no answers: section, so no generator answered",
+    True: "the generator's tokens are not priced in an experiment yet (each variant's "
+          "answers.tokens in results.json counts those its model reported)"}
 
 
 @dataclass
@@ -52,6 +56,9 @@ class ExperimentResult:
     reused: dict[str, list[str]]  # the variants whose build came from the cache
     warnings: list[str] = field(default_factory=list)
     prices: Prices | None = None  # each variant's cost in money is priced at these
+    # the judge of the variants' answers, its agreement with people and how the answers were
+    # used (recallwatch.experiment.answers.AnswerStep.judge_block); None: no answers: section
+    answers: dict[str, Any] | None = None
 
     def money(self, name: str) -> dict[str, Any] | None:
         """What serving 1,000 queries costs with variant ``name`` at :attr:`prices` (None
@@ -75,8 +82,8 @@ class ExperimentResult:
             sources.update(dict.fromkeys(held, f"the variant's store, {o.store_bytes:,} bytes"))
         serving = replace(serving, memory_bytes=o.store_bytes, disk_bytes=o.store_bytes,
                           missing=missing, sources=sources,
-                          not_part={**serving.not_part,
-                                    "LLM tokens": "no generator in an experiment's variants yet"})
+                          not_part={**serving.not_part, "LLM tokens": _TOKENS_NOT_PRICED[
+                              self.answers is not None]})
         return price_serving(self.prices, serving)
 
     @property
@@ -107,7 +114,7 @@ class ExperimentResult:
     def summary(self) -> list[str]:
         """What a person reads first: the winner or "keep the base", the evidence, the
         quality-cost front, how latency was timed, and what was rebuilt."""
-        lines = list(self.choice.lines)
+        lines = [*self.choice.lines, *self._answer_lines()]
         for kind in ("corpus", "index"):
             built, reused = self.built[kind], self.reused[kind]
             if built or reused:
@@ -117,6 +124,18 @@ class ExperimentResult:
             if money is not None:
                 lines += money_lines(money, f" with {o.name} (on the {self.judged_on} queries)")
         return [*lines, *self.warnings]
+
+    def _answer_lines(self) -> list[str]:
+        """The answers in words: the judge and its agreement, each variant's measures and
+        failures, and that the choice did not use them."""
+        if self.answers is None:
+            return []
+        from recallwatch.experiment.answers import answer_line
+
+        lines = [f"answers on the {self.judged_on} queries, judged by the "
+                 f"{self.answers['judge']['kind']} judge, {self.answers['line']}"]
+        lines += [answer_line(o.name, o.parts[self.judged_on].answers) for o in self.outcomes]
+        return [*lines, f"{self.answers['choice_note']}; {self.answers['cache_note']}"]
 
     def to_dict(self) -> dict[str, Any]:
         variants = []
@@ -138,8 +157,10 @@ class ExperimentResult:
                 "dominated_by": self.choice.dominated_by.get(o.name, []),
                 "money": self.money(o.name),
             }
+            record["answers"] = scored.answers
             if "tune" in o.parts:
                 record["metrics_tune"] = o.parts["tune"].metrics
+                record["answers_tune"] = o.parts["tune"].answers
             variants.append(record)
         return {"schema": SCHEMA, "plan": str(self.plan.source),
                 "plan_path": plan_path(self.plan), "variants": variants,
@@ -147,6 +168,7 @@ class ExperimentResult:
                 "judged_on": self.judged_on, "confirmed": self.confirmed,
                 "choice": self.choice.to_dict(),
                 "cache": {"built": self.built, "reused": self.reused},
+                "answers": self.answers,
                 "warnings": self.warnings, "summary": self.summary()}
 
 
@@ -163,6 +185,7 @@ def run_experiment(plan: Plan, out: Path, *, engine: str = "local", address: str
     timings are reported, and no variant counts as cheaper than another). ``prices``: each
     variant's cost in money of serving 1,000 queries (:meth:`ExperimentResult.money`)."""
     from recallwatch._progress import steps
+    from recallwatch.experiment.answers import answer_variant, open_answers
     from recallwatch.scale import engine_session
 
     with claim(out, plan, replace=replace) as folder:
@@ -173,13 +196,20 @@ def run_experiment(plan: Plan, out: Path, *, engine: str = "local", address: str
         corpora = _first_of(specs, lambda v: keys[v.name][0])
         indexes = _first_of([v for v in specs if v.dense], lambda v: str(keys[v.name][1]))
         session = engine_session(engine, address, workers)  # type: ignore[arg-type]
-        shown = steps(len(corpora) + len(indexes) + len(specs), "experiment", enabled=progress)
+        answering = open_answers(plan)  # a generator or judge that fails does so before builds
+        shown = steps(len(corpora) + len(indexes) + len(specs) * (1 + (answering is not None)),
+                      "experiment", enabled=progress)
         try:
             with session as on_ray, shown as step:
                 work = _Work(plan, cache, keys, _ray_map if on_ray else _local_map, step)
                 builds = work.build(corpora, indexes, progress and not on_ray)
                 outcomes = work.run(evaluate_variant, [(plan, v, builds[v.name]) for v in specs],
                                     [f"judging {v.name}" for v in specs])
+                if answering is not None:  # in this process: the generators are opened here
+                    outcomes = _local_map(
+                        lambda v, o: answer_variant(answering, v, o, builds[v.name].corpus_file),
+                        list(zip(specs, outcomes, strict=True)),
+                        [f"answers of {v.name}" for v in specs], step)
             costs = time_variants(plan, specs, cache, timing_rounds)
         except (KeyboardInterrupt, Interrupted):
             raise Interrupted(_kept(plan, folder, keys)) from None
@@ -189,6 +219,7 @@ def run_experiment(plan: Plan, out: Path, *, engine: str = "local", address: str
                      and (kind == "corpus" or v.dense)] for kind in ("corpus", "index")}
     result = _judge(plan, outcomes, built, reused, costs)
     result.prices = prices
+    result.answers = None if answering is None else answering.judge_block()
     notes = {n: None for v in specs for n in builds[v.name].notes}
     result.warnings[:0] = list(notes)  # the cache entries rebuilt, first
     return result

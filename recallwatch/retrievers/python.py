@@ -32,21 +32,28 @@ from recallwatch._usercode import UserCode, check_timeout
 from recallwatch.errors import RetrieverError, UsageError
 from recallwatch.retrievers.base import Hit, _q, check_hits
 
-__all__ = ["DEFAULT_TIMEOUT", "PythonRetriever", "load_attribute", "open_python", "user_code"]
+__all__ = ["DEFAULT_TIMEOUT", "PythonRetriever", "load_attribute", "open_python",
+           "split_python_spec", "user_code"]
 
 _OPTIONS = {"id_field", "score_field", "timeout"}
 DEFAULT_TIMEOUT = 60.0  # seconds a call into the user's code may take (import, build, a query)
+
+
+def split_python_spec(spec: str, what: str) -> tuple[str, str]:
+    """``python:MODULE:ATTR`` as (MODULE, ATTR); another form is a UsageError."""
+    _, _, rest = spec.partition(":")
+    module_name, sep, attr = rest.rpartition(":")
+    if not sep or not module_name or not attr:
+        raise UsageError(f"{what}: {spec!r} is not python:MODULE:ATTR (e.g. "
+                         "python:my_search:retriever)")
+    return module_name, attr
 
 
 def load_attribute(spec: str, *, base_dir: Path, what: str, guard: UserCode) -> Any:
     """The object ``python:MODULE:ATTR`` names; MODULE is imported (through ``guard``) from the
     working directory, then ``base_dir``. A missing module or attribute is a UsageError naming
     both."""
-    _, _, rest = spec.partition(":")
-    module_name, sep, attr = rest.rpartition(":")
-    if not sep or not module_name or not attr:
-        raise UsageError(f"{what}: {spec!r} is not python:MODULE:ATTR (e.g. "
-                         "python:my_search:retriever)")
+    module_name, attr = split_python_spec(spec, what)
     added = [d for d in (str(Path.cwd()), str(base_dir)) if d not in sys.path]
     sys.path[:0] = added
     try:

@@ -1,5 +1,6 @@
 """What the experiment tests share: the example knowledge base cut down to one domain
-(:func:`small_kb`) and a plan over it (:func:`write_plan`)."""
+(:func:`small_kb`) and a plan over it (:func:`write_plan`); the answer tests' local
+OpenAI-compatible chat endpoint (``chat``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 
 from recallwatch.formats.corpus import read_corpus, write_corpus
 from recallwatch.formats.golden import load_golden
+from tests.answers.conftest import chat  # noqa: F401  (the fixture: a local chat endpoint)
 
 KB = Path(__file__).resolve().parents[2] / "examples" / "kb"
 
