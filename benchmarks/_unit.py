@@ -1,5 +1,9 @@
-"""What ``unit_cost_bench.py`` measures every step with: the peak resident memory of a process,
-a step run in a fresh process per size, and the cost of one more unit of work between two sizes.
+"""What the benchmarks measure processes with: the peak resident memory of a process, a step run
+in a fresh process per size, and the cost of one more unit of work between two sizes
+(``unit_cost_bench.py`` and the other unit benchmarks); and the set-up of the benchmarks that
+time whole ``recallwatch`` commands on the example knowledge base (``startup_bench.py``,
+``gate_split_bench.py``): their options, the store built once, the gate's command line, a timed
+child process and interleaved rounds.
 """
 
 from __future__ import annotations
@@ -10,7 +14,9 @@ import os
 import resource
 import subprocess
 import sys
-from collections.abc import Iterable
+import tempfile
+import time
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -67,3 +73,80 @@ def finish(result: dict[str, Any], lines: list[str], out: Path | None) -> None:
     print("\n".join(lines))
     if out is not None:
         out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+
+
+# -- whole commands on the example knowledge base ----------------------------------------------
+ROOT = Path(__file__).resolve().parent.parent
+KB = ROOT / "examples" / "kb"
+# The `recallwatch` script's entry point, as a fresh process runs it.
+CLI = ("import sys; from recallwatch.__main__ import main; sys.argv[0] = 'recallwatch'; "
+       "sys.exit(main())")
+
+
+def command_options(description: str, folder: str) -> argparse.Namespace:
+    """--rounds, --dir (default: ``folder`` in the temporary directory) and --baseline."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / folder)
+    parser.add_argument("--baseline", type=Path,
+                        help="another checkout of recallwatch to time the same gate with")
+    return parser.parse_args()
+
+
+def user_env() -> dict[str, str]:
+    """The environment the children run in, as a user's: with Python's bytecode cache (an
+    environment that sets ``PYTHONDONTWRITEBYTECODE`` would make every child compile
+    recallwatch's modules from source; the first, untimed run writes the cache)."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def example_store(folder: Path, env: Mapping[str, str]) -> str:
+    """The URI of the example knowledge base (``examples/kb/corpus_v1.jsonl``) ingested into a
+    LanceDB store in ``folder``, once: a later call finds it there."""
+    kb = folder / "kb"
+    uri = f"lancedb://{kb}?table=chunks"
+    if not (kb / "chunks.lance").exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, "-c", CLI, "ingest", str(KB / "corpus_v1.jsonl"),
+                        "--store", uri], check=True, env=dict(env), cwd=ROOT,
+                       stdout=subprocess.DEVNULL)
+    return uri
+
+
+def example_gate(uri: str, history: Path, *extra: str) -> list[str]:
+    """The arguments of the example's gate, as ``examples/demo.sh`` runs it, then ``extra``."""
+    return ["gate", str(KB / "golden.yaml"), "--store", uri, "--policy",
+            str(KB / "policy.yaml"), "--history", str(history), *extra]
+
+
+def timed_child(argv: Sequence[str], env: Mapping[str, str]) -> dict[str, Any]:
+    """Run ``argv`` in the checkout: its wall time, CPU time, peak RSS (``wait4``), exit code,
+    output and error output."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(list(argv), env=dict(env), stdout=out, stderr=err, cwd=ROOT)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        out.seek(0)
+        err.seek(0)
+        return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime,
+                "rss_mb": usage.ru_maxrss / 1024, "exit": os.waitstatus_to_exitcode(status),
+                "stdout": out.read().decode(errors="replace"),
+                "stderr": err.read().decode(errors="replace")}
+
+
+def interleaved(commands: Mapping[str, tuple[Sequence[str], Mapping[str, str]]], rounds: int
+                ) -> tuple[dict[str, list[dict[str, Any]]], list[float]]:
+    """Each command once a round, the order rotated from round to round (a slow moment of the
+    machine falls on each in turn): every run's :func:`timed_child` figures, and the load
+    average before each round and after the last."""
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in commands}
+    loads = []
+    names = list(commands)
+    for r in range(rounds):
+        loads.append(os.getloadavg()[0])
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            argv, env = commands[name]
+            runs[name].append(timed_child(argv, env))
+    loads.append(os.getloadavg()[0])
+    return runs, loads

@@ -149,7 +149,7 @@ def main() -> None:
     t0 = time.perf_counter()
     result = run_gate(golden, store=store, embedder=embedder)
     wall = time.perf_counter() - t0
-    timings = dict(result.timings)
+    timings = result.timings.to_dict()
     agg = result.to_dict()["aggregate"]
     out["gate"] = {
         "wall_seconds": wall, "timings": timings,

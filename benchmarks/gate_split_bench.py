@@ -35,21 +35,21 @@ above the plain one; the shares are of the split run's wall. Medians over the ro
 
 from __future__ import annotations
 
-import argparse
-import os
 import statistics
-import subprocess
 import sys
-import tempfile
-import time
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-KB = ROOT / "examples" / "kb"
-CLI = ("import sys; from recallwatch.__main__ import main; sys.argv[0] = 'recallwatch'; "
-       "sys.exit(main())")
+from _unit import (
+    CLI,
+    command_options,
+    example_gate,
+    example_store,
+    interleaved,
+    timed_child,
+    user_env,
+)
+
 # The wrapper: times the report writers by name, marks them on stderr for -X importtime's lines,
 # and prints its figures from an exit handler (the command ends through atexit + os._exit).
 SPLIT = r"""
@@ -98,18 +98,6 @@ main()
 """
 
 
-def child(argv: list[str], env: dict[str, str]) -> dict[str, Any]:
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(argv, env=env, stdout=out, stderr=err, cwd=ROOT)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t0
-        err.seek(0)
-        return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime,
-                "rss_mb": usage.ru_maxrss / 1024, "exit": os.waitstatus_to_exitcode(status),
-                "stderr": err.read().decode(errors="replace")}
-
-
 def split(stderr: str) -> dict[str, float]:
     """imports, imports while writing reports, and the wrapper's wall and report times."""
     imports = during = 0.0
@@ -138,21 +126,11 @@ def split(stderr: str) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "rw-gate-split")
-    parser.add_argument("--baseline", type=Path, help="another checkout to time the same gate")
-    args = parser.parse_args()
+    args = command_options(__doc__.split("\n\n")[0], "rw-gate-split")
     py = sys.executable
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    kb = args.dir / "kb"
-    uri = f"lancedb://{kb}?table=chunks"
-    if not (kb / "chunks.lance").exists():
-        args.dir.mkdir(parents=True, exist_ok=True)
-        subprocess.run([py, "-c", CLI, "ingest", str(KB / "corpus_v1.jsonl"), "--store", uri],
-                       check=True, env=env, cwd=ROOT, stdout=subprocess.DEVNULL)
-    gate = ["gate", str(KB / "golden.yaml"), "--store", uri, "--policy", str(KB / "policy.yaml"),
-            "--history", str(args.dir / "history.db"), "--report", str(args.dir / "report")]
+    env = user_env()
+    gate = example_gate(example_store(args.dir, env), args.dir / "history.db",
+                        "--report", str(args.dir / "report"))
     commands: dict[str, tuple[list[str], dict[str, str]]] = {
         "plain": ([py, "-c", CLI, *gate], env),
         "split": ([py, "-X", "importtime", "-c", SPLIT, *gate], env),
@@ -164,18 +142,10 @@ def main() -> None:
     commands["version"] = ([py, "-c", CLI, "--version"], env)
     commands["numpy"] = ([py, "-c", "import numpy"], env)
     for name, (argv, e) in commands.items():  # warm: bytecode, model and page caches
-        first = child(argv, e)
+        first = timed_child(argv, e)
         if first["exit"] not in (0, 1):
             raise SystemExit(f"{name}: exit {first['exit']}\n{first['stderr'][-2000:]}")
-    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in commands}
-    loads = []
-    names = list(commands)
-    for r in range(args.rounds):
-        loads.append(os.getloadavg()[0])
-        for name in names[r % len(names):] + names[:r % len(names)]:
-            argv, e = commands[name]
-            runs[name].append(child(argv, e))
-    loads.append(os.getloadavg()[0])
+    runs, loads = interleaved(commands, args.rounds)
     report(runs, loads, args.rounds)
 
 

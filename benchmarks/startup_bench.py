@@ -26,37 +26,26 @@ first, untimed run writes the cache (``__pycache__``, ignored by git) and the ti
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import subprocess
 import sys
-import tempfile
-import time
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-KB = ROOT / "examples" / "kb"
+from _unit import (
+    CLI,
+    ROOT,
+    command_options,
+    example_gate,
+    example_store,
+    interleaved,
+    timed_child,
+    user_env,
+)
 
-CLI = "import sys; from recallwatch.cli import main; sys.argv[0] = 'recallwatch'; sys.exit(main())"
 OPEN_LANCEDB = ("import sys, lancedb; db = lancedb.connect(sys.argv[1]); "
                 "t = db.open_table('chunks'); t.count_rows()")
 OPEN_LANCE = "import sys, lance; d = lance.dataset(sys.argv[1] + '/chunks.lance'); d.count_rows()"
-
-
-def _child(argv: list[str], env: dict[str, str]) -> dict[str, Any]:
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(argv, env=env, stdout=out, stderr=err, cwd=ROOT)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t0
-        out.seek(0)
-        err.seek(0)
-        code = os.waitstatus_to_exitcode(status)
-        return {"wall": wall, "rss_mb": usage.ru_maxrss / 1024, "exit": code,
-                "stdout": out.read().decode(), "stderr": err.read().decode()[-1500:]}
 
 
 def _imports_lancedb(argv: list[str], env: dict[str, str]) -> bool:
@@ -77,23 +66,12 @@ def _comparable(text: str) -> Any:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "rw-startup")
-    parser.add_argument("--baseline", type=Path,
-                        help="another checkout of recallwatch to time the same gate with")
-    args = parser.parse_args()
+    args = command_options(__doc__.split("\n\n")[0], "rw-startup")
     py = sys.executable
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env = user_env()
     kb = args.dir / "kb"
-    uri = f"lancedb://{kb}?table=chunks"
-    if not (kb / "chunks.lance").exists():
-        args.dir.mkdir(parents=True, exist_ok=True)
-        subprocess.run([py, "-c", CLI, "ingest", str(KB / "corpus_v1.jsonl"), "--store", uri],
-                       check=True, env=env, cwd=ROOT, stdout=subprocess.DEVNULL)
     history = args.dir / "history.db"
-    gate_args = ["gate", str(KB / "golden.yaml"), "--store", uri, "--policy",
-                 str(KB / "policy.yaml"), "--history", str(history), "--format", "json"]
+    gate_args = example_gate(example_store(args.dir, env), history, "--format", "json")
     commands = {
         "help": [py, "-c", CLI, "--help"],
         "gate": [py, "-c", CLI, *gate_args],
@@ -107,8 +85,8 @@ def main() -> None:
     # history, whose comparison with earlier runs differs from one run to the next)
     alone = [a if a != str(history) else str(args.dir / "unused.db") for a in gate_args]
     alone[alone.index("--history"):alone.index("--history") + 2] = ["--no-history"]
-    real = _child([py, "-c", CLI, *alone], env)
-    assert real["exit"] in (0, 1), real["stderr"]
+    real = timed_child([py, "-c", CLI, *alone], env)
+    assert real["exit"] in (0, 1), real["stderr"][-1500:]
     print(f"gate exit {real['exit']}; lancedb imported: "
           f"{_imports_lancedb([py, '-c', CLI, *alone], env)}", flush=True)
     if args.baseline is not None:
@@ -117,7 +95,7 @@ def main() -> None:
         # picks the code
         commands["gate-before"] = [py, "-P", "-c", CLI, *gate_args]
         envs["gate-before"] = before_env
-        before = _child([py, "-P", "-c", CLI, *alone], before_env)
+        before = timed_child([py, "-P", "-c", CLI, *alone], before_env)
         print(f"  (that checkout's gate imports lancedb: "
               f"{_imports_lancedb(commands['gate-before'], before_env)})")
         same = before["exit"] == real["exit"] and \
@@ -128,14 +106,8 @@ def main() -> None:
         if not same:
             raise SystemExit("the two checkouts' gates disagree")
 
-    results: dict[str, list[dict[str, Any]]] = {name: [] for name in commands}
-    loads = []
-    names = list(commands)
-    for r in range(args.rounds):
-        loads.append(os.getloadavg()[0])
-        for name in names[r % len(names):] + names[:r % len(names)]:
-            results[name].append(_child(commands[name], envs.get(name, env)))
-    loads.append(os.getloadavg()[0])
+    results, loads = interleaved({name: (argv, envs.get(name, env))
+                                  for name, argv in commands.items()}, args.rounds)
     print(f"\n{args.rounds} interleaved rounds, load average {min(loads):.1f}-{max(loads):.1f}")
     print(f"{'command':16s}{'wall best':>11s}{'median':>9s}{'peak RSS':>10s}")
     for name, runs in results.items():

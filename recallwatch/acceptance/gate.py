@@ -37,6 +37,7 @@ from recallwatch.acceptance.model import (
     GateResult,
     QueryResult,
     Reason,
+    RunTimings,
     Verdict,
     excerpt,
 )
@@ -137,12 +138,9 @@ class Gate:
         freshness = gate_freshness(scored, found.chunks, dates, source.siblings, as_of)
         agg = _aggregate(scored)
         decision = self._decide(source, scored, agg, freshness)
-        config = source.config()
-        config_hash = canonical_hash(config)
-        if source.timings.sample is not None:
-            # how the latency was sampled, to time a rerun alike; not part of the hash (it
-            # changes no quality figure, so runs with other samples still compare)
-            config = {**config, "latency_sample": source.timings.sample}
+        # how the latency was sampled, to time a rerun alike; not part of the hash (it changes
+        # no quality figure, so runs with other samples still compare)
+        config = replace(source.config(), latency_sample=source.timings.sample)
         warnings = [*_gate_warnings(self.golden, self.policy, queries, scored, split),
                     *_twins_note(scored),
                     *([] if found.domains_shared else [_domains_note(scored, found.chunks)]),
@@ -161,12 +159,11 @@ class Gate:
                      "hash": self.golden.hash, "source": self.golden.source or ""},
             dataset_hash=self.golden.hash,
             policy_hash=self.policy.hash,
-            config_hash=config_hash,
+            config_hash=canonical_hash(config.hashed()),
             config=config,
             policy=self.policy.rules_dict(),
             store=source.describe(),
-            timings={"embed": embed, "search": search,
-                     "other": max(total - embed - search, 0.0), "total": total},
+            timings=RunTimings(embed, search, max(total - embed - search, 0.0), total),
             warnings=tuple(warnings),
             split=split,
             checks=tuple(decision.checks),

@@ -395,8 +395,8 @@ def _cost(result: GateResult, base: GateResult,
         return [], [Check("cost_increase", "cost", "not applied",
                           f"no cost recorded for {side} (a results file carries none)")]
     load = float(result.policy.get("cost_load_factor") or LOAD_FACTOR)
-    embedder = result.config.get("embedder")
-    same_embedder = embedder is not None and embedder == base.config.get("embedder")
+    embedder = result.config.embedder
+    same_embedder = embedder is not None and embedder == base.config.embedder
     reasons: list[Reason] = []
     checks: list[Check] = []
     for key in CAPPED:

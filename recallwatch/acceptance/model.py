@@ -24,6 +24,8 @@ __all__ = [
     "PermissionLeak",
     "QueryResult",
     "Reason",
+    "RunConfig",
+    "RunTimings",
     "Verdict",
     "excerpt",
 ]
@@ -281,6 +283,83 @@ class Aggregate:
 
 
 @dataclass(frozen=True)
+class RunTimings:
+    """How long a run took, in seconds: embedding the queries, searching, the rest, in all."""
+
+    embed: float
+    search: float
+    other: float
+    total: float
+
+    def to_dict(self) -> dict[str, float]:
+        return {"embed": self.embed, "search": self.search, "other": self.other,
+                "total": self.total}
+
+    def __getitem__(self, key: str) -> float:
+        """A figure by its JSON key (``timings["total"]``), as scripts written when the timings
+        were a dict read it."""
+        return self.to_dict()[key]
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> RunTimings:
+        # a figure a record lacks reads as 0 (every recorded run so far has all four)
+        return cls(*(float(d.get(k) or 0.0) for k in ("embed", "search", "other", "total")))
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """What a run searched with. ``source``: "store", "results" or "pipeline"; a store's run
+    states its embedder's fingerprint and its search settings, a pipeline's run the pipeline.
+    ``latency_sample`` ("auto" or a number of timed queries) says how the latency was sampled,
+    to time a rerun alike: it is not part of :meth:`hashed` (it changes no quality figure).
+    ``extra``: keys a record holds that none of these name, kept as they were."""
+
+    source: str | None
+    embedder: Mapping[str, Any] | None = None
+    search: Mapping[str, Any] | None = None
+    pipeline: Mapping[str, Any] | None = None
+    latency_sample: int | str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def hashed(self) -> dict[str, Any]:
+        """What ``config_hash`` covers: :meth:`to_dict` without ``latency_sample``."""
+        out: dict[str, Any] = {} if self.source is None else {"source": self.source}
+        for key, value in (("embedder", self.embedder), ("search", self.search),
+                           ("pipeline", self.pipeline)):
+            if value is not None:
+                out[key] = dict(value)
+        return {**out, **self.extra}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The run's ``config`` object: only the keys that apply, ``latency_sample`` last."""
+        out = self.hashed()
+        if self.latency_sample is not None:
+            out["latency_sample"] = self.latency_sample
+        return out
+
+    def __getitem__(self, key: str) -> Any:
+        """A key of :meth:`to_dict` (``config["embedder"]``), as scripts written when the
+        configuration was a dict read it."""
+        return self.to_dict()[key]
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> RunConfig:
+        # A key that is null, or of another type than its field's, stays in ``extra`` as it
+        # was (no writer has stored one so): any record's keys and values come back whole.
+        parts = {k: d[k] for k in ("embedder", "search", "pipeline")
+                 if isinstance(d.get(k), Mapping)}
+        source = d["source"] if isinstance(d.get("source"), str) else None
+        sample = d.get("latency_sample")
+        if isinstance(sample, bool) or not isinstance(sample, int | str):
+            sample = None
+        taken = {*parts, *(["source"] if source is not None else []),
+                 *(["latency_sample"] if sample is not None else [])}
+        return cls(source=source, embedder=parts.get("embedder"), search=parts.get("search"),
+                   pipeline=parts.get("pipeline"), latency_sample=sample,
+                   extra={k: v for k, v in d.items() if k not in taken})
+
+
+@dataclass(frozen=True)
 class GateResult:
     run_id: str
     created_at: str  # ISO 8601, UTC
@@ -293,12 +372,11 @@ class GateResult:
     dataset_hash: str
     policy_hash: str
     config_hash: str
-    # what config_hash covers: embedder fingerprint, source kind, search; and, not hashed, how
-    # the latency was sampled ("latency_sample": "auto" or a number of queries)
-    config: dict[str, Any]
+    # what config_hash covers (RunConfig.hashed), and how the latency was sampled (not hashed)
+    config: RunConfig
     policy: dict[str, Any]
     store: dict[str, Any]  # uri (redacted), version, count — empty for a results file
-    timings: dict[str, float]  # seconds: embed, search, other, total
+    timings: RunTimings
     warnings: tuple[str, ...] = ()
     comparison: dict[str, Any] | None = None  # filled by the history layer
     judged: dict[str, Any] | None = None  # judged@K, when the gate was given judgments
@@ -416,10 +494,10 @@ class GateResult:
             "dataset_hash": self.dataset_hash,
             "policy_hash": self.policy_hash,
             "config_hash": self.config_hash,
-            "config": self.config,
+            "config": self.config.to_dict(),
             "policy": self.policy,
             "store": self.store,
-            "timings": self.timings,
+            "timings": self.timings.to_dict(),
             "warnings": list(self.warnings),
             "comparison": self.comparison,
             "judged": self.judged,
@@ -461,8 +539,9 @@ class GateResult:
             patterns=tuple(Pattern(p["name"], p["message"], tuple(p["queries"]))
                            for p in d.get("patterns", [])),
             dataset=d["dataset"], dataset_hash=d["dataset_hash"], policy_hash=d["policy_hash"],
-            config_hash=d["config_hash"], config=d["config"], policy=d["policy"],
-            store=d["store"], timings=d["timings"], warnings=tuple(d.get("warnings", [])),
+            config_hash=d["config_hash"], config=RunConfig.from_dict(d["config"]),
+            policy=d["policy"], store=d["store"], timings=RunTimings.from_dict(d["timings"]),
+            warnings=tuple(d.get("warnings", [])),
             comparison=d.get("comparison"), judged=d.get("judged"),
             chunk_texts=dict(d.get("chunk_texts") or {}),
             schema_version=d.get("schema_version", SCHEMA_VERSION),

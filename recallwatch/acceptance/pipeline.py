@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from recallwatch._progress import progress
-from recallwatch.acceptance.model import GateResult
+from recallwatch.acceptance.model import GateResult, RunConfig
 from recallwatch.acceptance.retrieve import Retrieved, Timings, latency_rows
 from recallwatch.errors import DatasetError
 from recallwatch.formats.golden import GoldenQuery, GoldenSet
@@ -121,8 +121,8 @@ class PipelineSource:
         return {"pipeline": self.name, "retrievers": {
             n: r.describe() for n, r in self.pipeline.retrievers.items()}}
 
-    def config(self) -> dict[str, Any]:
-        return {"source": "pipeline", "pipeline": self.pipeline.describe()}
+    def config(self) -> RunConfig:
+        return RunConfig("pipeline", pipeline=self.pipeline.describe())
 
     def embed(self, texts: Sequence[str]) -> np.ndarray | None:
         for r in self.pipeline.retrievers.values():

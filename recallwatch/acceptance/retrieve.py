@@ -14,6 +14,7 @@ import numpy as np
 from recallwatch._blas import blas_threads
 from recallwatch._progress import in_blocks
 from recallwatch._registry import listed, suggest
+from recallwatch.acceptance.model import RunConfig
 from recallwatch.embedders.base import (
     FINGERPRINT_META_KEY,
     Embedder,
@@ -170,7 +171,7 @@ class Source(Protocol):
 
     def describe(self) -> dict[str, Any]: ...
 
-    def config(self) -> dict[str, Any]: ...
+    def config(self) -> RunConfig: ...
 
     def embed(self, texts: Sequence[str]) -> np.ndarray | None: ...
 
@@ -409,9 +410,9 @@ class StoreSource:
     def describe(self) -> dict[str, Any]:
         return {"uri": self.store.uri, "version": self._version, "count": self.store.count()}
 
-    def config(self) -> dict[str, Any]:
-        return {"source": "store", "embedder": self._fingerprint.to_dict(),
-                "search": self.settings.to_dict()}
+    def config(self) -> RunConfig:
+        return RunConfig("store", embedder=self._fingerprint.to_dict(),
+                         search=self.settings.to_dict())
 
     def embed(self, texts: Sequence[str]) -> np.ndarray | None:
         return np.asarray(self.embedder.embed_documents(list(texts)), dtype=np.float32)
@@ -481,8 +482,8 @@ class ResultsSource:
     def describe(self) -> dict[str, Any]:
         return {"results_file": self.source_name}
 
-    def config(self) -> dict[str, Any]:
-        return {"source": "results"}
+    def config(self) -> RunConfig:
+        return RunConfig("results")
 
     def embed(self, texts: Sequence[str]) -> np.ndarray | None:
         return None

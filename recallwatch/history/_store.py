@@ -217,7 +217,7 @@ class History:
             store["uri"] = redact(str(store["uri"]))  # defensively: never store a password
         data["store"] = store
         data["cost"], timings = split_timings(result.cost)  # stored apart: run_timings
-        embedder = result.config.get("embedder")
+        embedder = result.config.embedder
         a = result.aggregate
         db.execute(
             "INSERT INTO runs (run_id, created_at, dataset_name, dataset_version, "

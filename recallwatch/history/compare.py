@@ -88,7 +88,7 @@ def _why(base: GateResult, cur: GateResult) -> list[str]:
         fields = config_differences(base.policy, cur.policy)
         reasons.append(f"policy hash differs: {', '.join(fields) or 'policy rules'}")
     if base.config_hash != cur.config_hash:
-        fields = config_differences(base.config, cur.config)
+        fields = config_differences(base.config.to_dict(), cur.config.to_dict())
         reasons.append(f"config hash differs: {', '.join(fields) or 'configuration'}")
     return reasons
 

@@ -19,18 +19,20 @@ from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 from recallwatch._durations import LONGEST_DAYS, TOO_LONG, Unit, count_back
 from recallwatch.errors import InputError, UsageError
 
 if TYPE_CHECKING:
     from recallwatch.online.log import Impression, InteractionLog
+    from recallwatch.ops.live_signals import LiveCheck, LivePolicy
 
 _UNITS: dict[str, Unit] = {"m": "minutes", "h": "hours", "d": "days"}
 
-__all__ = ["DEFAULT_BASELINE", "DEFAULT_WINDOW", "LiveSignals", "live_signals", "parse_window",
-           "window_and_baseline", "window_signals"]
+__all__ = ["DEFAULT_BASELINE", "DEFAULT_WINDOW", "LiveLog", "LiveSignals", "live_signals",
+           "parse_window", "window_and_baseline", "window_signals"]
 
 #: Without ``--window``: the newest day of the log (the newer half when it spans under two days).
 DEFAULT_WINDOW = timedelta(hours=24)
@@ -194,3 +196,29 @@ def window_and_baseline(log: InteractionLog, window: timedelta | None = None, *,
     before = live_signals(log, start=max(count_back(start, baseline), oldest), end=start,
                           source=source)
     return judged, before
+
+
+@dataclass(frozen=True)
+class LiveLog:
+    """An interaction log judged beside a monitor run: the signals of its ``window`` (ending at
+    its newest impression; None: the default, see :func:`window_and_baseline`; ``"all"``: the
+    whole log, no baseline) held to ``policy`` (None: the default thresholds), and compared with
+    the stretch just before the window, at most ``baseline`` long."""
+
+    path: Path
+    window: timedelta | Literal["all"] | None = None
+    baseline: timedelta = DEFAULT_BASELINE
+    policy: LivePolicy | None = None
+
+    def check(self) -> LiveCheck:
+        """Read the log and hold its window to the policy (its alarms are the monitor's)."""
+        from recallwatch.online.log import InteractionLog
+        from recallwatch.ops.live_signals import check_live
+
+        source = InteractionLog(self.path)
+        if self.window == "all":
+            signals, before = window_signals(source), None
+        else:
+            signals, before = window_and_baseline(source, self.window, baseline=self.baseline)
+        return check_live({**signals.to_dict(), "log": source.summary.to_dict()}, self.policy,
+                          None if before is None else before.to_dict())

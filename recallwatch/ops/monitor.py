@@ -48,7 +48,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 import numpy as np
 
@@ -78,7 +78,8 @@ if TYPE_CHECKING:
     from recallwatch.history import History
     from recallwatch.stores.base import VectorStore
 
-__all__ = ["MONITOR_KIND", "MonitorReport", "run_monitor"]
+__all__ = ["MONITOR_KIND", "AlarmThresholds", "MonitorKeywords", "MonitorReport", "MonitorSettings",
+           "ReindexSettings", "monitor_settings", "run_monitor"]
 
 MONITOR_KIND = "monitor"
 
@@ -194,37 +195,113 @@ def _probe_freshness(store: VectorStore, probes: ProbeSet, vectors: np.ndarray, 
     return figures
 
 
-def _check_settings(store: VectorStore, *, k: int, floor: float, min_coverage: float,
-                    min_freshness: float | None, reindex_below: float | None,
-                    drift_alarm_p: float | None, max_latency_p99_ms: float | None) -> None:
-    """Every threshold in its range, and a depth under the store's rows, before any search."""
-    if not 0.0 <= floor <= 1.0:
-        raise InputError(field="floor", expected="a recall in [0, 1]", found=floor)
-    if not 0.0 <= min_coverage <= 1.0:
-        raise InputError(field="min_coverage", expected="a share in [0, 1]", found=min_coverage)
-    if min_freshness is not None and not 0.0 <= min_freshness <= 1.0:
-        raise InputError(field="min_freshness", expected="a share in [0, 1]",
-                         found=min_freshness)
-    if reindex_below is not None and not 0.0 <= reindex_below <= 1.0:
-        raise InputError(field="reindex_below", expected="a recall in [0, 1]",
-                         found=reindex_below)
-    if drift_alarm_p is not None and not 0.0 <= drift_alarm_p <= 1.0:
-        raise InputError(field="drift_alarm_p", expected="a p-value threshold in [0, 1]",
-                         found=drift_alarm_p)
-    if max_latency_p99_ms is not None and not (math.isfinite(max_latency_p99_ms)
-                                               and max_latency_p99_ms > 0):
-        raise InputError(field="max_latency_p99_ms", expected="a positive number of "
-                         "milliseconds", found=max_latency_p99_ms)
-    if k < 1:
-        raise InputError(field="k", expected="a depth of at least 1", found=k)
-    rows = store.count()
-    if k >= rows:
-        # exact search and the index then both return the whole store: recall is 1 whatever
-        # the index does, and the monitor could never alarm
-        raise UsageError(f"--k {k:,} reaches every row of {store.uri} ({rows:,} rows): recall@k "
-                         "against exact search would be 1 whatever the index does, so the "
-                         "monitor could never alarm; use a depth well under the row count "
-                         "(the default is 10)")
+@dataclass(frozen=True)
+class AlarmThresholds:
+    """When a monitor run alarms (the run records them as ``thresholds``). ``floor``: recall@k
+    against exact search under it; ``min_coverage``: the share of probes with a result at the
+    calibrated no-result threshold under it; ``max_latency_p99_ms``: the probes' p99 search time
+    surely over it; ``drift_alarm_p``: the data-drift test's p-value under it; ``min_freshness``:
+    the probes' freshness under it. None switches a threshold off."""
+
+    floor: float = 0.95
+    min_coverage: float = 0.0
+    max_latency_p99_ms: float | None = None
+    drift_alarm_p: float | None = None
+    min_freshness: float | None = None
+
+    def check(self) -> None:
+        """Every threshold in its range (the error names the parameter)."""
+        shares = (("floor", self.floor, "a recall in [0, 1]"),
+                  ("min_coverage", self.min_coverage, "a share in [0, 1]"),
+                  ("min_freshness", self.min_freshness, "a share in [0, 1]"),
+                  ("drift_alarm_p", self.drift_alarm_p, "a p-value threshold in [0, 1]"))
+        for name, value, expected in shares:
+            if value is not None and not 0.0 <= value <= 1.0:
+                raise InputError(field=name, expected=expected, found=value)
+        cap = self.max_latency_p99_ms
+        if cap is not None and not (math.isfinite(cap) and cap > 0):
+            raise InputError(field="max_latency_p99_ms", expected="a positive number of "
+                             "milliseconds", found=cap)
+
+    def to_dict(self) -> dict[str, float | None]:
+        return {"floor": self.floor, "min_coverage": self.min_coverage,
+                "max_latency_p99_ms": self.max_latency_p99_ms,
+                "drift_alarm_p": self.drift_alarm_p, "min_freshness": self.min_freshness}
+
+
+@dataclass(frozen=True)
+class ReindexSettings:
+    """The operation loop: recall@k under ``below`` triggers a verified background reindex (at
+    most one per ``window``), switched in only when the new index reaches the floor and is not
+    lower than the live one by more than ``max_recall_loss``. ``below`` None: no loop."""
+
+    below: float | None = None
+    window: timedelta = DEFAULT_WINDOW
+    max_recall_loss: float | None = DEFAULT_MAX_RECALL_LOSS
+
+    def check(self) -> None:
+        if self.below is not None and not 0.0 <= self.below <= 1.0:
+            raise InputError(field="reindex_below", expected="a recall in [0, 1]",
+                             found=self.below)
+
+
+@dataclass(frozen=True)
+class MonitorSettings:
+    """What a monitor run measures and holds it to: the depth ``k`` of recall@k, the alarm
+    thresholds and the operation loop."""
+
+    k: int = 10
+    thresholds: AlarmThresholds = field(default_factory=AlarmThresholds)
+    reindex: ReindexSettings = field(default_factory=ReindexSettings)
+
+    def check(self, store: VectorStore) -> None:
+        """Every threshold in its range, and a depth under the store's rows, before any
+        search."""
+        self.thresholds.check()
+        self.reindex.check()
+        k = self.k
+        if k < 1:
+            raise InputError(field="k", expected="a depth of at least 1", found=k)
+        rows = store.count()
+        if k >= rows:
+            # exact search and the index then both return the whole store: recall is 1
+            # whatever the index does, and the monitor could never alarm
+            raise UsageError(f"--k {k:,} reaches every row of {store.uri} ({rows:,} rows): "
+                             "recall@k against exact search would be 1 whatever the index "
+                             "does, so the monitor could never alarm; use a depth well under "
+                             "the row count (the default is 10)")
+
+
+class MonitorKeywords(TypedDict, total=False):
+    """:class:`MonitorSettings` as loose keywords of :func:`run_monitor` (its earlier form)."""
+
+    k: int
+    floor: float
+    min_coverage: float
+    max_latency_p99_ms: float | None
+    drift_alarm_p: float | None
+    min_freshness: float | None
+    reindex_below: float | None
+    reindex_window: timedelta
+    max_recall_loss: float | None
+
+
+def monitor_settings(settings: MonitorSettings | None = None,
+                     **keywords: Unpack[MonitorKeywords]) -> MonitorSettings:
+    """``settings`` (default: :class:`MonitorSettings`'s defaults) with each keyword given put
+    in its group."""
+    base = settings or MonitorSettings()
+    kw: dict[str, Any] = dict(keywords)
+    loop = {"below": "reindex_below", "window": "reindex_window",
+            "max_recall_loss": "max_recall_loss"}
+    out = MonitorSettings(
+        k=kw.pop("k", base.k),
+        thresholds=replace(base.thresholds, **{n: kw.pop(n) for n in list(kw)
+                                                if n in AlarmThresholds.__dataclass_fields__}),
+        reindex=replace(base.reindex, **{f: kw.pop(n) for f, n in loop.items() if n in kw}))
+    if kw:  # as Python refuses an unknown keyword
+        raise TypeError(f"run_monitor() got unexpected keyword argument(s): {', '.join(kw)}")
+    return out
 
 
 def _coverage(store: VectorStore, vectors: np.ndarray, fp: Fingerprint | None,
@@ -318,112 +395,173 @@ def _latency(store: VectorStore, vectors: np.ndarray, k: int, seconds: np.ndarra
                                how="one live search each"), ms
 
 
+@dataclass
+class _Findings:
+    """What a run has found so far: its alarms and its notes, in the order they were raised."""
+
+    alarms: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Recall:
+    """Recall@k against exact search over the probes, and the live search's first timings."""
+
+    recalls: np.ndarray
+    seconds: np.ndarray
+    mean: float
+    interval: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class _IndexState:
+    """The live index: its build record (None without one or when it cannot answer), its age
+    and the data drift since it was trained."""
+
+    build: dict[str, Any] | None
+    age_seconds: float | None
+    drift: DriftSignal | None
+
+
 def run_monitor(
-    store: VectorStore, probes: ProbeSet, *, k: int = 10, floor: float = 0.95,
+    store: VectorStore, probes: ProbeSet, settings: MonitorSettings | None = None, *,
     budget: BudgetPolicy | None = None, history: History | None = None,
     now: datetime | None = None, live: LiveCheck | None = None,
-    reindex_below: float | None = None, reindex_window: timedelta = DEFAULT_WINDOW,
-    exact: ExactSearch | None = None, min_coverage: float = 0.0,
-    drift_alarm_p: float | None = None, max_latency_p99_ms: float | None = None,
-    pipeline: PipelineProbes | None = None,
-    max_recall_loss: float | None = DEFAULT_MAX_RECALL_LOSS,
+    exact: ExactSearch | None = None, pipeline: PipelineProbes | None = None,
     clock: Callable[[], float] = time.perf_counter,
-    min_freshness: float | None = None,
+    **keywords: Unpack[MonitorKeywords],
 ) -> MonitorReport:
     """Measure the live index with the probes; record the run in ``history`` when given (the
-    error budget is computed over the history's earlier monitor runs of this store). ``live``:
-    the live signals of real traffic, already held to their thresholds
-    (:func:`recallwatch.ops.live_signals.check_live`); its alarms are the monitor's. With
+    error budget is computed over the history's earlier monitor runs of this store).
+
+    ``settings``: the depth k, the alarm thresholds and the operation loop
+    (:class:`MonitorSettings`); each may also be given as a keyword (``k``, ``floor``,
+    ``min_coverage``, ``max_latency_p99_ms``, ``drift_alarm_p``, ``min_freshness``,
+    ``reindex_below``, ``reindex_window``, ``max_recall_loss``), which replaces the one in
+    ``settings``. ``floor``: recall@k against exact search under it alarms. With
     ``reindex_below``, recall under it triggers a verified reindex (switched only when the new
     index reaches ``floor`` and is not lower than the live one by more than
-    ``max_recall_loss``). ``exact``: the exact search recall is measured against, in the
-    reindex's verification too (default the store's own, ``search(exact=True)``; the Ray engine:
-    :class:`recallwatch.scale.ray_exact_knn.RayExactSearch`). ``drift_alarm_p``: alarm when the
-    data-drift test's p-value is under it (None: never). ``max_latency_p99_ms``: alarm when the
-    99th percentile of the probes' live search time is surely over it, in milliseconds (None:
-    never; the probes are then searched again in rounds for the calls a p99 needs:
-    :mod:`recallwatch.ops.probe_latency`). ``pipeline``: the same probes measured through a
-    pipeline (:func:`recallwatch.ops.pipeline_probes.probe_pipeline`, held to its own
-    thresholds); its alarms are the monitor's, and the latency cap is then the pipeline's (what
-    users wait for), not the store's. ``clock``: the timer (tests inject a fake one).
+    ``max_recall_loss``). ``drift_alarm_p``: alarm when the data-drift test's p-value is under
+    it (None: never). ``max_latency_p99_ms``: alarm when the 99th percentile of the probes' live
+    search time is surely over it, in milliseconds (None: never; the probes are then searched
+    again in rounds for the calls a p99 needs: :mod:`recallwatch.ops.probe_latency`).
     ``min_freshness``: alarm when the probes' freshness is under it (None: never; without dated
-    chunks it is not measured and never alarms)."""
-    _check_settings(store, k=k, floor=floor, min_coverage=min_coverage,
-                    min_freshness=min_freshness, reindex_below=reindex_below,
-                    drift_alarm_p=drift_alarm_p, max_latency_p99_ms=max_latency_p99_ms)
+    chunks it is not measured and never alarms).
+
+    ``live``: the live signals of real traffic, already held to their thresholds
+    (:func:`recallwatch.ops.live_signals.check_live`); its alarms are the monitor's. ``exact``:
+    the exact search recall is measured against, in the reindex's verification too (default
+    the store's own, ``search(exact=True)``; the Ray engine:
+    :class:`recallwatch.scale.ray_exact_knn.RayExactSearch`). ``pipeline``: the same probes
+    measured through a pipeline (:func:`recallwatch.ops.pipeline_probes.probe_pipeline`, held
+    to its own thresholds); its alarms are the monitor's, and the latency cap is then the
+    pipeline's (what users wait for), not the store's. ``clock``: the timer (tests inject a
+    fake one)."""
+    s = monitor_settings(settings, **keywords)
+    s.check(store)
     now = now or datetime.now(UTC)
     vectors, fp = probe_vectors(probes, store)
-    alarms: list[str] = []
-    notes: list[str] = []
+    found = _Findings()
     problem = index_problem(store)
     if problem is not None:
-        alarms.append(problem)
+        found.alarms.append(problem)
+    recall = _recall(store, vectors, s, exact, clock, found)
+    t = s.thresholds
+    threshold, coverage = _coverage(store, vectors, fp, t.min_coverage, found.alarms,
+                                    found.notes)
+    index = _index_state(store, problem, now, t.drift_alarm_p, found)
+    status = _budget(store, budget, history, now, recall.mean, live)
+    _floor_alarm(recall, s, found)
+    latency, ms = _latency(store, vectors, s.k, recall.seconds,
+                           None if pipeline else t.max_latency_p99_ms, clock)
+    if latency.alarm is not None:
+        found.alarms.append(f"{latency.alarm}; look at the index parameters, the store's load "
+                            "and its machine")
+    if latency.note is not None:
+        found.notes.append(latency.note)
+    if pipeline is not None:
+        found.alarms.extend(pipeline.alarms)
+    freshness = _probe_freshness(store, probes, vectors, s.k, now.date(), t.min_freshness,
+                                 found.alarms, found.notes)
+    if live is not None:
+        found.alarms.extend(live.alarms)
+        found.notes.extend(live.notes)
+    if status is not None and status.spent:
+        found.alarms.append(status.summary())
+    loop = _reindex_loop(store, probes, s, recall.mean, vectors, exact, history, now)
+    held = _resources(store, int(vectors.shape[1]), found.notes)  # after the loop: what serves
+    report = MonitorReport(
+        store=store.uri, index_version=store.current_version(), probes=probes.describe(),
+        k=s.k, floor=t.floor, recall=recall.mean, recall_min=float(recall.recalls.min()),
+        probes_below_floor=int((recall.recalls < t.floor).sum()),
+        latency_ms=latency_figures(ms), coverage=coverage, threshold=threshold,
+        index=index.build, index_age_seconds=index.age_seconds, drift=index.drift,
+        budget=status, alarms=tuple(found.alarms), created_at=now.isoformat(timespec="seconds"),
+        notes=tuple(found.notes), reindex=loop, live=live, resources=held,
+        thresholds=t.to_dict(), pipeline=pipeline, latency=latency.to_dict(),
+        recall_ci=recall.interval, freshness=freshness,
+    )
+    return report if history is None else _recorded(report, history)
+
+
+def _recall(store: VectorStore, vectors: np.ndarray, settings: MonitorSettings,
+            exact: ExactSearch | None, clock: Callable[[], float], found: _Findings) -> _Recall:
+    """Recall@k of the live search against exact search, probe by probe; a live search that
+    fails is an alarm."""
     failures: list[str] = []
-    recalls, seconds, _ = recall_vs_exact(store, vectors, k, failures=failures, exact=exact,
-                                          clock=clock)
+    recalls, seconds, _ = recall_vs_exact(store, vectors, settings.k, failures=failures,
+                                          exact=exact, clock=clock)
     if failures:
-        alarms.append(f"the live search fails ({len(failures)} of {len(vectors)} probes): "
-                      f"{failures[0]}")
-    recall = float(recalls.mean())
-    threshold, coverage = _coverage(store, vectors, fp, min_coverage, alarms, notes)
+        found.alarms.append(f"the live search fails ({len(failures)} of {len(vectors)} "
+                            f"probes): {failures[0]}")
+    return _Recall(recalls, seconds, float(recalls.mean()), _recall_interval(recalls))
+
+
+def _floor_alarm(recall: _Recall, settings: MonitorSettings, found: _Findings) -> None:
+    """An alarm when the mean recall is under the floor, with its interval over the probes."""
+    floor, low, high = settings.thresholds.floor, *recall.interval
+    if recall.mean < floor:
+        found.alarms.append(
+            f"recall@{settings.k} vs exact search is {recall.mean:.3f}, under the floor "
+            f"{floor:g} (95 % interval {low:.3f}–{high:.3f} over {len(recall.recalls)} probes: "
+            "what the probes say of all queries; the same probes on the same index measure "
+            "the same recall)")
+
+
+def _index_state(store: VectorStore, problem: str | None, now: datetime,
+                 drift_alarm_p: float | None, found: _Findings) -> _IndexState:
+    """The live index's build, age and data drift (no build read when the index has a
+    problem)."""
     build = None if problem else index_build(store)
     age = None
     if build is not None and build.get("built_at"):
         age = max(0.0, (now - datetime.fromisoformat(build["built_at"])).total_seconds())
-    drift = _drift(store, build, drift_alarm_p, alarms, notes)
+    drift = _drift(store, build, drift_alarm_p, found.alarms, found.notes)
     if build is None and problem is None:
-        notes.append("index: the store reports no ANN index (searches are exact)")
-    status = _budget(store, budget, history, now, recall, live)
-    recall_ci = _recall_interval(recalls)
-    if recall < floor:
-        alarms.append(f"recall@{k} vs exact search is {recall:.3f}, under the floor {floor:g} "
-                      f"(95 % interval {recall_ci[0]:.3f}–{recall_ci[1]:.3f} over "
-                      f"{len(recalls)} probes: what the probes say of all queries; the same "
-                      "probes on the same index measure the same recall)")
-    latency, ms = _latency(store, vectors, k, seconds,
-                           None if pipeline else max_latency_p99_ms, clock)
-    if latency.alarm is not None:
-        alarms.append(f"{latency.alarm}; look at the index parameters, the store's load and its "
-                      "machine")
-    if latency.note is not None:
-        notes.append(latency.note)
-    if pipeline is not None:
-        alarms.extend(pipeline.alarms)
-    freshness = _probe_freshness(store, probes, vectors, k, now.date(), min_freshness, alarms,
-                                 notes)
-    if live is not None:
-        alarms.extend(live.alarms)
-        notes.extend(live.notes)
-    if status is not None and status.spent:
-        alarms.append(status.summary())
-    loop = None
-    if reindex_below is not None and recall < reindex_below:
-        done = auto_reindex(store, probes, trigger="monitor",
-                            why=f"recall@{k} {recall:.3f} < {reindex_below:g}", k=k, floor=floor,
-                            window=reindex_window, history=history, now=now,
-                            max_recall_loss=max_recall_loss,
-                            vectors=vectors, exact=exact)
-        loop = {**done.to_dict(), "summary": done.summary()}
-    held = _resources(store, int(vectors.shape[1]), notes)  # after the loop: what serves now
-    record_time = now.isoformat(timespec="seconds")
-    report = MonitorReport(
-        store=store.uri, index_version=store.current_version(), probes=probes.describe(), k=k,
-        floor=floor, recall=recall, recall_min=float(recalls.min()),
-        probes_below_floor=int((recalls < floor).sum()),
-        latency_ms=latency_figures(ms),
-        coverage=coverage, threshold=threshold, index=build, index_age_seconds=age, drift=drift,
-        budget=status, alarms=tuple(alarms), created_at=record_time, notes=tuple(notes),
-        reindex=loop, live=live,
-        resources=held,
-        thresholds={"floor": floor, "min_coverage": min_coverage,
-                    "max_latency_p99_ms": max_latency_p99_ms, "drift_alarm_p": drift_alarm_p,
-                    "min_freshness": min_freshness},
-        pipeline=pipeline, latency=latency.to_dict(), recall_ci=recall_ci, freshness=freshness,
-    )
-    if history is not None:
-        rid = history.record_monitor_run(MONITOR_KIND, report.to_dict(), store_uri=store.uri,
-                                         index_version=report.index_version,
-                                         status="alarm" if report.alarm else "ok",
-                                         created_at=record_time)
-        report = replace(report, monitor_id=rid)
-    return report
+        found.notes.append("index: the store reports no ANN index (searches are exact)")
+    return _IndexState(build, age, drift)
+
+
+def _reindex_loop(store: VectorStore, probes: ProbeSet, settings: MonitorSettings,
+                  recall: float, vectors: np.ndarray, exact: ExactSearch | None,
+                  history: History | None, now: datetime) -> dict[str, Any] | None:
+    """What the operation loop did (None when it did not run: no ``reindex_below``, or recall
+    at or above it)."""
+    loop, k = settings.reindex, settings.k
+    if loop.below is None or recall >= loop.below:
+        return None
+    done = auto_reindex(store, probes, trigger="monitor",
+                        why=f"recall@{k} {recall:.3f} < {loop.below:g}", k=k,
+                        floor=settings.thresholds.floor, window=loop.window, history=history,
+                        now=now, max_recall_loss=loop.max_recall_loss, vectors=vectors,
+                        exact=exact)
+    return {**done.to_dict(), "summary": done.summary()}
+
+
+def _recorded(report: MonitorReport, history: History) -> MonitorReport:
+    """The report recorded in the history, with the id of its record."""
+    rid = history.record_monitor_run(MONITOR_KIND, report.to_dict(), store_uri=report.store,
+                                     index_version=report.index_version,
+                                     status="alarm" if report.alarm else "ok",
+                                     created_at=report.created_at)
+    return replace(report, monitor_id=rid)

@@ -18,7 +18,7 @@ def to_junit(result: GateResult) -> str:
         "tests": str(len(result.queries) + len(result.checks)),
         "failures": str(len(failing) + sum(c.status == "stop" for c in result.checks)),
         "errors": "0",
-        "time": f"{result.timings['total']:.3f}",
+        "time": f"{result.timings.total:.3f}",
         "timestamp": result.created_at,
     })
     props = ET.SubElement(suite, "properties")

@@ -136,8 +136,8 @@ def render(result: GateResult) -> Group:
     if result.money:
         parts.append(_t("\n".join(money_lines(result.money)), "dim"))
     t = result.timings
-    parts.append(_t(f"{a.n_queries} queries in {t['total']:.2f}s (embed {t['embed']:.2f}s, "
-                    f"search {t['search']:.2f}s, other {t['other']:.2f}s)", "dim"))
+    parts.append(_t(f"{a.n_queries} queries in {t.total:.2f}s (embed {t.embed:.2f}s, "
+                    f"search {t.search:.2f}s, other {t.other:.2f}s)", "dim"))
     return Group(*parts)
 
 

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from recallwatch.acceptance.model import RunConfig
 from recallwatch.acceptance.retrieve import Retrieved, StoreSource, Timings, latency_rows
 from recallwatch.bench.exact_knn import (
     GroundTruth,
@@ -374,7 +375,7 @@ class RaySource:
     def describe(self) -> dict[str, Any]:
         return self.local.describe()
 
-    def config(self) -> dict[str, Any]:
+    def config(self) -> RunConfig:
         return self.local.config()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray | None:

@@ -78,7 +78,7 @@ def test_written_boost_reorders_and_changes_the_configuration_hash(store: Vector
     assert boosted.query("q").top[0][0] == "vac_gold"  # +1.0 puts the Gold synthesis first
     assert plain.config_hash != boosted.config_hash
     assert plain.policy_hash == boosted.policy_hash
-    assert boosted.config["search"]["boost"] == {"label": {"SINTESIS_CURADA": 1.0}}
+    assert boosted.config.search["boost"] == {"label": {"SINTESIS_CURADA": 1.0}}
 
 
 def test_interrupted_gate_records_nothing(store: VectorStore, tmp_path: Path,

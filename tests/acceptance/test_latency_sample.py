@@ -91,7 +91,7 @@ def test_an_explicit_sample_times_that_many_queries_and_is_recorded(store: Lance
     result = run_gate(_golden(40), store=counting, embedder=EMBEDDER,  # type: ignore[arg-type]
                       latency_sample=n)
     assert counting.singles == n
-    assert result.config["latency_sample"] == n
+    assert result.config.latency_sample == n
     if n == 0:
         assert result.cost is None
     else:
@@ -103,7 +103,7 @@ def test_the_sample_changes_no_quality_figure_nor_the_run_hash(store: LanceStore
             for n in (None, 0, 30)]
     assert len({r.config_hash for r in runs}) == 1
     assert len({tuple(q.to_dict().items()).__repr__() for r in runs for q in r.queries}) == 30
-    assert runs[0].config["latency_sample"] == "auto"
+    assert runs[0].config.latency_sample == "auto"
 
 
 def test_the_automatic_sample_keeps_within_its_share_of_the_retrieval(store: LanceStore) -> None:
@@ -117,7 +117,7 @@ def test_the_automatic_sample_keeps_within_its_share_of_the_retrieval(store: Lan
     assert counting.singles == timed and 1 <= timed < 40
     # the budget is a share of what the run spent before the sample (recorded in its timings)
     sampled = result.cost["search_mean_ms"] * timed / 1000
-    before = result.timings["embed"] + result.timings["search"] - sampled
+    before = result.timings.embed + result.timings.search - sampled
     assert sampled <= LATENCY_SHARE * before + 2 * result.cost["search_max_ms"] / 1000
 
 

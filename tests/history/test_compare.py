@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from recallwatch.acceptance.model import RunConfig
 from recallwatch.formats.golden import GoldenSet
 from recallwatch.formats.policy import Policy, SearchSettings
 from recallwatch.history import compare_runs, config_differences, record_gate_run
@@ -102,8 +103,8 @@ def test_config_differences_name_the_embedder_and_the_boost() -> None:
     ]
     g = golden_set(2)
     r1, r2 = gate_run(g), gate_run(g)
-    c = compare_runs(replace(r1, config=a, config_hash="x"), replace(r2, config=b,
-                                                                     config_hash="y"))
+    c = compare_runs(replace(r1, config=RunConfig.from_dict(a), config_hash="x"),
+                     replace(r2, config=RunConfig.from_dict(b), config_hash="y"))
     assert not c["comparable"]
     assert c["why"] == ("config hash differs: embedder fingerprint (use@3 #aaaa1111 → e5@1 "
                         "#bbbb2222), search.boost.label.SINTESIS_CURADA (— → 0.05)")

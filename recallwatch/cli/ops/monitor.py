@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -39,8 +40,11 @@ from recallwatch.cli._options import (
 from recallwatch.cli.ops._pipeline import latency_text
 
 if TYPE_CHECKING:
+    from recallwatch.history import History
+    from recallwatch.online.live import LiveLog
+    from recallwatch.ops.budget import BudgetPolicy
     from recallwatch.ops.live_signals import LiveCheck
-    from recallwatch.ops.monitor import MonitorReport
+    from recallwatch.ops.monitor import MonitorReport, MonitorSettings, ReindexSettings
     from recallwatch.ops.recall import ExactSearch
 
 
@@ -282,70 +286,132 @@ def monitor(
     With --pipeline the probes (texts) are also searched through a pipeline of retrievers, and
     the latency cap applies to the pipeline (what users wait for). A pipeline alone (no --store)
     gives latency, answered share and failures only."""
-    from recallwatch._durations import span
-    from recallwatch.cli.ops._pipeline import (
-        check_pipeline_only,
-        pipeline_only_text,
-        probed,
-    )
+    from recallwatch.cli.ops._pipeline import check_pipeline_only
     from recallwatch.errors import InputError, UsageError
-    from recallwatch.formats.policy import load_policy
-    from recallwatch.ops.budget import BudgetPolicy
-    from recallwatch.ops.monitor import MONITOR_KIND, run_monitor
-    from recallwatch.ops.pipeline_probes import record_pipeline_probes
-    from recallwatch.ops.probes import load_probes
-    from recallwatch.ops.webhook import check_webhook, post_webhook
+    from recallwatch.ops.webhook import check_webhook
 
     if not 0.0 <= floor <= 1.0:  # NaN included; checked first, as the budget target defaults to it
         raise InputError(field="--floor", expected="a recall between 0 and 1", found=floor)
     if webhook is not None:
         check_webhook(webhook)  # now, not when an alarm fires
-    reindex_span = span(reindex_window, "hours", "--reindex-window-hours")
-    window = budget_window if budget_window is not None or budget_days is not None else 30
-    policy = BudgetPolicy(target=floor if budget_target is None else budget_target,
-                          slo=budget_slo, window_runs=window, window_days=budget_days)
-    live = _live_check(log, live_window, baseline=baseline, max_drop=max_drop,
-                       max_no_result_rate=max_no_result_rate, min_ctr=min_ctr,
-                       max_abandonment=max_abandonment, max_latency_p99=max_latency_p99,
-                       min_impressions=live_min_impressions)
-    loaded = load_policy(policy_file)
-    drift_alarm_p = loaded.drift_alarm_p
-    if max_probe_latency_p99 is None:
-        max_probe_latency_p99 = loaded.limits.max_latency_p99_ms
-    if min_freshness is None:
-        min_freshness = loaded.limits.min_freshness
+    loop = _reindex(reindex_below, reindex_window, max_recall_loss)
+    budget = _budget_policy(floor, budget_target, budget_slo, budget_window, budget_days)
+    live = _live_log(log, live_window, baseline=baseline, max_drop=max_drop,
+                     max_no_result_rate=max_no_result_rate, min_ctr=min_ctr,
+                     max_abandonment=max_abandonment, max_latency_p99=max_latency_p99,
+                     min_impressions=live_min_impressions)
+    live_check = None if live is None else live.check()
+    settings = _settings(k, floor, min_coverage, loop, policy_file,
+                         max_probe_latency_p99=max_probe_latency_p99,
+                         min_freshness=min_freshness)
     if store is None:
         if pipeline is None:
             raise UsageError("give the store to monitor with --store URI, a pipeline with "
                              "--pipeline FILE, or both")
         check_pipeline_only(reindex_below=reindex_below, engine=engine.value, log=log)
+    record, text = _measure(probes_file, store, pipeline, settings, _Run(
+        budget=budget, live=live_check, history=history, no_history=no_history, engine=engine,
+        address=address, workers=workers))
+    _finish(record, text, fmt, webhook)
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What a monitor run is given beside its settings: the error budget, the live traffic's
+    check, the history it records in (--history, --no-history), and where exact search runs
+    (--engine)."""
+
+    budget: BudgetPolicy
+    live: LiveCheck | None
+    history: Path | str
+    no_history: bool
+    engine: EngineChoice
+    address: str | None
+    workers: int | None
+
+
+def _reindex(below: float | None, window_hours: float,
+             max_recall_loss: float | None) -> ReindexSettings:
+    """--reindex-below, --reindex-window-hours and --max-recall-loss."""
+    from recallwatch._durations import span
+    from recallwatch.ops.monitor import ReindexSettings
+
+    return ReindexSettings(below, span(window_hours, "hours", "--reindex-window-hours"),
+                           max_recall_loss)
+
+
+def _budget_policy(floor: float, target: float | None, slo: float, window: int | None,
+                   days: float | None) -> BudgetPolicy:
+    """The --budget-* options (the objective defaults to --floor, the window to 30 runs)."""
+    from recallwatch.ops.budget import BudgetPolicy
+
+    runs = window if window is not None or days is not None else 30
+    return BudgetPolicy(target=floor if target is None else target, slo=slo, window_runs=runs,
+                        window_days=days)
+
+
+def _settings(k: int, floor: float, min_coverage: float, loop: ReindexSettings,
+              policy_file: Path | None, *, max_probe_latency_p99: float | None,
+              min_freshness: float | None) -> MonitorSettings:
+    """The depth and the alarm thresholds; the ones not given come from the --policy file (the
+    drift alarm's p-value only from there)."""
+    from recallwatch.formats.policy import load_policy
+    from recallwatch.ops.monitor import AlarmThresholds, MonitorSettings
+
+    loaded = load_policy(policy_file)
+    limits = loaded.limits
+    thresholds = AlarmThresholds(
+        floor=floor, min_coverage=min_coverage, drift_alarm_p=loaded.drift_alarm_p,
+        max_latency_p99_ms=(limits.max_latency_p99_ms if max_probe_latency_p99 is None
+                            else max_probe_latency_p99),
+        min_freshness=limits.min_freshness if min_freshness is None else min_freshness)
+    return MonitorSettings(k=k, thresholds=thresholds, reindex=loop)
+
+
+@contextmanager
+def recorded_in(history: Path | str, no_history: bool) -> Iterator[History | None]:
+    """The history the run is recorded in (None with --no-history), closed after it."""
+    hist = recording_history(history, no_history)
+    try:
+        yield hist
+    finally:
+        if hist is not None:
+            hist.close()
+
+
+def _measure(probes_file: Path, store: str | None, pipeline: Path | None,
+             settings: MonitorSettings, run: _Run) -> tuple[dict[str, Any], str]:
+    """The monitor's record and its text: the store's run (with the probes through the
+    pipeline, if any), or the pipeline's probes alone."""
+    from recallwatch.cli.ops._pipeline import pipeline_only_text, probed
+    from recallwatch.ops.monitor import MONITOR_KIND, run_monitor
+    from recallwatch.ops.pipeline_probes import record_pipeline_probes
+    from recallwatch.ops.probes import load_probes
+
     probe_set = load_probes(probes_file)
-    with probed(pipeline, probe_set, k=k, min_coverage=min_coverage,
-                max_latency_p99_ms=max_probe_latency_p99) as through:
-        hist = recording_history(history, no_history)
+    t = settings.thresholds
+    with probed(pipeline, probe_set, k=settings.k, min_coverage=t.min_coverage,
+                max_latency_p99_ms=t.max_latency_p99_ms) as through, \
+            recorded_in(run.history, run.no_history) as hist:
+        if store is None:
+            assert through is not None  # a pipeline was given (checked before)
+            record = record_pipeline_probes(through, probe_set, hist, kind=MONITOR_KIND)
+            return record, pipeline_only_text(record)
+        vs = open_store(store)
         try:
-            if store is None:
-                assert through is not None  # a pipeline was given
-                record = record_pipeline_probes(through, probe_set, hist, kind=MONITOR_KIND)
-                text = pipeline_only_text(record)
-            else:
-                vs = open_store(store)
-                try:
-                    with exact_search(engine, address, workers) as exact:
-                        report = run_monitor(
-                            vs, probe_set, k=k, floor=floor, budget=policy, history=hist,
-                            reindex_below=reindex_below,
-                            reindex_window=reindex_span, live=live,
-                            max_recall_loss=max_recall_loss,
-                            exact=exact, min_coverage=min_coverage,
-                            drift_alarm_p=drift_alarm_p, max_latency_p99_ms=max_probe_latency_p99,
-                            pipeline=through, min_freshness=min_freshness)
-                finally:
-                    vs.close()
-                record, text = report.to_dict(), _monitor_text(report)
+            with exact_search(run.engine, run.address, run.workers) as exact:
+                report = run_monitor(vs, probe_set, settings, budget=run.budget,
+                                     history=hist, live=run.live, exact=exact,
+                                     pipeline=through)
         finally:
-            if hist is not None:
-                hist.close()
+            vs.close()
+    return report.to_dict(), _monitor_text(report)
+
+
+def _finish(record: dict[str, Any], text: str, fmt: TableJson, webhook: str | None) -> None:
+    """Print the record (--format), POST it to the webhook on an alarm, exit 1 on an alarm."""
+    from recallwatch.ops.webhook import post_webhook
+
     if fmt is TableJson.json:
         emit_json(record)
     else:
@@ -372,21 +438,15 @@ def exact_search(engine: EngineChoice, address: str | None,
         yield RayExactSearch(workers=workers)
 
 
-def _live_check(log: Path | None, window: str | None, *, baseline: str | None,
-                max_drop: float | None, max_no_result_rate: float | None,
-                min_ctr: float | None, max_abandonment: float | None,
-                max_latency_p99: float | None, min_impressions: int | None) -> LiveCheck | None:
-    """The live signals of ``log`` held to the thresholds given (the others at their
-    defaults); None without a log."""
+def _live_log(log: Path | None, window: str | None, *, baseline: str | None,
+              max_drop: float | None, max_no_result_rate: float | None,
+              min_ctr: float | None, max_abandonment: float | None,
+              max_latency_p99: float | None, min_impressions: int | None) -> LiveLog | None:
+    """--log with its window and its thresholds (the ones not given at their defaults); None
+    without a log."""
     from recallwatch.errors import UsageError
-    from recallwatch.online import InteractionLog
-    from recallwatch.online.live import (
-        DEFAULT_BASELINE,
-        parse_window,
-        window_and_baseline,
-        window_signals,
-    )
-    from recallwatch.ops.live_signals import LivePolicy, check_live
+    from recallwatch.online.live import DEFAULT_BASELINE, LiveLog, parse_window
+    from recallwatch.ops.live_signals import LivePolicy
 
     given = (max_no_result_rate, min_ctr, max_abandonment, max_latency_p99, min_impressions,
              baseline, max_drop)
@@ -404,16 +464,11 @@ def _live_check(log: Path | None, window: str | None, *, baseline: str | None,
         min_impressions=d.min_impressions if min_impressions is None else min_impressions,
         max_relative_change=d.max_relative_change if max_drop is None
         else (max_drop / 100.0 if max_drop != 0 else None))
-    source = InteractionLog(log)
-    if window == "all":
-        signals, before = window_signals(source), None
-    else:
-        signals, before = window_and_baseline(
-            source, None if window is None else parse_window(window),
-            baseline=DEFAULT_BASELINE if baseline is None else parse_window(baseline,
-                                                                             "--baseline"))
-    return check_live({**signals.to_dict(), "log": source.summary.to_dict()}, policy,
-                      None if before is None else before.to_dict())
+    if window == "all":  # the whole log: no baseline before it
+        return LiveLog(log, "all", policy=policy)
+    return LiveLog(log, None if window is None else parse_window(window),
+                   DEFAULT_BASELINE if baseline is None else parse_window(baseline, "--baseline"),
+                   policy)
 
 
 def register(app: typer.Typer) -> None:
