@@ -92,6 +92,7 @@ def ingest(
     from recallwatch._durations import span
     from recallwatch.embedders import DEFAULT_EMBEDDER, embedder_from_spec
     from recallwatch.embedders.base import SPEC_META_KEY
+    from recallwatch.ops.ingest import IngestSettings, RebuildSettings
     from recallwatch.ops.ingest import ingest as run_ingest
     from recallwatch.scale import engine_session
     from recallwatch.stores import open_store
@@ -116,12 +117,10 @@ def ingest(
                 from recallwatch.scale.ray_engine import RayEmbedding
 
                 embed_batches = RayEmbedding(spec, workers)
-            report = run_ingest(corpus, vector_store, model, batch_size=batch_size,
-                                commit_every=commit_every, prune=prune, embedder_spec=spec,
-                                strict=strict, show_progress=progress,
-                                embed_batches=embed_batches, verify_floor=floor,
-                                verify_max_recall_loss=max_recall_loss,
-                                precomputed=vectors, rebuild_window_hours=window,
+            settings = IngestSettings(batch_size, commit_every, prune, strict, progress,
+                                      RebuildSettings(floor, max_recall_loss, window))
+            report = run_ingest(corpus, vector_store, model, settings, embedder_spec=spec,
+                                embed_batches=embed_batches, precomputed=vectors,
                                 history=rebuild_history)
         finally:
             vector_store.close()

@@ -152,7 +152,7 @@ def _ingest(corpus_file: Path, index_dir: Path, variant: VariantSpec,
             show_progress: bool) -> _Record:
     """Embed the chunks into a new table; what its record holds about it."""
     from recallwatch.embedders import embedder_from_spec
-    from recallwatch.ops.ingest import ingest
+    from recallwatch.ops.ingest import IngestSettings, ingest
     from recallwatch.stores import open_store
 
     params = "".join(f"&{k}={v}" for k, v in sorted(variant.build_index().items()))
@@ -161,7 +161,8 @@ def _ingest(corpus_file: Path, index_dir: Path, variant: VariantSpec,
                        create=True)
     try:
         ingest(corpus_file, store, embedder_from_spec(variant.embedder),
-               embedder_spec=variant.embedder, strict=True, show_progress=show_progress)
+               IngestSettings(strict=True, show_progress=show_progress),
+               embedder_spec=variant.embedder)
         rows, version = store.count(), store.current_version()
     finally:
         store.close()

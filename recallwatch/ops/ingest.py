@@ -22,10 +22,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 import numpy as np
 
@@ -60,8 +60,12 @@ __all__ = [
     "BLOCKS_META_KEY",
     "IN_PROGRESS_META_KEY",
     "REPORTS_META_KEY",
+    "IngestKeywords",
     "IngestReport",
+    "IngestSettings",
+    "RebuildSettings",
     "ingest",
+    "ingest_settings",
     "promotion_blockers",
     "resolve_block",
 ]
@@ -72,6 +76,63 @@ BLOCKS_META_KEY = "promotion_blocks"  # version -> {"reason", "rejected", "at", 
 _KEEP_REPORTS = 50
 _KEEP_REJECTIONS = 1000  # per stored report; the count is always exact
 _KEEP_DUPLICATES = 100  # groups and pairs listed per report; the counts are always exact
+
+
+@dataclass(frozen=True)
+class RebuildSettings:
+    """What an index rebuild that an ingestion triggers must show to be switched in: recall@10
+    ``floor`` against exact search on stored rows and, with ``max_recall_loss``, no loss against
+    the live search beyond it (the interval of the difference); at most one per
+    ``window_hours``."""
+
+    floor: float = 0.95
+    max_recall_loss: float | None = None
+    window_hours: float = 24.0
+
+
+@dataclass(frozen=True)
+class IngestSettings:
+    """How an ingestion writes: ``batch_size`` texts per embedder call, ``commit_every`` chunks
+    per store write, ``prune`` (delete stored chunks the corpus lacks), ``strict`` (the first bad
+    record stops it before anything is written), ``show_progress`` (a bar on the terminal) and
+    the checks of the index rebuild it may trigger (:class:`RebuildSettings`)."""
+
+    batch_size: int = 256
+    commit_every: int = 4096
+    prune: bool = False
+    strict: bool = False
+    show_progress: bool = False
+    rebuild: RebuildSettings = field(default_factory=RebuildSettings)
+
+    def check(self) -> None:
+        if self.batch_size < 1 or self.commit_every < 1:
+            raise UsageError(f"batch_size and commit_every must be at least 1, found "
+                             f"{self.batch_size} and {self.commit_every}")
+
+
+class IngestKeywords(TypedDict, total=False):
+    """:class:`IngestSettings` as loose keywords of :func:`ingest` (its earlier form)."""
+
+    batch_size: int
+    commit_every: int
+    prune: bool
+    strict: bool
+    show_progress: bool
+    verify_floor: float
+    verify_max_recall_loss: float | None
+    rebuild_window_hours: float
+
+
+def ingest_settings(settings: IngestSettings | None = None,
+                    **keywords: Unpack[IngestKeywords]) -> IngestSettings:
+    """``settings`` (default: :class:`IngestSettings`'s defaults) with each keyword given put in
+    its place."""
+    base = settings or IngestSettings()
+    kw: dict[str, Any] = dict(keywords)
+    rebuild = {field_: kw.pop(name) for name, field_ in (
+        ("verify_floor", "floor"), ("verify_max_recall_loss", "max_recall_loss"),
+        ("rebuild_window_hours", "window_hours")) if name in kw}
+    return replace(base, **kw, rebuild=replace(base.rebuild, **rebuild))
 
 
 @dataclass
@@ -167,23 +228,21 @@ def ingest(
     corpus: str | Path | Corpus,
     store: VectorStore,
     embedder: Embedder,
+    settings: IngestSettings | None = None,
     *,
-    batch_size: int = 256,
-    commit_every: int = 4096,
-    prune: bool = False,
     embedder_spec: str | None = None,
-    strict: bool = False,
-    show_progress: bool = False,
-    verify_floor: float = 0.95,
-    verify_max_recall_loss: float | None = None,
-    rebuild_window_hours: float = 24.0,
     history: History | Callable[[], History | None] | None = None,
     embed_batches: Callable[[Iterable[list[str]]], Iterable[np.ndarray]] | None = None,
     vectors: Mapping[str, np.ndarray] | None = None,
     precomputed: bool = False,
+    **keywords: Unpack[IngestKeywords],
 ) -> IngestReport:
     """Embed and write the chunks of ``corpus`` that the store does not hold as they are.
 
+    ``settings`` (:class:`IngestSettings`) holds how it writes and the rebuild's checks; each
+    may also be given as a keyword (``batch_size``, ``commit_every``, ``prune``, ``strict``,
+    ``show_progress``, ``verify_floor``, ``verify_max_recall_loss``, ``rebuild_window_hours``),
+    which replaces the one in ``settings``.
     ``batch_size`` texts go to the embedder per call; ``commit_every`` chunks per store write
     (what a kill can cost in re-embedding). ``prune`` deletes stored chunks absent from the corpus
     (a full sync); without it ingestion only adds and updates, so a fix file can be ingested alone.
@@ -215,36 +274,35 @@ def ingest(
     or the ``.npy`` beside it: :mod:`recallwatch.formats.corpus_vectors`), checked in the first
     read and each taken when its chunk is written.
     """
-    _check_arguments(corpus, batch_size, commit_every, vectors, precomputed)
-    rebuild_window = span(rebuild_window_hours, "hours", "--reindex-window-hours")
+    s = ingest_settings(settings, **keywords)
+    _check_arguments(corpus, s, vectors, precomputed)
+    rebuild_window = span(s.rebuild.window_hours, "hours", "rebuild_window_hours")
     t_start, started = time.perf_counter(), _now()
-    data, fingerprint = _read(corpus, embedder, embedder_spec, vectors, precomputed, strict)
+    data, fingerprint = _read(corpus, embedder, embedder_spec, vectors, precomputed, s.strict)
     duplicates = data.duplicates.result()
     t_read = time.perf_counter() - t_start
     first = _check_fingerprint(store, fingerprint)
     report = _new_report(store, data, fingerprint, started,
                          duplicates if duplicates.exact or duplicates.near else None)
-    write = _plan_writes(report, data, _stored_hashes(store, data.ids, full=prune), prune)
+    write = _plan_writes(report, data, _stored_hashes(store, data.ids, full=s.prune), s.prune)
     _mark_start(store, report, fingerprint if first else None, embedder_spec)
     clock = _Clock(built=_build_seconds(store))  # a write may build the first index: shown apart
     if report.todo:
         _write_groups(store, report, data, write, clock, embedder=embedder,
-                      batch_size=batch_size, commit_every=commit_every,
+                      batch_size=s.batch_size, commit_every=s.commit_every,
                       given=vectors is not None or precomputed, embed_batches=embed_batches,
-                      dimension=fingerprint.dimension, show_progress=show_progress)
+                      dimension=fingerprint.dimension, show_progress=s.show_progress)
     if report.deleted:
         with clock.writing():
             store.delete(report.deleted)
-    _finish(store, report, clock, t_start=t_start, t_read=t_read, floor=verify_floor,
-            window=rebuild_window, history=history, max_recall_loss=verify_max_recall_loss)
+    _finish(store, report, clock, t_start=t_start, t_read=t_read, floor=s.rebuild.floor,
+            window=rebuild_window, history=history, max_recall_loss=s.rebuild.max_recall_loss)
     return report
 
 
-def _check_arguments(corpus: str | Path | Corpus, batch_size: int, commit_every: int,
+def _check_arguments(corpus: str | Path | Corpus, settings: IngestSettings,
                      vectors: Mapping[str, np.ndarray] | None, precomputed: bool) -> None:
-    if batch_size < 1 or commit_every < 1:
-        raise UsageError(f"batch_size and commit_every must be at least 1, found {batch_size} "
-                         f"and {commit_every}")
+    settings.check()
     if precomputed and (vectors is not None or isinstance(corpus, Corpus)):
         raise UsageError("precomputed reads the vectors of a corpus file: give the file, and "
                          "no vectors")
