@@ -14,7 +14,10 @@ records its cost next to its quality:
 * query embedding: the golden queries are embedded in one batch (its time divided by the number
   of queries); when the policy judges cost, up to 100 queries are also embedded alone, one call
   each, for a median with an interval;
-* index bytes: the ANN index's size, where the store can say (``SupportsIndexSize``).
+* index bytes: the ANN index's size, where the store can say (``SupportsIndexSize``);
+* the queries' embedding tokens (``embed_tokens``: ``{texts, tokens, unknown, from, hosted}``),
+  where the embedder tells them: a hosted endpoint's ``usage.prompt_tokens``, or a local model's
+  own tokenizer; the cost in money prices the hosted ones.
 
 Every per-call time is kept (``samples``), so that a later run is compared with this one call for
 call, not figure for figure.
@@ -98,6 +101,9 @@ def measure_cost(timings: Timings, index_bytes: int | None) -> dict[str, Any] | 
         "embed_calls": int(embed.size),
         **_quantiles("embed", embed, (0.5,)),
         "index_bytes": index_bytes,
+        # the golden queries' tokens as the embedder counted them (None: it does not tell)
+        "embed_tokens": (None if timings.embed_tokens is None
+                         else timings.embed_tokens.to_dict()),
         "level": LEVEL,
         "samples": {"search_ms": _rounded(ms), "embed_ms": _rounded(embed)},
     }

@@ -12,8 +12,10 @@ another at its measured speed:
   memory costs while those queries are served. A deployment that idles pays for the idle hours
   too: this is the least it costs, at full use;
 * **disk** = the same with the bytes on disk and the disk price;
-* **embedding tokens** = 1,000 × tokens per query / 1,000 × price per 1,000 tokens (when the
-  embedder reports its tokens);
+* **embedding tokens** = 1,000 × tokens per query / 1,000 × price per 1,000 tokens, for a
+  hosted embedder: the tokens its endpoint reported for the golden queries (``usage.
+  prompt_tokens``). A local model's tokens (counted by its tokenizer) are stated, not priced:
+  its time is already in compute;
 * **LLM tokens** = 1,000 × input tokens per query / 1,000 × input price, plus the same for the
   output tokens: the generator's answers, as the model reported them in its replies' ``usage``.
 
@@ -36,8 +38,9 @@ __all__ = ["EMBEDDING_IN_COMPUTE", "GB", "HOURS_PER_MONTH", "QUERIES", "Serving"
 GB = 2**30
 HOURS_PER_MONTH = 730.0
 QUERIES = 1000
-EMBEDDING_IN_COMPUTE = ("the query embedding's time is counted in compute; a hosted embedder's "
-                        "tokens are not reported yet")
+EMBEDDING_IN_COMPUTE = ("the query embedding's time is counted in compute; its tokens were not "
+                        "counted (the embedder does not tell them, or the retrievers embedded "
+                        "each query inside their search)")
 
 
 @dataclass(frozen=True)
@@ -183,10 +186,37 @@ def gate_serving(cost: Mapping[str, Any] | None, answers: Mapping[str, Any] | No
                                   f" + query embedding {embed:.4g} ms" if embed is not None
                                   else ", each embedding its query itself"))
     held = _held_bytes(cost, missing, sources)
-    not_part = {"embedding tokens": EMBEDDING_IN_COMPUTE}
+    not_part: dict[str, str] = {}
+    embedding = _per_query_embedding(cost, missing, sources, not_part)
     llm_in, llm_out = _per_answer(answers, missing, sources, not_part)
-    return Serving(seconds, seconds, held, held, None, llm_in, llm_out, missing, not_part,
+    return Serving(seconds, seconds, held, held, embedding, llm_in, llm_out, missing, not_part,
                    sources, quality)
+
+
+def _per_query_embedding(cost: Mapping[str, Any] | None, missing: dict[str, str],
+                         sources: dict[str, str], not_part: dict[str, str]) -> float | None:
+    """The embedding tokens per query a hosted embedder's endpoint reported for the golden
+    queries; a local model's (its tokenizer's) are stated as no part of the money cost."""
+    counted = (cost or {}).get("embed_tokens")
+    item = "embedding tokens"
+    if not counted:
+        not_part[item] = EMBEDDING_IN_COMPUTE
+        return None
+    texts, tokens = int(counted["texts"]), int(counted["tokens"])
+    unknown = int(counted.get("unknown") or 0)
+    if not counted.get("hosted"):
+        per = f"{tokens / texts:.4g} tokens per query" if texts else "no tokens"
+        not_part[item] = (f"a local model: its time is counted in compute; {per} "
+                          f"({tokens:,} over {texts} queries), counted by {counted['from']}")
+        return None
+    if not texts:
+        missing[item] = (f"not reported: the endpoint's replies for the {unknown} queries had "
+                         "no usage.prompt_tokens")
+        return None
+    sources[item] = (f"{tokens:,} tokens over {texts} queries, as reported in the "
+                     f"{counted['from']}" + (f"; {unknown} queries' replies did not report "
+                                             "theirs" if unknown else ""))
+    return float(tokens) / texts
 
 
 def _held_bytes(cost: Mapping[str, Any] | None, missing: dict[str, str],

@@ -18,9 +18,12 @@ from recallwatch.acceptance.model import RunConfig
 from recallwatch.embedders.base import (
     FINGERPRINT_META_KEY,
     Embedder,
+    EmbeddingTokens,
     Fingerprint,
     check_fingerprint,
     fingerprint_of,
+    query_tokens,
+    reported_tokens,
 )
 from recallwatch.errors import DatasetError, InputError
 from recallwatch.formats.golden import GoldenQuery
@@ -78,6 +81,9 @@ class Timings:
     baseline_each: list[float] = field(default_factory=list)
     baseline: dict[str, Any] | None = None  # which baseline run and index version they timed
     timed_queries: int = 0  # distinct queries among the timed calls
+    # The golden queries' tokens, as the embedder counted them (its tokenizer, or its
+    # endpoint's usage); None when it does not tell.
+    embed_tokens: EmbeddingTokens | None = None
 
 
 # At most this many golden queries are timed one search call each (the latency p50 and p99).
@@ -235,8 +241,10 @@ class StoreSource:
         clock = self.clock
         t0 = clock()
         texts = [q.text for q in queries]
+        before = reported_tokens(self.embedder)
         vectors = np.asarray(self.embedder.embed_queries(texts), dtype=np.float32)
         t1 = clock()
+        tokens = query_tokens(self.embedder, texts, before)  # after the timing: not in it
         # Exact rescoring is many small products: one BLAS thread each (see recallwatch._blas).
         with blas_threads(1):
             # The ranked lists in one call: a store batches what it can (LanceDB scans the rows
@@ -251,6 +259,9 @@ class StoreSource:
         t3 = clock()
         self.timings.embed += t1 - t0
         self.timings.embedded += len(queries)
+        if tokens is not None:
+            held = self.timings.embed_tokens
+            self.timings.embed_tokens = tokens if held is None else held + tokens
         self.timings.search += t3 - t1
         self.timings.score += t2 - t_score
         out = []

@@ -18,11 +18,16 @@
    oracle answer is wrong and the retrieval missed expected chunks);
 4. the means and the hallucination rate are computed and the policy's answer rules applied
    (``min_faithfulness``, ``min_answer_relevance``, ``max_hallucination_rate``): a rule that
-   fails is a STOP reason naming the queries, as the retrieval rules' are.
+   fails is a STOP reason naming the queries, as the retrieval rules' are;
+5. with ``answers_out`` (``gate --generator SPEC --answers-out FILE``), the generator's answers
+   from the retrieved chunks are written in the answers format, for ``label answers`` and
+   ``gate --answers`` — also when the judge is refused or no labelled answers were given (the
+   answers are then generated and written, and judged by no one).
 """
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -74,6 +79,7 @@ class AnswerPlan:
     min_kappa: float = DEFAULT_MIN_KAPPA
     min_labelled: int = DEFAULT_MIN_LABELLED
     sources: dict[str, str] = field(default_factory=dict)  # the files and specs given
+    answers_out: Path | None = None  # where the generator's answers are written
 
 
 @dataclass(frozen=True)
@@ -88,42 +94,68 @@ class AnswerOptions:
     labels: str | Path | None = None
     min_kappa: float = DEFAULT_MIN_KAPPA
     min_labelled: int = DEFAULT_MIN_LABELLED
+    answers_out: str | Path | None = None  # ``--answers-out``: where to write the answers
 
     def open(self, golden: GoldenSet, base_dir: Path | None = None) -> AnswerPlan | None:
         return open_plan(golden, answers=self.answers, generator=self.generator,
                          judge=self.judge, labels=self.labels, min_kappa=self.min_kappa,
-                         min_labelled=self.min_labelled, base_dir=base_dir)
+                         min_labelled=self.min_labelled, base_dir=base_dir,
+                         answers_out=self.answers_out)
 
 
 def open_plan(golden: GoldenSet, *, answers: str | Path | None = None,
               generator: str | None = None, judge: str = "offline",
               labels: str | Path | None = None, min_kappa: float = DEFAULT_MIN_KAPPA,
-              min_labelled: int = DEFAULT_MIN_LABELLED, base_dir: Path | None = None
-              ) -> AnswerPlan | None:
+              min_labelled: int = DEFAULT_MIN_LABELLED, base_dir: Path | None = None,
+              answers_out: str | Path | None = None) -> AnswerPlan | None:
     """The plan for ``gate --answers/--generator`` (None when neither is given); every file is
     read and every spec opened now, so a bad one fails before the gate searches anything."""
+    _check_answers_out(answers, generator, answers_out)
     if answers is None and generator is None:
         if labels is not None:
             raise UsageError("--answer-labels measures the judge of answers: give the answers "
                              "with --answers FILE or a --generator SPEC")
         return None
-    if labels is None:
+    if labels is None and answers_out is None:
+        first = ("" if answers is not None else ", or --answers-out FILE to write the "
+                 "generator's answers, to label them first")
         raise UsageError("answers are judged only by a judge measured against answers people "
                          "labelled: give --answer-labels FILE (JSON Lines of {question, answer, "
-                         "contexts, faithful, relevant}; docs/answers.md)")
-    labelled = read_labelled_answers(labels)
+                         f"contexts, faithful, relevant}}; docs/answers.md){first}")
+    labelled = read_labelled_answers(labels) if labels is not None else []
     records = None
     if answers is not None:
         records = read_answers(answers)
         check_query_ids(records, golden)
     gen = None if generator is None else open_generator(generator, base_dir=base_dir)
-    sources = {"judge": judge, "labels": str(labels)}
+    sources = {"judge": judge, "labels": "none given" if labels is None else str(labels)}
     if answers is not None:
         sources["answers"] = str(answers)
     if generator is not None:
         sources["generator"] = generator
+    if answers_out is not None:
+        sources["answers_out"] = str(answers_out)
     return AnswerPlan(golden, open_judge(judge), labelled, records, gen, min_kappa, min_labelled,
-                      sources)
+                      sources, None if answers_out is None else Path(answers_out))
+
+
+def _check_answers_out(answers: str | Path | None, generator: str | None,
+                       answers_out: str | Path | None) -> None:
+    """``--answers-out`` writes what ``--generator`` answered from the retrieved chunks: it
+    needs a generator, and has nothing to write when the answers come from ``--answers``; its
+    file must be writable (checked before anything is searched)."""
+    if answers_out is None:
+        return
+    if generator is None:
+        raise UsageError("--answers-out writes the answers --generator SPEC gives from the "
+                         "retrieved chunks: give --generator")
+    if answers is not None:
+        raise UsageError(f"--answers-out has nothing to write with --answers {answers}: the "
+                         "answers judged are that file's already (drop --answers to have the "
+                         "generator answer from the retrieved chunks)")
+    from recallwatch._files import check_output_file
+
+    check_output_file(answers_out, "--answers-out", "answers.jsonl")
 
 
 def chunk_reader(store: VectorStore | None, corpus: str | Path | None) -> ChunkReader | None:
@@ -162,7 +194,9 @@ def with_answers(result: GateResult, policy: Policy, plan: AnswerPlan,
     if trust is None:
         trust = measure_judge_of(plan)
     if not trust.accepted:
-        return _refused(result, policy.answers, plan, trust)
+        written = (None if plan.answers_out is None
+                   else _write_out(plan.answers_out, _served(result, plan, texts)))
+        return _refused(result, policy.answers, plan, trust, written)
     by_id = {q.id: q for q in plan.golden.queries}
     # each query's answer (generated, then judged: language-model calls) counted on a terminal
     judged = [(q, _judge_query(q, by_id[q.id], plan, texts, trust.trusted))
@@ -170,6 +204,9 @@ def with_answers(result: GateResult, policy: Policy, plan: AnswerPlan,
     queries = tuple(q if a is None else replace(q, answer=a) for q, a in judged)
     summary = _summary([a for _, a in judged if a is not None], plan, trust,
                        [q.id for q, a in judged if a is None])
+    if plan.answers_out is not None:
+        summary["answers_out"] = _write_out(plan.answers_out, [
+            (q.id, a["text"], a["contexts"]) for q, a in judged if a is not None])
     reasons, checks = _apply_rules(policy.answers, summary, [q for q in queries if q.answer],
                                    trust)
     warnings = list(result.warnings)
@@ -202,11 +239,50 @@ def rules_not_applied(result: GateResult, policy: Policy) -> GateResult:
     return replace(result, checks=(*result.checks, *checks))
 
 
+def _served(result: GateResult, plan: AnswerPlan,
+            texts: Mapping[str, str]) -> list[tuple[str, str, list[Any]]]:
+    """The generator's answer to each query from its retrieved top K, not judged:
+    ``(query_id, answer, contexts)``."""
+    generator = plan.generator
+    if generator is None:  # open_plan: --answers-out needs a generator
+        return []
+    out = []
+    for q in tracked(result.queries, len(result.queries), "generating the answers"):
+        contexts = _contexts(q, None, texts)
+        text = generator.answer(q.text, [c.text for c in contexts])
+        out.append((q.id, text, [c.id if c.id is not None else {"text": c.text}
+                                 for c in contexts]))
+    return out
+
+
+def _write_out(path: Path, answers: list[tuple[str, str, list[Any]]]) -> dict[str, Any]:
+    """Write the answers to ``path`` (``--answers-out``); what was written, for the run's
+    JSON."""
+    from recallwatch.formats.answers import write_answers
+
+    return {"path": str(path), "answers": write_answers(path, answers)}
+
+
+def _label_command(result: GateResult, plan: AnswerPlan, path: str) -> str:
+    """The ``label answers`` command for the answers written to ``path``: the golden set's file
+    and the store searched (its URI redacted), or a placeholder where unknown."""
+    uri = result.store.get("uri")
+    chunks = f"--store {shlex.quote(str(uri))}" if uri else "--corpus CORPUS"
+    golden = shlex.quote(plan.golden.source) if plan.golden.source else "GOLDEN"
+    return f"recallwatch label answers {shlex.quote(path)} --golden {golden} {chunks}"
+
+
 def _refused(result: GateResult, rules: AnswerRules, plan: AnswerPlan,
-             trust: Trust) -> GateResult:
+             trust: Trust, written: dict[str, Any] | None = None) -> GateResult:
     summary: dict[str, Any] = {"faithfulness": None, "relevance": None, "correctness": None,
                                "hallucination_rate": None, "judge": _judge_dict(plan, trust)}
+    if written is not None:
+        summary["answers_out"] = written
     line = f"the answer judge ({plan.judge.kind}) is {trust.line()}"
+    if written is not None:
+        line += (f"; the generator's {written['answers']} answers were written to "
+                 f"{written['path']}, not judged: label them with "
+                 f"`{_label_command(result, plan, written['path'])}`")
     if not rules.any:
         return replace(result, answers=summary,
                        warnings=(*result.warnings, f"{line}; no answer was judged"))

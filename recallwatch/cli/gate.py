@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import date
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -28,6 +28,9 @@ from recallwatch.cli._options import (
     ResultsFile,
     StoreURIOrNone,
 )
+
+if TYPE_CHECKING:  # the gate's model loads only when a gate runs
+    from recallwatch.acceptance.model import GateResult
 
 JUnitFile = Annotated[Path | None, typer.Option(
     "--junit", help="Also write JUnit XML here.")]
@@ -71,6 +74,11 @@ GeneratorSpec = Annotated[str | None, typer.Option(
     "answer; each call bounded to S seconds, 60 by default) or an "
     "OpenAI-compatible chat endpoint URL?model=NAME[&prompt=FILE][&api_key_env=VAR]. With "
     "--answers, only the expected-chunks answers are generated. Needs --answer-labels.")]
+AnswersOut = Annotated[Path | None, typer.Option(
+    "--answers-out", help="With --generator: write the answers it gave from the retrieved top "
+    "K to this file, in the --answers format ({query_id, answer, contexts: chunk ids}), to "
+    "label them (recallwatch label answers FILE --golden GOLDEN --store URI) or judge them "
+    "again (--answers FILE). Without --answer-labels the answers are written and not judged.")]
 AnswerJudge = Annotated[str, typer.Option(
     "--answer-judge", help="Who judges the answers: offline (sentence embeddings and "
     "numbers, no LLM; thresholds calibrated on --answer-labels, or fixed as "
@@ -113,6 +121,7 @@ def gate(
     tune_weights: TuneWeights = False,
     answers: AnswersFile = None,
     generator: GeneratorSpec = None,
+    answers_out: AnswersOut = None,
     answer_judge: AnswerJudge = "offline",
     answer_labels: AnswerLabels = None,
     answer_min_kappa: AnswerMinKappa = 0.6,
@@ -134,7 +143,8 @@ def gate(
 
     With --answers or --generator, the answers of a RAG assistant are judged too (after the
     judge's agreement with --answer-labels is measured), and the policy's min_faithfulness,
-    min_answer_relevance and max_hallucination_rate apply.
+    min_answer_relevance and max_hallucination_rate apply. --answers-out FILE writes the
+    generator's answers, to label them (recallwatch label answers) or judge them again.
 
     With --prices, the report adds what serving 1,000 queries costs at the run's measured
     search time, index size and generator tokens, item by item with its arithmetic.
@@ -164,11 +174,12 @@ def gate(
             raise InputError(field="--run-date", expected="a date YYYY-MM-DD",
                              found=run_date) from None
     asked = None
-    if answers is not None or generator is not None or answer_labels is not None:
+    if (answers is not None or generator is not None or answer_labels is not None
+            or answers_out is not None):
         from recallwatch.answers.gate import AnswerOptions
 
         asked = AnswerOptions(answers, generator, answer_judge, answer_labels, answer_min_kappa,
-                              answer_min_labelled)
+                              answer_min_labelled, answers_out)
     with flags_named(GATE_FLAGS):
         result = run(golden, given[0], policy, None if no_history else history, answers=asked,
                      prices=prices,
@@ -178,9 +189,18 @@ def gate(
                      engine="ray" if engine is EngineChoice.ray else "local", address=address,
                      workers=workers)
     _print_result(result, fmt)
+    _say_written(result)
     if policy is None:
         _explain_default_noise(result)
     raise typer.Exit(result.exit_code)
+
+
+def _say_written(result: GateResult) -> None:
+    """On standard error: where --answers-out wrote the generator's answers."""
+    written = (result.to_dict_without_queries().get("answers") or {}).get("answers_out")
+    if written:
+        typer.echo(f"wrote {written['answers']} answers of the generator to {written['path']}",
+                   err=True)
 
 
 # The library's parameters as this command's flags, for its error messages.

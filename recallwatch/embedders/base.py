@@ -13,11 +13,16 @@ __all__ = [
     "FINGERPRINT_META_KEY",
     "PROBE_SENTENCES",
     "SPEC_META_KEY",
+    "CountsTokens",
     "Embedder",
+    "EmbeddingTokens",
     "Fingerprint",
     "IndexMeta",
+    "ReportsTokens",
     "check_fingerprint",
     "fingerprint_of",
+    "query_tokens",
+    "reported_tokens",
 ]
 
 # Store meta keys written at ingestion: the fingerprint of the embedder that built the index, and
@@ -70,6 +75,66 @@ class Embedder(Protocol):
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray: ...
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class EmbeddingTokens:
+    """The tokens of texts an embedder embedded: ``tokens`` over the ``texts`` whose tokens are
+    known, ``unknown`` texts whose tokens were not reported (never guessed), ``source`` where
+    they were counted, and whether they are ``hosted`` (a provider bills them) or a local
+    model's (its time is the cost, not its tokens)."""
+
+    texts: int = 0
+    tokens: int = 0
+    unknown: int = 0
+    source: str = ""
+    hosted: bool = False
+
+    def __add__(self, other: EmbeddingTokens) -> EmbeddingTokens:
+        return EmbeddingTokens(self.texts + other.texts, self.tokens + other.tokens,
+                               self.unknown + other.unknown, other.source or self.source,
+                               other.hosted)
+
+    def __sub__(self, other: EmbeddingTokens) -> EmbeddingTokens:
+        return EmbeddingTokens(self.texts - other.texts, self.tokens - other.tokens,
+                               self.unknown - other.unknown, self.source, self.hosted)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"texts": self.texts, "tokens": self.tokens, "unknown": self.unknown,
+                "from": self.source, "hosted": self.hosted}
+
+
+@runtime_checkable
+class CountsTokens(Protocol):
+    """An embedder with its own tokenizer: it counts the tokens of texts (a local model)."""
+
+    def count_tokens(self, texts: Sequence[str]) -> EmbeddingTokens: ...
+
+
+@runtime_checkable
+class ReportsTokens(Protocol):
+    """An embedder told its tokens by its endpoint (``usage``): the queries' so far."""
+
+    def query_tokens_reported(self) -> EmbeddingTokens: ...
+
+
+def reported_tokens(embedder: object) -> EmbeddingTokens | None:
+    """What an embedder that is told its tokens (an endpoint's ``usage``) has counted so far
+    for queries, cumulative; None for one that is not told."""
+    return embedder.query_tokens_reported() if isinstance(embedder, ReportsTokens) else None
+
+
+def query_tokens(embedder: object, texts: Sequence[str],
+                 before: EmbeddingTokens | None) -> EmbeddingTokens | None:
+    """The tokens of ``texts``, just embedded as queries: counted by the embedder's own
+    tokenizer when it has one, else the tokens its endpoint reported since ``before``
+    (:func:`reported_tokens`); None when neither is known."""
+    if isinstance(embedder, CountsTokens):
+        return embedder.count_tokens(texts)
+    after = reported_tokens(embedder)
+    if after is None or before is None:
+        return None
+    return after - before
 
 
 class IndexMeta(Protocol):

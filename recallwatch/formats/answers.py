@@ -25,11 +25,16 @@ expected and what was found.
 
 **Answers to label** (``label answers FILE``): the same records without their labels
 (``faithful``, ``relevant``, ``correct``, ``judge``, ``at``).
+
+``gate --generator SPEC --answers-out FILE`` writes the answers the generator gave from the
+retrieved chunks in the answers format (:func:`write_answers`), so ``gate --answers`` judges them
+again and ``label answers FILE --golden GOLDEN`` labels them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,7 +44,7 @@ from recallwatch.formats.fields import check_keys, line_of, shown, text_id
 from recallwatch.formats.structured import iter_jsonl
 
 __all__ = ["AnswerRecord", "AnswerToLabel", "Context", "LabelledAnswer", "read_answers",
-           "read_answers_to_label", "read_labelled_answers"]
+           "read_answers_to_label", "read_labelled_answers", "write_answers"]
 
 _ANSWER_KEYS = {"query_id", "answer", "contexts"}
 _TO_LABEL_KEYS = {"id", "question", "answer", "contexts", "reference", "facts"}
@@ -177,6 +182,17 @@ def read_answers(path: str | Path) -> dict[str, AnswerRecord]:
         answer = str(_text(obj, "answer", p, qid))
         out[qid] = AnswerRecord(qid, answer, _contexts(obj, p, qid), str(p), line)
     return out
+
+
+def write_answers(path: str | Path, answers: Iterable[tuple[str, str, list[Any]]]) -> int:
+    """Write ``(query_id, answer, contexts)`` records as an answers file (contexts: chunk ids,
+    or ``{"text": …}`` for a passage that is not one), replacing ``path`` whole; how many."""
+    from recallwatch._files import write_atomic
+
+    lines = [json.dumps({"query_id": qid, "answer": text, "contexts": list(contexts)},
+                        ensure_ascii=False) + "\n" for qid, text, contexts in answers]
+    write_atomic(path, "".join(lines))
+    return len(lines)
 
 
 def _answer_fields(obj: dict[str, Any], p: Path, keys: set[str],

@@ -11,17 +11,19 @@ DDL is written for SQLite; a PostgreSQL backend translates its column types
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from recallwatch.errors import HistoryError
-from recallwatch.history._detail import pack
+from recallwatch.history._detail import pack, unpack
 
 if TYPE_CHECKING:
     from recallwatch.history._backend import Backend
 
-__all__ = ["DATA_STEPS", "MIGRATIONS", "SCHEMA_VERSION", "check_schema", "migrate"]
+__all__ = ["ANSWER_COLUMNS", "DATA_STEPS", "MIGRATIONS", "SCHEMA_VERSION", "answer_columns",
+           "check_schema", "migrate"]
 
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_runs_and_query_results", """
@@ -146,9 +148,25 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
             PRIMARY KEY (run_id, series)
         );
     """),
+    ("0008_run_answer_measures", """
+        -- A run's answer measures (gate --answers/--generator), beside its rank measures, so the
+        -- run list and the trends show them without reading each run's full result: the means
+        -- of faithfulness, relevance and correctness, and the hallucination rate. NULL when the
+        -- run judged no answers or its judge was not trusted with the measure. The runs already
+        -- stored get theirs from their stored result (this migration's data step).
+        ALTER TABLE runs ADD COLUMN faithfulness REAL;
+        ALTER TABLE runs ADD COLUMN answer_relevance REAL;
+        ALTER TABLE runs ADD COLUMN correctness REAL;
+        ALTER TABLE runs ADD COLUMN hallucination_rate REAL;
+    """),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
+#: the answer measure columns of ``runs`` (0008) and the keys of the run's ``answers`` they hold
+ANSWER_COLUMNS: dict[str, str] = {"faithfulness": "faithfulness",
+                                  "answer_relevance": "relevance",
+                                  "correctness": "correctness",
+                                  "hallucination_rate": "hallucination_rate"}
 _BATCH = 200  # runs rewritten per statement batch by a data step
 
 
@@ -165,9 +183,43 @@ def _compress_stored_runs(db: Backend) -> None:
         last = rows[-1][0]
 
 
+def answer_columns(result: Mapping[str, Any]) -> tuple[float | None, ...]:
+    """The values of the answer measure columns (:data:`ANSWER_COLUMNS`) from a run's result as
+    JSON: None for a run without answers, and for a measure its judge was not trusted with."""
+    answers = result.get("answers")
+    if not isinstance(answers, Mapping):
+        return (None,) * len(ANSWER_COLUMNS)
+    return tuple(_number(answers.get(key)) for key in ANSWER_COLUMNS.values())
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _fill_answer_columns(db: Backend) -> None:
+    """0008's data step: each stored run's answer measures, read from its stored result."""
+    last = -(2**62)
+    sets = ", ".join(f"{column} = ?" for column in ANSWER_COLUMNS)
+    while True:
+        rows = db.execute("SELECT seq, result_json, result_zlib FROM runs WHERE seq > ? "
+                          f"ORDER BY seq LIMIT {_BATCH}", (last,))
+        if not rows:
+            return
+        read = [(answer_columns(json.loads(unpack(text, packed))), seq)
+                for seq, text, packed in rows]
+        measured = [(*measures, seq) for measures, seq in read
+                    if any(m is not None for m in measures)]
+        if measured:
+            db.executemany(f"UPDATE runs SET {sets} WHERE seq = ?", measured)
+        last = rows[-1][0]
+
+
 #: what a migration does beyond its DDL, by name (run right after it, in its transaction)
 DATA_STEPS: dict[str, Callable[[Backend], None]] = {
     "0005_compact_run_detail": _compress_stored_runs,
+    "0008_run_answer_measures": _fill_answer_columns,
 }
 
 _BOOKKEEPING = """

@@ -29,6 +29,7 @@ from recallwatch.errors import HistoryError, UsageError
 from recallwatch.history._backend import Backend
 from recallwatch.history._detail import pack, unpack
 from recallwatch.history._open import open_backend
+from recallwatch.history._schema import ANSWER_COLUMNS, answer_columns
 from recallwatch.history._timings import attach_timings, split_timings
 
 __all__ = ["BaselinesMoved", "History", "MonitorRun", "OnlineReadoutRow", "RunSummary"]
@@ -59,6 +60,18 @@ class RunSummary:
     mean_ndcg: float
     mean_noise: float
     failed_queries: int
+    # the answer measures (gate --answers/--generator; history._schema.ANSWER_COLUMNS): None
+    # for a run that judged no answers, or whose judge was not trusted with the measure
+    faithfulness: float | None = None
+    answer_relevance: float | None = None
+    correctness: float | None = None
+    hallucination_rate: float | None = None
+
+    @property
+    def has_answers(self) -> bool:
+        """Whether the run holds an answer measure."""
+        return any(v is not None for v in (self.faithfulness, self.answer_relevance,
+                                           self.correctness, self.hallucination_rate))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -223,8 +236,9 @@ class History:
             "INSERT INTO runs (run_id, created_at, dataset_name, dataset_version, "
             "dataset_hash, policy_hash, config_hash, embedder, store_uri, index_version, "
             "verdict, n_queries, mean_quality, mean_recall, mean_precision, mrr, "
-            "mean_ndcg, mean_noise, failed_queries, result_json, result_zlib) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "mean_ndcg, mean_noise, failed_queries, result_json, result_zlib, "
+            f"{', '.join(ANSWER_COLUMNS)}) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (result.run_id, result.created_at, result.dataset.get("name", ""),
              str(result.dataset.get("version", "")), result.dataset_hash, result.policy_hash,
              result.config_hash,
@@ -232,7 +246,8 @@ class History:
              store.get("uri"), None if store.get("version") is None else str(store["version"]),
              result.verdict, a.n_queries, a.mean_quality, a.mean_recall, a.mean_precision,
              a.mrr, a.mean_ndcg, a.mean_noise, a.failed_queries,
-             "", pack(json.dumps(data, ensure_ascii=False, default=str))),
+             "", pack(json.dumps(data, ensure_ascii=False, default=str)),
+             *answer_columns(data)),
         )
         db.executemany(
             "INSERT INTO query_results (run_id, query_id, domain, passed, recall, quality, "

@@ -1,6 +1,8 @@
 """Trends over the last N comparable runs of a dataset, named as failure patterns.
 
-Each series (mean quality, mean recall, mean noise; overall and per domain) gets two tests of a
+Each series (mean quality, mean recall, mean noise; overall and per domain; and, over the runs
+that judged answers, the answer measures: faithfulness, relevance, correctness, hallucination
+rate) gets two tests of a
 monotone trend against run order: the OLS slope with its t-test p-value, and the Mann–Kendall test
 (Kendall's tau of the values against time). A trend is reported only when both are significant,
 so one outlier cannot make a slope and a noisy series cannot make a rank trend. A decline is
@@ -19,19 +21,26 @@ from typing import Any, Literal
 
 from recallwatch.history._store import History, RunSummary
 
-__all__ = ["MIN_RUNS", "SeriesTrend", "Trend", "TrendPattern", "analyse_series", "explain_tests",
-           "trend"]
+__all__ = ["ANSWER_METRICS", "MIN_RUNS", "WORSE_UP", "SeriesTrend", "Trend", "TrendPattern",
+           "analyse_series", "explain_tests", "trend"]
 
 # "flat": enough runs, but no trend significant by both tests; "too_few_runs": fewer than MIN_RUNS,
 # where no trend can be called whatever the values do (the change is still reported).
 Direction = Literal["down", "up", "flat", "too_few_runs"]
 PatternName = Literal["slow_degradation", "step_regression", "domain_degradation",
-                      "noise_creeping_up"]
+                      "noise_creeping_up", "answers_degrading"]
 
 MIN_RUNS = 5  # Mann–Kendall cannot reach p < 0.05 with fewer than 5 points (2/4! = 0.083)
 _METRICS = ("mean_quality", "mean_recall", "mean_noise")
-_LABEL = {"mean_quality": "mean quality", "mean_recall": "mean recall", "mean_noise": "mean noise"}
-_FORMAT = {"mean_quality": ".1f", "mean_recall": ".3f", "mean_noise": ".2f"}
+# The answer measures (RunSummary's columns), analysed over the runs that hold them.
+ANSWER_METRICS = ("faithfulness", "answer_relevance", "correctness", "hallucination_rate")
+_LABEL = {"mean_quality": "mean quality", "mean_recall": "mean recall", "mean_noise": "mean noise",
+          "faithfulness": "faithfulness", "answer_relevance": "answer relevance",
+          "correctness": "correctness", "hallucination_rate": "hallucination rate"}
+_FORMAT = {"mean_quality": ".1f", "mean_recall": ".3f", "mean_noise": ".2f",
+           **dict.fromkeys(ANSWER_METRICS, ".3f")}
+#: the series where up is the bad direction
+WORSE_UP = frozenset({"mean_noise", "hallucination_rate"})
 
 
 @dataclass(frozen=True)
@@ -50,6 +59,11 @@ class SeriesTrend:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def worse_up(self) -> bool:
+        """Whether a rise of this series is the bad direction (noise, hallucinations)."""
+        return self.metric in WORSE_UP
 
     def describe(self) -> str:
         """One line: the move from first to last run, the two tests, and what they decide."""
@@ -119,7 +133,7 @@ def analyse_series(metric: str, values: list[float], run_ids: list[str], *,
         tau, tau_p = float(kt.statistic), float(kt.pvalue)
         if math.isnan(slope_p):  # a perfect line: the t statistic is infinite
             slope_p = 0.0
-    bad_sign = 1.0 if metric.endswith("noise") else -1.0
+    bad_sign = 1.0 if metric in WORSE_UP else -1.0
     steps = np.diff(y) * bad_sign if n > 1 else np.zeros(0)
     worst = int(np.argmax(steps)) if steps.size else -1
     largest = float(max(steps[worst], 0.0)) if steps.size else 0.0
@@ -184,6 +198,7 @@ def _patterns(series: dict[str, SeriesTrend],
             f"noise creeping up: {_evidence(series['mean_noise'])} — structural noise (irrelevant "
             "chunks crowding the top): generic descriptions, chunks that mix topics or loose "
             "facets", "mean_noise"))
+    out += _answer_patterns(series)
     for domain, by_metric in per_domain.items():
         down = [by_metric[m] for m in ("mean_quality", "mean_recall") if m in by_metric
                 and by_metric[m].direction == "down"]
@@ -200,6 +215,33 @@ def _patterns(series: dict[str, SeriesTrend],
                 f"noise creeping up in domain {domain}: {_evidence(noise)} — structural noise "
                 "(irrelevant chunks crowding the top): generic descriptions, chunks that mix "
                 "topics or loose facets", "mean_noise", domain))
+    return out
+
+
+def _answer_patterns(series: dict[str, SeriesTrend]) -> list[TrendPattern]:
+    """One pattern when an answer measure moves the bad way (the first found, in the order of
+    ANSWER_METRICS): the answers degrade while retrieval may hold."""
+    for metric in ANSWER_METRICS:
+        s = series.get(metric)
+        if s is not None and s.direction == ("up" if s.worse_up else "down"):
+            return [TrendPattern(
+                "answers_degrading",
+                f"answers degrading: {_evidence(s)} — compare the answers of the first and last "
+                "runs (history compare): a changed generator or prompt, or retrieval handing it "
+                "worse context (the failures' names, retrieval or generation, say which)",
+                metric)]
+    return []
+
+
+def _answer_series(chosen: list[RunSummary], alpha: float) -> dict[str, SeriesTrend]:
+    """The answer measures' series, each over the chosen runs that hold it (none when fewer
+    than two do)."""
+    out = {}
+    for metric in ANSWER_METRICS:
+        held = [(r.run_id, float(v)) for r in chosen if (v := getattr(r, metric)) is not None]
+        if len(held) >= 2:
+            out[metric] = analyse_series(metric, [v for _, v in held], [i for i, _ in held],
+                                         alpha=alpha)
     return out
 
 
@@ -223,6 +265,7 @@ def trend(history: History, *, dataset: str | None = None, last: int = 20,
     ids = [r.run_id for r in chosen]
     series = {m: analyse_series(m, [float(getattr(r, m)) for r in chosen], ids, alpha=alpha)
               for m in _METRICS}
+    series.update(_answer_series(chosen, alpha))
     domains: dict[str, dict[str, list[float]]] = {}
     per_run = [history.load(r.run_id).aggregate.per_domain for r in chosen]
     shared = set.intersection(*(set(p) for p in per_run)) if per_run else set()

@@ -110,6 +110,18 @@ GROUPS: tuple[Group, ...] = (
           (Source("query embedding, per query", ("cost", "embed", "query"), "lower",
                   unit="ms"),
            Source("index bytes", ("cost", "index", "bytes"), "lower", unit="bytes"))),
+    Group("answers", "Are the assistant's answers right?",
+          (Source("hallucination rate of the gate run", ("answers", "hallucination", "rate"),
+                  "lower", ("policy", "max_hallucination_rate"), unit="share", origin="gate"),
+           Source("faithfulness of the gate run", ("answers", "faithfulness"), "higher",
+                  ("policy", "min_faithfulness"), unit="share", origin="gate"),
+           Source("answer relevance of the gate run", ("answers", "relevance"), "higher",
+                  ("policy", "min_answer_relevance"), unit="share", origin="gate")),
+          "recallwatch gate --store … --history with --answers FILE or --generator SPEC "
+          "records each run's answer measures",
+          (Source("faithfulness", ("answers", "faithfulness"), "higher", unit="share"),
+           Source("answer relevance", ("answers", "relevance"), "higher", unit="share"),
+           Source("correctness", ("answers", "correctness"), "higher", unit="share"))),
 )
 
 
@@ -273,25 +285,36 @@ def _verdict(payload: Mapping[str, Any],
 _COST_RULES = ("latency_p99", "cost_increase")
 
 
+# The policy keys a gate record carries: the cost caps, and the answer rules' thresholds.
+_RECORDED_POLICY = ("max_latency_p99_ms", "max_cost_increase", "max_hallucination_rate",
+                    "min_faithfulness", "min_answer_relevance")
+
+
 def gate_cost_records(h: History, limit: int = GATE_RUNS_READ) -> list[MonitorRun]:
-    """The cost of the newest gate runs on a store (newest first), as records the cost card
-    reads: ``cost`` as the run recorded it, the policy's caps, and ``caps``: the outcome of the
-    cost checks the gate applied ("breach" when one stopped the run, "ok" when all applied ones
-    passed; absent when the policy capped nothing or no baseline allowed the comparison)."""
+    """The cost and answer measures of the newest gate runs on a store (newest first), as
+    records the cost and answers cards read: ``cost`` as the run recorded it, ``answers`` (the
+    means and the hallucination rate, when it judged answers), the policy's caps and answer
+    thresholds, and ``caps``: the outcome of the cost checks the gate applied ("breach" when one
+    stopped the run, "ok" when all applied ones passed; absent when the policy capped nothing or
+    no baseline allowed the comparison)."""
     out = []
     for summary in h.runs(limit=limit * 5):
         if summary.store_uri is None:  # a results file: no timings, no cost
             continue
         run = h.load(summary.run_id)
-        if run.cost is None:
+        if run.cost is None and not summary.has_answers:
             continue
-        policy = {k: run.policy[k] for k in ("max_latency_p99_ms", "max_cost_increase")
-                  if run.policy.get(k) is not None}
+        policy = {k: run.policy[k] for k in _RECORDED_POLICY if run.policy.get(k) is not None}
         checks = [c for c in run.checks if c.rule in _COST_RULES
                   and c.status in ("pass", "stop")]
         # the figures, without the per-call timings they were computed from
-        cost = {k: v for k, v in run.cost.items() if k not in ("samples", "baseline")}
+        cost = {k: v for k, v in (run.cost or {}).items() if k not in ("samples", "baseline")}
         payload: dict[str, Any] = {"run_id": run.run_id, "cost": cost, "policy": policy}
+        if summary.has_answers:
+            payload["answers"] = {"faithfulness": summary.faithfulness,
+                                  "relevance": summary.answer_relevance,
+                                  "correctness": summary.correctness,
+                                  "hallucination_rate": summary.hallucination_rate}
         if checks:
             caps = [f"max_latency_p99_ms {policy['max_latency_p99_ms']:g}"
                     if "max_latency_p99_ms" in policy else "",

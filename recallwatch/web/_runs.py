@@ -48,7 +48,8 @@ def production_runs(h: History) -> dict[str, dict[str, Any]]:
 
 def runs_view(h: History, dataset: str | None, page: int, size: int) -> dict[str, Any]:
     """One page of runs (``size`` a page, ``page`` from 1; a page past the end shows the last),
-    the total, the first and last position shown, and the production marks."""
+    the total, the first and last position shown, the production marks, and whether a run of
+    the page judged answers (the answer measures' columns are shown then)."""
     total = h.count_runs(dataset=dataset)
     last_page = max(1, -(-total // size))
     page = min(page, last_page)
@@ -56,4 +57,5 @@ def runs_view(h: History, dataset: str | None, page: int, size: int) -> dict[str
     first = (page - 1) * size + 1 if rows else 0
     return {"rows": rows, "total": total, "page": page, "pages": last_page, "size": size,
             "first": first, "last": first + len(rows) - 1 if rows else 0,
-            "production": production_runs(h), "datasets": h.dataset_names()}
+            "production": production_runs(h), "datasets": h.dataset_names(),
+            "answers": any(r.has_answers for r in rows)}

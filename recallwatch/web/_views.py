@@ -23,6 +23,10 @@ RUN_AXIS = "run (date and time, UTC)"
 QUALITY_AXIS = "quality (points, 0–100)"
 RECALL_AXIS = "recall@K (share, 0–1)"
 NOISE_AXIS = "noise (results)"
+ANSWERS_AXIS = "answer measure (share, 0–1)"
+# The answer measures drawn, each with its series label (RunSummary's columns).
+ANSWER_SERIES = (("faithfulness", "faithfulness"), ("answer_relevance", "answer relevance"),
+                 ("correctness", "correctness"), ("hallucination_rate", "hallucination rate"))
 MAX_BENCH_FILES = 200
 
 
@@ -37,7 +41,8 @@ def _date_ticks(runs: list[Any], attr: str = "created_at") -> list[tuple[float, 
 
 def trends_view(h: History, dataset: str | None, last: int) -> dict[str, Any]:
     """Mean quality, recall and noise of the last ``last`` runs of a dataset, overall and per
-    domain, with the trend tests of :func:`recallwatch.history.trend` over the comparable ones."""
+    domain, the answer measures of the runs that judged answers, with the trend tests of
+    :func:`recallwatch.history.trend` over the comparable ones."""
     from recallwatch.history import trend
     from recallwatch.history.trend import MIN_RUNS, explain_tests
 
@@ -80,6 +85,8 @@ def trends_view(h: History, dataset: str | None, last: int) -> dict[str, Any]:
               [overall("mean_noise", "mean noise")], x_ticks=ticks, x_label=RUN_AXIS,
               y_label=NOISE_AXIS),
     ]
+    if any(r.has_answers for r in runs):
+        charts.append(_answers_chart(runs, xs, tips, ticks, policy))
     if domains:
         charts += [
             lines("Mean quality by domain", by_domain("mean_quality"), x_ticks=ticks,
@@ -98,6 +105,25 @@ def trends_view(h: History, dataset: str | None, last: int) -> dict[str, Any]:
     return {"datasets": datasets, "dataset": chosen, "runs": list(reversed(runs)),
             "charts": charts, "trend": analysis, "trend_error": error, "min_runs": MIN_RUNS,
             "tests_explained": None if analysis is None else explain_tests(analysis.alpha)}
+
+
+def _answers_chart(runs: list[Any], xs: list[float], tips: list[str],
+                   ticks: list[tuple[float, str]], policy: Mapping[str, Any]) -> Chart:
+    """The answer measures of the runs that judged answers (a run without them, or whose judge
+    was not trusted with a measure, has no point: a gap, never a 0), with the policy's
+    faithfulness floor."""
+    series = []
+    for attr, label in ANSWER_SERIES:
+        pts = [(x, float(v), t) for x, r, t in zip(xs, runs, tips)
+               if (v := getattr(r, attr)) is not None]
+        if pts:
+            series.append(Series(label, [p[0] for p in pts], [p[1] for p in pts],
+                                 [f"{p[2]}: {label} {p[1]:.3f}" for p in pts]))
+    floor = policy.get("min_faithfulness")
+    return lines("Answers: faithfulness, relevance, correctness, hallucination rate", series,
+                 x_ticks=ticks, x_label=RUN_AXIS, y_label=ANSWERS_AXIS, y_range=(0.0, 1.0),
+                 floor=None if floor is None else
+                 (float(floor), f"min_faithfulness {float(floor):g}"))
 
 
 # -- monitor: recallwatch.web._monitor ----------------------------------------------------------

@@ -14,6 +14,7 @@ from recallwatch.history import MIGRATIONS, History, prune_history
 from recallwatch.history._detail import unpack
 from recallwatch.history._schema import _statements, applied_migrations
 from tests.history.helpers import LENIENT, gate_run, golden_set, raw_backend, timed_cost
+from tests.history.test_answer_columns import _without_0008
 
 CAPPED = replace(LENIENT, limits=Limits(max_cost_increase=0.25))
 
@@ -63,6 +64,7 @@ def _v6_history(location: str) -> str:
                        (version, name))
     with History(location) as h:  # migrates to the latest: the run is written as before
         h.record(run)
+    _without_0008(location)  # the migrations after 0007 undone first
     with raw_backend(location) as db:
         db.execute("DROP TABLE run_timings")
         db.execute("DELETE FROM schema_migrations WHERE version = 7")
@@ -82,7 +84,7 @@ def test_a_history_from_before_the_timings_migrates_and_its_baseline_says_why(
         h.record(judged)
         assert h.load(new.run_id).cost == new.cost
     with raw_backend(history_at) as db:
-        assert [n for _, n in applied_migrations(db)][-1] == "0007_run_timings"
+        assert [n for _, n in applied_migrations(db)][6] == "0007_run_timings"
     checks = {c.subject: c for c in judged.checks if c.rule == "cost_increase"}
     assert checks["search latency p99 (ms)"].status == "not applied"
     assert checks["search latency p99 (ms)"].message == (

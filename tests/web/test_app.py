@@ -150,7 +150,7 @@ def test_monitor_indicators_and_records(client: TestClient) -> None:
     # the latest drift record (i = 5): recall 0.97 - 0.1, p99 14.5 ms, age 5 days; units shown
     assert cards == {"quality": "87.0%", "speed": "14.5 ms", "resources": "—", "coverage": "—",
                      "index health": "5 d 0 h", "user signals": "—", "cost": "—",
-                     "task quality": "—", "error budget": "80%"}
+                     "answers": "—", "task quality": "—", "error budget": "80%"}
     store = H.hostile(5, "t")
     assert newest.get("data-store") == f"lancedb://kb?table={store}"
     for card in newest.cssselect(".indicators .card"):

@@ -39,7 +39,7 @@ def test_one_section_per_store_and_every_card_names_it(page: tuple[Path, Any]) -
         S.STORES[1], S.STORES[0], NO_STORE]  # the store with the newest record first
     for s in doc.cssselect("section.store"):
         cards = s.cssselect(".cards.indicators > .card")
-        assert len(cards) == 9  # seven groups, task quality, error budget: an even grid
+        assert len(cards) == 10  # eight groups, task quality, error budget: an even grid
         named = "none recorded" if s.get("data-store") == NO_STORE else s.get("data-store")
         for card in cards:
             assert H.text(card.cssselect(".store")[0]) == f"store: {named}"

@@ -39,6 +39,11 @@ def _when(created_at: str) -> str:
     return created_at.replace("T", " ")[:16]
 
 
+def _measure(value: float | None) -> str:
+    """An answer measure as a list shows it: ``-`` when the run has none (never 0)."""
+    return "-" if value is None else f"{value:.3f}"
+
+
 def _console() -> Console:
     from rich.console import Console
 
@@ -65,16 +70,22 @@ def list_runs(
     # One line per run, like `git log --oneline`: readable in any width, greppable, and the run
     # id first and whole, to paste into `history show`.
     lines = [f"{len(runs)} run(s) in {visible(location)}"]
+    # the answer measures, when a run listed judged answers ("-": a run that judged none)
+    answers = any(r.has_answers for r in runs)
     if runs:
         lines.append(f"{'run':<23}  {'when (UTC)':<16}  {'verdict':<7}  {'quality':>7}  "
-                     f"{'recall':>6}  {'failing':>9}  dataset, index version")
+                     f"{'recall':>6}  {'failing':>9}  "
+                     + (f"{'faithful':>8}  {'halluc.':>7}  " if answers else "")
+                     + "dataset, index version")
     for r in runs:
         where = f"index v{r.index_version}" if r.index_version is not None else "results file"
         lines.append(
             f"{visible(r.run_id):<23}  {_when(r.created_at):<16}  {r.verdict:<7}  "
             f"{r.mean_quality:>7.1f}  {r.mean_recall:>6.3f}  "
             f"{f'{r.failed_queries}/{r.n_queries}':>9}  "
-            f"{visible(r.dataset_name)} v{visible(r.dataset_version)}, {visible(where)}"
+            + (f"{_measure(r.faithfulness):>8}  {_measure(r.hallucination_rate):>7}  "
+               if answers else "")
+            + f"{visible(r.dataset_name)} v{visible(r.dataset_version)}, {visible(where)}"
         )
     emit("\n".join(lines))
 
@@ -237,11 +248,15 @@ def _print_trend(t: Any) -> None:
         + (f" ({t.excluded} other run(s) of this dataset use another golden set, policy or "
            "configuration)" if t.excluded else "")), style="bold"))
     table = Table(title_justify="left")
-    for col in ("run", "created (UTC)", "verdict", "quality", "recall", "noise"):
+    answers = any(r.has_answers for r in t.runs)
+    for col in ("run", "created (UTC)", "verdict", "quality", "recall", "noise",
+                *(("faithfulness", "hallucination rate") if answers else ())):
         table.add_column(col, overflow="fold", no_wrap=col == "run")
     for r in t.runs:
         table.add_row(visible(r.run_id), _when(r.created_at), r.verdict,
-                      f"{r.mean_quality:.1f}", f"{r.mean_recall:.3f}", f"{r.mean_noise:.2f}")
+                      f"{r.mean_quality:.1f}", f"{r.mean_recall:.3f}", f"{r.mean_noise:.2f}",
+                      *((_measure(r.faithfulness), _measure(r.hallucination_rate))
+                        if answers else ()))
     console.print(table)
     for s in t.series.values():
         console.print(Text(s.describe()))
