@@ -40,10 +40,7 @@ _ALPHA = 0.05
 #: warn when judged@K of two variants differs by more than this (a share, 0 to 1)
 JUDGED_SPREAD = 0.2
 _T = TypeVar("_T")
-_TOKENS_NOT_PRICED = {
-    False: "the plan has no answers: section, so no generator answered",
-    True: "the generator's tokens are not priced in an experiment yet (each variant's "
-          "answers.tokens in results.json counts those its model reported)"}
+_NO_GENERATOR = "the plan has no answers: section, so no generator answered"
 
 
 @dataclass
@@ -62,8 +59,9 @@ class ExperimentResult:
 
     def money(self, name: str) -> dict[str, Any] | None:
         """What serving 1,000 queries costs with variant ``name`` at :attr:`prices` (None
-        without prices): its gate's mean search call on the judged queries, and its store's
-        bytes, held in memory and on disk."""
+        without prices): its gate's mean search call on the judged queries, its store's bytes,
+        held in memory and on disk, and, with the plan's answers, its generator's tokens per
+        answer as its model reported them."""
         if self.prices is None:
             return None
         o = self.outcome(name)
@@ -71,7 +69,7 @@ class ExperimentResult:
         m = part.metrics
         quality = {"mean quality": m.get("mean_quality"), "nDCG@K": m.get("mean_ndcg"),
                    "recall@K": m.get("mean_recall")}
-        serving = gate_serving(part.cost, None, quality)
+        serving = gate_serving(part.cost, part.answers, quality)
         held = ("memory", "disk")
         missing = {k: v for k, v in serving.missing.items() if k not in held}
         sources = {k: v for k, v in serving.sources.items() if k not in held}
@@ -80,10 +78,11 @@ class ExperimentResult:
                                          "measured (BM25's index is not measured)"))
         else:
             sources.update(dict.fromkeys(held, f"the variant's store, {o.store_bytes:,} bytes"))
+        not_part = dict(serving.not_part)
+        if part.answers is None:
+            not_part["LLM tokens"] = _NO_GENERATOR
         serving = replace(serving, memory_bytes=o.store_bytes, disk_bytes=o.store_bytes,
-                          missing=missing, sources=sources,
-                          not_part={**serving.not_part, "LLM tokens": _TOKENS_NOT_PRICED[
-                              self.answers is not None]})
+                          missing=missing, sources=sources, not_part=not_part)
         return price_serving(self.prices, serving)
 
     @property

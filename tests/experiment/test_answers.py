@@ -14,6 +14,7 @@ it misses the chunk preaviso_dimision needs, and finds the others'."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ import pytest
 from recallwatch.answers import generate
 from tests.answers import scripted
 from tests.answers.conftest import KB, LABELS, golden_file
+from tests.answers.test_tokens import _server
 from tests.clirun import wide_cli as cli
 
 FIVE = ["retencion_alquiler_local", "modelo_190", "smi_2025", "preaviso_dimision", "tarifa_plana"]
@@ -219,3 +221,42 @@ def test_the_docs_answers_example_is_what_the_example_plan_prints(tmp_path: Path
     for line in out.splitlines():
         if line.startswith(("answers with ", "answers on the ")):
             assert line in docs
+
+
+def test_each_variants_generator_tokens_are_priced(tmp_path: Path) -> None:
+    """With prices, a variant's cost of serving 1,000 queries includes its generator's input and
+    output tokens per answer, as its chat endpoint reported them in ``usage``."""
+    log: list[tuple[str, int, int]] = []
+    (tmp_path / "prices.yaml").write_text(
+        "llm_input_per_1k_tokens: 0.5\nllm_output_per_1k_tokens: 2.0\n", encoding="utf-8")
+    with _server(log, usage=True) as url:
+        golden_file(tmp_path, FIVE, top_k=2)
+        (tmp_path / "plan.yaml").write_text(
+            f"golden: golden.yaml\ncorpus: {KB / 'corpus_v1.jsonl'}\n"
+            f"answers: {{generator: \"{url}?model=scripted\", judge: \"{url}?model=judge\", "
+            f"labels: {LABELS}}}\nbase: {{name: bm25, retrieval: bm25}}\nvariants:\n"
+            f"  - {{name: scripted-py, retrieval: bm25, generator: \"{SCRIPTED}\"}}\n",
+            encoding="utf-8")
+        code, out, err = cli("experiment", str(tmp_path / "plan.yaml"), "--out-dir",
+                             str(tmp_path / "out"), "--timing-rounds", "0", "--prices",
+                             str(tmp_path / "prices.yaml"))
+    assert code == 0, err
+    results = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
+    v = {x["name"]: x for x in results["variants"]}
+    spent = v["bm25"]["answers"]["tokens"]["answers"]
+    assert spent["reported"] == 5
+    # the answers served: every other generator request (the second of each pair answers from
+    # the expected chunks alone, which is the evaluation's cost, not serving's)
+    served = [(i, o) for system, i, o in log if system == generate.SYSTEM_PROMPT][0::2]
+    assert (spent["input_tokens"], spent["output_tokens"]) == (
+        sum(i for i, _ in served), sum(o for _, o in served))
+    costs = {i["item"]: i["cost"] for i in v["bm25"]["money"]["items"]}
+    assert math.isclose(costs["LLM input tokens"], 1000 * spent["input_tokens"] / 5 / 1000 * 0.5,
+                        rel_tol=1e-9)
+    assert math.isclose(costs["LLM output tokens"],
+                        1000 * spent["output_tokens"] / 5 / 1000 * 2.0, rel_tol=1e-9)
+    # python code's model is not seen from here: not priced, and the reason says so
+    not_priced = v["scripted-py"]["money"]["not_priced"]
+    assert not_priced["LLM input tokens"] == not_priced["LLM output tokens"] == (
+        "the generator is python code: what its model spends is not seen from here")
+    assert "LLM input tokens" in out and "cost of serving 1,000 queries with bm25" in out
