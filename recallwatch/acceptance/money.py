@@ -39,8 +39,8 @@ GB = 2**30
 HOURS_PER_MONTH = 730.0
 QUERIES = 1000
 EMBEDDING_IN_COMPUTE = ("the query embedding's time is counted in compute; its tokens were not "
-                        "counted (the embedder does not tell them, or the retrievers embedded "
-                        "each query inside their search)")
+                        "counted (the embedder does not tell them, or python: or HTTP "
+                        "retrievers embedded each query in their own code)")
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ import numpy as np
 from recallwatch._progress import progress
 from recallwatch.acceptance.model import GateResult, RunConfig
 from recallwatch.acceptance.retrieve import Retrieved, Timings, latency_rows
+from recallwatch.embedders.base import EmbeddingTokens, query_tokens, reported_tokens
 from recallwatch.errors import DatasetError
 from recallwatch.formats.golden import GoldenQuery, GoldenSet
 from recallwatch.formats.policy import Policy
@@ -49,6 +50,8 @@ class PipelineSource:
         texts = [q.text for q in queries]
         timed = set(latency_rows(len(texts)))
         rest = [i for i in range(len(texts)) if i not in timed]
+        embedders = self._embedders()
+        before = [reported_tokens(e) for e in embedders]
         t0 = time.perf_counter()
         finals: dict[int, list[Hit]] = {}
         with progress(len(texts), f"searching the pipeline ({len(texts):,} queries)") as advance:
@@ -65,6 +68,7 @@ class PipelineSource:
                 self._keep([texts[i]], run, [i], finals)
                 advance()
         self.timings.search += time.perf_counter() - t0
+        self._count_tokens(embedders, texts, before)
         out = []
         for i, q in enumerate(queries):
             hits = finals[i]
@@ -73,6 +77,32 @@ class PipelineSource:
                                  np.asarray([s for _, s in hits], dtype=np.float64),
                                  {c: s for c, s in hits if c in wanted}))
         return out
+
+    def _embedders(self) -> list[Any]:
+        """The embedders of the pipeline's stores, each of which embedded every query once;
+        a python: or HTTP retriever's embedding is its own, not seen from here."""
+        return [r.embedder for r in self.pipeline.retrievers.values()
+                if isinstance(r, StoreRetriever)]
+
+    def _count_tokens(self, embedders: list[Any], texts: list[str],
+                      before: list[EmbeddingTokens | None]) -> None:
+        """The queries' embedding tokens, summed over the stores' embedders (each embedded
+        every query once), as the store source counts them; not counted when an embedder's
+        tokens are not known or, with several embedders, some of their replies told none or
+        they are not all hosted or all local (one price for their sum)."""
+        counted = [query_tokens(e, texts, b) for e, b in zip(embedders, before, strict=True)]
+        known = [c for c in counted if c is not None]
+        if not known or len(known) < len(counted):
+            return
+        total = known[0]
+        if len(known) > 1:
+            if any(c.unknown for c in known) or len({c.hosted for c in known}) > 1:
+                return
+            total = EmbeddingTokens(texts=total.texts, tokens=sum(c.tokens for c in known),
+                                    source=" and ".join(dict.fromkeys(c.source for c in known)),
+                                    hosted=total.hosted)
+        held = self.timings.embed_tokens
+        self.timings.embed_tokens = total if held is None else held + total
 
     def _keep(self, texts: list[str], run: PipelineRun, rows: list[int],
               finals: dict[int, list[Hit]]) -> None:

