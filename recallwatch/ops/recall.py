@@ -4,6 +4,7 @@ reindex measure. Recall here is overlap with the exact top-k of the same store
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -63,6 +64,14 @@ def probe_vectors(probes: ProbeSet, store: VectorStore) -> tuple[np.ndarray, Fin
     return vectors, fp
 
 
+def _warm_up(store: VectorStore, vectors: np.ndarray, k: int) -> None:
+    """One untimed live search of the first probe (its failure, if any, is the timed call's to
+    report)."""
+    if len(vectors):
+        with contextlib.suppress(StoreError):
+            store.search(vectors[:1], k)
+
+
 def recall_vs_exact(
     store: VectorStore, vectors: np.ndarray, k: int, *, exact_store: VectorStore | None = None,
     failures: list[str] | None = None, exact: ExactSearch | None = None, batched: bool = False,
@@ -76,11 +85,15 @@ def recall_vs_exact(
     The live search is one call per probe, so each probe's latency is its own; ``batched`` makes
     it one call for all of them (each probe's latency is then the mean): what a check that needs
     only the recall uses, since a store may scan its rows outside the index once per call.
-    ``clock``: the timer (tests inject a fake one)."""
+    The first probe is searched once, untimed, before the timed calls: a process's first live
+    search may open the engine (LanceDB's is imported then, a second or more) or a connection,
+    which is not the search's latency. ``clock``: the timer (tests inject a fake one)."""
     from recallwatch.bench.exact_knn import id_recall
 
     if k < 1:
         raise InputError(field="k", expected="a positive integer", found=k)
+    if not batched:
+        _warm_up(store, vectors, k)
     live: list[list[str]] = []
     seconds = np.empty(len(vectors), dtype=np.float64)
     calls = [vectors] if batched else [row[None, :] for row in vectors]

@@ -47,6 +47,7 @@ class _Graph:
     def __init__(self, engine: Engine, dim: int, m: int, ef_construction: int) -> None:
         self.engine, self.dim, self.m, self.efc = engine, dim, m, ef_construction
         self._faiss: Any = None
+        self._hnswlib: Any = None
         try:
             if engine == "faiss":
                 import faiss
@@ -57,6 +58,7 @@ class _Graph:
             else:
                 import hnswlib
 
+                self._hnswlib = hnswlib
                 self.index = hnswlib.Index(space="ip", dim=dim)
                 self.index.init_index(max_elements=1024, M=m, ef_construction=ef_construction)
         except ImportError as exc:
@@ -120,6 +122,8 @@ class _Graph:
         if self.engine == "faiss":
             self.index = self._faiss.read_index(str(path))
         else:
+            # into a fresh Index: loading into the initialised one prints a warning on stderr
+            self.index = self._hnswlib.Index(space="ip", dim=self.dim)
             self.index.load_index(str(path), max_elements=max(count, 1024))
 
 

@@ -50,6 +50,19 @@ def test_missing_graph_is_rebuilt_from_the_sidecar(engine: str, tmp_path: Path) 
     assert [h.ids for h in again.search(q, 5, exact=True)] == [ids for ids, _ in truth]
 
 
+def test_a_stored_graph_opens_and_searches_without_a_word_on_stderr(
+        engine: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    store = open_store(f"{engine}://{tmp_path}/ix", create=True)
+    chunks, vectors = corpus(50)
+    store.upsert(chunks, vectors)
+    before = store.search(vectors[:3], 5)
+    store.close()
+    capfd.readouterr()
+    again = open_store(f"{engine}://{tmp_path}/ix")
+    assert [h.ids for h in again.search(vectors[:3], 5)] == [h.ids for h in before]
+    assert capfd.readouterr().err == ""  # hnswlib warned when loading into a built index
+
+
 def test_corrupt_sidecar_is_a_store_error(engine: str, tmp_path: Path) -> None:
     store = open_store(f"{engine}://{tmp_path}/ix", create=True)
     chunks, vectors = corpus(10)
