@@ -103,6 +103,6 @@ def test_monitor_command_alarms_on_freshness(tmp_path: Path, monkeypatch: pytest
     out = CliRunner().invoke(app, ["ops", "monitor", "--store", store.uri, "--probes", "p.npy",
                                    "--k", "3", "--floor", "0", "--no-history", *given])
     assert out.exit_code == 1, out.output
-    assert "  freshness as of " in out.stdout and "(min 0.6)" in out.stdout
+    assert "  freshness          as of " in out.stdout and "(min 0.6)" in out.stdout
     [alarm] = [line for line in out.stdout.splitlines() if line.startswith("ALARM: ")]
     assert alarm.startswith("ALARM: freshness 0.500 is under the minimum 0.6: 1 of 2 probes")

@@ -5,6 +5,7 @@ loop; one rebuilt with the live settings switches; the floor still applies."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -91,6 +92,8 @@ def test_cli_reindex_refuses_a_worse_index_with_exit_1(tmp_path: Path) -> None:
     assert refused.exit_code == 1, refused.output
     assert "it may be worse by more than the tolerance (new − live recall@10 -" in refused.stdout
     assert "not switched; the current index keeps serving" in refused.stdout
+    # nothing was switched: the last figure is the time spent dropping the refused copy
+    assert re.search(r"verify [0-9.]+ s, dropping the copy [0-9.]+ s$", refused.stdout.strip())
     bad = runner.invoke(app, [*args, "--max-recall-loss", "2"])
     assert bad.exit_code == 2 and "--max-recall-loss" in bad.output
     with pytest.raises(UsageError, match=r"may lose must be between 0 and 1, got -0\.1"):

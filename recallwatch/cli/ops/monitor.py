@@ -97,7 +97,8 @@ def _monitor_text(r: MonitorReport) -> str:
         from recallwatch.acceptance.freshness import freshness_line
 
         least = r.thresholds.get("min_freshness")
-        lines.append(f"  {freshness_line(r.freshness)}"
+        said = freshness_line(r.freshness).removeprefix("freshness").removeprefix(":").lstrip()
+        lines.append(f"  freshness          {said}"
                      + ("" if least is None else f" (min {least:g})"))
     if r.pipeline is not None:
         from recallwatch.cli.ops._pipeline import pipeline_lines

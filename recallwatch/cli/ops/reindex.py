@@ -71,7 +71,9 @@ def reindex(
              f"  recall@{k} vs exact: live {result.recall_before:.3f} → new "
              f"{result.recall_candidate:.3f}; version {result.built_on_version} → "
              f"{result.version}\n  build {result.build_seconds:.1f} s, verify "
-             f"{result.verify_seconds:.1f} s, switch {result.switch_seconds:.2f} s")
+             f"{result.verify_seconds:.1f} s, "
+             f"{'switch' if result.switched else 'dropping the copy'} "
+             f"{result.switch_seconds:.2f} s")
     raise typer.Exit(0 if result.switched else 1)
 
 
