@@ -25,7 +25,7 @@ import pytest
 
 from tests.clirun import cli
 from tests.experiment.conftest import small_kb
-from tests.retrievers.conftest import QUERIES, TEXTS
+from tests.retrievers.conftest import KEYWORDS, QUERIES, TEXTS
 from tests.test_readme import NOT_RUN as README_NOT_RUN
 from tests.test_readme import RUN_SECTION, Step, parse_cli, readme_steps
 
@@ -219,16 +219,6 @@ def test_the_documented_experiment_runs_from_another_folder(
         v["metrics"] for v in results["variants"]]
 
 
-MY_SEARCH = f"""
-TEXTS = {TEXTS!r}
-
-
-def search(query, k):
-    words = set(query.lower().split())
-    scored = sorted(((len(words & set(t.lower().split())), cid) for cid, t in TEXTS.items()),
-                    key=lambda s: (-s[0], s[1]))
-    return [(cid, float(n)) for n, cid in scored[:k]]
-"""
 
 
 def _users_files(work: Path) -> None:
@@ -242,9 +232,9 @@ def _users_files(work: Path) -> None:
         "queries": [{"id": q, "text": t, "expected": e} for q, t, e in QUERIES]},
         ensure_ascii=False), encoding="utf-8")
     (work / "policy.yaml").write_text("top_k: 3\nrecall_floor: 0.5\n", encoding="utf-8")
-    (work / "my_search.py").write_text(MY_SEARCH, encoding="utf-8")
+    (work / "my_search.py").write_text(KEYWORDS, encoding="utf-8")
     scope: dict[str, Any] = {}
-    exec(MY_SEARCH, scope)  # the module's own search gives the results file
+    exec(KEYWORDS, scope)  # the module's own search gives the results file
     (work / "results.jsonl").write_text("".join(json.dumps({"query_id": q, "results": [
         {"id": c, "score": s} for c, s in scope["search"](t, 3)]}) + "\n"
         for q, t, _ in QUERIES), encoding="utf-8")

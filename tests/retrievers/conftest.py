@@ -19,6 +19,19 @@ TEXTS = {
     "nomina": "La nómina detalla el salario bruto, las retenciones de IRPF y la cotización.",
 }
 
+
+# A python: retriever's module text: keyword overlap over TEXTS, ties by id (deterministic).
+KEYWORDS = f"""
+TEXTS = {TEXTS!r}
+
+
+def search(query, k):
+    words = set(query.lower().split())
+    scored = sorted(((len(words & set(t.lower().split())), cid) for cid, t in TEXTS.items()),
+                    key=lambda s: (-s[0], s[1]))
+    return [(cid, float(n)) for n, cid in scored[:k]]
+"""
+
 QUERIES = [
     ("q_vac", "¿Cuántos días de vacaciones tengo al año?", ["vac", "vac_gold"]),
     ("q_iva", "¿Con qué modelo se declara el IVA trimestral?", ["iva"]),

@@ -20,18 +20,7 @@ from recallwatch.errors import RetrieverError
 from recallwatch.retrievers.pipeline import single_retriever
 from tests.clirun import cli
 from tests.http_hosts import Answer, Host, Seen, json_answer, redirect, serving
-from tests.retrievers.conftest import TEXTS
-
-KEYWORDS = f"""
-TEXTS = {TEXTS!r}
-
-
-def search(query, k):
-    words = set(query.lower().split())
-    scored = sorted(((len(words & set(t.lower().split())), cid) for cid, t in TEXTS.items()),
-                    key=lambda s: (-s[0], s[1]))
-    return [(cid, float(n)) for n, cid in scored[:k]]
-"""
+from tests.retrievers.conftest import KEYWORDS
 
 # what differs between two runs of one search: when it ran, how long it took, and what the
 # source was called (the pipeline file's path, or the spec given to --store)
