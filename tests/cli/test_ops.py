@@ -300,3 +300,18 @@ def test_every_ops_command_and_option_is_documented() -> None:
             for opt in param.opts:
                 if opt.startswith("--"):
                     assert opt in docs, f"{name} {opt} is not in docs/operations.md"
+
+
+def test_the_monitors_latency_line_states_no_p99_from_too_few_calls() -> None:
+    """A p99 of 40 calls is their slowest call or so: the line says it is not stated, and why;
+    from enough calls it is stated with its interval."""
+    from recallwatch.cli.ops._pipeline import latency_text
+
+    few = latency_text({"p50": 4.0, "p99": 9.5, "mean": 4.2}, {
+        "calls": 40, "p50_ci_ms": [3.9, 4.2], "p99_ci_ms": None,
+        "p99_missing": "not enough calls for a p99: 40 of 368 needed"})
+    assert few == ("p50 4.00 ms [3.90–4.20], p99 not stated (not enough calls for a p99: 40 of "
+                   "368 needed) over 40 calls")
+    enough = latency_text({"p50": 4.0, "p99": 9.5, "mean": 4.2}, {
+        "calls": 368, "p50_ci_ms": [3.9, 4.2], "p99_ci_ms": [8.0, 12.5], "p99_missing": None})
+    assert enough == "p50 4.00 ms [3.90–4.20], p99 9.50 ms [8.00–12.50] over 368 calls"

@@ -49,8 +49,9 @@ def probed(path: Path | None, probes: ProbeSet, *, k: int, min_coverage: float,
 
 def latency_text(ms: dict[str, float], evidence: dict[str, Any] | None) -> str:
     """``p50 4.06 ms [3.91–4.20], p99 9.81 ms [7.02–14.6] over 368 calls``: the figures of a
-    monitor's ``latency_ms`` with the intervals and calls of its ``latency`` (a p99 from too few
-    calls for an interval says so)."""
+    monitor's ``latency_ms`` with the intervals and calls of its ``latency``; from too few calls
+    for its interval, the p99 is not stated, and the line says why (the JSON's ``latency_ms``
+    keeps the plain figure)."""
     if evidence is None:  # a record written before the evidence was kept
         return f"p50 {ms['p50']:.2f} ms, p99 {ms['p99']:.2f} ms"
 
@@ -59,8 +60,8 @@ def latency_text(ms: dict[str, float], evidence: dict[str, Any] | None) -> str:
         return "" if not interval else f" [{interval[0]:.2f}–{interval[1]:.2f}]"
 
     p99 = f"p99 {ms['p99']:.2f} ms{ci('p99')}"
-    if evidence.get("p99_missing"):
-        p99 += f" (no interval: {evidence['p99_missing']})"
+    if evidence.get("p99_missing"):  # the slowest call or two of too few: not a p99
+        p99 = f"p99 not stated ({evidence['p99_missing']})"
     return f"p50 {ms['p50']:.2f} ms{ci('p50')}, {p99} over {evidence['calls']} calls"
 
 
