@@ -52,6 +52,9 @@ class Source:
     # path, in the same record, of a recorded verdict {"status", "caps"}: the policy's caps as
     # the gate applied them (wins over ``limit``)
     verdict: tuple[str, ...] | None = None
+    # an exact path to the value instead of ``words`` (a field that other fields' names also
+    # match: the probes' stated p99, ``latency.p99_ms``, beside ``latency_ms.p99``)
+    path: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,12 @@ GROUPS: tuple[Group, ...] = (
     Group("speed", "Is it fast enough?",
           (Source("latency p99, real traffic", ("live", "p99"), "lower",
                   (*_LIVE, "max_latency_p99_ms"), unit="ms"),
+           # the p99 the monitor states, from the calls its interval needs; else its median
+           Source("latency p99 of the probes", ("p99",), "lower",
+                  ("thresholds", "max_latency_p99_ms"), unit="ms", path=("latency", "p99_ms")),
+           Source("latency p50 of the probes (too few calls for a p99)", ("p50",), "lower",
+                  unit="ms", path=("latency", "p50_ms")),
+           # a record written before the monitor kept its latency's evidence
            Source("latency p99 of the probes", ("p99",), "lower",
                   ("thresholds", "max_latency_p99_ms"), unit="ms"),
            Source("throughput", ("qps",), "higher")),
@@ -147,6 +156,9 @@ def numeric(value: Any) -> float | None:
 
 
 def _field(payload: Mapping[str, Any], source: Source) -> tuple[str, float] | None:
+    if source.path is not None:
+        value = _at(payload, source.path)
+        return None if value is None else (".".join(source.path), value)
     for name, value in flatten(payload):
         w = set(words(name))
         v = numeric(value)

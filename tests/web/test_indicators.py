@@ -251,3 +251,32 @@ def test_cost_card_shows_the_median_of_a_run_without_a_p99() -> None:
                      payload={"run_id": "r1", "cost": cost, "policy": {}})
     (card,) = [c for c in indicator_cards([], [run]) if c["group"] == "cost"]
     assert (card["title"], card["shown"]) == ("search latency p50 of the gate run", "2.5 ms")
+
+
+def test_the_probes_speed_card_states_no_p99_from_too_few_calls(tmp_path: Path) -> None:
+    """A monitor run whose probes timed too few calls for a p99 interval states none: the card
+    shows their median, named as such; a run that timed enough shows its p99."""
+    from recallwatch.web._indicators import indicator_cards
+
+    db = tmp_path / "h.db"
+    few = {"calls": 40, "p50_ms": 4.0, "p50_ci_ms": [3.8, 4.3], "p99_ms": None,
+           "p99_missing": "not enough calls for a p99: 40 of 368 needed"}
+    with History(db) as h:
+        h.record_monitor_run("monitor", {"recall": 0.99, "floor": 0.95,
+                                         "latency_ms": {"p50": 4.0, "p99": 9.5},
+                                         "latency": few}, status="ok")
+        records = h.monitor_runs()
+    (speed,) = [c for c in indicator_cards(records) if c["group"] == "speed"]
+    assert (speed["title"], speed["value"]) == (
+        "latency p50 of the probes (too few calls for a p99)", 4.0)
+    enough = {**few, "calls": 368, "p99_ms": 9.5, "p99_ci_ms": [8.0, 12.5], "p99_missing": None}
+    with History(db) as h:
+        h.record_monitor_run("monitor", {"recall": 0.99, "floor": 0.95,
+                                         "latency_ms": {"p50": 4.0, "p99": 9.5},
+                                         "latency": enough,
+                                         "thresholds": {"max_latency_p99_ms": 20.0}},
+                             status="ok")
+        records = h.monitor_runs()
+    (speed,) = [c for c in indicator_cards(records) if c["group"] == "speed"]
+    assert (speed["title"], speed["value"], speed["status"]) == (
+        "latency p99 of the probes", 9.5, "ok")
