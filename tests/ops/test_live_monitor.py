@@ -188,6 +188,7 @@ def test_monitor_with_a_healthy_and_a_broken_log(tmp_path: Path,
     expect = by_hand(healthy)
     assert f"    click-through rate   {expect['ctr']:.4g}" in ok.stdout
     assert "(min 0.05)" in ok.stdout and "(max 2000 ms)" in ok.stdout
+    # 200 logged latencies are too few for a p99's interval: the table states none, and why
     url, received = server
     bad = CliRunner().invoke(app, [*args, "--log", str(tmp_path / "bad.jsonl"), "--webhook",
                                    url, "--max-latency-p99", "500", "--format", "json",
@@ -204,6 +205,23 @@ def test_monitor_with_a_healthy_and_a_broken_log(tmp_path: Path,
         recorded = [m.payload for m in reversed(h.monitor_runs(kind="monitor"))]
     assert recorded[0]["live"]["alarms"] == [] and recorded[1]["live"]["alarms"] == alarms
     assert recorded[1]["live"]["log"]["sha256"] and recorded[1]["live"]["impressions"] > 0
+
+
+def test_a_p99_of_too_few_logged_latencies_is_not_stated(tmp_path: Path) -> None:
+    store, data = small_store(tmp_path / "s", indexed=False, n=300)
+    np.save(tmp_path / "p.npy", data.queries)
+    log = traffic(100)
+    write_log(tmp_path / "few.jsonl", log)
+    latencies = sum(1 for line in (tmp_path / "few.jsonl").read_text().splitlines()
+                    if json.loads(line).get("latency_ms") is not None)
+    assert 100 <= latencies < 368
+    out = CliRunner().invoke(app, ["ops", "monitor", "--store", store.uri, "--probes",
+                                   str(tmp_path / "p.npy"), "--floor", "0.5", "--no-history",
+                                   "--log", str(tmp_path / "few.jsonl"), "--window", "all"])
+    assert out.exit_code == 0, out.output
+    assert "    latency p99          not stated   (max 2000 ms)" in out.stdout
+    assert (f"    (latency p99 not stated: {latencies:,} logged latencies, 368 needed for its 95 "
+            "% interval)") in out.stdout
 
 
 def test_python_api(tmp_path: Path) -> None:

@@ -138,16 +138,26 @@ def _live_text(live: LiveCheck) -> list[str]:
     lines = [f"  live traffic       {s['impressions']:,} impressions, {span}"
              + (f" ({log['path']}, sha256 {str(log.get('sha256', ''))[:12]}…)" if log else "")]
     changes = {c["signal"]: c for c in live.changes}
+    unstated = []
     for sig in LIVE_SIGNALS:
         value = live.value(sig.path)
         limit = getattr(live.policy, sig.bound)
         shown = "—" if value is None else f"{value:.4g}{sig.unit}"
+        if value is not None and sig.unit and not (s.get("latency_ci_ms") or {}).get(
+                sig.path[-1]):  # a latency percentile from too few latencies: not stated
+            shown = "not stated"
+            unstated.append(sig.label)
         bound = ("no threshold" if limit is None else
                  f"{'max' if sig.upper else 'min'} {limit:g}{sig.unit}")
         c = changes.get(sig.path[0])
         versus = "" if c is None else (f"; baseline {c['baseline']:.4g}, "
                                        f"{c['relative_change']:+.0%}")
         lines.append(f"    {sig.label:<20} {shown:<12} ({bound}{versus})")
+    if unstated:
+        from recallwatch.stats import calls_needed
+
+        lines.append(f"    ({', '.join(unstated)} not stated: {s.get('latency_count', 0):,} "
+                     f"logged latencies, {calls_needed(0.99):,} needed for its 95 % interval)")
     if live.baseline is None:
         lines.append("    (no baseline: the window holds the whole log)")
     else:
