@@ -152,7 +152,10 @@ def explain_tests(alpha: float) -> str:
     return ("A series is called up or down only when two tests both find the move significant "
             f"(p ≤ {alpha:g}): the straight line fitted through the runs (its slope per run) and "
             "the Mann–Kendall test (do later runs keep scoring higher, or lower? τ goes from −1, "
-            f"always lower, to +1, always higher); and only over at least {MIN_RUNS} runs.")
+            f"always lower, to +1, always higher); and only over at least {MIN_RUNS} runs. The "
+            "answer measures (faithfulness, answer relevance, correctness, hallucination rate) "
+            "are tested at that threshold divided by how many of them the runs hold, so that "
+            "four chances to move by chance do not make four times the false alarms.")
 
 
 def _tests(s: SeriesTrend) -> str:
@@ -235,14 +238,15 @@ def _answer_patterns(series: dict[str, SeriesTrend]) -> list[TrendPattern]:
 
 def _answer_series(chosen: list[RunSummary], alpha: float) -> dict[str, SeriesTrend]:
     """The answer measures' series, each over the chosen runs that hold it (none when fewer
-    than two do)."""
-    out = {}
-    for metric in ANSWER_METRICS:
-        held = [(r.run_id, float(v)) for r in chosen if (v := getattr(r, metric)) is not None]
-        if len(held) >= 2:
-            out[metric] = analyse_series(metric, [v for _, v in held], [i for i, _ in held],
-                                         alpha=alpha)
-    return out
+    than two do), each tested at ``alpha`` divided by the number of them (Bonferroni): four
+    measures tested at ``alpha`` each would call a degradation of unchanged answers about four
+    times as often (benchmarks/decisions_trend_bench.py)."""
+    held = {metric: [(r.run_id, float(v)) for r in chosen
+                     if (v := getattr(r, metric)) is not None] for metric in ANSWER_METRICS}
+    held = {metric: runs for metric, runs in held.items() if len(runs) >= 2}
+    each = alpha / max(len(held), 1)
+    return {metric: analyse_series(metric, [v for _, v in runs], [i for i, _ in runs],
+                                   alpha=each) for metric, runs in held.items()}
 
 
 def trend(history: History, *, dataset: str | None = None, last: int = 20,

@@ -21,15 +21,16 @@ from tests.history.helpers import gate_run, golden_set
 from tests.report import helpers as H
 
 STORE = {"uri": "lancedb://kb?table=chunks", "version": "3"}
-FAITHFUL = [0.95, 0.9, 0.84, 0.8, 0.71]  # falls run after run
-HALLUCINATING = [0.05, 0.1, 0.2, 0.25, 0.3]  # rises run after run
+FAITHFUL = [0.97, 0.95, 0.9, 0.84, 0.8, 0.71]  # falls run after run
+HALLUCINATING = [0.03, 0.05, 0.1, 0.2, 0.25, 0.3]  # rises run after run
 POLICY_CAP = 0.2  # max_hallucination_rate
 
 
 @pytest.fixture(scope="module")
 def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Two runs without answers, then five whose answers get worse (relevance untrusted in the
-    third: None)."""
+    """Two runs without answers, then six whose answers get worse (relevance untrusted in the
+    third: None). Six: the four answer measures are each tested at 0.05 / 4, which the
+    Mann–Kendall test cannot reach over five runs."""
     db = tmp_path_factory.mktemp("answers") / "h.db"
     g = golden_set(4)
     with History(db) as h:
@@ -62,7 +63,7 @@ def test_the_run_list_shows_the_answer_measures_and_a_dash_for_runs_without(
     faithful = column(doc, "#runs-table", "faithfulness")  # newest first
     assert faithful == [(f"{f:.3f}", str(f)) for f in reversed(FAITHFUL)] + [("—", "-1")] * 2
     relevance = [shown for shown, _ in column(doc, "#runs-table", "answer relevance")]
-    assert relevance == ["0.800", "0.800", "—", "0.800", "0.800", "—", "—"]
+    assert relevance == ["0.800", "0.800", "0.800", "—", "0.800", "0.800", "—", "—"]
     rates = [shown for shown, _ in column(doc, "#runs-table", "hallucination rate")]
     assert rates == [f"{r:.3f}" for r in reversed(HALLUCINATING)] + ["—", "—"]
 
@@ -80,7 +81,7 @@ def test_the_trends_draw_the_answer_measures_and_test_their_trend(history: Path)
     titles = [H.text(f.cssselect("figcaption, .title")[0]) for f in doc.cssselect("figure.chart")]
     assert any(t.startswith("Answers: faithfulness") for t in titles), titles
     rows = {H.text(r.cssselect("td")[0]): r for r in doc.cssselect("table.trend-series tbody tr")}
-    assert H.text(rows["faithfulness"].cssselect("td")[1]) == "5"  # the runs that hold it
+    assert H.text(rows["faithfulness"].cssselect("td")[1]) == "6"  # the runs that hold it
     assert "down" in H.text(rows["faithfulness"])
     assert "up" in H.text(rows["hallucination_rate"])
     assert "answers_degrading" in H.text(doc)
@@ -92,13 +93,13 @@ def test_the_trends_draw_the_answer_measures_and_test_their_trend(history: Path)
 def test_the_trend_analyses_each_measure_over_the_runs_that_hold_it(history: Path) -> None:
     with History(history, read_only=True) as h:
         t = trend(h)
-    assert t.series["faithfulness"].n == 5 and t.series["faithfulness"].direction == "down"
-    assert t.series["answer_relevance"].n == 4  # one run's judge was not trusted with it
+    assert t.series["faithfulness"].n == 6 and t.series["faithfulness"].direction == "down"
+    assert t.series["answer_relevance"].n == 5  # one run's judge was not trusted with it
     assert t.series["hallucination_rate"].direction == "up"
-    assert t.series["mean_quality"].n == 7
+    assert t.series["mean_quality"].n == 8
     (pattern,) = [p for p in t.patterns if p.name == "answers_degrading"]
     assert pattern.metric == "faithfulness"
-    assert pattern.message.startswith("answers degrading: faithfulness 0.950 → 0.710 over 5 runs")
+    assert pattern.message.startswith("answers degrading: faithfulness 0.970 → 0.710 over 6 runs")
 
 
 def test_history_list_and_trend_print_the_measures(history: Path) -> None:
@@ -110,7 +111,7 @@ def test_history_list_and_trend_print_the_measures(history: Path) -> None:
     assert lines[-1].split()[7:9] == ["-", "-"]
     code, out, _ = wide_cli("history", "trend", "--history", str(history))
     assert code == 1  # a pattern was found
-    assert "faithfulness: 0.950 → 0.710 (-0.240) over 5 runs" in out
+    assert "faithfulness: 0.970 → 0.710 (-0.260) over 6 runs" in out
     assert "pattern answers_degrading: answers degrading" in out
 
 
