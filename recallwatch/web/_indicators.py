@@ -76,7 +76,8 @@ GROUPS: tuple[Group, ...] = (
                   (*_LIVE, "max_latency_p99_ms"), unit="ms"),
            # the p99 the monitor states, from the calls its interval needs; else its median
            Source("latency p99 of the probes", ("p99",), "lower",
-                  ("thresholds", "max_latency_p99_ms"), unit="ms", path=("latency", "p99_ms")),
+                  ("thresholds", "max_latency_p99_ms"), unit="ms", path=("latency", "p99_ms"),
+                  verdict=("latency",)),
            Source("latency p50 of the probes (too few calls for a p99)", ("p50",), "lower",
                   unit="ms", path=("latency", "p50_ms")),
            # a record written before the monitor kept its latency's evidence
@@ -290,7 +291,18 @@ def _verdict(payload: Mapping[str, Any],
         node = node.get(key) if isinstance(node, Mapping) else None
     if not path or not isinstance(node, Mapping) or node.get("status") is None:
         return None
+    if "cap_ms" in node:  # the monitor's latency check: the cap judged on the p99's interval
+        status = _LATENCY_STATUS.get(str(node["status"]))
+        if status is None or not isinstance(node["cap_ms"], int | float):
+            return None
+        noise = ", within noise" if node["status"] == "within noise" else ""
+        return status, f"max {node['cap_ms']:g} ms{noise}"
     return str(node["status"]), str(node.get("caps") or "")
+
+
+# The monitor's latency check (recallwatch.acceptance.latency_cap) as a card's status: over the
+# cap only when the p99's whole interval is; a p99 over it whose interval reaches below is ok.
+_LATENCY_STATUS = {"over": "breach", "within": "ok", "within noise": "ok"}
 
 
 # The gate's checks of the policy's cost caps (recallwatch.acceptance.limits).

@@ -280,3 +280,15 @@ def test_the_probes_speed_card_states_no_p99_from_too_few_calls(tmp_path: Path) 
     (speed,) = [c for c in indicator_cards(records) if c["group"] == "speed"]
     assert (speed["title"], speed["value"], speed["status"]) == (
         "latency p99 of the probes", 9.5, "ok")
+    # over the cap, but its interval reaches below it: the monitor did not alarm, nor does the
+    # card; a p99 whose whole interval is over the cap is a breach
+    for status, shown in (("within noise", ("ok", "max 9 ms, within noise")),
+                          ("over", ("breach", "max 9 ms"))):
+        with History(db) as h:
+            h.record_monitor_run("monitor", {
+                "recall": 0.99, "floor": 0.95, "latency_ms": {"p50": 4.0, "p99": 9.5},
+                "latency": {**enough, "cap_ms": 9.0, "status": status},
+                "thresholds": {"max_latency_p99_ms": 9.0}}, status="ok")
+            records = h.monitor_runs()
+        (speed,) = [c for c in indicator_cards(records) if c["group"] == "speed"]
+        assert (speed["status"], speed["limit_text"]) == shown
