@@ -83,3 +83,23 @@ def chat() -> Iterator[Callable[[Model], str]]:
 @pytest.fixture
 def scripted_chat(chat: Callable[[Model], str]) -> str:
     return chat(scripted.chat_reply)
+
+
+@contextlib.contextmanager
+def chat_with_usage(log: list[tuple[str, int, int]], usage: bool) -> Iterator[str]:
+    """A chat endpoint; with ``usage`` each reply reports as prompt tokens the characters of its
+    user message divided by 4 (whole) and as completion tokens its reply's words; ``log`` gets
+    (system message, prompt tokens, completion tokens) for every request, in order."""
+    def route(seen: Seen, host: Host) -> Answer:
+        messages = {m["role"]: m["content"] for m in seen.json()["messages"]}
+        reply = scripted.chat_reply(messages["system"], messages["user"])
+        body: dict[str, Any] = completion(reply)
+        counts = (len(messages["user"]) // 4, len(reply.split()))
+        log.append((messages["system"], *counts))
+        if usage:
+            body["usage"] = {"prompt_tokens": counts[0], "completion_tokens": counts[1],
+                             "total_tokens": sum(counts)}
+        return json_answer(body)
+
+    with serving(route) as host:
+        yield f"{host.url}/v1"

@@ -5,43 +5,19 @@ tokens the server itself says it reported."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from recallwatch.answers import generate
-from tests.answers import scripted
-from tests.answers.conftest import LABELS, completion, golden_file
+from tests.answers.conftest import LABELS, chat_with_usage, golden_file
 from tests.clirun import wide_cli as cli
-from tests.http_hosts import Answer, Host, Seen, json_answer, serving
 
 QUESTIONS = ["smi_2025", "tarifa_plana", "modelo_190"]
 PRICES = "currency: EUR\nllm_input_per_1k_tokens: 0.5\nllm_output_per_1k_tokens: 2.0\n"
-
-
-@contextlib.contextmanager
-def _server(log: list[tuple[str, int, int]], usage: bool) -> Iterator[str]:
-    """A chat endpoint; with ``usage`` each reply reports as prompt tokens the characters of its
-    user message divided by 4 (whole) and as completion tokens its reply's words; ``log`` gets
-    (system message, prompt tokens, completion tokens) for every request, in order."""
-    def route(seen: Seen, host: Host) -> Answer:
-        messages = {m["role"]: m["content"] for m in seen.json()["messages"]}
-        reply = scripted.chat_reply(messages["system"], messages["user"])
-        body: dict[str, Any] = completion(reply)
-        counts = (len(messages["user"]) // 4, len(reply.split()))
-        log.append((messages["system"], *counts))
-        if usage:
-            body["usage"] = {"prompt_tokens": counts[0], "completion_tokens": counts[1],
-                             "total_tokens": sum(counts)}
-        return json_answer(body)
-
-    with serving(route) as host:
-        yield f"{host.url}/v1"
 
 
 def _gate(tmp_path: Path, kb: str, url: str, *extra: str) -> dict[str, Any]:
@@ -58,7 +34,7 @@ def _gate(tmp_path: Path, kb: str, url: str, *extra: str) -> dict[str, Any]:
 def test_the_answers_tokens_are_what_the_server_reported_and_are_priced(
         kb_v1: str, tmp_path: Path, judge: str) -> None:
     log: list[tuple[str, int, int]] = []
-    with _server(log, usage=True) as url:
+    with chat_with_usage(log, usage=True) as url:
         extra = ("--answer-judge", f"{url}?model=judge") if judge == "llm" else ()
         res = _gate(tmp_path, kb_v1, url, *extra)
     # the generator answers each question from the retrieved chunks, then from the expected
@@ -88,7 +64,7 @@ def test_the_answers_tokens_are_what_the_server_reported_and_are_priced(
 
 def test_a_server_without_usage_is_not_reported_and_not_priced(kb_v1: str,
                                                                tmp_path: Path) -> None:
-    with _server([], usage=False) as url:
+    with chat_with_usage([], usage=False) as url:
         res = _gate(tmp_path, kb_v1, url)
     assert res["answers"]["tokens"]["answers"]["note"] == (
         "not reported: none of the 3 replies had a usage field")

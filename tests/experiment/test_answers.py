@@ -23,8 +23,7 @@ import pytest
 
 from recallwatch.answers import generate
 from tests.answers import scripted
-from tests.answers.conftest import KB, LABELS, golden_file
-from tests.answers.test_tokens import _server
+from tests.answers.conftest import KB, LABELS, chat_with_usage, golden_file
 from tests.clirun import wide_cli as cli
 
 FIVE = ["retencion_alquiler_local", "modelo_190", "smi_2025", "preaviso_dimision", "tarifa_plana"]
@@ -229,7 +228,7 @@ def test_each_variants_generator_tokens_are_priced(tmp_path: Path) -> None:
     log: list[tuple[str, int, int]] = []
     (tmp_path / "prices.yaml").write_text(
         "llm_input_per_1k_tokens: 0.5\nllm_output_per_1k_tokens: 2.0\n", encoding="utf-8")
-    with _server(log, usage=True) as url:
+    with chat_with_usage(log, usage=True) as url:
         golden_file(tmp_path, FIVE, top_k=2)
         (tmp_path / "plan.yaml").write_text(
             f"golden: golden.yaml\ncorpus: {KB / 'corpus_v1.jsonl'}\n"
